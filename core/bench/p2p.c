@@ -1,0 +1,136 @@
+/* Point-to-point benchmarks: each is a kernel plus what it sends and
+ * checks.  Rank 0 pairs with its peer (the last rank); others sit out. */
+#include <string.h>
+
+#include "cs.h"
+
+#define TAG_DATA 1
+#define TAG_ACK 2
+
+static size_t one_buffer(const cs_ctx *c) { return c->size; }
+
+/* Both partners send, both check. */
+static void prep_both(cs_ctx *c, long sample) {
+  cs_fill(c->sbuf, c->size, cs_seed(c->size, c->rank, sample));
+  cs_poison(c->rbuf, c->size);
+}
+
+static int check_from_peer(cs_ctx *c, long sample, char *why, size_t len) {
+  unsigned got = 0, want = 0;
+  long bad = cs_check(c->rbuf, c->size, cs_seed(c->size, c->peer, sample), &got, &want);
+  if (bad < 0) return 0;
+  snprintf(why, len, "byte %ld from rank %d is 0x%02x, expected 0x%02x", bad, c->peer, got, want);
+  return 1;
+}
+
+/* Only rank 0 sends data; its peer checks. */
+static void prep_sender(cs_ctx *c, long sample) {
+  if (c->rank == 0)
+    cs_fill(c->sbuf, c->size, cs_seed(c->size, 0, sample));
+  else
+    cs_poison(c->rbuf, c->size);
+}
+
+static int check_at_receiver(cs_ctx *c, long sample, char *why, size_t len) {
+  return c->rank == 0 ? 0 : check_from_peer(c, sample, why, len);
+}
+
+/* Ping-pong: rank 0 sends, the peer returns its own message. */
+static int run_pingpong(cs_ctx *c, long reps) {
+  int n = (int)c->size;
+  if (c->rank == 0) {
+    for (long i = 0; i < reps; i++) {
+      MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+      MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+    }
+  } else {
+    for (long i = 0; i < reps; i++) {
+      MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+      MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+    }
+  }
+  return 0;
+}
+
+/* Send loop: `reps` blocking sends, then one acknowledgement (seed 003's
+ * "latency"; the implementation may batch or buffer the sends). */
+static int run_sendloop(cs_ctx *c, long reps) {
+  int n = (int)c->size, ack = 0;
+  if (c->rank == 0) {
+    for (long i = 0; i < reps; i++) MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+    MPI_Recv(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm, MPI_STATUS_IGNORE);
+  } else {
+    for (long i = 0; i < reps; i++)
+      MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+    MPI_Send(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm);
+  }
+  return 0;
+}
+
+/* Unidirectional bandwidth: a window of non-blocking sends, then an ack. */
+static int run_bw(cs_ctx *c, long reps) {
+  int n = (int)c->size, w = (int)c->opts->window, ack = 0;
+  for (long i = 0; i < reps; i++) {
+    if (c->rank == 0) {
+      for (int j = 0; j < w; j++)
+        MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[j]);
+      MPI_Waitall(w, c->reqs, c->stats);
+      MPI_Recv(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm, MPI_STATUS_IGNORE);
+    } else {
+      for (int j = 0; j < w; j++)
+        MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[j]);
+      MPI_Waitall(w, c->reqs, c->stats);
+      MPI_Send(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm);
+    }
+  }
+  return 0;
+}
+
+/* Bidirectional bandwidth: both partners post a window each way. */
+static int run_bibw(cs_ctx *c, long reps) {
+  int n = (int)c->size, w = (int)c->opts->window;
+  for (long i = 0; i < reps; i++) {
+    for (int j = 0; j < w; j++)
+      MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[j]);
+    for (int j = 0; j < w; j++)
+      MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[w + j]);
+    MPI_Waitall(2 * w, c->reqs, c->stats);
+  }
+  return 0;
+}
+
+const cs_bench cs_bench_latency = {
+    .name = "latency", .group = "p2p", .metric = "one-way time (round trip / 2)",
+    .desc = "ping-pong with blocking MPI_Send/MPI_Recv; time = round trip / 2",
+    .min_np = 2, .ops_per_rep = 2, .bytes_per_op = 0, .has_rate = 0,
+    .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
+};
+
+const cs_bench cs_bench_roundtrip = {
+    .name = "roundtrip", .group = "p2p", .metric = "round-trip time",
+    .desc = "ping-pong round trips; rate = round trips per second",
+    .min_np = 2, .ops_per_rep = 1, .bytes_per_op = 0, .has_rate = 1,
+    .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
+};
+
+const cs_bench cs_bench_sendloop = {
+    .name = "sendloop", .group = "p2p", .metric = "time per send",
+    .desc = "many blocking sends then one acknowledgement; time per send",
+    .min_np = 2, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
+    .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_sendloop,
+    .check = check_at_receiver,
+};
+
+const cs_bench cs_bench_bw = {
+    .name = "bw", .group = "p2p", .metric = "time per message in a window",
+    .desc = "unidirectional bandwidth: window of MPI_Isend, then an acknowledgement",
+    .min_np = 2, .ops_per_rep_window = 1, .bytes_per_op = 1, .has_rate = 1,
+    .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_bw, .check = check_at_receiver,
+};
+
+const cs_bench cs_bench_bibw = {
+    .name = "bibw", .group = "p2p", .metric = "time per message pair in a window",
+    .desc = "bidirectional bandwidth: both partners send a window at once",
+    .min_np = 2, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,
+    .buf_bytes = one_buffer, .prepare = prep_both, .run = run_bibw, .check = check_from_peer,
+};

@@ -1,0 +1,181 @@
+/* commscope measuring core: shared types.
+ *
+ * The data path inside the core is: options -> for each benchmark and size
+ * -> calibrate a batch -> timed samples (untimed validation after each) ->
+ * statistics -> one record.  Benchmarks are small declarations (struct
+ * cs_bench) in core/bench/; the harness owns everything else.
+ */
+#ifndef CS_H
+#define CS_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CS_SCHEMA_VERSION 1
+#ifndef CS_VERSION
+#define CS_VERSION "0.1.0"
+#endif
+
+#define CS_MAX_BENCH 32
+#define CS_ERRLEN 512
+
+/* Return codes used throughout the core.  Helpers return them upward;
+ * only main() turns them into an exit status. */
+enum cs_status {
+  CS_OK = 0,
+  CS_EUSAGE = 2,   /* bad option or value */
+  CS_EINVALID = 3, /* data validation failed: the MPI moved wrong bytes */
+  CS_ENOMEM = 4,
+  CS_EMPI = 5,
+  CS_EIO = 6,
+};
+
+/* An error with where it was raised; filled by CS_FAIL. */
+typedef struct cs_err {
+  int code;
+  char msg[CS_ERRLEN];
+} cs_err;
+
+int cs_fail(cs_err *e, int code, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define CS_FAIL(e, code, ...) cs_fail((e), (code), __FILE__, __LINE__, __VA_ARGS__)
+
+/* All options, passed explicitly.  One table (options.c) generates both
+ * the parser and the usage text from this struct. */
+typedef struct cs_opts {
+  char bench[256];       /* comma-separated benchmark names */
+  char sizes[64];        /* "MIN:MAX" or "N" with K/M/G suffixes */
+  long factor;           /* size multiplier between steps */
+  long min_samples;      /* never stop before this many samples */
+  long max_samples;      /* never take more than this many samples */
+  double target_ci;      /* stop when CI half-width / median <= this */
+  double time_cap_s;     /* per-size wall-time cap for sampling */
+  double sample_us;      /* target duration of one timed sample */
+  long warmup;           /* discarded samples after calibration */
+  long window;           /* messages in flight for bw/bibw */
+  long root;             /* root rank for rooted collectives (later) */
+  int raw;               /* include raw per-sample times in records */
+  int table;             /* print a human table on stdout */
+  int list;              /* list benchmarks and exit */
+  int json;              /* with --list: JSON */
+  int info;              /* print MPI library info as JSON and exit */
+  int help;
+  char output[1024];     /* JSON Lines destination, "-" for stdout */
+} cs_opts;
+
+/* Per-size state handed to a benchmark's callbacks. */
+typedef struct cs_ctx {
+  MPI_Comm comm;
+  int rank, np;
+  int peer;              /* p2p partner, or -1 when this rank sits out */
+  const cs_opts *opts;
+  size_t size;           /* message size in bytes */
+  void *sbuf, *rbuf;     /* page-aligned, cs_bench.buf_bytes each */
+  size_t buf_bytes;
+  MPI_Request *reqs;     /* 2 * window requests */
+  MPI_Status *stats;     /* and their statuses (as OSU's reqstat) */
+} cs_ctx;
+
+/* A benchmark is a table entry.  The harness times run() between two
+ * clock reads, divides by reps * ops_per_rep and keeps the per-op time. */
+typedef struct cs_bench {
+  const char *name;
+  const char *group;      /* "p2p" */
+  const char *metric;     /* what median_us means */
+  const char *desc;
+  int min_np;
+  int ops_per_rep_window; /* 1: ops_per_rep = window; 0: ops_per_rep = ops */
+  double ops_per_rep;     /* e.g. 2 for ping-pong one-way time */
+  double bytes_per_op;    /* x size: bytes moved per op (0: no bandwidth) */
+  int has_rate;           /* report ops per second */
+  /* Bytes to allocate for each of sbuf and rbuf for a message size. */
+  size_t (*buf_bytes)(const cs_ctx *c);
+  /* Untimed: fill what this rank sends with the pattern for `sample`,
+   * poison what it receives. */
+  void (*prepare)(cs_ctx *c, long sample);
+  /* Timed: `reps` repetitions of the kernel. */
+  int (*run)(cs_ctx *c, long reps);
+  /* Untimed: check what this rank received in `sample`; 0 when good. */
+  int (*check)(cs_ctx *c, long sample, char *why, size_t whylen);
+} cs_bench;
+
+/* Registry (core/bench/registry.c). */
+const cs_bench *cs_bench_find(const char *name);
+const cs_bench *const *cs_bench_all(int *n);
+
+/* Options (options.c). */
+void cs_opts_defaults(cs_opts *o);
+int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e);
+void cs_opts_usage(FILE *f);
+int cs_parse_size(const char *s, size_t *out);
+int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e);
+
+/* Statistics (stats.c). */
+typedef struct cs_stats {
+  long n;
+  double median, mean, min, max, p5, p95, ci_lo, ci_hi;
+} cs_stats;
+void cs_sort(double *x, long n);
+double cs_quantile_sorted(const double *x, long n, double q);
+void cs_median_ci_ranks(long n, long *lo, long *hi);
+void cs_stats_compute(const double *x, long n, double *scratch, cs_stats *s);
+int cs_ci_converged(const cs_stats *s, double target);
+
+/* Pattern fill and check (pattern.c). */
+uint64_t cs_seed(size_t size, int rank, long sample);
+void cs_fill(void *buf, size_t n, uint64_t seed);
+void cs_poison(void *buf, size_t n);
+long cs_check(const void *buf, size_t n, uint64_t seed, unsigned *got, unsigned *want);
+
+/* Noise accounting (noise.c). */
+typedef struct cs_noise_mark {
+  double proc_cpu_s; /* this process's CPU time */
+  unsigned long long busy, steal, total; /* /proc/stat ticks (leader only) */
+  int have_stat;
+} cs_noise_mark;
+typedef struct cs_noise {
+  double other_cpu_s; /* CPU used by processes other than our ranks */
+  double steal_s;     /* time stolen by the hypervisor */
+  double wall_s;
+  double load1;
+  int valid;
+} cs_noise;
+void cs_noise_mark_now(cs_noise_mark *m, int leader);
+void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm node,
+                     MPI_Comm world, double wall_s, cs_noise *out);
+
+/* Records (record.c). */
+typedef struct cs_result {
+  const cs_bench *bench;
+  size_t size;
+  int np;
+  long batch;          /* repetitions per timed sample */
+  double ops_per_rep;
+  cs_stats st;
+  const double *raw;   /* per-op times of each sample, us */
+  long nraw;
+  int converged;       /* CI target met (else: time cap or max samples) */
+  const char *stop;    /* why sampling stopped */
+  cs_noise noise;
+  int valid;
+  char why[CS_ERRLEN];
+  double elapsed_s;
+} cs_result;
+void cs_json_str(FILE *f, const char *s);
+void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
+                     char **hosts, const char *libver, int mpi_major, int mpi_minor);
+void cs_write_result(FILE *f, const cs_result *r, int raw);
+void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s);
+void cs_table_header(FILE *f);
+void cs_table_row(FILE *f, const cs_result *r);
+
+/* Harness (harness.c). */
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node,
+                 FILE *out, int *ninvalid, int *nresults, cs_err *e);
+
+/* Clock: CLOCK_MONOTONIC in microseconds. */
+double cs_now_us(void);
+
+#endif

@@ -1,0 +1,259 @@
+/* The harness: calibration, warm-up, the timed loop, the adaptive stopping
+ * rule, untimed validation, noise and one record per size.  Benchmarks
+ * only provide the kernel and their buffers' content. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cs.h"
+
+#define TAG_READY 901
+#define TAG_WHY 902
+#define MIN_SAMPLES_UNDER_CAP 5 /* the time cap never leaves fewer samples */
+#define MAX_REPS (1L << 24)
+
+double cs_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static void *alloc_aligned(size_t n) {
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, n ? n : 64)) return NULL;
+  memset(p, 0, n ? n : 64); /* first touch outside any timed region */
+  return p;
+}
+
+/* Untimed synchronisation before each timed sample: point-to-point
+ * partners hand rank 0 a zero-byte "ready" once they have prepared their
+ * buffers, so rank 0 never times its partner's preparation. */
+static void ready_sync(cs_ctx *c) {
+  if (c->peer < 0) return;
+  if (c->rank == 0)
+    MPI_Recv(NULL, 0, MPI_BYTE, c->peer, TAG_READY, c->comm, MPI_STATUS_IGNORE);
+  else
+    MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, c->comm);
+}
+
+typedef struct sampler {
+  double *x;
+  long n, cap;
+  int err;             /* this rank saw bad data */
+  char why[CS_ERRLEN]; /* first failure on this rank */
+} sampler;
+
+/* One sample: prepare, sync, time `reps` repetitions, validate.
+ * Returns the per-op time in us (meaningful on rank 0 only). */
+static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample,
+                         sampler *sm) {
+  double dt = 0;
+  if (c->peer >= 0) b->prepare(c, sample);
+  ready_sync(c);
+  if (c->peer >= 0) {
+    double t0 = cs_now_us();
+    b->run(c, reps);
+    dt = cs_now_us() - t0;
+    char why[CS_ERRLEN / 2];
+    if (!sm->err && b->check(c, sample, why, sizeof why)) {
+      sm->err = 1;
+      snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu sample %ld: %s", c->rank, b->name,
+               c->size, sample, why);
+      fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
+    }
+  }
+  return dt / ((double)reps * ops);
+}
+
+/* Rank 0 grows the batch until one sample lasts about --sample-us, so the
+ * clock's cost and granularity vanish against the sample. */
+static long calibrate(const cs_bench *b, cs_ctx *c, double ops, sampler *sm) {
+  long reps = 1, sample = -1;
+  for (;;) {
+    double per_op = one_sample(b, c, reps, ops, sample--, sm);
+    long next = 0; /* 0: done */
+    if (c->rank == 0) {
+      double dt = per_op * (double)reps * ops;
+      if (dt < c->opts->sample_us && reps < MAX_REPS) {
+        double grow = dt > 0 ? 1.2 * c->opts->sample_us / dt : 1000;
+        if (grow < 2) grow = 2;
+        if (grow > 1000) grow = 1000;
+        next = (long)((double)reps * grow);
+        if (next > MAX_REPS) next = MAX_REPS;
+      }
+    }
+    MPI_Bcast(&next, 1, MPI_LONG, 0, c->comm);
+    if (next == 0) break;
+    reps = next;
+  }
+  return reps;
+}
+
+static int push(sampler *sm, double v, long max) {
+  if (sm->n == sm->cap) {
+    long cap = sm->cap ? sm->cap * 2 : 1024;
+    if (cap > max) cap = max;
+    double *x = realloc(sm->x, (size_t)cap * sizeof *x);
+    if (!x) return CS_ENOMEM;
+    sm->x = x;
+    sm->cap = cap;
+  }
+  sm->x[sm->n++] = v;
+  return CS_OK;
+}
+
+/* Rank 0 learns the first failing rank's reason (untimed). */
+static void gather_why(cs_ctx *c, sampler *sm, char *why, size_t len) {
+  int me = sm->err ? c->rank : c->np, first = c->np;
+  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, c->comm);
+  if (first == 0) {
+    if (c->rank == 0) snprintf(why, len, "%s", sm->why);
+  } else if (c->rank == first) {
+    MPI_Send(sm->why, CS_ERRLEN, MPI_CHAR, 0, TAG_WHY, c->comm);
+  } else if (c->rank == 0) {
+    char buf[CS_ERRLEN];
+    MPI_Recv(buf, CS_ERRLEN, MPI_CHAR, first, TAG_WHY, c->comm, MPI_STATUS_IGNORE);
+    buf[CS_ERRLEN - 1] = 0;
+    snprintf(why, len, "%s", buf);
+  }
+}
+
+static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *r, cs_err *e) {
+  const cs_opts *o = c->opts;
+  double ops = b->ops_per_rep_window ? (double)o->window : b->ops_per_rep;
+  sampler sm = {0};
+  double t_size0 = cs_now_us();
+
+  long reps = calibrate(b, c, ops, &sm);
+  for (long w = 0; w < o->warmup; w++) one_sample(b, c, reps, ops, -1000 - w, &sm);
+
+  cs_noise_mark m0, m1;
+  int leader;
+  MPI_Comm_rank(node, &leader);
+  leader = leader == 0;
+  cs_noise_mark_now(&m0, leader);
+  double t0 = cs_now_us();
+  long next_check = o->min_samples < MIN_SAMPLES_UNDER_CAP ? o->min_samples : MIN_SAMPLES_UNDER_CAP;
+  const char *stop = "max_samples";
+  int converged = 0;
+  double *scratch = NULL;
+  for (long s = 0;; s++) {
+    double v = one_sample(b, c, reps, ops, s, &sm);
+    if (push(&sm, v, o->max_samples)) {
+      free(sm.x);
+      free(scratch);
+      return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", sm.n);
+    }
+    if (sm.n < next_check && sm.n < o->max_samples) continue;
+    /* Check point: rank 0 decides, every rank reports bad data. */
+    long local[3] = {sm.err, 0, 0}, all[3];
+    if (c->rank == 0) {
+      cs_stats st;
+      double *sc = realloc(scratch, (size_t)sm.n * sizeof *sc);
+      if (sc) scratch = sc;
+      if (sc) cs_stats_compute(sm.x, sm.n, scratch, &st);
+      double elapsed_s = (cs_now_us() - t0) * 1e-6;
+      if (sc && sm.n >= o->min_samples && cs_ci_converged(&st, o->target_ci)) {
+        local[1] = 1;
+        stop = "ci";
+        converged = 1;
+      } else if (elapsed_s >= o->time_cap_s && sm.n >= MIN_SAMPLES_UNDER_CAP) {
+        local[1] = 1;
+        stop = "time_cap";
+      } else if (sm.n >= o->max_samples) {
+        local[1] = 1;
+        stop = "max_samples";
+      }
+      /* Check again after 25% more samples, or sooner near the time cap. */
+      double per_sample_s = elapsed_s / (double)sm.n;
+      double left_s = o->time_cap_s - elapsed_s;
+      long step = sm.n / 4 > 5 ? sm.n / 4 : 5;
+      if (per_sample_s > 0 && left_s / per_sample_s < (double)step)
+        step = left_s > 0 ? (long)(left_s / per_sample_s) + 1 : 1;
+      local[2] = step;
+    }
+    MPI_Allreduce(local, all, 3, MPI_LONG, MPI_MAX, c->comm);
+    if (all[0]) {
+      stop = "invalid";
+      break;
+    }
+    if (all[1]) break;
+    next_check = sm.n + all[2];
+  }
+  double wall_s = (cs_now_us() - t0) * 1e-6;
+  cs_noise_mark_now(&m1, leader);
+  cs_noise_finish(&m0, &m1, node, c->comm, wall_s, &r->noise);
+
+  int any_err = 0;
+  MPI_Allreduce(&sm.err, &any_err, 1, MPI_INT, MPI_MAX, c->comm);
+  r->valid = !any_err;
+  r->why[0] = 0;
+  if (any_err) gather_why(c, &sm, r->why, sizeof r->why);
+  if (c->rank == 0) {
+    double *sc = realloc(scratch, (size_t)(sm.n ? sm.n : 1) * sizeof *sc);
+    if (sc) scratch = sc;
+    if (sc) cs_stats_compute(sm.x, sm.n, scratch, &r->st);
+  }
+  free(scratch);
+  r->bench = b;
+  r->size = c->size;
+  r->np = c->np;
+  r->batch = reps;
+  r->ops_per_rep = ops;
+  r->raw = sm.x; /* caller frees */
+  r->nraw = sm.n;
+  r->converged = converged;
+  r->stop = stop;
+  r->elapsed_s = (cs_now_us() - t_size0) * 1e-6;
+  return CS_OK;
+}
+
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node, FILE *out,
+                 int *ninvalid, int *nresults, cs_err *e) {
+  size_t sizes[128];
+  int nsizes, rc;
+  if ((rc = cs_sizes_expand(o, sizes, 128, &nsizes, e))) return rc;
+
+  cs_ctx c = {0};
+  c.comm = world;
+  c.opts = o;
+  MPI_Comm_rank(world, &c.rank);
+  MPI_Comm_size(world, &c.np);
+  if (c.np < b->min_np)
+    return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
+                   b->min_np, c.np);
+  /* Point-to-point pairs rank 0 with the last rank (seed 003's choice:
+   * with several ranks per node they sit on different nodes). */
+  c.peer = c.rank == 0 ? c.np - 1 : (c.rank == c.np - 1 ? 0 : -1);
+  c.size = sizes[nsizes - 1];
+  c.buf_bytes = b->buf_bytes(&c);
+  c.sbuf = alloc_aligned(c.buf_bytes);
+  c.rbuf = alloc_aligned(c.buf_bytes);
+  c.reqs = calloc((size_t)(2 * o->window + 2), sizeof *c.reqs);
+  c.stats = calloc((size_t)(2 * o->window + 2), sizeof *c.stats);
+  if (!c.sbuf || !c.rbuf || !c.reqs || !c.stats) {
+    free(c.stats);
+    free(c.sbuf);
+    free(c.rbuf);
+    free(c.reqs);
+    return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu-byte buffers", c.buf_bytes);
+  }
+  for (int i = 0; i < nsizes && rc == CS_OK; i++) {
+    cs_result r = {0};
+    c.size = sizes[i];
+    rc = measure_size(b, &c, node, &r, e);
+    if (rc == CS_OK && c.rank == 0) {
+      cs_write_result(out, &r, o->raw);
+      if (o->table) cs_table_row(stdout, &r);
+      (*nresults)++;
+      if (!r.valid) (*ninvalid)++;
+    }
+    free((void *)r.raw);
+  }
+  free(c.sbuf);
+  free(c.rbuf);
+  free(c.reqs);
+  free(c.stats);
+  return rc;
+}

@@ -1,0 +1,146 @@
+/* cs-core: one binary, a table of benchmarks, JSON Lines out. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+
+static void list_benches(int json) {
+  int n;
+  const cs_bench *const *all = cs_bench_all(&n);
+  if (json) fputc('[', stdout);
+  for (int i = 0; i < n; i++) {
+    const cs_bench *b = all[i];
+    if (!json) {
+      printf("%-10s %-5s %s\n", b->name, b->group, b->desc);
+      continue;
+    }
+    printf("%s{\"name\":\"%s\",\"group\":\"%s\",\"min_np\":%d,\"bandwidth\":%s,\"rate\":%s,"
+           "\"metric\":",
+           i ? "," : "", b->name, b->group, b->min_np, b->bytes_per_op > 0 ? "true" : "false",
+           b->has_rate ? "true" : "false");
+    cs_json_str(stdout, b->metric);
+    printf(",\"desc\":");
+    cs_json_str(stdout, b->desc);
+    fputc('}', stdout);
+  }
+  if (json) printf("]\n");
+}
+
+/* Callable before MPI_Init (MPI-3), so no launcher is needed. */
+static void print_info(void) {
+  char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0, major = 0, minor = 0;
+  MPI_Get_library_version(ver, &len);
+  MPI_Get_version(&major, &minor);
+  printf("{\"mpi_library\":");
+  cs_json_str(stdout, ver);
+  printf(",\"mpi_standard\":\"%d.%d\",\"commscope_version\":\"%s\",\"schema\":%d}\n", major,
+         minor, CS_VERSION, CS_SCHEMA_VERSION);
+}
+
+/* Every benchmark named must exist: checked before MPI starts. */
+static int resolve(const char *list, const cs_bench **out, int *n, cs_err *e) {
+  char buf[sizeof ((cs_opts *)0)->bench];
+  strcpy(buf, list);
+  *n = 0;
+  for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    const cs_bench *b = cs_bench_find(t);
+    if (!b) return CS_FAIL(e, CS_EUSAGE, "unknown benchmark '%s' (see --list)", t);
+    if (*n >= CS_MAX_BENCH) return CS_FAIL(e, CS_EUSAGE, "too many benchmarks");
+    out[(*n)++] = b;
+  }
+  if (*n == 0) return CS_FAIL(e, CS_EUSAGE, "no benchmark given");
+  return CS_OK;
+}
+
+static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv) {
+  cs_err e = {0};
+  int rank, np, rc = CS_OK;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &np);
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int len;
+  MPI_Get_processor_name(name, &len);
+  char *all = rank == 0 ? calloc((size_t)np, MPI_MAX_PROCESSOR_NAME) : NULL;
+  MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
+             MPI_COMM_WORLD);
+
+  FILE *out = NULL;
+  int open_ok = 1;
+  if (rank == 0) {
+    out = strcmp(o->output, "-") ? fopen(o->output, "w") : stdout;
+    open_ok = out != NULL;
+  }
+  MPI_Bcast(&open_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!open_ok) {
+    if (rank == 0) fprintf(stderr, "cs-core: cannot write %s\n", o->output);
+    free(all);
+    MPI_Comm_free(&node);
+    return CS_EIO;
+  }
+  double t0 = cs_now_us();
+  if (rank == 0) {
+    char *hosts[np];
+    for (int i = 0; i < np; i++) hosts[i] = all + (size_t)i * MPI_MAX_PROCESSOR_NAME;
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    int major, minor;
+    MPI_Get_library_version(ver, &len);
+    MPI_Get_version(&major, &minor);
+    cs_write_header(out, o, argc, argv, np, hosts, ver, major, minor);
+    if (o->table) cs_table_header(stdout);
+  }
+  int nresults = 0, ninvalid = 0;
+  for (int i = 0; i < nb && rc == CS_OK; i++)
+    rc = cs_run_bench(benches[i], o, MPI_COMM_WORLD, node, out, &ninvalid, &nresults, &e);
+  if (rc && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
+  if (rank == 0) {
+    const char *status = rc ? "error" : (ninvalid ? "invalid" : "ok");
+    cs_write_footer(out, status, nresults, ninvalid, (cs_now_us() - t0) * 1e-6);
+    if (out != stdout) fclose(out);
+  }
+  free(all);
+  MPI_Comm_free(&node);
+  if (rc == CS_OK && ninvalid) rc = CS_EINVALID;
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  cs_opts o;
+  cs_err e = {0};
+  cs_opts_defaults(&o);
+  if (cs_opts_parse(&o, argc, argv, &e)) {
+    fprintf(stderr, "cs-core: %s\n", e.msg);
+    return CS_EUSAGE;
+  }
+  if (o.help) {
+    cs_opts_usage(stdout);
+    return 0;
+  }
+  if (o.list) {
+    list_benches(o.json);
+    return 0;
+  }
+  if (o.info) {
+    print_info();
+    return 0;
+  }
+  const cs_bench *benches[CS_MAX_BENCH];
+  int nb;
+  size_t sizes[128];
+  int nsizes;
+  if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, 128, &nsizes, &e)) {
+    fprintf(stderr, "cs-core: %s\n", e.msg);
+    return CS_EUSAGE;
+  }
+  if (sizes[nsizes - 1] > (size_t)1 << 30) {
+    fprintf(stderr, "cs-core: sizes above 1 GiB are not supported\n");
+    return CS_EUSAGE;
+  }
+  MPI_Init(&argc, &argv);
+  int rc = run_all(&o, benches, nb, argc, argv);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,137 @@
+/* One writer for records: JSON Lines for machines, and a table for people
+ * built from the same cs_result. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "cs.h"
+
+void cs_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    switch (*p) {
+      case '"': fputs("\\\"", f); break;
+      case '\\': fputs("\\\\", f); break;
+      case '\n': fputs("\\n", f); break;
+      case '\r': fputs("\\r", f); break;
+      case '\t': fputs("\\t", f); break;
+      default:
+        if (*p < 0x20)
+          fprintf(f, "\\u%04x", *p);
+        else
+          fputc(*p, f);
+    }
+  }
+  fputc('"', f);
+}
+
+/* JSON has no NaN: write null instead. */
+static void num(FILE *f, const char *key, double v) {
+  if (isfinite(v))
+    fprintf(f, ",\"%s\":%.6g", key, v);
+  else
+    fprintf(f, ",\"%s\":null", key);
+}
+
+void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
+                     const char *libver, int mpi_major, int mpi_minor) {
+  struct timespec res;
+  clock_getres(CLOCK_MONOTONIC, &res);
+  fprintf(f, "{\"type\":\"header\",\"schema\":%d,\"commscope_version\":", CS_SCHEMA_VERSION);
+  cs_json_str(f, CS_VERSION);
+  fprintf(f, ",\"mpi_library\":");
+  cs_json_str(f, libver);
+  fprintf(f, ",\"mpi_standard\":\"%d.%d\",\"np\":%d,\"hosts\":[", mpi_major, mpi_minor, np);
+  for (int i = 0; i < np; i++) {
+    if (i) fputc(',', f);
+    cs_json_str(f, hosts[i]);
+  }
+  fprintf(f, "],\"clock\":\"CLOCK_MONOTONIC\",\"clock_res_ns\":%ld", (long)res.tv_nsec);
+  fprintf(f, ",\"options\":{\"bench\":");
+  cs_json_str(f, o->bench);
+  fprintf(f, ",\"sizes\":");
+  cs_json_str(f, o->sizes);
+  fprintf(f,
+          ",\"factor\":%ld,\"min_samples\":%ld,\"max_samples\":%ld,\"target_ci\":%g,"
+          "\"time_cap_s\":%g,\"sample_us\":%g,\"warmup\":%ld,\"window\":%ld,\"root\":%ld,"
+          "\"raw\":%s}",
+          o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->sample_us,
+          o->warmup, o->window, o->root, o->raw ? "true" : "false");
+  fprintf(f, ",\"argv\":[");
+  for (int i = 0; i < argc; i++) {
+    if (i) fputc(',', f);
+    cs_json_str(f, argv[i]);
+  }
+  fprintf(f, "]}\n");
+  fflush(f);
+}
+
+void cs_write_result(FILE *f, const cs_result *r, int raw) {
+  const cs_stats *s = &r->st;
+  fprintf(f, "{\"type\":\"result\",\"bench\":\"%s\",\"group\":\"%s\",\"metric\":\"%s\"",
+          r->bench->name, r->bench->group, r->bench->metric);
+  fprintf(f, ",\"size_bytes\":%zu,\"np\":%d,\"valid\":%s", r->size, r->np,
+          r->valid ? "true" : "false");
+  if (!r->valid) {
+    fprintf(f, ",\"error\":");
+    cs_json_str(f, r->why);
+  }
+  fprintf(f, ",\"n_samples\":%ld,\"batch\":%ld,\"ops_per_rep\":%g,\"n_iters\":%ld", s->n,
+          r->batch, r->ops_per_rep, s->n * r->batch);
+  num(f, "median_us", s->median);
+  num(f, "mean_us", s->mean);
+  num(f, "min_us", s->min);
+  num(f, "max_us", s->max);
+  num(f, "p5_us", s->p5);
+  num(f, "p95_us", s->p95);
+  num(f, "ci_lo_us", s->ci_lo);
+  num(f, "ci_hi_us", s->ci_hi);
+  num(f, "ci_us", (s->ci_hi - s->ci_lo) / 2.0);
+  double mbps = NAN, rate = NAN;
+  if (r->bench->bytes_per_op > 0 && s->median > 0)
+    mbps = r->bench->bytes_per_op * (double)r->size / s->median; /* bytes/us = MB/s */
+  if (r->bench->has_rate && s->median > 0) rate = 1e6 / s->median;
+  num(f, "mb_per_s", mbps);
+  num(f, "rate_per_s", rate);
+  fprintf(f, ",\"converged\":%s,\"stop\":\"%s\"", r->converged ? "true" : "false", r->stop);
+  fprintf(f, ",\"noise\":{\"valid\":%s", r->noise.valid ? "true" : "false");
+  num(f, "other_cpu_s", r->noise.other_cpu_s);
+  num(f, "steal_s", r->noise.steal_s);
+  num(f, "wall_s", r->noise.wall_s);
+  num(f, "load1", r->noise.load1);
+  fputc('}', f);
+  num(f, "elapsed_s", r->elapsed_s);
+  if (raw && r->raw) {
+    fprintf(f, ",\"raw_us\":[");
+    for (long i = 0; i < r->nraw; i++) fprintf(f, "%s%.6g", i ? "," : "", r->raw[i]);
+    fputc(']', f);
+  }
+  fprintf(f, "}\n");
+  fflush(f);
+}
+
+void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s) {
+  fprintf(f,
+          "{\"type\":\"footer\",\"status\":\"%s\",\"results\":%d,\"invalid\":%d,"
+          "\"elapsed_s\":%.3f}\n",
+          status, nresults, ninvalid, elapsed_s);
+  fflush(f);
+}
+
+void cs_table_header(FILE *f) {
+  fprintf(f, "%-10s %10s %8s %7s %11s %11s %11s %6s %11s %12s %s\n", "bench", "size_B",
+          "samples", "batch", "median_us", "p5_us", "p95_us", "ci%", "MB/s", "rate/s", "note");
+}
+
+void cs_table_row(FILE *f, const cs_result *r) {
+  const cs_stats *s = &r->st;
+  double ci = s->median > 0 ? 100.0 * (s->ci_hi - s->ci_lo) / 2.0 / s->median : NAN;
+  char mb[32] = "-", rate[32] = "-";
+  if (r->bench->bytes_per_op > 0 && s->median > 0)
+    snprintf(mb, sizeof mb, "%.1f", r->bench->bytes_per_op * (double)r->size / s->median);
+  if (r->bench->has_rate && s->median > 0) snprintf(rate, sizeof rate, "%.0f", 1e6 / s->median);
+  fprintf(f, "%-10s %10zu %8ld %7ld %11.3f %11.3f %11.3f %6.2f %11s %12s %s\n", r->bench->name,
+          r->size, s->n, r->batch, s->median, s->p5, s->p95, ci, mb, rate,
+          !r->valid ? "INVALID" : (r->converged ? "" : r->stop));
+  fflush(f);
+}
