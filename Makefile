@@ -1,0 +1,46 @@
+# The two commands of the README:
+#   make run    install what is missing, build the core for every MPI found,
+#               run the local characterization, store it and print a summary
+#   make test   install what is missing, then run the whole test suite
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+DB      ?= commscope.db
+APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential
+
+.PHONY: run test install deps venv lint clean
+
+run: install
+	$(BIN)/commscope mpi list
+	$(BIN)/commscope run --db $(DB)
+
+test: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/pytest -ra
+
+install: deps venv
+
+# Debian packages: only what is missing, so a second run costs nothing.
+deps:
+	@missing=""; for p in $(APT_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(BIN)/commscope
+
+$(BIN)/commscope: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[test]'
+	touch $@
+
+lint:
+	$(BIN)/ruff check src tests bench
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

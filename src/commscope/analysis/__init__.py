@@ -1,0 +1,1 @@
+"""Analyses over stored records."""

@@ -1,0 +1,154 @@
+"""Compiling the C core with one implementation's own mpicc, cached by the
+implementation's identity and the core's source hash."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__
+from .errors import CommscopeError
+from .mpi import MpiImpl
+
+CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror"]
+
+
+def core_dir() -> Path:
+    env = os.environ.get("COMMSCOPE_CORE")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        cand = parent / "core" / "harness" / "cs.h"
+        if cand.exists():
+            return cand.parent.parent
+    raise CommscopeError("cannot find the C core (core/harness/cs.h); set COMMSCOPE_CORE")
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("COMMSCOPE_CACHE")
+    base = Path(env) if env else Path(os.path.expanduser("~/.cache/commscope"))
+    return base
+
+
+def core_sources(core: Path | None = None) -> list[Path]:
+    core = core or core_dir()
+    return sorted([*core.glob("harness/*.[ch]"), *core.glob("bench/*.[ch]")])
+
+
+def source_hash(core: Path | None = None) -> str:
+    h = hashlib.sha256()
+    core = core or core_dir()
+    for p in core_sources(core):
+        h.update(str(p.relative_to(core)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+    h.update(" ".join(CFLAGS).encode())
+    h.update(__version__.encode())
+    return h.hexdigest()
+
+
+def _wrapper_show(impl: MpiImpl) -> str:
+    flag = "--showme" if impl.family == "openmpi" else "-show"
+    env = {**os.environ, **impl.env}
+    out = []
+    for argv in ([impl.mpicc, flag], [impl.mpicc, "--version"]):
+        try:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=20, env=env,
+                               check=False)
+            out.append(p.stdout + p.stderr)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CommscopeError(f"{impl.mpicc} does not run: {exc}") from exc
+    return "\n".join(out)
+
+
+def identity(impl: MpiImpl) -> str:
+    """What makes two builds interchangeable: the wrapper's real path, what it
+    expands to, and the compiler it drives."""
+    if not os.access(impl.mpicc, os.X_OK):
+        raise CommscopeError(f"mpicc of {impl.name} is missing or not executable: {impl.mpicc}")
+    h = hashlib.sha256()
+    h.update(os.path.realpath(impl.mpicc).encode())
+    h.update(_wrapper_show(impl).encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Core:
+    """A built core for one implementation."""
+
+    impl: MpiImpl
+    exe: Path
+    identity: str
+    info: dict[str, object]
+    benches: tuple[dict[str, object], ...]
+
+    @property
+    def mpi_version(self) -> str:
+        return str(self.info.get("mpi_library", "")).strip()
+
+    def bench_names(self) -> list[str]:
+        return [str(b["name"]) for b in self.benches]
+
+    def bench(self, name: str) -> dict[str, object]:
+        for b in self.benches:
+            if b["name"] == name:
+                return b
+        raise KeyError(name)
+
+
+def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
+    env = {**os.environ, **impl.env}
+    try:
+        p = subprocess.run([str(exe), *flag], capture_output=True, text=True, timeout=60,
+                           env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"core built for {impl.name} does not run: {exc}") from exc
+    if p.returncode != 0:
+        raise CommscopeError(f"core built for {impl.name} fails: {p.stderr.strip()[-300:]}")
+    try:
+        return json.loads(p.stdout)
+    except ValueError as exc:
+        raise CommscopeError(f"core built for {impl.name} printed bad JSON for {flag}") from exc
+
+
+def build(impl: MpiImpl, force: bool = False) -> Core:
+    """Build (or reuse) the core for `impl`.  A compile error is raised with
+    the compiler's own message."""
+    ident = identity(impl)
+    src = source_hash()
+    out_dir = cache_dir() / "build" / f"{impl.name}-{ident[:12]}-{src[:12]}"
+    exe = out_dir / "cs-core"
+    meta = out_dir / "meta.json"
+    if not force and exe.exists() and meta.exists():
+        data = json.loads(meta.read_text())
+        return Core(impl, exe, ident, data["info"], tuple(data["benches"]))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    core = core_dir()
+    fd, tmp = tempfile.mkstemp(prefix="cs-core.", dir=out_dir)
+    os.close(fd)
+    argv = [impl.mpicc, *CFLAGS, f'-DCS_VERSION="{__version__}"', f"-I{core / 'harness'}",
+            *[str(p) for p in core_sources(core) if p.suffix == ".c"], "-o", tmp, "-lm"]
+    env = {**os.environ, **impl.env}
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
+                           check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        os.unlink(tmp)
+        raise CommscopeError(f"cannot run {impl.mpicc}: {exc}") from exc
+    if p.returncode != 0:
+        os.unlink(tmp)
+        msg = (p.stderr or p.stdout).strip()
+        raise CommscopeError(f"building the core with {impl.name} ({impl.mpicc}) failed:\n{msg}")
+    os.replace(tmp, exe)
+    info = _query(exe, impl, ["--info"])
+    benches = _query(exe, impl, ["--list", "--json"])
+    assert isinstance(info, dict) and isinstance(benches, list)
+    meta.write_text(json.dumps({"info": info, "benches": benches, "identity": ident,
+                                "source_hash": src, "argv": argv}, indent=1))
+    return Core(impl, exe, ident, info, tuple(benches))

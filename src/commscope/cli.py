@@ -1,0 +1,315 @@
+"""The command line: subcommands registered in one table, one error handler."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from . import __version__
+from . import build as build_mod
+from . import mpi as mpi_mod
+from .errors import CommscopeError
+from .runner import CoreOptions, NoisePolicy, Progress, expand, run_sweep
+from .show import export, run_table, tables
+from .sizes import expand_sizes
+from .store import Store
+
+DEFAULT_DB = "commscope.db"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CommscopeError(f"{self.prog}: {message}")
+
+
+def _list(values: Sequence[str] | None) -> list[str]:
+    """Repeatable options that also take comma-separated values."""
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _ints(values: Sequence[str] | None, what: str) -> list[int]:
+    out = []
+    for v in _list(values):
+        try:
+            n = int(v)
+        except ValueError:
+            raise CommscopeError(f"{what} must be an integer, got '{v}'") from None
+        if n < 1:
+            raise CommscopeError(f"{what} must be at least 1, got {n}")
+        out.append(n)
+    return out
+
+
+def _positive(kind: type, lo: float, hi: float) -> Callable[[str], object]:
+    def conv(text: str) -> object:
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: '{text}'") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is outside [{lo:g}, {hi:g}]")
+        return v
+
+    return conv
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]],
+                                   Callable[[argparse.Namespace], int]]:
+    def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = fn
+        return fn
+
+    return deco
+
+
+# -- run ------------------------------------------------------------------
+@command("run")
+def cmd_run(a: argparse.Namespace) -> int:
+    benches = _list(a.bench)
+    nps = _ints(a.np, "--np") or [2]
+    opts = CoreOptions(sizes=a.sizes, factor=a.factor, min_samples=a.min_samples,
+                       max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
+                       sample_us=a.sample_us, warmup=a.warmup, window=a.window, raw=a.raw)
+    expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
+    if opts.max_samples < opts.min_samples:
+        raise CommscopeError("--max-samples is below --min-samples")
+    impls = mpi_mod.select(_list(a.mpi))
+    cores = [build_mod.build(m) for m in impls]
+    if not benches:
+        benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
+    jobs = expand(cores, benches, nps, opts)
+    store = Store(a.db)
+    policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
+    progress = Progress(len(jobs), enabled=not a.quiet)
+    outcomes = run_sweep(jobs, store, argv=sys.argv, resume=a.resume, timeout_s=a.timeout,
+                         policy=policy, progress=progress)
+    if not a.quiet:
+        ids = [o.run_id for o in outcomes]
+        if ids:
+            print(tables(store.result_rows(run_ids=ids)), end="")
+    bad = [o for o in outcomes if o.status != "ok"]
+    store.close()
+    if bad:
+        print(f"commscope: {len(bad)} of {len(outcomes)} job(s) did not finish cleanly: "
+              + ", ".join(f"{o.job.label} ({o.status})" for o in bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+# -- show / export --------------------------------------------------------
+def _filtered(a: argparse.Namespace, store: Store) -> list:
+    rows = store.result_rows(latest=not a.all)
+    benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
+    return [r for r in rows if (not benches or r["bench"] in benches)
+            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+
+
+@command("show")
+def cmd_show(a: argparse.Namespace) -> int:
+    store = Store(a.db, create=False)
+    if a.runs:
+        print(run_table(store.runs()), end="")
+        return 0
+    rows = _filtered(a, store)
+    if not rows:
+        raise CommscopeError(f"no stored results match in {a.db}")
+    print(tables(rows), end="")
+    return 0
+
+
+@command("export")
+def cmd_export(a: argparse.Namespace) -> int:
+    store = Store(a.db, create=False)
+    rows = _filtered(a, store)
+    text = export(rows, a.format)
+    if a.output and a.output != "-":
+        Path(a.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+# -- mpi ------------------------------------------------------------------
+@command("mpi list")
+def cmd_mpi_list(a: argparse.Namespace) -> int:
+    impls = mpi_mod.discover()
+    rows = []
+    for m in impls:
+        root = os.geteuid() == 0
+        cores = os.cpu_count() or 1
+        entry: dict[str, object] = {**m.to_json()}
+        try:
+            core = build_mod.build(m)
+            entry["version"] = core.mpi_version
+            entry["mpi_standard"] = core.info.get("mpi_standard")
+        except CommscopeError as exc:
+            entry["version"] = None
+            entry["error"] = str(exc).splitlines()[0]
+        spec2 = mpi_mod.LaunchSpec(2, cores, root)
+        specn = mpi_mod.LaunchSpec(cores + 2, cores, root)
+        entry["flags"] = mpi_mod.launcher_flags(m, spec2)
+        entry["flags_oversubscribed"] = mpi_mod.launcher_flags(m, specn)
+        rows.append(entry)
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not rows:
+        print("no MPI implementation found (commscope mpi add PATH/TO/mpicc adds one)")
+        return 0
+    for e in rows:
+        ver = str(e.get("version") or e.get("error") or "?").splitlines()[0]
+        print(f"{e['name']}  [{e['family']}, {e['source']}]")
+        print(f"  version   {ver}")
+        print(f"  mpicc     {e['mpicc']}")
+        print(f"  launcher  {e['launcher']}")
+        print(f"  flags     {' '.join(e['flags']) or '(none)'}   "  # type: ignore[arg-type]
+              f"oversubscribed: {' '.join(e['flags_oversubscribed']) or '(none)'}")  # type: ignore[arg-type]
+    return 0
+
+
+@command("mpi add")
+def cmd_mpi_add(a: argparse.Namespace) -> int:
+    impl = mpi_mod.add_user(a.mpicc, a.name)
+    core = build_mod.build(impl)
+    print(f"added {impl.name} ({impl.family}): {core.mpi_version.splitlines()[0]}")
+    return 0
+
+
+@command("mpi remove")
+def cmd_mpi_remove(a: argparse.Namespace) -> int:
+    mpi_mod.remove_user(a.name)
+    print(f"removed {a.name}")
+    return 0
+
+
+@command("build")
+def cmd_build(a: argparse.Namespace) -> int:
+    for impl in mpi_mod.select(_list(a.mpi)):
+        core = build_mod.build(impl, force=a.force)
+        print(f"{impl.name}: {core.exe}")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    p.add_argument("--bench", action="append", help="only these benchmarks (e.g. latency,bw)")
+    p.add_argument("--mpi", action="append", help="only these implementations (e.g. openmpi)")
+    p.add_argument("--np", action="append", help="only these process counts (e.g. 2)")
+    p.add_argument("--all", action="store_true",
+                   help="every stored run, not only the newest per configuration")
+
+
+def make_parser() -> Parser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = Parser(prog="commscope", formatter_class=fmt,
+               description="Measure how fast MPI communicates here, store it, show it.",
+               epilog="example: commscope run --bench latency,bw --mpi openmpi,mpich --np 2")
+    p.add_argument("--version", action="version", version=f"commscope {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=Parser)
+
+    r = sub.add_parser("run", help="run a sweep and store it", formatter_class=fmt,
+                       epilog="example: commscope run --bench latency --bench bw "
+                              "--mpi openmpi --mpi mpich --np 2 --sizes 1:4M --db my.db")
+    r.add_argument("--bench", action="append",
+                   help="benchmarks, repeatable or comma-separated (default: all p2p)")
+    r.add_argument("--mpi", action="append",
+                   help="implementations by name or mpicc path (default: all found)")
+    r.add_argument("--np", action="append", help="process counts (default 2; e.g. --np 2,4)")
+    r.add_argument("--sizes", default="1:4M", help="MIN:MAX or N, suffixes K M G (default 1:4M)")
+    r.add_argument("--factor", type=_positive(int, 2, 1024), default=2,
+                   help="multiplier between sizes (default 2)")
+    r.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    r.add_argument("--timeout", type=_positive(float, 1, 86400), default=None,
+                   help="seconds before a job is killed (default: from sizes and --time-cap)")
+    r.add_argument("--time-cap", type=_positive(float, 0.001, 3600), default=1.0,
+                   help="seconds of sampling per size at most (default 1)")
+    r.add_argument("--target-ci", type=_positive(float, 0.0, 1.0), default=0.02,
+                   help="stop a size when the median's 95%% CI is within +-this (default 0.02)")
+    r.add_argument("--min-samples", type=_positive(int, 3, 10**8), default=20,
+                   help="samples always taken per size (default 20)")
+    r.add_argument("--max-samples", type=_positive(int, 3, 10**8), default=1_000_000,
+                   help="samples never exceeded per size")
+    r.add_argument("--sample-us", type=_positive(float, 0, 1e7), default=100.0,
+                   help="target duration of one timed sample in us (default 100)")
+    r.add_argument("--warmup", type=_positive(int, 0, 10**6), default=2,
+                   help="samples discarded after calibration (default 2)")
+    r.add_argument("--window", type=_positive(int, 1, 4096), default=64,
+                   help="messages in flight for bw and bibw (default 64)")
+    r.add_argument("--raw", action="store_true", help="store raw per-sample times")
+    r.add_argument("--resume", action="store_true",
+                   help="skip jobs whose results are already stored")
+    r.add_argument("--retry-noisy", type=_positive(int, 0, 10), default=0,
+                   help="re-run a job up to N times while records are flagged noisy")
+    r.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
+                   help="flag records when others used more than this many cores (default 0.1)")
+    r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+
+    s = sub.add_parser("show", help="print stored results as tables", formatter_class=fmt,
+                       epilog="example: commscope show --db my.db --bench latency")
+    _filters(s)
+    s.add_argument("--runs", action="store_true", help="list runs with their status instead")
+
+    e = sub.add_parser("export", help="write stored results as CSV or JSON", formatter_class=fmt,
+                       epilog="example: commscope export --db my.db --format csv > results.csv")
+    _filters(e)
+    e.add_argument("--format", choices=("csv", "json"), default="csv", help="csv or json")
+    e.add_argument("--output", default="-", help="file to write (default stdout)")
+
+    m = sub.add_parser("mpi", help="find, describe and add MPI implementations",
+                       formatter_class=fmt, epilog="example: commscope mpi list")
+    msub = m.add_subparsers(dest="mpicmd", metavar="ACTION", parser_class=Parser)
+    ml = msub.add_parser("list", help="describe every implementation found",
+                         epilog="example: commscope mpi list --json")
+    ml.add_argument("--json", action="store_true", help="machine-readable output")
+    ma = msub.add_parser("add", help="add an implementation by the path of its mpicc",
+                         epilog="example: commscope mpi add /opt/mpich-4.2/bin/mpicc --name mpich42")
+    ma.add_argument("mpicc", help="path of the implementation's mpicc")
+    ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user)")
+    mr = msub.add_parser("remove", help="forget a user-added implementation",
+                         epilog="example: commscope mpi remove mpich42")
+    mr.add_argument("name")
+
+    b = sub.add_parser("build", help="build the core for implementations (cached)",
+                       epilog="example: commscope build --mpi openmpi --force")
+    b.add_argument("--mpi", action="append", help="implementations (default: all found)")
+    b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = make_parser()
+    try:
+        a = parser.parse_args(argv)
+        if a.cmd is None:
+            parser.print_help()
+            return 2
+        name = a.cmd
+        if name == "mpi":
+            if a.mpicmd is None:
+                raise CommscopeError("commscope mpi: choose an action: list, add or remove")
+            name = f"mpi {a.mpicmd}"
+        return COMMANDS[name](a)
+    except CommscopeError as exc:
+        msg = str(exc)
+        print(f"commscope: error: {msg}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("commscope: interrupted; finished jobs are stored", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

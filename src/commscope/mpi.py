@@ -1,0 +1,244 @@
+"""Finding and describing MPI implementations, and how to launch them here."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import CommscopeError
+
+FAMILIES = ("openmpi", "mpich", "intel")
+
+# Debian's packages install suffixed wrappers next to each other.
+DEBIAN = (
+    ("openmpi", "openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpirun.openmpi"),
+    ("mpich", "mpich", "/usr/bin/mpicc.mpich", "/usr/bin/mpiexec.mpich"),
+)
+
+
+@dataclass(frozen=True)
+class MpiImpl:
+    """One MPI implementation: its wrapper compiler and its launcher."""
+
+    name: str
+    family: str
+    mpicc: str
+    launcher: str
+    source: str  # debian | pypi | user
+    env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 20) -> tuple[int, str]:
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env,
+                           check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return 127, str(exc)
+    return p.returncode, p.stdout + p.stderr
+
+
+def detect_family(mpicc: str, env: dict[str, str] | None = None) -> str:
+    """Ask the wrapper what it wraps: Open MPI knows --showme, MPICH-derived
+    wrappers (MPICH, Intel MPI) answer -show and -v."""
+    rc, out = _run([mpicc, "--showme:version"], env)
+    if rc == 0 and "Open MPI" in out:
+        return "openmpi"
+    rc, out = _run([mpicc, "-v"], env)
+    if "Intel(R) MPI" in out or "Intel MPI" in out:
+        return "intel"
+    if "MPICH" in out or "mpich" in out:
+        return "mpich"
+    rc, out = _run([mpicc, "-show"], env)
+    if rc == 0 and re.search(r"-lmpich|mpich", out):
+        return "mpich"
+    if rc == 0 and "-lmpi" in out:
+        return "mpich"  # MPICH ABI-compatible wrappers link plain -lmpi
+    raise CommscopeError(f"cannot tell which MPI '{mpicc}' belongs to (it answers neither "
+                         "--showme nor -show)")
+
+
+def find_launcher(mpicc: str, family: str) -> str:
+    """The launcher that sits beside the wrapper, with the same suffix."""
+    p = Path(mpicc)
+    suffix = p.name[len("mpicc"):] if p.name.startswith("mpicc") else ""
+    names = ["mpirun", "mpiexec"] if family == "openmpi" else ["mpiexec", "mpirun"]
+    for n in names:
+        cand = p.parent / f"{n}{suffix}"
+        if cand.exists() and os.access(cand, os.X_OK):
+            return str(cand)
+    raise CommscopeError(f"no mpiexec or mpirun next to {mpicc}")
+
+
+def _pypi_candidates() -> list[Path]:
+    """MPI wheels from PyPI put their wrappers in the environment's bin/ or in
+    a package folder of site-packages."""
+    roots = [Path(sys.prefix) / "bin"]
+    try:
+        sites = site.getsitepackages()
+    except AttributeError:  # pragma: no cover
+        sites = []
+    for sp in sites:
+        roots.extend(Path(d) for d in glob.glob(os.path.join(sp, "*", "bin")))
+    return [r / "mpicc" for r in roots if (r / "mpicc").exists()]
+
+
+def _lib_env(mpicc: Path) -> dict[str, str]:
+    lib = mpicc.parent.parent / "lib"
+    if not lib.is_dir():
+        return {}
+    old = os.environ.get("LD_LIBRARY_PATH", "")
+    return {"LD_LIBRARY_PATH": f"{lib}:{old}" if old else str(lib)}
+
+
+def config_path() -> Path:
+    env = os.environ.get("COMMSCOPE_CONFIG")
+    if env:
+        return Path(env)
+    return Path(os.path.expanduser("~/.config/commscope/mpi.json"))
+
+
+def _load_user() -> list[MpiImpl]:
+    path = config_path()
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_text())
+        return [MpiImpl(**d) for d in data]
+    except (ValueError, TypeError) as exc:
+        raise CommscopeError(f"{path} is not a valid commscope MPI list: {exc}") from exc
+
+
+def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> MpiImpl:
+    """Build an MpiImpl from the path of an mpicc, checking it is usable."""
+    path = shutil.which(mpicc) if os.sep not in mpicc else mpicc
+    if not path or not Path(path).exists():
+        raise CommscopeError(f"mpicc not found: {mpicc}")
+    if not os.access(path, os.X_OK):
+        raise CommscopeError(f"mpicc is not executable: {mpicc}")
+    path = os.path.abspath(path)
+    env = _lib_env(Path(path)) if source == "pypi" else {}
+    family = detect_family(path, env)
+    launcher = find_launcher(path, family)
+    return MpiImpl(name=name or f"{family}-{source}", family=family, mpicc=path,
+                   launcher=launcher, source=source, env=env)
+
+
+def discover() -> list[MpiImpl]:
+    """Every implementation on this machine, Debian's first, then PyPI's,
+    then those the user added."""
+    found: list[MpiImpl] = []
+    for name, family, mpicc, launcher in DEBIAN:
+        if os.access(mpicc, os.X_OK) and os.access(launcher, os.X_OK):
+            found.append(MpiImpl(name, family, mpicc, launcher, "debian"))
+    seen = {os.path.realpath(m.mpicc) for m in found}
+    for cand in _pypi_candidates():
+        if os.path.realpath(cand) in seen:
+            continue
+        try:
+            impl = describe_path(str(cand), source="pypi")
+        except CommscopeError:
+            continue
+        seen.add(os.path.realpath(cand))
+        found.append(impl)
+    names = {m.name for m in found}
+    for impl in _load_user():
+        if impl.name not in names:
+            found.append(impl)
+            names.add(impl.name)
+    return found
+
+
+def add_user(mpicc: str, name: str | None) -> MpiImpl:
+    impl = describe_path(mpicc, name=name, source="user")
+    path = config_path()
+    current = [m for m in _load_user() if m.name != impl.name]
+    if any(m.name == impl.name for m in discover() if m.source != "user"):
+        raise CommscopeError(f"an implementation named '{impl.name}' exists already; "
+                             "choose another with --name")
+    current.append(impl)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([m.to_json() for m in current], indent=2) + "\n")
+    return impl
+
+
+def remove_user(name: str) -> None:
+    current = _load_user()
+    keep = [m for m in current if m.name != name]
+    if len(keep) == len(current):
+        raise CommscopeError(f"no user-added MPI named '{name}'")
+    config_path().write_text(json.dumps([m.to_json() for m in keep], indent=2) + "\n")
+
+
+def select(names: list[str]) -> list[MpiImpl]:
+    """Resolve --mpi values: names of found implementations, or mpicc paths."""
+    found = discover()
+    if not names:
+        if not found:
+            raise CommscopeError("no MPI implementation found; install one (e.g. `make install`) "
+                                 "or add one with `commscope mpi add PATH/TO/mpicc`")
+        return found
+    by_name = {m.name: m for m in found}
+    out: list[MpiImpl] = []
+    for n in names:
+        if n in by_name:
+            out.append(by_name[n])
+        elif os.sep in n:
+            out.append(describe_path(n))
+        else:
+            choices = ", ".join(sorted(by_name)) or "none found"
+            raise CommscopeError(f"unknown MPI implementation '{n}' (found: {choices})")
+    return out
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Where and how many: the local placement of one job."""
+
+    np: int
+    cores: int
+    root: bool
+
+    @property
+    def oversubscribed(self) -> bool:
+        return self.np > self.cores
+
+
+def launcher_flags(impl: MpiImpl, spec: LaunchSpec) -> list[str]:
+    """The flags this implementation needs here: running as root, binding
+    one rank per core, and oversubscription beyond the core count."""
+    flags: list[str] = []
+    if impl.family == "openmpi":
+        if spec.root:
+            flags.append("--allow-run-as-root")
+        if spec.oversubscribed:
+            # Open MPI yields the core when oversubscribed; binding would
+            # stack ranks on the same cores.
+            flags += ["--oversubscribe", "--bind-to", "none"]
+        else:
+            flags += ["--bind-to", "core", "--map-by", "core"]
+    elif impl.family == "mpich":
+        if not spec.oversubscribed:
+            flags += ["-bind-to", "core"]
+    elif impl.family == "intel":
+        if not spec.oversubscribed:
+            flags += ["-genv", "I_MPI_PIN_PROCESSOR_LIST", f"0-{spec.cores - 1}"]
+    return flags
+
+
+def launch_argv(impl: MpiImpl, spec: LaunchSpec, exe: str, args: list[str]) -> list[str]:
+    """The whole command line, as a list: never a shell string."""
+    return [impl.launcher, "-n", str(spec.np), *launcher_flags(impl, spec), exe, *args]

@@ -1,0 +1,149 @@
+"""Running a job so that nothing it starts can outlive it.
+
+The job starts in a new session; the runner is a child subreaper, so ranks
+orphaned by a dying launcher are re-parented to us rather than to init.
+On timeout, crash or normal exit, every process of the session, of its
+process group and below the launcher is killed and reaped."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # pragma: no cover - non-Linux
+        return False
+
+
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """(ppid, pgrp, session) of a process, or None once it is gone."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    rest = data[data.rfind(")") + 2:].split()
+    # fields after "(comm)": state ppid pgrp session ...
+    if rest[0] in ("Z", "X"):
+        return None
+    return int(rest[1]), int(rest[2]), int(rest[3])
+
+
+def family(leader: int) -> set[int]:
+    """Live processes in the leader's session or group, or descended from it
+    (or adopted by us after their parent died)."""
+    me = os.getpid()
+    table: dict[int, tuple[int, int, int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st:
+                table[int(entry)] = st
+    found = {pid for pid, (_, pgrp, sid) in table.items() if sid == leader or pgrp == leader}
+    if leader in table:
+        found.add(leader)
+    grew = True
+    while grew:
+        grew = False
+        for pid, (ppid, _, _) in table.items():
+            if pid not in found and pid != me and (ppid in found or (ppid == me and pid != me)):
+                found.add(pid)
+                grew = True
+    found.discard(me)
+    return found
+
+
+def reap_adopted() -> None:
+    """Collect exit statuses of orphans we adopted as subreaper."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def kill_family(leader: int, grace_s: float = 2.0) -> list[int]:
+    """SIGTERM, then SIGKILL, everything in the leader's family.  Returns
+    the pids that had to be killed."""
+    killed: list[int] = []
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        pids = family(leader)
+        if not pids:
+            break
+        killed.extend(p for p in pids if p not in killed)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            os.killpg(leader, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            reap_adopted()
+            if not family(leader):
+                break
+            time.sleep(0.05)
+    reap_adopted()
+    return killed
+
+
+@dataclass(frozen=True)
+class Outcome:
+    exit_code: int | None  # None when killed
+    signal: int | None
+    timed_out: bool
+    wall_s: float
+    cpu_s: float  # CPU used by the job's processes (reaped children)
+    leftovers: int  # processes still alive after the launcher exited
+
+
+def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: str,
+                stdout_path: Path, stderr_path: Path) -> Outcome:
+    """Run argv (a list, never a shell string) with a hard timeout."""
+    become_subreaper()
+    before = os.times()
+    t0 = time.monotonic()
+    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                env=env, cwd=cwd, start_new_session=True)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        except BaseException:
+            kill_family(proc.pid)
+            proc.wait()
+            raise
+        leftovers = family(proc.pid) if not timed_out else set()
+        if timed_out or leftovers:
+            kill_family(proc.pid)
+        proc.wait()
+    reap_adopted()
+    after = os.times()
+    rc = proc.returncode
+    sig = -rc if rc is not None and rc < 0 else None
+    return Outcome(
+        exit_code=None if timed_out else (rc if rc is not None and rc >= 0 else None),
+        signal=sig if not timed_out else None,
+        timed_out=timed_out,
+        wall_s=time.monotonic() - t0,
+        cpu_s=(after.children_user - before.children_user)
+        + (after.children_system - before.children_system),
+        leftovers=len(leftovers),
+    )

@@ -1,0 +1,131 @@
+"""Parsing the core's JSON Lines into typed records."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import CommscopeError
+
+SCHEMA_VERSION = 1
+RESULT_FIELDS = ("median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us", "ci_lo_us",
+                 "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s")
+
+
+@dataclass(frozen=True)
+class Header:
+    schema: int
+    commscope_version: str
+    mpi_library: str
+    np: int
+    hosts: tuple[str, ...]
+    options: dict[str, object] = field(hash=False)
+    argv: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Result:
+    bench: str
+    size_bytes: int
+    np: int
+    valid: bool
+    n_samples: int
+    batch: int
+    n_iters: int
+    median_us: float | None
+    mean_us: float | None
+    min_us: float | None
+    max_us: float | None
+    p5_us: float | None
+    p95_us: float | None
+    ci_lo_us: float | None
+    ci_hi_us: float | None
+    ci_us: float | None
+    mb_per_s: float | None
+    rate_per_s: float | None
+    converged: bool
+    stop: str
+    error: str | None = None
+    other_cpu_s: float | None = None
+    steal_s: float | None = None
+    wall_s: float | None = None
+    noise_valid: bool = False
+    raw_us: tuple[float, ...] | None = None
+
+
+@dataclass
+class Parsed:
+    header: Header | None = None
+    results: list[Result] = field(default_factory=list)
+    footer: dict[str, object] | None = None
+    bad_lines: int = 0
+
+
+def _num(v: object) -> float | None:
+    if v is None:
+        return None
+    f = float(v)  # type: ignore[arg-type]
+    return f if math.isfinite(f) else None
+
+
+def parse_header(d: dict[str, object]) -> Header:
+    schema = int(d["schema"])  # type: ignore[arg-type]
+    if schema > SCHEMA_VERSION:
+        raise CommscopeError(f"core record schema {schema} is newer than this commscope "
+                             f"understands ({SCHEMA_VERSION})")
+    return Header(schema=schema, commscope_version=str(d.get("commscope_version", "")),
+                  mpi_library=str(d.get("mpi_library", "")), np=int(d["np"]),  # type: ignore[arg-type]
+                  hosts=tuple(d.get("hosts", ())),  # type: ignore[arg-type]
+                  options=dict(d.get("options", {})),  # type: ignore[arg-type]
+                  argv=tuple(d.get("argv", ())))  # type: ignore[arg-type]
+
+
+def parse_result(d: dict[str, object]) -> Result:
+    noise = d.get("noise") or {}
+    assert isinstance(noise, dict)
+    raw = d.get("raw_us")
+    return Result(
+        bench=str(d["bench"]), size_bytes=int(d["size_bytes"]), np=int(d["np"]),  # type: ignore[arg-type]
+        valid=bool(d["valid"]), n_samples=int(d["n_samples"]),  # type: ignore[arg-type]
+        batch=int(d["batch"]), n_iters=int(d["n_iters"]),  # type: ignore[arg-type]
+        **{k: _num(d.get(k)) for k in RESULT_FIELDS},
+        converged=bool(d.get("converged", False)), stop=str(d.get("stop", "")),
+        error=d.get("error") if isinstance(d.get("error"), str) else None,  # type: ignore[arg-type]
+        other_cpu_s=_num(noise.get("other_cpu_s")), steal_s=_num(noise.get("steal_s")),
+        wall_s=_num(noise.get("wall_s")), noise_valid=bool(noise.get("valid", False)),
+        raw_us=tuple(float(x) for x in raw) if isinstance(raw, list) else None,
+    )
+
+
+def parse_lines(lines: list[str]) -> Parsed:
+    """Parse what a (possibly interrupted) core wrote: a truncated last line
+    is counted as bad and skipped; everything complete is kept."""
+    out = Parsed()
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            d = json.loads(line)
+            kind = d.get("type")
+            if kind == "header":
+                out.header = parse_header(d)
+            elif kind == "result":
+                out.results.append(parse_result(d))
+            elif kind == "footer":
+                out.footer = d
+            else:
+                out.bad_lines += 1
+        except (ValueError, KeyError, TypeError, AttributeError):
+            out.bad_lines += 1
+    return out
+
+
+def parse_file(path: Path) -> Parsed:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return Parsed()
+    return parse_lines(text.splitlines())

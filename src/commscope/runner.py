@@ -1,0 +1,247 @@
+"""Sweeps: expand a plan into jobs, run each under its timeout, store each
+job's records as soon as it ends, flag (and optionally retry) noisy ones."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import noise as noise_mod
+from . import provenance
+from .build import Core
+from .errors import CommscopeError
+from .mpi import LaunchSpec, launch_argv
+from .procs import run_bounded
+from .records import Parsed, Result, parse_file
+from .sizes import expand_sizes
+from .store import FAILED, INVALID, OK, RETRIED, TIMEOUT, RunInfo, Store
+
+
+@dataclass(frozen=True)
+class CoreOptions:
+    """Options handed to the core, the same for every job of a sweep."""
+
+    sizes: str = "1:4M"
+    factor: int = 2
+    min_samples: int = 20
+    max_samples: int = 1_000_000
+    target_ci: float = 0.02
+    time_cap_s: float = 1.0
+    sample_us: float = 100.0
+    warmup: int = 2
+    window: int = 64
+    raw: bool = False
+
+    def argv(self) -> list[str]:
+        a = ["--sizes", self.sizes, "--factor", str(self.factor),
+             "--min-samples", str(self.min_samples), "--max-samples", str(self.max_samples),
+             "--target-ci", repr(self.target_ci), "--time-cap", repr(self.time_cap_s),
+             "--sample-us", repr(self.sample_us), "--warmup", str(self.warmup),
+             "--window", str(self.window)]
+        return a + (["--raw"] if self.raw else [])
+
+
+@dataclass(frozen=True)
+class Job:
+    core: Core
+    bench: str
+    np: int
+    opts: CoreOptions
+    cluster: str = "local"
+
+    @property
+    def label(self) -> str:
+        return f"{self.core.impl.name} {self.bench} np={self.np}"
+
+    def plan_key(self) -> str:
+        """What makes two jobs the same measurement, for --resume."""
+        key = {"mpi": self.core.impl.name, "identity": self.core.identity, "bench": self.bench,
+               "np": self.np, "cluster": self.cluster, "opts": asdict(self.opts)}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
+           opts: CoreOptions) -> list[Job]:
+    """benchmarks x implementations x process counts, checked up front so a
+    sweep never starts with a job that cannot run."""
+    jobs: list[Job] = []
+    for core in cores:
+        known = core.bench_names()
+        for bench in benches:
+            if bench not in known:
+                raise CommscopeError(f"unknown benchmark '{bench}' (choose from "
+                                     f"{', '.join(known)})")
+            min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
+            for np_ in nps:
+                if np_ < min_np:
+                    raise CommscopeError(f"benchmark {bench} needs at least {min_np} processes, "
+                                         f"got --np {np_}")
+                jobs.append(Job(core, bench, np_, opts))
+    return jobs
+
+
+@dataclass(frozen=True)
+class NoisePolicy:
+    """A record is flagged when other processes used more than
+    `max_other_cores` of a core on average while it was measured, or the
+    hypervisor stole more than `max_steal` of the wall time."""
+
+    max_other_cores: float = 0.10
+    max_steal: float = 0.05
+    min_ticks_s: float = 0.03  # /proc/stat counts 10 ms ticks: ignore less
+    retries: int = 0
+
+    def flag(self, r: Result) -> bool:
+        if not r.noise_valid or not r.wall_s or r.wall_s <= 0:
+            return False
+        other = r.other_cpu_s or 0.0
+        steal = r.steal_s or 0.0
+        return ((other >= self.min_ticks_s and other / r.wall_s > self.max_other_cores)
+                or (steal >= self.min_ticks_s and steal / r.wall_s > self.max_steal))
+
+
+@dataclass
+class JobOutcome:
+    job: Job
+    run_id: int
+    status: str
+    parsed: Parsed
+    flags: list[bool] = field(default_factory=list)
+    message: str = ""
+
+
+def default_timeout(opts: CoreOptions, nsizes: int) -> float:
+    """Generous: every size may run to its cap, plus calibration and start-up."""
+    return 30.0 + nsizes * (3.0 * opts.time_cap_s + 2.0)
+
+
+class Progress:
+    """A progress bar on a terminal, one line per job elsewhere."""
+
+    def __init__(self, total: int, stream=sys.stderr, enabled: bool = True) -> None:
+        self.total, self.done, self.stream, self.enabled = total, 0, stream, enabled
+        self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
+        self.t0 = time.monotonic()
+
+    def start(self, label: str) -> None:
+        if not self.enabled:
+            return
+        if self.tty:
+            width = 30
+            filled = int(width * self.done / max(self.total, 1))
+            el = time.monotonic() - self.t0
+            eta = el / self.done * (self.total - self.done) if self.done else 0
+            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] "
+                              f"{self.done}/{self.total} {label:<40.40} eta {eta:4.0f}s")
+            self.stream.flush()
+
+    def end(self, label: str, status: str, note: str = "") -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        if self.tty:
+            self.stream.write("\r" + " " * 100 + "\r")
+        self.stream.write(f"[{self.done}/{self.total}] {label}: {status}{note}\n")
+        self.stream.flush()
+
+
+def _stderr_tail(path: Path, limit: int = 4000) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-limit:].decode(errors="replace")
+
+
+def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
+            policy: NoisePolicy, attempt: int = 1, workdir: Path | None = None) -> JobOutcome:
+    impl = job.core.impl
+    spec = LaunchSpec(np=job.np, cores=provenance.n_cores(), root=os.geteuid() == 0)
+    with tempfile.TemporaryDirectory(prefix="commscope-job-", dir=workdir) as tmp:
+        tmpd = Path(tmp)
+        out_path = tmpd / "records.jsonl"
+        args = ["--bench", job.bench, *job.opts.argv(), "--output", str(out_path)]
+        argv = launch_argv(impl, spec, str(job.core.exe), args)
+        env = {**os.environ, **impl.env}
+        info = RunInfo(
+            plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=job.opts.sizes,
+            mpi_name=impl.name, mpi_family=impl.family, mpi_version=job.core.mpi_version,
+            mpi_identity=job.core.identity, cluster=job.cluster, launch_argv=argv,
+            env=provenance.relevant_env(env), machine=provenance.machine(),
+            options=asdict(job.opts), oversubscribed=spec.oversubscribed, attempt=attempt)
+        run_id = store.begin_run(info, sweep_id)
+        mark0 = noise_mod.mark()
+        outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
+                              stdout_path=tmpd / "stdout", stderr_path=tmpd / "stderr")
+        job_noise = noise_mod.job_noise(mark0, noise_mod.mark(), outcome.cpu_s, outcome.wall_s)
+        job_noise["leftover_processes"] = outcome.leftovers
+        parsed = parse_file(out_path)
+        tail = _stderr_tail(tmpd / "stderr")
+        if outcome.timed_out:
+            status = TIMEOUT
+            msg = f"killed after {timeout_s:.0f}s timeout"
+        elif outcome.signal is not None:
+            status = FAILED
+            msg = f"killed by signal {outcome.signal}"
+        elif outcome.exit_code == 3 or any(not r.valid for r in parsed.results):
+            status = INVALID
+            msg = "data validation failed"
+        elif outcome.exit_code != 0:
+            status = FAILED
+            msg = f"exit code {outcome.exit_code}"
+        elif parsed.footer is None or parsed.footer.get("status") != "ok":
+            status = FAILED
+            msg = "core ended without a complete record stream"
+        else:
+            status, msg = OK, ""
+        if msg and not tail.strip():
+            tail = msg
+        elif msg:
+            tail = f"{msg}\n{tail}"
+        flags = [policy.flag(r) for r in parsed.results]
+        store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
+                         stderr_tail=tail, header=parsed.header, results=parsed.results,
+                         flags=flags, noise=job_noise)
+    return JobOutcome(job, run_id, status, parsed, flags, msg)
+
+
+def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume: bool,
+              timeout_s: float | None, policy: NoisePolicy, progress: Progress,
+              on_done: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
+    """Run every job; a failure is stored and the sweep goes on."""
+    store.abandon_running()
+    plan = [{"mpi": j.core.impl.name, "bench": j.bench, "np": j.np, "key": j.plan_key()}
+            for j in jobs]
+    sweep_id = store.begin_sweep(argv, plan)
+    outcomes: list[JobOutcome] = []
+    try:
+        for job in jobs:
+            if resume and store.has_ok_run(job.plan_key()):
+                progress.end(job.label, "stored already, skipped")
+                continue
+            t = timeout_s or default_timeout(job.opts, len(expand_sizes(job.opts.sizes,
+                                                                         job.opts.factor)))
+            progress.start(job.label)
+            out = run_job(job, store, sweep_id, timeout_s=t, policy=policy)
+            attempt = 1
+            while out.status == OK and any(out.flags) and attempt <= policy.retries:
+                store.mark_run(out.run_id, RETRIED)
+                attempt += 1
+                out = run_job(job, store, sweep_id, timeout_s=t, policy=policy, attempt=attempt)
+            note = f" ({out.message})" if out.message else ""
+            if any(out.flags):
+                note += f" [{sum(out.flags)} noisy record(s) flagged]"
+            progress.end(job.label, out.status, note)
+            outcomes.append(out)
+            if on_done:
+                on_done(out)
+    finally:
+        store.end_sweep(sweep_id)
+    return outcomes

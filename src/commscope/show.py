@@ -1,0 +1,104 @@
+"""Tables for people: one column per implementation, as the seeds compare
+Open MPI and MVAPICH2 side by side."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from collections import defaultdict
+from collections.abc import Sequence
+
+from .sizes import human
+
+# Which number a table shows per benchmark, and its unit.
+PRIMARY = {
+    "bw": ("mb_per_s", "MB/s"),
+    "bibw": ("mb_per_s", "MB/s"),
+    "roundtrip": ("rate_per_s", "round trips/s"),
+}
+DEFAULT_PRIMARY = ("median_us", "us")
+
+EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "cluster",
+                  "size_bytes", "median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
+                  "ci_lo_us", "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "n_samples",
+                  "batch", "n_iters", "valid", "converged", "stop", "flagged", "other_cpu_s",
+                  "steal_s", "wall_s", "oversubscribed", "hostname", "started_at")
+
+
+def export_row(r: sqlite3.Row) -> dict[str, object]:
+    d = dict(r)
+    mv = (d.get("mpi_version") or "").splitlines()
+    out = {k: d.get(k) for k in EXPORT_COLUMNS}
+    out["mpi"] = d["mpi_name"]
+    out["mpi_version"] = mv[0] if mv else ""
+    for k in ("valid", "converged", "flagged", "oversubscribed"):
+        out[k] = bool(d.get(k))
+    return out
+
+
+def export(rows: Sequence[sqlite3.Row], fmt: str) -> str:
+    data = [export_row(r) for r in rows]
+    if fmt == "json":
+        return json.dumps(data, indent=1) + "\n"
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
+    w.writeheader()
+    w.writerows(data)
+    return buf.getvalue()
+
+
+def _cell(r: sqlite3.Row, key: str) -> str:
+    v = r[key]
+    if not r["valid"]:
+        return "INVALID"
+    if v is None:
+        return "-"
+    if key == "median_us":
+        ci = r["ci_us"]
+        txt = f"{v:.3f}" + (f" ±{ci / v * 100:.1f}%" if ci is not None and v else "")
+    elif key == "mb_per_s":
+        txt = f"{v:.1f}"
+    else:
+        txt = f"{v:.0f}"
+    return txt + ("*" if r["flagged"] else "")
+
+
+def tables(rows: Sequence[sqlite3.Row]) -> str:
+    """One table per (benchmark, process count, cluster)."""
+    groups: dict[tuple[str, int, str], list[sqlite3.Row]] = defaultdict(list)
+    for r in rows:
+        groups[(r["bench"], r["np"], r["cluster"])].append(r)
+    out: list[str] = []
+    any_flag = any(r["flagged"] for r in rows)
+    for (bench, np_, cluster), rs in sorted(groups.items()):
+        key, unit = PRIMARY.get(bench, DEFAULT_PRIMARY)
+        mpis = sorted({r["mpi_name"] for r in rs})
+        cells: dict[int, dict[str, str]] = defaultdict(dict)
+        for r in rs:
+            cells[r["size_bytes"]][r["mpi_name"]] = _cell(r, key)
+        over = " (oversubscribed: correctness only)" if any(r["oversubscribed"] for r in rs) else ""
+        out.append(f"{bench}, {np_} processes, {cluster}: {unit}{over}")
+        widths = [max(8, *(len(h) for h in mpis))] * len(mpis)
+        head = f"{'size':>8}  " + "  ".join(f"{m:>{w + 8}}" for m, w in zip(mpis, widths))
+        out.append(head)
+        for size in sorted(cells):
+            line = f"{human(size):>8}  " + "  ".join(
+                f"{cells[size].get(m, '-'):>{w + 8}}" for m, w in zip(mpis, widths))
+            out.append(line)
+        out.append("")
+    if any_flag:
+        out.append("* measured while other processes used the CPU (see export: other_cpu_s)")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def run_table(rows: Sequence[sqlite3.Row]) -> str:
+    out = [f"{'id':>4} {'status':<14} {'mpi':<14} {'bench':<10} {'np':>3} "
+           f"{'started':<25} note"]
+    for r in rows:
+        note = (r["stderr_tail"] or "").strip().splitlines()
+        first = note[0][:60] if note and r["status"] != "ok" else ""
+        out.append(f"{r['id']:>4} {r['status']:<14} {r['mpi_name']:<14} {r['bench']:<10} "
+                   f"{r['np']:>3} {r['started_at']:<25} {first}")
+    return "\n".join(out) + "\n"

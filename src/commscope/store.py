@@ -1,0 +1,283 @@
+"""The SQLite store: one file, WAL mode, forward migrations keyed by
+PRAGMA user_version, and an application id that marks the file as ours."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .errors import CommscopeError
+from .records import Header, Result
+
+APPLICATION_ID = 0x43534350  # "CSCP"
+
+# Each entry upgrades the schema by one version; never edit a released one.
+MIGRATIONS: tuple[str, ...] = (
+    # 1: runs and their results
+    """
+    CREATE TABLE runs (
+      id INTEGER PRIMARY KEY,
+      started_at TEXT NOT NULL,
+      finished_at TEXT,
+      status TEXT NOT NULL,
+      plan_key TEXT NOT NULL,
+      bench TEXT NOT NULL,
+      np INTEGER NOT NULL,
+      sizes TEXT NOT NULL,
+      mpi_name TEXT NOT NULL,
+      mpi_family TEXT NOT NULL,
+      mpi_version TEXT,
+      mpi_identity TEXT,
+      cluster TEXT NOT NULL DEFAULT 'local',
+      hostname TEXT,
+      cpu_model TEXT,
+      n_cores INTEGER,
+      kernel TEXT,
+      launch_argv TEXT NOT NULL,
+      env TEXT,
+      commscope_version TEXT,
+      git_rev TEXT,
+      exit_code INTEGER,
+      signal INTEGER,
+      stderr_tail TEXT,
+      header TEXT,
+      options TEXT
+    );
+    CREATE INDEX runs_plan_key ON runs(plan_key, status);
+    CREATE TABLE results (
+      id INTEGER PRIMARY KEY,
+      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      bench TEXT NOT NULL,
+      size_bytes INTEGER NOT NULL,
+      np INTEGER NOT NULL,
+      n_samples INTEGER,
+      batch INTEGER,
+      n_iters INTEGER,
+      median_us REAL, mean_us REAL, min_us REAL, max_us REAL,
+      p5_us REAL, p95_us REAL, ci_lo_us REAL, ci_hi_us REAL, ci_us REAL,
+      mb_per_s REAL, rate_per_s REAL,
+      valid INTEGER NOT NULL,
+      error TEXT,
+      converged INTEGER,
+      stop TEXT,
+      raw_us TEXT
+    );
+    CREATE INDEX results_run ON results(run_id);
+    """,
+    # 2: sweeps, noise accounting, oversubscription and retry attempts
+    """
+    CREATE TABLE sweeps (
+      id INTEGER PRIMARY KEY,
+      started_at TEXT NOT NULL,
+      finished_at TEXT,
+      argv TEXT,
+      plan TEXT
+    );
+    ALTER TABLE runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id);
+    ALTER TABLE runs ADD COLUMN oversubscribed INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN noise TEXT;
+    ALTER TABLE results ADD COLUMN other_cpu_s REAL;
+    ALTER TABLE results ADD COLUMN steal_s REAL;
+    ALTER TABLE results ADD COLUMN wall_s REAL;
+    ALTER TABLE results ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+# Run statuses.
+OK, FAILED, TIMEOUT, INVALID, RUNNING, RETRIED = (
+    "ok", "failed", "timeout", "invalid", "running", "retried-noisy")
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Everything known about a job before it runs."""
+
+    plan_key: str
+    bench: str
+    np: int
+    sizes: str
+    mpi_name: str
+    mpi_family: str
+    mpi_version: str
+    mpi_identity: str
+    cluster: str
+    launch_argv: Sequence[str]
+    env: dict[str, str]
+    machine: dict[str, object]
+    options: dict[str, object]
+    oversubscribed: bool
+    attempt: int = 1
+
+
+class Store:
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not self.path.exists() and not create:
+            raise CommscopeError(f"no commscope database at {self.path}")
+        if self.path.exists() and self.path.is_dir():
+            raise CommscopeError(f"{self.path} is a directory, not a commscope database")
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=30)
+            self.db.row_factory = sqlite3.Row
+            self._check_ours(fresh)
+            self.db.execute("PRAGMA foreign_keys=ON")
+            if fresh or self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self.db.execute("PRAGMA journal_mode=WAL")
+            self.migrate()
+        except sqlite3.DatabaseError as exc:
+            raise CommscopeError(f"{self.path} is not a commscope database ({exc})") from exc
+
+    def _check_ours(self, fresh: bool) -> None:
+        app = self.db.execute("PRAGMA application_id").fetchone()[0]
+        if fresh and app == 0:
+            tables = self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            if tables == 0:
+                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                return
+        if app != APPLICATION_ID:
+            raise CommscopeError(f"{self.path} is not a commscope database")
+
+    @property
+    def version(self) -> int:
+        return int(self.db.execute("PRAGMA user_version").fetchone()[0])
+
+    def migrate(self, target: int = SCHEMA_VERSION) -> None:
+        v = self.version
+        if v > SCHEMA_VERSION:
+            raise CommscopeError(f"{self.path} has schema {v}, newer than this commscope "
+                                 f"({SCHEMA_VERSION}); upgrade commscope")
+        while v < target:
+            # One transaction per step: a failure leaves the previous version.
+            try:
+                self.db.executescript("BEGIN;" + MIGRATIONS[v] + f"PRAGMA user_version={v + 1};"
+                                      "COMMIT;")
+            except sqlite3.Error:
+                self.db.rollback()
+                raise
+            v += 1
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        with self.db:
+            yield self.db
+
+    # -- sweeps ---------------------------------------------------------
+    def begin_sweep(self, argv: Sequence[str], plan: object) -> int:
+        with self.tx() as db:
+            cur = db.execute("INSERT INTO sweeps(started_at, argv, plan) VALUES (?, ?, ?)",
+                             (now_iso(), json.dumps(list(argv)), json.dumps(plan)))
+            return int(cur.lastrowid or 0)
+
+    def end_sweep(self, sweep_id: int) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE sweeps SET finished_at=? WHERE id=?", (now_iso(), sweep_id))
+
+    # -- runs -----------------------------------------------------------
+    def begin_run(self, info: RunInfo, sweep_id: int | None) -> int:
+        m = info.machine
+        with self.tx() as db:
+            cur = db.execute(
+                """INSERT INTO runs(started_at, status, plan_key, bench, np, sizes, mpi_name,
+                   mpi_family, mpi_version, mpi_identity, cluster, hostname, cpu_model, n_cores,
+                   kernel, launch_argv, env, commscope_version, git_rev, options, sweep_id,
+                   oversubscribed, attempt)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                (now_iso(), RUNNING, info.plan_key, info.bench, info.np, info.sizes,
+                 info.mpi_name, info.mpi_family, info.mpi_version, info.mpi_identity,
+                 info.cluster, m.get("hostname"), m.get("cpu_model"), m.get("n_cores"),
+                 m.get("kernel"), json.dumps(list(info.launch_argv)), json.dumps(info.env),
+                 m.get("commscope_version"), m.get("git_rev"), json.dumps(info.options),
+                 sweep_id, int(info.oversubscribed), info.attempt))
+            return int(cur.lastrowid or 0)
+
+    def finish_run(self, run_id: int, status: str, *, exit_code: int | None,
+                   signal: int | None, stderr_tail: str, header: Header | None,
+                   results: Sequence[Result], flags: Sequence[bool],
+                   noise: dict[str, object]) -> None:
+        """Store a finished job and its records in one transaction."""
+        hdr = None
+        if header is not None:
+            hdr = json.dumps({"schema": header.schema, "mpi_library": header.mpi_library,
+                              "np": header.np, "hosts": list(header.hosts),
+                              "options": header.options, "argv": list(header.argv),
+                              "commscope_version": header.commscope_version})
+        with self.tx() as db:
+            db.execute(
+                """UPDATE runs SET finished_at=?, status=?, exit_code=?, signal=?,
+                   stderr_tail=?, header=?, noise=? WHERE id=?""",
+                (now_iso(), status, exit_code, signal, stderr_tail, hdr, json.dumps(noise),
+                 run_id))
+            for r, flagged in zip(results, flags, strict=True):
+                db.execute(
+                    """INSERT INTO results(run_id, bench, size_bytes, np, n_samples, batch,
+                       n_iters, median_us, mean_us, min_us, max_us, p5_us, p95_us, ci_lo_us,
+                       ci_hi_us, ci_us, mb_per_s, rate_per_s, valid, error, converged, stop,
+                       raw_us, other_cpu_s, steal_s, wall_s, flagged)
+                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                    (run_id, r.bench, r.size_bytes, r.np, r.n_samples, r.batch, r.n_iters,
+                     r.median_us, r.mean_us, r.min_us, r.max_us, r.p5_us, r.p95_us, r.ci_lo_us,
+                     r.ci_hi_us, r.ci_us, r.mb_per_s, r.rate_per_s, int(r.valid), r.error,
+                     int(r.converged), r.stop,
+                     json.dumps(list(r.raw_us)) if r.raw_us is not None else None,
+                     r.other_cpu_s, r.steal_s, r.wall_s, int(flagged)))
+
+    def mark_run(self, run_id: int, status: str) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE runs SET status=? WHERE id=?", (status, run_id))
+
+    def abandon_running(self) -> int:
+        """Runs left 'running' by a killed sweep become failures."""
+        with self.tx() as db:
+            cur = db.execute("UPDATE runs SET status=?, stderr_tail=coalesce(stderr_tail, '') || "
+                             "'interrupted: the sweep stopped while this job ran' "
+                             "WHERE status=?", (FAILED, RUNNING))
+            return cur.rowcount
+
+    def has_ok_run(self, plan_key: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM runs WHERE plan_key=? AND status=? LIMIT 1",
+                              (plan_key, OK)).fetchone()
+        return row is not None
+
+    def runs(self, statuses: Sequence[str] | None = None) -> list[sqlite3.Row]:
+        if statuses:
+            marks = ",".join("?" * len(statuses))
+            return self.db.execute(f"SELECT * FROM runs WHERE status IN ({marks}) ORDER BY id",
+                                   tuple(statuses)).fetchall()
+        return self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()
+
+    def result_rows(self, *, latest: bool = True, run_ids: Sequence[int] | None = None
+                    ) -> list[sqlite3.Row]:
+        """Results joined with their run.  With latest, only the newest
+        finished run of each (mpi, bench, np, cluster) counts."""
+        where = ["r.status IN ('ok', 'invalid', 'timeout', 'failed')"]
+        args: list[object] = []
+        if run_ids:
+            where.append(f"r.id IN ({','.join('?' * len(run_ids))})")
+            args.extend(run_ids)
+        elif latest:
+            where.append("""r.id = (SELECT max(r2.id) FROM runs r2 JOIN results x2
+                            ON x2.run_id = r2.id WHERE r2.mpi_name = r.mpi_name
+                            AND r2.bench = r.bench AND r2.np = r.np
+                            AND r2.cluster = r.cluster
+                            AND r2.status IN ('ok', 'invalid', 'timeout', 'failed'))""")
+        sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
+                  r.hostname, r.started_at, r.status AS run_status, r.oversubscribed
+                  FROM results x JOIN runs r ON r.id = x.run_id
+                  WHERE {' AND '.join(where)}
+                  ORDER BY x.bench, x.np, r.cluster, x.size_bytes, r.mpi_name"""
+        return self.db.execute(sql, tuple(args)).fetchall()
