@@ -63,6 +63,7 @@ typedef struct cs_opts {
   int info;              /* print MPI library info as JSON and exit */
   int help;
   char output[1024];     /* JSON Lines destination, "-" for stdout */
+  char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
 } cs_opts;
 
 /* Per-size state handed to a benchmark's callbacks. */
@@ -170,6 +171,11 @@ void cs_write_result(FILE *f, const cs_result *r, int raw);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s);
 void cs_table_header(FILE *f);
 void cs_table_row(FILE *f, const cs_result *r);
+
+/* Fault injection for the test suite (harness.c): the last rank hangs,
+ * crashes or corrupts its received data at the given size. */
+enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT };
+int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */
 int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node,

@@ -2,7 +2,9 @@
  * rule, untimed validation, noise and one record per size.  Benchmarks
  * only provide the kernel and their buffers' content. */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -44,6 +46,18 @@ typedef struct sampler {
   char why[CS_ERRLEN]; /* first failure on this rank */
 } sampler;
 
+/* Testing only: act out a fault on the last rank, outside the timed region. */
+static void inject(cs_ctx *c, long sample) {
+  enum cs_fault kind;
+  size_t at;
+  if (!c->opts->inject[0] || c->rank != c->np - 1 || sample != 0) return;
+  if (cs_inject_parse(c->opts->inject, &kind, &at) || at != c->size) return;
+  if (kind == CS_FAULT_HANG)
+    for (;;) pause();
+  if (kind == CS_FAULT_CRASH) raise(SIGSEGV);
+  if (kind == CS_FAULT_CORRUPT && c->size > 0) ((unsigned char *)c->rbuf)[c->size / 2] ^= 0x40;
+}
+
 /* One sample: prepare, sync, time `reps` repetitions, validate.
  * Returns the per-op time in us (meaningful on rank 0 only). */
 static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample,
@@ -55,6 +69,7 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
     double t0 = cs_now_us();
     b->run(c, reps);
     dt = cs_now_us() - t0;
+    inject(c, sample);
     char why[CS_ERRLEN / 2];
     if (!sm->err && b->check(c, sample, why, sizeof why)) {
       sm->err = 1;

@@ -43,6 +43,7 @@ static const opt_def OPTS[] = {
     {"list", FLG(list), "list the benchmarks and exit"},
     {"json", FLG(json), "with --list: print JSON"},
     {"info", FLG(info), "print the MPI library identity as JSON and exit"},
+    {"inject", STR(inject), "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
     {"help", FLG(help), "this text"},
 };
 #define NOPTS ((int)(sizeof OPTS / sizeof OPTS[0]))
@@ -190,6 +191,11 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
     int rc = set_opt(o, d, val, e);
     if (rc) return rc;
   }
+  enum cs_fault k;
+  size_t at;
+  if (o->inject[0] && cs_inject_parse(o->inject, &k, &at))
+    return CS_FAIL(e, CS_EUSAGE, "bad --inject '%s' (use hang@SIZE, crash@SIZE or corrupt@SIZE)",
+                   o->inject);
   if (o->max_samples < o->min_samples)
     return CS_FAIL(e, CS_EUSAGE, "--max-samples is below --min-samples");
   return CS_OK;
@@ -203,4 +209,22 @@ void cs_opts_usage(FILE *f) {
     fprintf(f, "  %-20s %s\n", left, OPTS[i].help);
   }
   fprintf(f, "\nexample: mpiexec -n 2 cs-core --bench latency,bw --sizes 1:1M --table\n");
+}
+
+int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size) {
+  *kind = CS_FAULT_NONE;
+  *size = 0;
+  if (!spec[0]) return 0;
+  const char *at = strchr(spec, '@');
+  if (!at) return -1;
+  size_t n = (size_t)(at - spec);
+  if (n == 4 && !strncmp(spec, "hang", 4))
+    *kind = CS_FAULT_HANG;
+  else if (n == 5 && !strncmp(spec, "crash", 5))
+    *kind = CS_FAULT_CRASH;
+  else if (n == 7 && !strncmp(spec, "corrupt", 7))
+    *kind = CS_FAULT_CORRUPT;
+  else
+    return -1;
+  return cs_parse_size(at + 1, size);
 }

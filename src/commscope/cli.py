@@ -81,7 +81,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     nps = _ints(a.np, "--np") or [2]
     opts = CoreOptions(sizes=a.sizes, factor=a.factor, min_samples=a.min_samples,
                        max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
-                       sample_us=a.sample_us, warmup=a.warmup, window=a.window, raw=a.raw)
+                       sample_us=a.sample_us, warmup=a.warmup, window=a.window, raw=a.raw,
+                       inject=a.inject or "")
     expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
     if opts.max_samples < opts.min_samples:
         raise CommscopeError("--max-samples is below --min-samples")
@@ -181,8 +182,9 @@ def cmd_mpi_list(a: argparse.Namespace) -> int:
 
 @command("mpi add")
 def cmd_mpi_add(a: argparse.Namespace) -> int:
-    impl = mpi_mod.add_user(a.mpicc, a.name)
-    core = build_mod.build(impl)
+    impl = mpi_mod.describe_path(a.mpicc, name=a.name, source="user")
+    core = build_mod.build(impl)  # only an implementation that builds is remembered
+    mpi_mod.add_user(impl)
     print(f"added {impl.name} ({impl.family}): {core.mpi_version.splitlines()[0]}")
     return 0
 
@@ -256,6 +258,7 @@ def make_parser() -> Parser:
     r.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
                    help="flag records when others used more than this many cores (default 0.1)")
     r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    r.add_argument("--inject", help=argparse.SUPPRESS)  # test suite: hang|crash|corrupt@SIZE
 
     s = sub.add_parser("show", help="print stored results as tables", formatter_class=fmt,
                        epilog="example: commscope show --db my.db --bench latency")
@@ -275,7 +278,7 @@ def make_parser() -> Parser:
                          epilog="example: commscope mpi list --json")
     ml.add_argument("--json", action="store_true", help="machine-readable output")
     ma = msub.add_parser("add", help="add an implementation by the path of its mpicc",
-                         epilog="example: commscope mpi add /opt/mpich-4.2/bin/mpicc --name mpich42")
+                         epilog="example: commscope mpi add /opt/mpich/bin/mpicc --name mpich42")
     ma.add_argument("mpicc", help="path of the implementation's mpicc")
     ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user)")
     mr = msub.add_parser("remove", help="forget a user-added implementation",

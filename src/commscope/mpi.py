@@ -39,7 +39,8 @@ class MpiImpl:
         return asdict(self)
 
 
-def _run(argv: list[str], env: dict[str, str] | None = None, timeout: float = 20) -> tuple[int, str]:
+def _run(argv: list[str], env: dict[str, str] | None = None,
+         timeout: float = 20) -> tuple[int, str]:
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
@@ -162,8 +163,8 @@ def discover() -> list[MpiImpl]:
     return found
 
 
-def add_user(mpicc: str, name: str | None) -> MpiImpl:
-    impl = describe_path(mpicc, name=name, source="user")
+def add_user(impl: MpiImpl) -> MpiImpl:
+    """Remember an implementation (described and built by the caller)."""
     path = config_path()
     current = [m for m in _load_user() if m.name != impl.name]
     if any(m.name == impl.name for m in discover() if m.source != "user"):

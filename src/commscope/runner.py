@@ -38,6 +38,7 @@ class CoreOptions:
     warmup: int = 2
     window: int = 64
     raw: bool = False
+    inject: str = ""  # testing only: a fault for the core to act out
 
     def argv(self) -> list[str]:
         a = ["--sizes", self.sizes, "--factor", str(self.factor),
@@ -45,6 +46,8 @@ class CoreOptions:
              "--target-ci", repr(self.target_ci), "--time-cap", repr(self.time_cap_s),
              "--sample-us", repr(self.sample_us), "--warmup", str(self.warmup),
              "--window", str(self.window)]
+        if self.inject:
+            a += ["--inject", self.inject]
         return a + (["--raw"] if self.raw else [])
 
 
@@ -98,6 +101,14 @@ class NoisePolicy:
     min_ticks_s: float = 0.03  # /proc/stat counts 10 ms ticks: ignore less
     retries: int = 0
 
+    def flag_job(self, job_noise: dict[str, object]) -> bool:
+        """Short records cannot resolve 10 ms ticks; the job as a whole can."""
+        if not job_noise.get("valid"):
+            return False
+        other = float(job_noise.get("other_cpu_s") or 0.0)  # type: ignore[arg-type]
+        wall = float(job_noise.get("wall_s") or 0.0)  # type: ignore[arg-type]
+        return wall > 0 and other >= self.min_ticks_s and other / wall > self.max_other_cores
+
     def flag(self, r: Result) -> bool:
         if not r.noise_valid or not r.wall_s or r.wall_s <= 0:
             return False
@@ -125,7 +136,8 @@ def default_timeout(opts: CoreOptions, nsizes: int) -> float:
 class Progress:
     """A progress bar on a terminal, one line per job elsewhere."""
 
-    def __init__(self, total: int, stream=sys.stderr, enabled: bool = True) -> None:
+    def __init__(self, total: int, stream=None, enabled: bool = True) -> None:
+        stream = sys.stderr if stream is None else stream
         self.total, self.done, self.stream, self.enabled = total, 0, stream, enabled
         self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
         self.t0 = time.monotonic()
@@ -178,8 +190,17 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             options=asdict(job.opts), oversubscribed=spec.oversubscribed, attempt=attempt)
         run_id = store.begin_run(info, sweep_id)
         mark0 = noise_mod.mark()
-        outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
-                              stdout_path=tmpd / "stdout", stderr_path=tmpd / "stderr")
+        try:
+            outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
+                                  stdout_path=tmpd / "stdout", stderr_path=tmpd / "stderr")
+        except BaseException:
+            # Interrupted (Ctrl-C): the job is killed; keep what it measured.
+            parsed = parse_file(out_path)
+            store.finish_run(run_id, FAILED, exit_code=None, signal=None,
+                             stderr_tail="interrupted by the user", header=parsed.header,
+                             results=parsed.results, flags=[False] * len(parsed.results),
+                             noise={"valid": False})
+            raise
         job_noise = noise_mod.job_noise(mark0, noise_mod.mark(), outcome.cpu_s, outcome.wall_s)
         job_noise["leftover_processes"] = outcome.leftovers
         parsed = parse_file(out_path)
@@ -205,7 +226,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             tail = msg
         elif msg:
             tail = f"{msg}\n{tail}"
-        flags = [policy.flag(r) for r in parsed.results]
+        noisy_job = policy.flag_job(job_noise)
+        flags = [noisy_job or policy.flag(r) for r in parsed.results]
         store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
                          stderr_tail=tail, header=parsed.header, results=parsed.results,
                          flags=flags, noise=job_noise)

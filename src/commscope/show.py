@@ -80,13 +80,11 @@ def tables(rows: Sequence[sqlite3.Row]) -> str:
             cells[r["size_bytes"]][r["mpi_name"]] = _cell(r, key)
         over = " (oversubscribed: correctness only)" if any(r["oversubscribed"] for r in rs) else ""
         out.append(f"{bench}, {np_} processes, {cluster}: {unit}{over}")
-        widths = [max(8, *(len(h) for h in mpis))] * len(mpis)
-        head = f"{'size':>8}  " + "  ".join(f"{m:>{w + 8}}" for m, w in zip(mpis, widths))
-        out.append(head)
+        w = max(8, *(len(h) for h in mpis)) + 8
+        out.append(f"{'size':>8}  " + "  ".join(f"{m:>{w}}" for m in mpis))
         for size in sorted(cells):
-            line = f"{human(size):>8}  " + "  ".join(
-                f"{cells[size].get(m, '-'):>{w + 8}}" for m, w in zip(mpis, widths))
-            out.append(line)
+            out.append(f"{human(size):>8}  "
+                       + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in mpis))
         out.append("")
     if any_flag:
         out.append("* measured while other processes used the CPU (see export: other_cpu_s)")

@@ -1,0 +1,29 @@
+/* Reads numbers from stdin, prints the core's statistics of them as JSON,
+ * so the test suite can hold the C and Python statistics to one answer. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cs.h"
+
+int main(int argc, char **argv) {
+  double target = argc > 1 ? atof(argv[1]) : 0.02;
+  long n = 0, cap = 1024;
+  double *x = malloc((size_t)cap * sizeof *x), v;
+  while (scanf("%lf", &v) == 1) {
+    if (n == cap) x = realloc(x, (size_t)(cap *= 2) * sizeof *x);
+    x[n++] = v;
+  }
+  double *scratch = malloc((size_t)(n ? n : 1) * sizeof *scratch);
+  cs_stats s;
+  cs_stats_compute(x, n, scratch, &s);
+  long lo, hi;
+  cs_median_ci_ranks(n, &lo, &hi);
+  printf("{\"n\":%ld,\"median\":%.17g,\"mean\":%.17g,\"min\":%.17g,\"max\":%.17g,"
+         "\"p5\":%.17g,\"p95\":%.17g,\"ci_lo\":%.17g,\"ci_hi\":%.17g,\"lo\":%ld,\"hi\":%ld,"
+         "\"converged\":%d}\n",
+         s.n, s.median, s.mean, s.min, s.max, s.p5, s.p95, s.ci_lo, s.ci_hi, lo, hi,
+         cs_ci_converged(&s, target));
+  free(x);
+  free(scratch);
+  return 0;
+}

@@ -1,0 +1,49 @@
+"""Shared fixtures: an isolated build cache and config, the MPIs found, and
+their built cores (built once per session)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commscope import build, mpi
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory):
+    cache = tmp_path_factory.mktemp("cache")
+    old = {k: os.environ.get(k) for k in ("COMMSCOPE_CACHE", "COMMSCOPE_CONFIG")}
+    os.environ["COMMSCOPE_CACHE"] = str(cache)
+    os.environ["COMMSCOPE_CONFIG"] = str(cache / "mpi.json")
+    yield
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture(scope="session")
+def impls() -> dict[str, mpi.MpiImpl]:
+    found = {m.name: m for m in mpi.discover() if m.source == "debian"}
+    if not found:
+        pytest.skip("no Debian MPI installed (run `make install`)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def cores(impls: dict[str, mpi.MpiImpl]) -> dict[str, build.Core]:
+    return {name: build.build(m) for name, m in impls.items()}
+
+
+def mpi_processes() -> list[str]:
+    """Processes an MPI job could leave behind."""
+    out = subprocess.run(["ps", "-eo", "pid,comm"], capture_output=True, text=True).stdout
+    names = ("cs-core", "orted", "mpirun", "mpiexec", "hydra_pmi_proxy", "prterun")
+    return [line for line in out.splitlines()[1:]
+            if any(line.split()[1].startswith(n) for n in names)]

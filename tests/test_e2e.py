@@ -1,0 +1,107 @@
+"""End to end: build the core with each Debian MPI, run every point-to-point
+benchmark at 2 ranks, and check what was stored."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from commscope import cli
+from commscope.store import Store
+
+pytestmark = pytest.mark.mpi
+
+P2P = ("latency", "roundtrip", "sendloop", "bw", "bibw")
+QUICK = ["--sizes", "1:64K", "--factor", "4", "--min-samples", "5", "--time-cap", "0.2",
+         "--sample-us", "50"]
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory, cores):
+    db = tmp_path_factory.mktemp("e2e") / "e2e.db"
+    rc = cli.main(["run", "--db", str(db), "--quiet", "--bench", ",".join(P2P),
+                   *[x for m in cores for x in ("--mpi", m)], "--np", "2", *QUICK])
+    assert rc == 0
+    return db, sorted(cores)
+
+
+def test_every_benchmark_and_size_is_stored_valid(swept):
+    db, mpis = swept
+    rows = Store(db).result_rows()
+    sizes = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536]
+    got = {(r["mpi_name"], r["bench"], r["size_bytes"]) for r in rows}
+    assert got == {(m, b, s) for m in mpis for b in P2P for s in sizes}
+    assert all(r["valid"] and r["run_status"] == "ok" for r in rows)
+    assert all(r["n_samples"] >= 5 and r["median_us"] > 0 for r in rows)
+    assert all(r["ci_lo_us"] <= r["median_us"] <= r["ci_hi_us"] for r in rows)
+
+
+def test_numbers_are_sane(swept):
+    db, mpis = swept
+    rows = Store(db).result_rows()
+    for m in mpis:
+        def col(bench, key, m=m):
+            return {r["size_bytes"]: r[key] for r in rows
+                    if r["mpi_name"] == m and r["bench"] == bench}
+
+        bw = col("bw", "mb_per_s")
+        assert all(v > 0 for v in bw.values())
+        # Bandwidth grows by orders of magnitude from 1 B to 64 KiB, and never
+        # collapses between neighbours by more than the noise allows.
+        assert bw[65536] > 100 * bw[1]
+        sizes = sorted(bw)
+        assert all(bw[b] > 0.3 * bw[a] for a, b in zip(sizes, sizes[1:], strict=False))
+        lat = col("latency", "median_us")
+        assert lat[65536] > lat[1]
+        rt = col("roundtrip", "median_us")
+        # A round trip is two one-way trips (give or take noise and the mode).
+        assert 0.8 < rt[1024] / (2 * lat[1024]) < 1.25 or rt[1024] > lat[1024]
+        rate = col("roundtrip", "rate_per_s")
+        assert rate[1] == pytest.approx(1e6 / rt[1], rel=1e-3)
+        assert all(v > 0 for v in col("bibw", "mb_per_s").values())
+        assert all(v > 0 for v in col("sendloop", "rate_per_s").values())
+
+
+def test_provenance_is_recorded(swept):
+    db, mpis = swept
+    runs = Store(db).runs()
+    assert {r["mpi_name"] for r in runs} == set(mpis)
+    for r in runs:
+        assert r["status"] == "ok" and r["hostname"] and r["n_cores"] >= 1
+        assert r["kernel"] and r["commscope_version"] and r["mpi_version"]
+        argv = json.loads(r["launch_argv"])
+        assert argv[0].startswith("/usr/bin/mp") and "--bench" in argv
+        hdr = json.loads(r["header"])
+        assert hdr["np"] == 2 and len(hdr["hosts"]) == 2
+        assert json.loads(r["noise"])["valid"] is True
+
+
+def test_show_and_export(swept, capsys):
+    db, mpis = swept
+    assert cli.main(["show", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "latency, 2 processes, local: us" in out and "bw, 2 processes, local: MB/s" in out
+    header = [line for line in out.splitlines() if line.strip().startswith("size")][0]
+    assert all(m in header for m in mpis)
+    assert cli.main(["export", "--db", str(db), "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    need = {"run_id", "bench", "mpi", "mpi_version", "np", "size_bytes", "median_us", "mean_us",
+            "min_us", "max_us", "ci_us", "mb_per_s", "n_iters", "flagged"}
+    assert need <= set(rows[0])
+    assert len(rows) == len(mpis) * len(P2P) * 9
+    assert cli.main(["export", "--db", str(db), "--format", "json", "--bench", "bw"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {d["bench"] for d in data} == {"bw"} and all(d["mb_per_s"] > 0 for d in data)
+
+
+def test_resume_skips_what_is_stored(swept, capsys):
+    db, mpis = swept
+    before = len(Store(db).runs())
+    rc = cli.main(["run", "--db", str(db), "--resume", "--bench", ",".join(P2P),
+                   *[x for m in mpis for x in ("--mpi", m)], "--np", "2", *QUICK])
+    assert rc == 0
+    assert len(Store(db).runs()) == before
+    assert "stored already, skipped" in capsys.readouterr().err

@@ -1,0 +1,98 @@
+"""A hung job is killed at its timeout with nothing left behind; a crashed
+rank is a stored failure and the sweep goes on; bad data is caught."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+
+from commscope import cli
+from commscope.procs import family, run_bounded
+from commscope.store import Store
+
+from .conftest import mpi_processes
+
+pytestmark = pytest.mark.mpi
+FAST = ["--sizes", "1:256", "--factor", "4", "--min-samples", "5", "--time-cap", "0.1",
+        "--quiet"]
+
+
+def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):
+    db = tmp_path / "hang.db"
+    t0 = time.monotonic()
+    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "hang@64",
+                   "--timeout", "4", *[x for m in cores for x in ("--mpi", m)], *FAST])
+    elapsed = time.monotonic() - t0
+    assert rc == 1
+    assert elapsed < len(cores) * 4 + 20
+    store = Store(db)
+    runs = store.runs()
+    assert [r["status"] for r in runs] == ["timeout"] * len(cores)  # the sweep went on
+    assert all("timeout" in r["stderr_tail"] for r in runs)
+    kept = {(r["mpi_name"], r["size_bytes"]) for r in store.result_rows()}
+    assert kept == {(m, s) for m in cores for s in (1, 4, 16)}
+    assert mpi_processes() == []
+
+
+def test_crashed_rank_is_a_failure_and_the_sweep_continues(tmp_path, cores):
+    db = tmp_path / "crash.db"
+    rc = cli.main(["run", "--db", str(db), "--bench", "latency,bw", "--inject", "crash@64",
+                   "--timeout", "30", *[x for m in cores for x in ("--mpi", m)], *FAST])
+    assert rc == 1
+    runs = Store(db).runs()
+    assert len(runs) == 2 * len(cores)
+    for r in runs:
+        assert r["status"] in ("failed", "timeout"), dict(r)
+        assert r["exit_code"] != 0
+        assert r["stderr_tail"]
+    assert mpi_processes() == []
+
+
+def test_corrupted_data_fails_the_record_loudly(tmp_path, cores, capsys):
+    db = tmp_path / "bad.db"
+    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "corrupt@16",
+                   *[x for m in cores for x in ("--mpi", m)], *FAST])
+    assert rc == 1
+    store = Store(db)
+    assert {r["status"] for r in store.runs()} == {"invalid"}
+    bad = [r for r in store.result_rows() if not r["valid"]]
+    assert {r["size_bytes"] for r in bad} == {16}
+    assert all("expected" in r["error"] for r in bad)
+    assert "invalid" in capsys.readouterr().err
+
+
+def test_run_bounded_kills_escaped_descendants(tmp_path):
+    """A child in a new session and an orphaned grandchild are still found."""
+    script = ("import os, subprocess, sys, time\n"
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'],"
+              " start_new_session=True)\n"
+              "if os.fork() == 0:\n"
+              "    if os.fork() == 0: time.sleep(300)\n"
+              "    os._exit(0)\n"
+              "time.sleep(300)\n")
+    out = run_bounded([sys.executable, "-c", script], timeout_s=2, env={}, cwd=str(tmp_path),
+                      stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+    assert out.timed_out
+    time.sleep(0.2)
+    left = [p for p in family(0) if _cmd(p).find("time.sleep(300)") >= 0]
+    assert left == []
+
+
+def test_leftovers_after_a_clean_exit_are_killed(tmp_path):
+    script = ("import subprocess, sys\n"
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(301)'])\n")
+    out = run_bounded([sys.executable, "-c", script], timeout_s=30, env={}, cwd=str(tmp_path),
+                      stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+    assert not out.timed_out and out.exit_code == 0 and out.leftovers == 1
+    time.sleep(0.2)
+    assert not [p for p in family(0) if "time.sleep(301)" in _cmd(p)]
+
+
+def _cmd(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

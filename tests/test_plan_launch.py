@@ -1,0 +1,108 @@
+"""Plan expansion, launch command lines and the noise policy, on fixed data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commscope.build import Core
+from commscope.errors import CommscopeError
+from commscope.mpi import LaunchSpec, MpiImpl, launch_argv
+from commscope.records import parse_file
+from commscope.runner import CoreOptions, NoisePolicy, default_timeout, expand
+
+BENCHES = (
+    {"name": "latency", "group": "p2p", "min_np": 2},
+    {"name": "bw", "group": "p2p", "min_np": 2},
+)
+OMPI = MpiImpl("openmpi", "openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpirun.openmpi",
+               "debian")
+MPICH = MpiImpl("mpich", "mpich", "/usr/bin/mpicc.mpich", "/usr/bin/mpiexec.mpich", "debian")
+IMPI = MpiImpl("intel-pypi", "intel", "/x/bin/mpicc", "/x/bin/mpiexec", "pypi")
+
+
+def core(impl: MpiImpl) -> Core:
+    return Core(impl, Path("/cache/cs-core"), "id-" + impl.name, {"mpi_library": "x"}, BENCHES)
+
+
+def test_expand_is_the_full_product():
+    jobs = expand([core(OMPI), core(MPICH)], ["latency", "bw"], [2, 4], CoreOptions())
+    assert len(jobs) == 8
+    assert {(j.core.impl.name, j.bench, j.np) for j in jobs} == {
+        (m, b, n) for m in ("openmpi", "mpich") for b in ("latency", "bw") for n in (2, 4)}
+
+
+def test_expand_refuses_unknown_bench_and_unusable_np():
+    with pytest.raises(CommscopeError, match="unknown benchmark 'pingpong'"):
+        expand([core(OMPI)], ["pingpong"], [2], CoreOptions())
+    with pytest.raises(CommscopeError, match="at least 2 processes"):
+        expand([core(OMPI)], ["latency"], [1], CoreOptions())
+
+
+def test_plan_key_depends_on_what_is_measured():
+    a = expand([core(OMPI)], ["latency"], [2], CoreOptions())[0]
+    b = expand([core(OMPI)], ["latency"], [2], CoreOptions())[0]
+    c = expand([core(OMPI)], ["latency"], [2], CoreOptions(sizes="8"))[0]
+    d = expand([core(MPICH)], ["latency"], [2], CoreOptions())[0]
+    assert a.plan_key() == b.plan_key()
+    assert len({a.plan_key(), c.plan_key(), d.plan_key()}) == 3
+
+
+def test_core_argv_round_trips_options():
+    argv = CoreOptions(sizes="8:1M", factor=4, target_ci=0.05, raw=True).argv()
+    assert argv[argv.index("--sizes") + 1] == "8:1M"
+    assert argv[argv.index("--factor") + 1] == "4"
+    assert argv[argv.index("--target-ci") + 1] == "0.05"
+    assert "--raw" in argv and "--inject" not in argv
+
+
+def test_openmpi_launch_lines():
+    exe, args = "/c/cs-core", ["--bench", "latency"]
+    assert launch_argv(OMPI, LaunchSpec(2, 2, True), exe, args) == [
+        "/usr/bin/mpirun.openmpi", "-n", "2", "--allow-run-as-root", "--bind-to", "core",
+        "--map-by", "core", exe, *args]
+    assert launch_argv(OMPI, LaunchSpec(4, 2, False), exe, args) == [
+        "/usr/bin/mpirun.openmpi", "-n", "4", "--oversubscribe", "--bind-to", "none", exe, *args]
+
+
+def test_mpich_and_intel_launch_lines():
+    exe = "/c/cs-core"
+    assert launch_argv(MPICH, LaunchSpec(2, 2, True), exe, []) == [
+        "/usr/bin/mpiexec.mpich", "-n", "2", "-bind-to", "core", exe]
+    assert launch_argv(MPICH, LaunchSpec(4, 2, True), exe, []) == [
+        "/usr/bin/mpiexec.mpich", "-n", "4", exe]
+    assert launch_argv(IMPI, LaunchSpec(2, 8, True), exe, []) == [
+        "/x/bin/mpiexec", "-n", "2", "-genv", "I_MPI_PIN_PROCESSOR_LIST", "0-7", exe]
+
+
+def test_launch_line_is_a_list_that_keeps_odd_arguments_whole():
+    odd = "/tmp/out dir/$(rm -rf x);.jsonl"
+    argv = launch_argv(MPICH, LaunchSpec(2, 2, True), "/c/cs-core", ["--output", odd])
+    assert argv[-1] == odd
+
+
+def test_timeout_grows_with_sizes_and_cap():
+    assert default_timeout(CoreOptions(time_cap_s=1.0), 23) > 23
+    assert default_timeout(CoreOptions(time_cap_s=2.0), 23) > default_timeout(
+        CoreOptions(time_cap_s=1.0), 23)
+
+
+GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
+
+
+def test_noise_policy():
+    r = parse_file(GOLDEN).results[0]
+    p = NoisePolicy(max_other_cores=0.1)
+    quiet = r.__class__(**{**r.__dict__, "noise_valid": True, "other_cpu_s": 0.0,
+                           "steal_s": 0.0, "wall_s": 1.0})
+    busy = r.__class__(**{**quiet.__dict__, "other_cpu_s": 0.5})
+    tick_noise = r.__class__(**{**quiet.__dict__, "other_cpu_s": 0.02, "wall_s": 0.05})
+    stolen = r.__class__(**{**quiet.__dict__, "steal_s": 0.2})
+    assert not p.flag(quiet)
+    assert p.flag(busy)
+    assert not p.flag(tick_noise)  # below /proc/stat's resolution
+    assert p.flag(stolen)
+    assert p.flag_job({"valid": True, "other_cpu_s": 1.0, "wall_s": 4.0})
+    assert not p.flag_job({"valid": True, "other_cpu_s": 0.1, "wall_s": 4.0})
+    assert not p.flag_job({"valid": False})

@@ -1,0 +1,56 @@
+"""Parsing the core's records, against a golden file the real core wrote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commscope.analysis.stats import summarize
+from commscope.errors import CommscopeError
+from commscope.records import parse_file, parse_lines
+
+GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
+
+
+def test_golden_file_parses_completely():
+    p = parse_file(GOLDEN)
+    assert p.header is not None and p.footer is not None and p.bad_lines == 0
+    assert p.header.np == 2 and p.header.mpi_library.startswith("Open MPI")
+    assert p.header.options["bench"] == "latency,bw"
+    assert [(r.bench, r.size_bytes) for r in p.results] == [
+        ("latency", 8), ("latency", 64), ("bw", 8), ("bw", 64)]
+    assert all(r.valid for r in p.results)
+
+
+def test_golden_summary_matches_its_raw_samples():
+    """The core's statistics are reproducible from the raw samples it kept."""
+    for r in parse_file(GOLDEN).results:
+        assert r.raw_us is not None and len(r.raw_us) == r.n_samples
+        s = summarize(r.raw_us)
+        assert s.median == pytest.approx(r.median_us, rel=1e-5)
+        assert s.ci_lo == pytest.approx(r.ci_lo_us, rel=1e-5)
+        assert s.p95 == pytest.approx(r.p95_us, rel=1e-5)
+        assert r.n_iters == r.n_samples * r.batch
+
+
+def test_bandwidth_derives_from_median():
+    for r in parse_file(GOLDEN).results:
+        if r.bench == "bw":
+            assert r.mb_per_s == pytest.approx(r.size_bytes / r.median_us, rel=1e-4)
+            assert r.rate_per_s == pytest.approx(1e6 / r.median_us, rel=1e-4)
+        else:
+            assert r.mb_per_s is None
+
+
+def test_truncated_stream_keeps_complete_records():
+    lines = GOLDEN.read_text().splitlines()
+    cut = lines[:3] + [lines[3][: len(lines[3]) // 2]]  # killed mid-write
+    p = parse_lines(cut)
+    assert len(p.results) == 2 and p.bad_lines == 1 and p.footer is None
+
+
+def test_newer_schema_is_refused():
+    line = GOLDEN.read_text().splitlines()[0].replace('"schema":1', '"schema":99')
+    with pytest.raises(CommscopeError, match="newer"):
+        parse_lines([line])

@@ -1,0 +1,127 @@
+"""The store: round trip, migrations, and refusing files that are not ours."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from commscope.errors import CommscopeError
+from commscope.records import parse_file
+from commscope.store import FAILED, OK, SCHEMA_VERSION, RunInfo, Store
+
+GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
+
+
+def info(**kw) -> RunInfo:
+    base = dict(plan_key="k1", bench="latency", np=2, sizes="8:64", mpi_name="openmpi",
+                mpi_family="openmpi", mpi_version="Open MPI v4.1.4", mpi_identity="abc",
+                cluster="local", launch_argv=["mpirun", "-n", "2", "cs-core"],
+                env={"OMPI_MCA_x": "1"}, machine={"hostname": "h", "n_cores": 2},
+                options={"sizes": "8:64"}, oversubscribed=False)
+    base.update(kw)
+    return RunInfo(**base)
+
+
+def test_round_trip(tmp_path):
+    s = Store(tmp_path / "a.db")
+    parsed = parse_file(GOLDEN)
+    sweep = s.begin_sweep(["commscope", "run"], [{"k": 1}])
+    rid = s.begin_run(info(), sweep)
+    s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=parsed.header,
+                 results=parsed.results, flags=[False, True, False, False],
+                 noise={"valid": True})
+    rows = s.result_rows()
+    assert len(rows) == 4
+    lat8 = [r for r in rows if r["bench"] == "latency" and r["size_bytes"] == 8][0]
+    src = parsed.results[0]
+    assert lat8["median_us"] == src.median_us and lat8["n_samples"] == src.n_samples
+    assert lat8["mpi_name"] == "openmpi" and lat8["flagged"] == 0
+    assert [r for r in rows if r["size_bytes"] == 64 and r["bench"] == "latency"][0]["flagged"]
+    assert s.has_ok_run("k1") and not s.has_ok_run("other")
+    assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert s.version == SCHEMA_VERSION
+
+
+def test_latest_run_wins_and_failures_are_rows(tmp_path):
+    s = Store(tmp_path / "a.db")
+    parsed = parse_file(GOLDEN)
+    for _ in range(2):
+        rid = s.begin_run(info(), None)
+        s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=parsed.header,
+                     results=parsed.results, flags=[False] * 4, noise={})
+    failed = s.begin_run(info(plan_key="k2", bench="bw"), None)
+    s.finish_run(failed, FAILED, exit_code=139, signal=None, stderr_tail="segfault",
+                 header=None, results=[], flags=[], noise={})
+    assert {r["run_id"] for r in s.result_rows()} == {2}
+    assert len(s.result_rows(latest=False)) == 8
+    assert [r["status"] for r in s.runs([FAILED])] == [FAILED]
+
+
+def test_abandoned_running_becomes_failure(tmp_path):
+    s = Store(tmp_path / "a.db")
+    s.begin_run(info(), None)
+    assert s.abandon_running() == 1
+    assert s.runs()[0]["status"] == FAILED
+
+
+def test_migration_from_version_1(tmp_path):
+    path = tmp_path / "old.db"
+    old = Store.__new__(Store)  # a store as version 1 of commscope left it
+    old.path = path
+    old.db = sqlite3.connect(path)
+    old.db.execute("PRAGMA application_id=0x43534350")
+    old.migrate(target=1)
+    assert old.version == 1
+    old.db.execute("""INSERT INTO runs(started_at, status, plan_key, bench, np, sizes, mpi_name,
+                      mpi_family, launch_argv) VALUES ('t', 'ok', 'k', 'latency', 2, '8',
+                      'mpich', 'mpich', '[]')""")
+    old.db.execute("""INSERT INTO results(run_id, bench, size_bytes, np, median_us, valid)
+                      VALUES (1, 'latency', 8, 2, 0.5, 1)""")
+    old.db.commit()
+    old.db.close()
+    s = Store(path)
+    assert s.version == SCHEMA_VERSION
+    row = s.result_rows()[0]
+    assert row["median_us"] == 0.5 and row["flagged"] == 0 and row["oversubscribed"] == 0
+    assert s.db.execute("SELECT count(*) FROM sweeps").fetchone()[0] == 0
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_refuses_a_text_file_and_leaves_it_intact(tmp_path):
+    p = tmp_path / "notes.db"
+    p.write_text("just some text, certainly not a database\n" * 20)
+    before = _digest(p)
+    with pytest.raises(CommscopeError, match="not a commscope database"):
+        Store(p)
+    assert _digest(p) == before
+
+
+def test_refuses_another_applications_sqlite(tmp_path):
+    p = tmp_path / "other.db"
+    db = sqlite3.connect(p)
+    db.execute("CREATE TABLE t(x)")
+    db.execute("INSERT INTO t VALUES (1)")
+    db.commit()
+    db.close()
+    before = _digest(p)
+    with pytest.raises(CommscopeError, match="not a commscope database"):
+        Store(p)
+    assert _digest(p) == before
+
+
+def test_refuses_a_newer_schema(tmp_path):
+    p = tmp_path / "new.db"
+    Store(p).db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    with pytest.raises(CommscopeError, match="newer"):
+        Store(p)
+
+
+def test_missing_store_for_reading(tmp_path):
+    with pytest.raises(CommscopeError, match="no commscope database"):
+        Store(tmp_path / "absent.db", create=False)
