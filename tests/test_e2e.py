@@ -16,7 +16,7 @@ pytestmark = pytest.mark.mpi
 
 P2P = ("latency", "roundtrip", "sendloop", "bw", "bibw")
 QUICK = ["--sizes", "1:64K", "--factor", "4", "--min-samples", "5", "--time-cap", "0.2",
-         "--sample-us", "50"]
+         "--min-time", "0.01", "--warmup-time", "0.002"]
 
 
 @pytest.fixture(scope="module")

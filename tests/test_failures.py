@@ -16,7 +16,7 @@ from .conftest import mpi_processes
 
 pytestmark = pytest.mark.mpi
 FAST = ["--sizes", "1:256", "--factor", "4", "--min-samples", "5", "--time-cap", "0.1",
-        "--quiet"]
+        "--min-time", "0.01", "--quiet"]
 
 
 def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):

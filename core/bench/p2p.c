@@ -117,6 +117,7 @@ const cs_bench cs_bench_sendloop = {
     .name = "sendloop", .group = "p2p", .metric = "time per send",
     .desc = "many blocking sends then one acknowledgement; time per send",
     .min_np = 2, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
+    .min_sample_us = 100, /* a loop of sends, not one: seed 003 used 5000 */
     .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_sendloop,
     .check = check_at_receiver,
 };

@@ -52,8 +52,11 @@ typedef struct cs_opts {
   long max_samples;      /* never take more than this many samples */
   double target_ci;      /* stop when CI half-width / median <= this */
   double time_cap_s;     /* per-size wall-time cap for sampling */
-  double sample_us;      /* target duration of one timed sample */
+  double sample_us;      /* target duration of one timed sample; 0: one
+                          * repetition per sample (per-iteration timing) */
+  double min_time_s;     /* per-size wall time always spent sampling */
   long warmup;           /* discarded samples after calibration */
+  double warmup_s;       /* and at least this much warm-up time */
   long window;           /* messages in flight for bw/bibw */
   long root;             /* root rank for rooted collectives (later) */
   int raw;               /* include raw per-sample times in records */
@@ -91,6 +94,7 @@ typedef struct cs_bench {
   double ops_per_rep;     /* e.g. 2 for ping-pong one-way time */
   double bytes_per_op;    /* x size: bytes moved per op (0: no bandwidth) */
   int has_rate;           /* report ops per second */
+  double min_sample_us;   /* batch repetitions up to this (sendloop needs a loop) */
   /* Bytes to allocate for each of sbuf and rbuf for a message size. */
   size_t (*buf_bytes)(const cs_ctx *c);
   /* Untimed: fill what this rank sends with the pattern for `sample`,
@@ -167,6 +171,8 @@ typedef struct cs_result {
 void cs_json_str(FILE *f, const char *s);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
                      char **hosts, const char *libver, int mpi_major, int mpi_minor);
+double cs_clock_overhead_ns(void);
+int cs_validated_sample(long sample);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s);
 void cs_table_header(FILE *f);

@@ -21,6 +21,21 @@ double cs_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
+/* What one clock read costs: reported in the header, because every
+ * per-iteration sample carries it once (as OSU's loops do). */
+double cs_clock_overhead_ns(void) {
+  enum { N = 2001 };
+  static double d[N];
+  double prev = cs_now_us();
+  for (int i = 0; i < N; i++) {
+    double t = cs_now_us();
+    d[i] = t - prev;
+    prev = t;
+  }
+  cs_sort(d, N);
+  return d[N / 2] * 1e3;
+}
+
 static void *alloc_aligned(size_t n) {
   void *p = NULL;
   if (posix_memalign(&p, 4096, n ? n : 64)) return NULL;
@@ -58,40 +73,56 @@ static void inject(cs_ctx *c, long sample) {
   if (kind == CS_FAULT_CORRUPT && c->size > 0) ((unsigned char *)c->rbuf)[c->size / 2] ^= 0x40;
 }
 
-/* One sample: prepare, sync, time `reps` repetitions, validate.
+/* Samples 0, 1, 2, 4, 8, ... are validated: enough to catch a broken MPI
+ * at every size, while the samples between them run back to back on
+ * untouched buffers, as a plain benchmark loop would. */
+int cs_validated_sample(long sample) { return sample >= 0 && (sample & (sample - 1)) == 0; }
+
+/* One sample: (prepare, sync,) time `reps` repetitions, (validate).
  * Returns the per-op time in us (meaningful on rank 0 only). */
 static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample,
-                         sampler *sm) {
+                         int validate, sampler *sm) {
   double dt = 0;
-  if (c->peer >= 0) b->prepare(c, sample);
-  ready_sync(c);
+  if (validate) {
+    if (c->peer >= 0) b->prepare(c, sample);
+    ready_sync(c);
+  }
   if (c->peer >= 0) {
     double t0 = cs_now_us();
     b->run(c, reps);
     dt = cs_now_us() - t0;
-    inject(c, sample);
-    char why[CS_ERRLEN / 2];
-    if (!sm->err && b->check(c, sample, why, sizeof why)) {
-      sm->err = 1;
-      snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu sample %ld: %s", c->rank, b->name,
-               c->size, sample, why);
-      fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
+    if (validate) {
+      inject(c, sample);
+      char why[CS_ERRLEN / 2];
+      if (!sm->err && b->check(c, sample, why, sizeof why)) {
+        sm->err = 1;
+        snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu sample %ld: %s", c->rank,
+                 b->name, c->size, sample, why);
+        fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
+      }
     }
   }
   return dt / ((double)reps * ops);
 }
 
-/* Rank 0 grows the batch until one sample lasts about --sample-us, so the
- * clock's cost and granularity vanish against the sample. */
-static long calibrate(const cs_bench *b, cs_ctx *c, double ops, sampler *sm) {
+/* Rank 0 grows the batch until two samples in a row last at least
+ * target_us: a slow first iteration (page faults, connection set-up)
+ * cannot end calibration early. */
+static long calibrate(const cs_bench *b, cs_ctx *c, double ops, double target_us, sampler *sm) {
   long reps = 1, sample = -1;
+  int confirmed = 0;
   for (;;) {
-    double per_op = one_sample(b, c, reps, ops, sample--, sm);
+    double per_op = one_sample(b, c, reps, ops, sample, sample == -1, sm);
+    sample--;
     long next = 0; /* 0: done */
     if (c->rank == 0) {
       double dt = per_op * (double)reps * ops;
-      if (dt < c->opts->sample_us && reps < MAX_REPS) {
-        double grow = dt > 0 ? 1.2 * c->opts->sample_us / dt : 1000;
+      if (dt >= target_us || reps >= MAX_REPS) {
+        next = confirmed ? 0 : reps;
+        confirmed = !confirmed;
+      } else {
+        confirmed = 0;
+        double grow = dt > 0 ? 1.2 * target_us / dt : 1000;
         if (grow < 2) grow = 2;
         if (grow > 1000) grow = 1000;
         next = (long)((double)reps * grow);
@@ -103,6 +134,21 @@ static long calibrate(const cs_bench *b, cs_ctx *c, double ops, sampler *sm) {
     reps = next;
   }
   return reps;
+}
+
+/* Warm-up: at least --warmup samples and --warmup-time seconds.  Rank 0
+ * times one sample and tells everyone how many follow. */
+static void warm_up(const cs_bench *b, cs_ctx *c, long reps, double ops, sampler *sm) {
+  const cs_opts *o = c->opts;
+  double per_op = one_sample(b, c, reps, ops, -1000, 0, sm);
+  long n = o->warmup;
+  if (c->rank == 0) {
+    double t_us = per_op * (double)reps * ops;
+    if (t_us > 0 && o->warmup_s * 1e6 / t_us > (double)n) n = (long)(o->warmup_s * 1e6 / t_us);
+    if (n > 1000000) n = 1000000;
+  }
+  MPI_Bcast(&n, 1, MPI_LONG, 0, c->comm);
+  for (long w = 0; w < n; w++) one_sample(b, c, reps, ops, -1001 - w, 0, sm);
 }
 
 static int push(sampler *sm, double v, long max) {
@@ -140,8 +186,9 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   sampler sm = {0};
   double t_size0 = cs_now_us();
 
-  long reps = calibrate(b, c, ops, &sm);
-  for (long w = 0; w < o->warmup; w++) one_sample(b, c, reps, ops, -1000 - w, &sm);
+  double target_us = o->sample_us > b->min_sample_us ? o->sample_us : b->min_sample_us;
+  long reps = target_us > 0 ? calibrate(b, c, ops, target_us, &sm) : 1;
+  warm_up(b, c, reps, ops, &sm);
 
   cs_noise_mark m0, m1;
   int leader;
@@ -154,7 +201,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   int converged = 0;
   double *scratch = NULL;
   for (long s = 0;; s++) {
-    double v = one_sample(b, c, reps, ops, s, &sm);
+    double v = one_sample(b, c, reps, ops, s, cs_validated_sample(s), &sm);
     if (push(&sm, v, o->max_samples)) {
       free(sm.x);
       free(scratch);
@@ -169,7 +216,8 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
       if (sc) scratch = sc;
       if (sc) cs_stats_compute(sm.x, sm.n, scratch, &st);
       double elapsed_s = (cs_now_us() - t0) * 1e-6;
-      if (sc && sm.n >= o->min_samples && cs_ci_converged(&st, o->target_ci)) {
+      int enough = sm.n >= o->min_samples && elapsed_s >= o->min_time_s;
+      if (sc && enough && cs_ci_converged(&st, o->target_ci)) {
         local[1] = 1;
         stop = "ci";
         converged = 1;
@@ -184,8 +232,13 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
       double per_sample_s = elapsed_s / (double)sm.n;
       double left_s = o->time_cap_s - elapsed_s;
       long step = sm.n / 4 > 5 ? sm.n / 4 : 5;
+      double to_min_s = o->min_time_s - elapsed_s;
+      if (per_sample_s > 0 && to_min_s / per_sample_s > (double)step)
+        step = (long)(to_min_s / per_sample_s) + 1; /* no check before --min-time */
       if (per_sample_s > 0 && left_s / per_sample_s < (double)step)
         step = left_s > 0 ? (long)(left_s / per_sample_s) + 1 : 1;
+      if (sm.n + step > o->max_samples) step = o->max_samples - sm.n;
+      if (step < 1) step = 1;
       local[2] = step;
     }
     MPI_Allreduce(local, all, 3, MPI_LONG, MPI_MAX, c->comm);

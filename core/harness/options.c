@@ -33,8 +33,11 @@ static const opt_def OPTS[] = {
     {"target-ci", DBL(target_ci, 0.0, 1.0),
      "stop when the 95% CI of the median is within +-this fraction (e.g. 0.02)"},
     {"time-cap", DBL(time_cap_s, 0.001, 3600.0), "seconds of sampling per size at most (e.g. 1)"},
-    {"sample-us", DBL(sample_us, 0.0, 1e7), "target duration of one timed sample in us"},
-    {"warmup", LNG(warmup, 0, 1000000), "samples discarded after calibration (e.g. 2)"},
+    {"sample-us", DBL(sample_us, 0.0, 1e7),
+     "batch repetitions into samples of this many us (default 0: time each iteration)"},
+    {"min-time", DBL(min_time_s, 0.0, 3600.0), "seconds of sampling per size at least (0.05)"},
+    {"warmup", LNG(warmup, 0, 1000000), "samples discarded before timing, at least (e.g. 2)"},
+    {"warmup-time", DBL(warmup_s, 0.0, 60.0), "seconds of warm-up per size, at least (0.01)"},
     {"window", LNG(window, 1, 4096), "messages in flight for bw and bibw (e.g. 64)"},
     {"root", LNG(root, 0, 1 << 30), "root rank of rooted collectives"},
     {"output", STR(output), "JSON Lines file, - for stdout (e.g. --output run.jsonl)"},
@@ -57,8 +60,10 @@ void cs_opts_defaults(cs_opts *o) {
   o->max_samples = 1000000;
   o->target_ci = 0.02;
   o->time_cap_s = 1.0;
-  o->sample_us = 100.0;
+  o->sample_us = 0.0;
+  o->min_time_s = 0.05;
   o->warmup = 2;
+  o->warmup_s = 0.01;
   o->window = 64;
   o->root = 0;
   strcpy(o->output, "-");
@@ -196,6 +201,8 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   if (o->inject[0] && cs_inject_parse(o->inject, &k, &at))
     return CS_FAIL(e, CS_EUSAGE, "bad --inject '%s' (use hang@SIZE, crash@SIZE or corrupt@SIZE)",
                    o->inject);
+  if (o->time_cap_s < o->min_time_s)
+    return CS_FAIL(e, CS_EUSAGE, "--time-cap is below --min-time");
   if (o->max_samples < o->min_samples)
     return CS_FAIL(e, CS_EUSAGE, "--max-samples is below --min-samples");
   return CS_OK;

@@ -47,16 +47,21 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
     cs_json_str(f, hosts[i]);
   }
   fprintf(f, "],\"clock\":\"CLOCK_MONOTONIC\",\"clock_res_ns\":%ld", (long)res.tv_nsec);
+  fprintf(f, ",\"clock_overhead_ns\":%.1f", cs_clock_overhead_ns());
+  fprintf(f, ",\"timing\":\"%s\"",
+          o->sample_us > 0 ? "batched: sample = reps iterations / reps"
+                           : "per-iteration (sendloop: one loop of sends per sample)");
+  fprintf(f, ",\"validation\":\"samples 0,1,2,4,8,... of every size\"");
   fprintf(f, ",\"options\":{\"bench\":");
   cs_json_str(f, o->bench);
   fprintf(f, ",\"sizes\":");
   cs_json_str(f, o->sizes);
   fprintf(f,
           ",\"factor\":%ld,\"min_samples\":%ld,\"max_samples\":%ld,\"target_ci\":%g,"
-          "\"time_cap_s\":%g,\"sample_us\":%g,\"warmup\":%ld,\"window\":%ld,\"root\":%ld,"
-          "\"raw\":%s}",
-          o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->sample_us,
-          o->warmup, o->window, o->root, o->raw ? "true" : "false");
+          "\"time_cap_s\":%g,\"min_time_s\":%g,\"sample_us\":%g,\"warmup\":%ld,"
+          "\"warmup_s\":%g,\"window\":%ld,\"root\":%ld,\"raw\":%s}",
+          o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->min_time_s,
+          o->sample_us, o->warmup, o->warmup_s, o->window, o->root, o->raw ? "true" : "false");
   fprintf(f, ",\"argv\":[");
   for (int i = 0; i < argc; i++) {
     if (i) fputc(',', f);

@@ -81,11 +81,14 @@ def cmd_run(a: argparse.Namespace) -> int:
     nps = _ints(a.np, "--np") or [2]
     opts = CoreOptions(sizes=a.sizes, factor=a.factor, min_samples=a.min_samples,
                        max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
-                       sample_us=a.sample_us, warmup=a.warmup, window=a.window, raw=a.raw,
+                       min_time_s=a.min_time, sample_us=a.sample_us, warmup=a.warmup,
+                       warmup_s=a.warmup_time, window=a.window, raw=a.raw,
                        inject=a.inject or "")
     expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
     if opts.max_samples < opts.min_samples:
         raise CommscopeError("--max-samples is below --min-samples")
+    if opts.time_cap_s < opts.min_time_s:
+        raise CommscopeError("--time-cap is below --min-time")
     impls = mpi_mod.select(_list(a.mpi))
     cores = [build_mod.build(m) for m in impls]
     if not benches:
@@ -244,10 +247,15 @@ def make_parser() -> Parser:
                    help="samples always taken per size (default 20)")
     r.add_argument("--max-samples", type=_positive(int, 3, 10**8), default=1_000_000,
                    help="samples never exceeded per size")
-    r.add_argument("--sample-us", type=_positive(float, 0, 1e7), default=100.0,
-                   help="target duration of one timed sample in us (default 100)")
+    r.add_argument("--min-time", type=_positive(float, 0, 3600), default=0.05,
+                   help="seconds of sampling per size at least (default 0.05)")
+    r.add_argument("--sample-us", type=_positive(float, 0, 1e7), default=0.0,
+                   help="batch iterations into samples of this many us "
+                        "(default 0: time every iteration, as OSU does)")
     r.add_argument("--warmup", type=_positive(int, 0, 10**6), default=2,
-                   help="samples discarded after calibration (default 2)")
+                   help="warm-up iterations per size, at least (default 2)")
+    r.add_argument("--warmup-time", type=_positive(float, 0, 60), default=0.01,
+                   help="warm-up seconds per size, at least (default 0.01)")
     r.add_argument("--window", type=_positive(int, 1, 4096), default=64,
                    help="messages in flight for bw and bibw (default 64)")
     r.add_argument("--raw", action="store_true", help="store raw per-sample times")

@@ -34,8 +34,10 @@ class CoreOptions:
     max_samples: int = 1_000_000
     target_ci: float = 0.02
     time_cap_s: float = 1.0
-    sample_us: float = 100.0
+    min_time_s: float = 0.05
+    sample_us: float = 0.0
     warmup: int = 2
+    warmup_s: float = 0.01
     window: int = 64
     raw: bool = False
     inject: str = ""  # testing only: a fault for the core to act out
@@ -44,7 +46,8 @@ class CoreOptions:
         a = ["--sizes", self.sizes, "--factor", str(self.factor),
              "--min-samples", str(self.min_samples), "--max-samples", str(self.max_samples),
              "--target-ci", repr(self.target_ci), "--time-cap", repr(self.time_cap_s),
-             "--sample-us", repr(self.sample_us), "--warmup", str(self.warmup),
+             "--min-time", repr(self.min_time_s), "--sample-us", repr(self.sample_us),
+             "--warmup", str(self.warmup), "--warmup-time", repr(self.warmup_s),
              "--window", str(self.window)]
         if self.inject:
             a += ["--inject", self.inject]
@@ -130,7 +133,7 @@ class JobOutcome:
 
 def default_timeout(opts: CoreOptions, nsizes: int) -> float:
     """Generous: every size may run to its cap, plus calibration and start-up."""
-    return 30.0 + nsizes * (3.0 * opts.time_cap_s + 2.0)
+    return 30.0 + nsizes * (3.0 * opts.time_cap_s + opts.warmup_s + 2.0)
 
 
 class Progress:

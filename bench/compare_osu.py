@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""commscope against the OSU micro-benchmarks, side by side in one run.
+
+The OSU suite is not part of this repository: build it by hand, outside the
+checkout, against each MPI you compare, and pass its install folders:
+
+    bench/compare_osu.py --osu openmpi=/opt/osu-openmpi --osu mpich=/opt/osu-mpich
+
+For each implementation, the two tools are alternated over several rounds
+(A B, then B A, ...), because small-message latency on a VM jumps between two
+modes for seconds at a time; the figures are medians over rounds.  Printed:
+commscope latency 8 B / osu_latency 8 B, commscope bw 1 MiB / osu_bw 1 MiB,
+and the spread (max/min) of commscope's 8 B latency median over 5 invocations.
+The machine's noise (CPU used by other processes) during the comparison is
+printed too: figures taken on a busy machine say little.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from commscope import build, mpi, noise, provenance
+from commscope.records import parse_file
+
+TARGETS = {"latency": (0.97, 1.03), "bw": (0.95, 1.05), "spread": (1.0, 1.03)}
+
+
+def find_exe(root: Path, name: str) -> Path:
+    hits = sorted(p for p in root.rglob(name) if p.is_file() and os.access(p, os.X_OK))
+    if not hits:
+        sys.exit(f"compare_osu: no {name} under {root}")
+    return hits[0]
+
+
+def launch(impl: mpi.MpiImpl, exe: Path, args: list[str], timeout: float = 120) -> str:
+    spec = mpi.LaunchSpec(np=2, cores=provenance.n_cores(), root=os.geteuid() == 0)
+    argv = mpi.launch_argv(impl, spec, str(exe), args)
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **impl.env}, check=False)
+    if p.returncode != 0:
+        sys.exit(f"compare_osu: {' '.join(argv)} failed:\n{p.stderr[-2000:]}")
+    return p.stdout
+
+
+def osu_value(out: str, size: int) -> float:
+    for line in out.splitlines():
+        m = re.match(rf"^\s*{size}\s+([0-9.]+)", line)
+        if m:
+            return float(m.group(1))
+    raise SystemExit(f"compare_osu: no row for size {size} in OSU output:\n{out}")
+
+
+def cs_value(core: build.Core, bench: str, size: int, tmp: Path) -> float:
+    out = tmp / "r.jsonl"
+    launch(core.impl, core.exe, ["--bench", bench, "--sizes", str(size), "--output", str(out),
+                                 "--time-cap", "2", "--min-time", "0.2"])
+    rec = parse_file(out).results[0]
+    if not rec.valid:
+        sys.exit(f"compare_osu: commscope {bench} {size} failed validation: {rec.error}")
+    val = rec.median_us if bench == "latency" else rec.mb_per_s
+    assert val is not None
+    return val
+
+
+def compare(name: str, core: build.Core, osu_root: Path, rounds: int, tmp: Path) -> dict:
+    lat_exe, bw_exe = find_exe(osu_root, "osu_latency"), find_exe(osu_root, "osu_bw")
+    one_mib = 1 << 20
+    runs = {
+        ("latency", "cs"): lambda: cs_value(core, "latency", 8, tmp),
+        ("latency", "osu"): lambda: osu_value(launch(core.impl, lat_exe, ["-m", "8:8"]), 8),
+        ("bw", "cs"): lambda: cs_value(core, "bw", one_mib, tmp),
+        ("bw", "osu"): lambda: osu_value(
+            launch(core.impl, bw_exe, ["-m", f"{one_mib}:{one_mib}"]), one_mib),
+    }
+    got: dict[tuple[str, str], list[float]] = {k: [] for k in runs}
+    for r in range(rounds):
+        for bench in ("latency", "bw"):
+            order = ("cs", "osu") if r % 2 == 0 else ("osu", "cs")  # A B, B A, ...
+            for tool in order:
+                got[(bench, tool)].append(runs[(bench, tool)]())
+    spread = [cs_value(core, "latency", 8, tmp) for _ in range(5)]
+    med = {k: statistics.median(v) for k, v in got.items()}
+    return {
+        "name": name,
+        "latency_cs_us": med[("latency", "cs")], "latency_osu_us": med[("latency", "osu")],
+        "latency_ratio": med[("latency", "cs")] / med[("latency", "osu")],
+        "bw_cs_mbs": med[("bw", "cs")], "bw_osu_mbs": med[("bw", "osu")],
+        "bw_ratio": med[("bw", "cs")] / med[("bw", "osu")],
+        "spread": max(spread) / min(spread), "spread_values": spread,
+        "raw": {f"{b}/{t}": v for (b, t), v in got.items()},
+    }
+
+
+def verdict(key: str, value: float) -> str:
+    lo, hi = TARGETS[key]
+    return "ok" if lo <= value <= hi else f"MISS (target {lo}-{hi})"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--osu", action="append", required=True, metavar="MPI=DIR",
+                    help="an MPI name (see commscope mpi list) and its OSU install folder")
+    ap.add_argument("--rounds", type=int, default=6, help="alternation rounds (default 6)")
+    a = ap.parse_args()
+    impls = {m.name: m for m in mpi.discover()}
+    pairs = []
+    for item in a.osu:
+        name, _, folder = item.partition("=")
+        if name not in impls or not folder:
+            sys.exit(f"compare_osu: bad --osu '{item}' (MPIs found: {', '.join(impls)})")
+        pairs.append((name, Path(folder)))
+    mark0, t0, wall0 = noise.mark(), os.times(), time.monotonic()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, folder in pairs:
+            rows.append(compare(name, build.build(impls[name]), folder, a.rounds, Path(tmp)))
+    t1 = os.times()
+    children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    n = noise.job_noise(mark0, noise.mark(), children, time.monotonic() - wall0)
+    print(f"commscope vs OSU micro-benchmarks, {a.rounds} alternating rounds, medians")
+    print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores")
+    for r in rows:
+        print(f"\n[{r['name']}]")
+        print(f"  latency 8 B : commscope {r['latency_cs_us']:.4f} us, "
+              f"osu {r['latency_osu_us']:.4f}"
+              f" us, ratio {r['latency_ratio']:.3f}  {verdict('latency', r['latency_ratio'])}")
+        print(f"  bw 1 MiB    : commscope {r['bw_cs_mbs']:.0f} MB/s, osu {r['bw_osu_mbs']:.0f}"
+              f" MB/s, ratio {r['bw_ratio']:.3f}  {verdict('bw', r['bw_ratio'])}")
+        print(f"  spread of commscope 8 B latency over 5 invocations: {r['spread']:.3f}  "
+              f"{verdict('spread', r['spread'])}  "
+              f"({', '.join(f'{v:.4f}' for v in r['spread_values'])} us)")
+        raw = "; ".join(f"{k}: " + ", ".join(f"{v:.4g}" for v in vs) for k, vs in r["raw"].items())
+        print(f"  per round: {raw}")
+    if n.get("valid"):
+        print(f"\nnoise: other processes used {n['other_cpu_s']} s of CPU over {n['wall_s']} s "
+              f"({n['other_cores']} cores on average), steal {n['steal_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
