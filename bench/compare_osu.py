@@ -58,44 +58,50 @@ def osu_value(out: str, size: int) -> float:
     raise SystemExit(f"compare_osu: no row for size {size} in OSU output:\n{out}")
 
 
-def cs_value(core: build.Core, bench: str, size: int, tmp: Path) -> float:
+def cs_value(core: build.Core, bench: str, size: int, tmp: Path) -> tuple[float, float]:
+    """commscope's headline (from the median) and the same from the mean,
+    which is the statistic OSU prints (total time / iterations)."""
     out = tmp / "r.jsonl"
     launch(core.impl, core.exe, ["--bench", bench, "--sizes", str(size), "--output", str(out),
                                  "--time-cap", "2", "--min-time", "0.2"])
     rec = parse_file(out).results[0]
     if not rec.valid:
         sys.exit(f"compare_osu: commscope {bench} {size} failed validation: {rec.error}")
-    val = rec.median_us if bench == "latency" else rec.mb_per_s
-    assert val is not None
-    return val
+    assert rec.median_us and rec.mean_us
+    if bench == "latency":
+        return rec.median_us, rec.mean_us
+    return size / rec.median_us, size / rec.mean_us
 
 
 def compare(name: str, core: build.Core, osu_root: Path, rounds: int, tmp: Path) -> dict:
     lat_exe, bw_exe = find_exe(osu_root, "osu_latency"), find_exe(osu_root, "osu_bw")
     one_mib = 1 << 20
-    runs = {
-        ("latency", "cs"): lambda: cs_value(core, "latency", 8, tmp),
-        ("latency", "osu"): lambda: osu_value(launch(core.impl, lat_exe, ["-m", "8:8"]), 8),
-        ("bw", "cs"): lambda: cs_value(core, "bw", one_mib, tmp),
-        ("bw", "osu"): lambda: osu_value(
-            launch(core.impl, bw_exe, ["-m", f"{one_mib}:{one_mib}"]), one_mib),
-    }
-    got: dict[tuple[str, str], list[float]] = {k: [] for k in runs}
+    got: dict[str, list[float]] = {k: [] for k in (
+        "latency/cs", "latency/cs-mean", "latency/osu", "bw/cs", "bw/cs-mean", "bw/osu")}
+
+    def one(bench: str, tool: str) -> None:
+        if tool == "osu":
+            exe, size = (lat_exe, 8) if bench == "latency" else (bw_exe, one_mib)
+            got[f"{bench}/osu"].append(
+                osu_value(launch(core.impl, exe, ["-m", f"{size}:{size}"]), size))
+        else:
+            med, mean = cs_value(core, bench, 8 if bench == "latency" else one_mib, tmp)
+            got[f"{bench}/cs"].append(med)
+            got[f"{bench}/cs-mean"].append(mean)
+
     for r in range(rounds):
         for bench in ("latency", "bw"):
-            order = ("cs", "osu") if r % 2 == 0 else ("osu", "cs")  # A B, B A, ...
-            for tool in order:
-                got[(bench, tool)].append(runs[(bench, tool)]())
-    spread = [cs_value(core, "latency", 8, tmp) for _ in range(5)]
-    med = {k: statistics.median(v) for k, v in got.items()}
+            for tool in (("cs", "osu") if r % 2 == 0 else ("osu", "cs")):  # A B, B A, ...
+                one(bench, tool)
+    spread = [cs_value(core, "latency", 8, tmp)[0] for _ in range(5)]
+    m = {k: statistics.median(v) for k, v in got.items()}
     return {
-        "name": name,
-        "latency_cs_us": med[("latency", "cs")], "latency_osu_us": med[("latency", "osu")],
-        "latency_ratio": med[("latency", "cs")] / med[("latency", "osu")],
-        "bw_cs_mbs": med[("bw", "cs")], "bw_osu_mbs": med[("bw", "osu")],
-        "bw_ratio": med[("bw", "cs")] / med[("bw", "osu")],
-        "spread": max(spread) / min(spread), "spread_values": spread,
-        "raw": {f"{b}/{t}": v for (b, t), v in got.items()},
+        "name": name, "m": m,
+        "latency_ratio": m["latency/cs-mean"] / m["latency/osu"],
+        "latency_ratio_median": m["latency/cs"] / m["latency/osu"],
+        "bw_ratio": m["bw/cs-mean"] / m["bw/osu"],
+        "bw_ratio_median": m["bw/cs"] / m["bw/osu"],
+        "spread": max(spread) / min(spread), "spread_values": spread, "raw": got,
     }
 
 
@@ -127,18 +133,25 @@ def main() -> int:
     n = noise.job_noise(mark0, noise.mark(), children, time.monotonic() - wall0)
     print(f"commscope vs OSU micro-benchmarks, {a.rounds} alternating rounds, medians")
     print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores")
+    print("ratios compare the same statistic: OSU prints means (total time / iterations),")
+    print("so commscope's mean is set against them; its headline median is shown beside.")
     for r in rows:
+        m = r["m"]
         print(f"\n[{r['name']}]")
-        print(f"  latency 8 B : commscope {r['latency_cs_us']:.4f} us, "
-              f"osu {r['latency_osu_us']:.4f}"
-              f" us, ratio {r['latency_ratio']:.3f}  {verdict('latency', r['latency_ratio'])}")
-        print(f"  bw 1 MiB    : commscope {r['bw_cs_mbs']:.0f} MB/s, osu {r['bw_osu_mbs']:.0f}"
-              f" MB/s, ratio {r['bw_ratio']:.3f}  {verdict('bw', r['bw_ratio'])}")
-        print(f"  spread of commscope 8 B latency over 5 invocations: {r['spread']:.3f}  "
+        print(f"  latency 8 B : commscope mean {m['latency/cs-mean']:.4f} us "
+              f"(median {m['latency/cs']:.4f}), osu {m['latency/osu']:.4f} us")
+        lr = r["latency_ratio"]
+        print(f"                ratio {lr:.3f}  {verdict('latency', lr)}"
+              f"   (median/osu {r['latency_ratio_median']:.3f})")
+        print(f"  bw 1 MiB    : commscope from mean {m['bw/cs-mean']:.0f} MB/s "
+              f"(from median {m['bw/cs']:.0f}), osu {m['bw/osu']:.0f} MB/s")
+        print(f"                ratio {r['bw_ratio']:.3f}  {verdict('bw', r['bw_ratio'])}"
+              f"   (median-based/osu {r['bw_ratio_median']:.3f})")
+        print(f"  spread of commscope 8 B latency median over 5 invocations: {r['spread']:.3f}  "
               f"{verdict('spread', r['spread'])}  "
               f"({', '.join(f'{v:.4f}' for v in r['spread_values'])} us)")
-        raw = "; ".join(f"{k}: " + ", ".join(f"{v:.4g}" for v in vs) for k, vs in r["raw"].items())
-        print(f"  per round: {raw}")
+        for k, vs in r["raw"].items():
+            print(f"    {k:<16} " + " ".join(f"{v:.4g}" for v in vs))
     if n.get("valid"):
         print(f"\nnoise: other processes used {n['other_cpu_s']} s of CPU over {n['wall_s']} s "
               f"({n['other_cores']} cores on average), steal {n['steal_s']} s")
