@@ -6,7 +6,7 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 DB      ?= commscope.db
-APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential
+APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python3-venv procps
 
 .PHONY: run test install deps venv lint clean
 
