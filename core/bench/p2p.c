@@ -135,3 +135,54 @@ const cs_bench cs_bench_bibw = {
     .min_np = 2, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_bibw, .check = check_from_peer,
 };
+
+/* LogGP parameters the netgauge way: PRTT(n, d, s) is the time for rank 0
+ * to send n messages of s bytes, waiting d us after each but the last, and
+ * get one s-byte reply once its partner has all n.  Three trains give
+ * L, o, g and G (src/commscope/analysis/loggp.py). */
+static void spin_us(double d) {
+  if (d <= 0) return;
+  double until = cs_now_us() + d;
+  while (cs_now_us() < until) {
+  }
+}
+
+static int prtt(cs_ctx *c, long reps, long n, double d) {
+  int sz = (int)c->size;
+  for (long i = 0; i < reps; i++) {
+    if (c->rank == 0) {
+      for (long k = 0; k < n; k++) {
+        MPI_Send(c->sbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+        if (k + 1 < n) spin_us(d);
+      }
+      MPI_Recv(c->rbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+    } else {
+      for (long k = 0; k < n; k++)
+        MPI_Recv(c->rbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+      MPI_Send(c->sbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+    }
+  }
+  return 0;
+}
+
+static int run_prtt_1(cs_ctx *c, long reps) { return prtt(c, reps, 1, 0); }
+static int run_prtt_n(cs_ctx *c, long reps) { return prtt(c, reps, c->opts->loggp_n, 0); }
+static int run_prtt_nd(cs_ctx *c, long reps) {
+  return prtt(c, reps, c->opts->loggp_n, c->opts->loggp_delay_us);
+}
+
+#define PRTT .group = "loggp", .min_np = 2, .ops_per_rep = 1, .buf_bytes = one_buffer, \
+             .prepare = prep_both, .check = check_from_peer
+
+const cs_bench cs_bench_loggp_1 = {
+    .name = "loggp_1", PRTT, .metric = "PRTT(1,0,s)", .run = run_prtt_1,
+    .desc = "LogGP: one message and its reply, PRTT(1,0,s)",
+};
+const cs_bench cs_bench_loggp_n = {
+    .name = "loggp_n", PRTT, .metric = "PRTT(n,0,s)", .run = run_prtt_n,
+    .desc = "LogGP: n back-to-back messages, then one reply, PRTT(n,0,s)",
+};
+const cs_bench cs_bench_loggp_nd = {
+    .name = "loggp_nd", PRTT, .metric = "PRTT(n,d,s)", .run = run_prtt_nd,
+    .desc = "LogGP: n messages d us apart, then one reply, PRTT(n,d,s)",
+};

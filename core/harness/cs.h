@@ -58,7 +58,11 @@ typedef struct cs_opts {
   long warmup;           /* discarded samples after calibration */
   double warmup_s;       /* and at least this much warm-up time */
   long window;           /* messages in flight for bw/bibw */
-  long root;             /* root rank for rooted collectives (later) */
+  long root;             /* root rank for rooted collectives */
+  int rotate_root;       /* root = sample mod np (seed 003: rank 0 wears out) */
+  char dtype[16];        /* int | double: element type of reductions */
+  long loggp_n;          /* messages per PRTT(n, d, s) train */
+  double loggp_delay_us; /* d of PRTT(n, d, s) */
   int raw;               /* include raw per-sample times in records */
   int table;             /* print a human table on stdout */
   int list;              /* list benchmarks and exit */
@@ -74,6 +78,8 @@ typedef struct cs_ctx {
   MPI_Comm comm;
   int rank, np;
   int peer;              /* p2p partner, or -1 when this rank sits out */
+  int active;            /* this rank takes part in the timed kernel */
+  int root;              /* rooted collectives: root of the current sample */
   const cs_opts *opts;
   size_t size;           /* message size in bytes */
   void *sbuf, *rbuf;     /* page-aligned, cs_bench.buf_bytes each */
@@ -82,11 +88,17 @@ typedef struct cs_ctx {
   MPI_Status *stats;     /* and their statuses (as OSU's reqstat) */
 } cs_ctx;
 
+/* How a sample is synchronised and whose clock counts. */
+enum cs_timing {
+  CS_TIME_PAIR = 0, /* p2p: rank 0 times; its partner says "ready" first */
+  CS_TIME_MAX,      /* collectives: barrier, every rank times, max over ranks */
+};
+
 /* A benchmark is a table entry.  The harness times run() between two
  * clock reads, divides by reps * ops_per_rep and keeps the per-op time. */
 typedef struct cs_bench {
   const char *name;
-  const char *group;      /* "p2p" */
+  const char *group;      /* "p2p" | "coll" | "coll-sends" */
   const char *metric;     /* what median_us means */
   const char *desc;
   int min_np;
@@ -95,6 +107,17 @@ typedef struct cs_bench {
   double bytes_per_op;    /* x size: bytes moved per op (0: no bandwidth) */
   int has_rate;           /* report ops per second */
   double min_sample_us;   /* batch repetitions up to this (sendloop needs a loop) */
+  enum cs_timing timing;
+  int sizeless;           /* one record at size 0 (barrier) */
+  int rooted;             /* has a root (bcast, reduce, gather, scatter) */
+  const char *equiv_of;   /* hand-rolled version of this collective */
+  /* Seed 004's equivalent number of MPI_Send calls of one message. */
+  long (*equiv_sends)(int np);
+  /* nccl-tests' algorithm bytes and bus factor (NULL: p2p rules). */
+  double (*alg_bytes)(size_t size, int np);
+  double (*bus_factor)(int np);
+  /* The size actually used for a requested size (0: skip this size). */
+  size_t (*size_fix)(const cs_ctx *c, size_t size);
   /* Bytes to allocate for each of sbuf and rbuf for a message size. */
   size_t (*buf_bytes)(const cs_ctx *c);
   /* Untimed: fill what this rank sends with the pattern for `sample`,
@@ -155,6 +178,8 @@ void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm no
 typedef struct cs_result {
   const cs_bench *bench;
   size_t size;
+  int root;             /* -1: none or rotating */
+  double mean_rank_avg; /* collectives: mean of per-iteration rank averages (OSU's figure) */
   int np;
   long batch;          /* repetitions per timed sample */
   double ops_per_rep;
@@ -172,6 +197,8 @@ void cs_json_str(FILE *f, const char *s);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
                      char **hosts, const char *libver, int mpi_major, int mpi_minor);
 double cs_clock_overhead_ns(void);
+MPI_Datatype cs_dtype(const cs_opts *o);
+size_t cs_dtype_size(const cs_opts *o);
 int cs_validated_sample(long sample);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s);

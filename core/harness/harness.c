@@ -43,10 +43,15 @@ static void *alloc_aligned(size_t n) {
   return p;
 }
 
-/* Untimed synchronisation before each timed sample: point-to-point
+/* Untimed synchronisation before a timed sample.  Point-to-point
  * partners hand rank 0 a zero-byte "ready" once they have prepared their
- * buffers, so rank 0 never times its partner's preparation. */
-static void ready_sync(cs_ctx *c) {
+ * buffers, so rank 0 never times its partner's preparation; collectives
+ * start every sample from a barrier. */
+static void sync_before(const cs_bench *b, cs_ctx *c) {
+  if (b->timing == CS_TIME_MAX) {
+    MPI_Barrier(c->comm);
+    return;
+  }
   if (c->peer < 0) return;
   if (c->rank == 0)
     MPI_Recv(NULL, 0, MPI_BYTE, c->peer, TAG_READY, c->comm, MPI_STATUS_IGNORE);
@@ -54,8 +59,14 @@ static void ready_sync(cs_ctx *c) {
     MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, c->comm);
 }
 
+static int root_of(const cs_ctx *c, long sample) {
+  if (!c->opts->rotate_root) return (int)c->opts->root;
+  return (int)(((sample % c->np) + c->np) % c->np);
+}
+
 typedef struct sampler {
   double *x;
+  double avg_sum;      /* sum of per-sample rank averages (collectives) */
   long n, cap;
   int err;             /* this rank saw bad data */
   char why[CS_ERRLEN]; /* first failure on this rank */
@@ -83,11 +94,10 @@ int cs_validated_sample(long sample) { return sample >= 0 && (sample & (sample -
 static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample,
                          int validate, sampler *sm) {
   double dt = 0;
-  if (validate) {
-    if (c->peer >= 0) b->prepare(c, sample);
-    ready_sync(c);
-  }
-  if (c->peer >= 0) {
+  c->root = root_of(c, sample);
+  if (validate && c->active) b->prepare(c, sample);
+  if (validate || b->timing == CS_TIME_MAX) sync_before(b, c);
+  if (c->active) {
     double t0 = cs_now_us();
     b->run(c, reps);
     dt = cs_now_us() - t0;
@@ -101,6 +111,14 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
         fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
       }
     }
+  }
+  if (b->timing == CS_TIME_MAX) {
+    /* The iteration lasts until the slowest rank is done. */
+    double worst = 0, sum = 0;
+    MPI_Reduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, c->comm);
+    MPI_Reduce(&dt, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, c->comm);
+    if (sample >= 0) sm->avg_sum += sum / c->np / ((double)reps * ops);
+    dt = worst;
   }
   return dt / ((double)reps * ops);
 }
@@ -266,6 +284,8 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   free(scratch);
   r->bench = b;
   r->size = c->size;
+  r->root = b->rooted && !o->rotate_root ? (int)o->root : -1;
+  r->mean_rank_avg = b->timing == CS_TIME_MAX && sm.n ? sm.avg_sum / (double)sm.n : NAN;
   r->np = c->np;
   r->batch = reps;
   r->ops_per_rep = ops;
@@ -291,15 +311,25 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm n
   if (c.np < b->min_np)
     return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
                    b->min_np, c.np);
+  if (b->rooted && o->root >= c.np)
+    return CS_FAIL(e, CS_EUSAGE, "root %ld is outside the communicator of %d processes", o->root,
+                   c.np);
+  if (b->sizeless) {
+    sizes[0] = 0;
+    nsizes = 1;
+  }
   /* Point-to-point pairs rank 0 with the last rank (seed 003's choice:
    * with several ranks per node they sit on different nodes). */
   c.peer = c.rank == 0 ? c.np - 1 : (c.rank == c.np - 1 ? 0 : -1);
+  c.active = b->timing == CS_TIME_MAX || c.peer >= 0;
   c.size = sizes[nsizes - 1];
+  if (b->size_fix) c.size = b->size_fix(&c, c.size);
   c.buf_bytes = b->buf_bytes(&c);
   c.sbuf = alloc_aligned(c.buf_bytes);
   c.rbuf = alloc_aligned(c.buf_bytes);
-  c.reqs = calloc((size_t)(2 * o->window + 2), sizeof *c.reqs);
-  c.stats = calloc((size_t)(2 * o->window + 2), sizeof *c.stats);
+  size_t nreq = (size_t)(2 * o->window > c.np ? 2 * o->window : c.np) + 2;
+  c.reqs = calloc(nreq, sizeof *c.reqs);
+  c.stats = calloc(nreq, sizeof *c.stats);
   if (!c.sbuf || !c.rbuf || !c.reqs || !c.stats) {
     free(c.stats);
     free(c.sbuf);
@@ -309,7 +339,9 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm n
   }
   for (int i = 0; i < nsizes && rc == CS_OK; i++) {
     cs_result r = {0};
-    c.size = sizes[i];
+    c.size = b->size_fix ? b->size_fix(&c, sizes[i]) : sizes[i];
+    if (b->size_fix && (c.size == 0 || (i > 0 && c.size == b->size_fix(&c, sizes[i - 1]))))
+      continue; /* e.g. 1 or 2 bytes of ints */
     rc = measure_size(b, &c, node, &r, e);
     if (rc == CS_OK && c.rank == 0) {
       cs_write_result(out, &r, o->raw);

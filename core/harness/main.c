@@ -11,13 +11,21 @@ static void list_benches(int json) {
   for (int i = 0; i < n; i++) {
     const cs_bench *b = all[i];
     if (!json) {
-      printf("%-10s %-5s %s\n", b->name, b->group, b->desc);
+      printf("%-15s %-10s %s\n", b->name, b->group, b->desc);
       continue;
     }
     printf("%s{\"name\":\"%s\",\"group\":\"%s\",\"min_np\":%d,\"bandwidth\":%s,\"rate\":%s,"
-           "\"metric\":",
-           i ? "," : "", b->name, b->group, b->min_np, b->bytes_per_op > 0 ? "true" : "false",
-           b->has_rate ? "true" : "false");
+           "\"rooted\":%s,\"sizeless\":%s,\"timing\":\"%s\",\"equiv_of\":",
+           i ? "," : "", b->name, b->group, b->min_np,
+           b->bytes_per_op > 0 || b->alg_bytes ? "true" : "false", b->has_rate ? "true" : "false",
+           b->rooted ? "true" : "false", b->sizeless ? "true" : "false",
+           b->timing == CS_TIME_MAX ? "max" : "pair");
+    if (b->equiv_of)
+      cs_json_str(stdout, b->equiv_of);
+    else
+      fputs("null", stdout);
+    printf(",\"equiv_sends\":\"%s\",\"metric\":",
+           !b->equiv_sends ? "" : (b->equiv_sends(4) == 12 ? "n(n-1)" : "n-1"));
     cs_json_str(stdout, b->metric);
     printf(",\"desc\":");
     cs_json_str(stdout, b->desc);

@@ -39,7 +39,11 @@ static const opt_def OPTS[] = {
     {"warmup", LNG(warmup, 0, 1000000), "samples discarded before timing, at least (e.g. 2)"},
     {"warmup-time", DBL(warmup_s, 0.0, 60.0), "seconds of warm-up per size, at least (0.01)"},
     {"window", LNG(window, 1, 4096), "messages in flight for bw and bibw (e.g. 64)"},
-    {"root", LNG(root, 0, 1 << 30), "root rank of rooted collectives"},
+    {"root", LNG(root, 0, 1 << 30), "root rank of rooted collectives (e.g. --root 1)"},
+    {"rotate-root", FLG(rotate_root), "rotate the root over the ranks, one per sample"},
+    {"dtype", STR(dtype), "element type of reductions: int or double (e.g. --dtype double)"},
+    {"loggp-n", LNG(loggp_n, 2, 4096), "messages per PRTT(n,d,s) train of the loggp benchmarks"},
+    {"loggp-delay-us", DBL(loggp_delay_us, 0.0, 1e6), "delay d of PRTT(n,d,s) in us (e.g. 20)"},
     {"output", STR(output), "JSON Lines file, - for stdout (e.g. --output run.jsonl)"},
     {"raw", FLG(raw), "include raw per-sample times in each record"},
     {"table", FLG(table), "print a human-readable table on stdout"},
@@ -66,6 +70,9 @@ void cs_opts_defaults(cs_opts *o) {
   o->warmup_s = 0.01;
   o->window = 64;
   o->root = 0;
+  strcpy(o->dtype, "int");
+  o->loggp_n = 16;
+  o->loggp_delay_us = 20.0;
   strcpy(o->output, "-");
 }
 
@@ -201,6 +208,8 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   if (o->inject[0] && cs_inject_parse(o->inject, &k, &at))
     return CS_FAIL(e, CS_EUSAGE, "bad --inject '%s' (use hang@SIZE, crash@SIZE or corrupt@SIZE)",
                    o->inject);
+  if (strcmp(o->dtype, "int") && strcmp(o->dtype, "double"))
+    return CS_FAIL(e, CS_EUSAGE, "--dtype must be int or double, got '%s'", o->dtype);
   if (o->time_cap_s < o->min_time_s)
     return CS_FAIL(e, CS_EUSAGE, "--time-cap is below --min-time");
   if (o->max_samples < o->min_samples)
@@ -235,3 +244,6 @@ int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size) {
     return -1;
   return cs_parse_size(at + 1, size);
 }
+
+MPI_Datatype cs_dtype(const cs_opts *o) { return strcmp(o->dtype, "double") ? MPI_INT : MPI_DOUBLE; }
+size_t cs_dtype_size(const cs_opts *o) { return strcmp(o->dtype, "double") ? sizeof(int) : sizeof(double); }

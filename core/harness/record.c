@@ -59,9 +59,12 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   fprintf(f,
           ",\"factor\":%ld,\"min_samples\":%ld,\"max_samples\":%ld,\"target_ci\":%g,"
           "\"time_cap_s\":%g,\"min_time_s\":%g,\"sample_us\":%g,\"warmup\":%ld,"
-          "\"warmup_s\":%g,\"window\":%ld,\"root\":%ld,\"raw\":%s}",
+          "\"warmup_s\":%g,\"window\":%ld,\"root\":%ld,\"rotate_root\":%s,\"dtype\":\"%s\","
+          "\"loggp_n\":%ld,\"loggp_delay_us\":%g,\"raw\":%s}",
           o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->min_time_s,
-          o->sample_us, o->warmup, o->warmup_s, o->window, o->root, o->raw ? "true" : "false");
+          o->sample_us, o->warmup, o->warmup_s, o->window, o->root,
+          o->rotate_root ? "true" : "false", o->dtype, o->loggp_n, o->loggp_delay_us,
+          o->raw ? "true" : "false");
   fprintf(f, ",\"argv\":[");
   for (int i = 0; i < argc; i++) {
     if (i) fputc(',', f);
@@ -92,12 +95,24 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   num(f, "ci_lo_us", s->ci_lo);
   num(f, "ci_hi_us", s->ci_hi);
   num(f, "ci_us", (s->ci_hi - s->ci_lo) / 2.0);
-  double mbps = NAN, rate = NAN;
-  if (r->bench->bytes_per_op > 0 && s->median > 0)
+  double mbps = NAN, rate = NAN, bus = NAN;
+  if (r->bench->alg_bytes && s->median > 0) {
+    mbps = r->bench->alg_bytes(r->size, r->np) / s->median;
+    bus = mbps * r->bench->bus_factor(r->np);
+  } else if (r->bench->bytes_per_op > 0 && s->median > 0) {
     mbps = r->bench->bytes_per_op * (double)r->size / s->median; /* bytes/us = MB/s */
+  }
   if (r->bench->has_rate && s->median > 0) rate = 1e6 / s->median;
   num(f, "mb_per_s", mbps);
   num(f, "rate_per_s", rate);
+  num(f, "busbw_mb_per_s", bus);
+  if (r->bench->timing == CS_TIME_MAX) {
+    fprintf(f, ",\"timing\":\"barrier, max over ranks\"");
+    num(f, "mean_rank_avg_us", r->mean_rank_avg);
+  }
+  if (r->bench->rooted) fprintf(f, ",\"root\":%d", r->root);
+  if (r->bench->equiv_sends) fprintf(f, ",\"equiv_sends\":%ld", r->bench->equiv_sends(r->np));
+  if (r->bench->equiv_of) fprintf(f, ",\"equiv_of\":\"%s\"", r->bench->equiv_of);
   fprintf(f, ",\"converged\":%s,\"stop\":\"%s\"", r->converged ? "true" : "false", r->stop);
   fprintf(f, ",\"noise\":{\"valid\":%s", r->noise.valid ? "true" : "false");
   num(f, "other_cpu_s", r->noise.other_cpu_s);
@@ -132,7 +147,9 @@ void cs_table_row(FILE *f, const cs_result *r) {
   const cs_stats *s = &r->st;
   double ci = s->median > 0 ? 100.0 * (s->ci_hi - s->ci_lo) / 2.0 / s->median : NAN;
   char mb[32] = "-", rate[32] = "-";
-  if (r->bench->bytes_per_op > 0 && s->median > 0)
+  if (r->bench->alg_bytes && s->median > 0)
+    snprintf(mb, sizeof mb, "%.1f", r->bench->alg_bytes(r->size, r->np) / s->median);
+  else if (r->bench->bytes_per_op > 0 && s->median > 0)
     snprintf(mb, sizeof mb, "%.1f", r->bench->bytes_per_op * (double)r->size / s->median);
   if (r->bench->has_rate && s->median > 0) snprintf(rate, sizeof rate, "%.0f", 1e6 / s->median);
   fprintf(f, "%-10s %10zu %8ld %7ld %11.3f %11.3f %11.3f %6.2f %11s %12s %s\n", r->bench->name,

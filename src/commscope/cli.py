@@ -82,7 +82,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     opts = CoreOptions(sizes=a.sizes, factor=a.factor, min_samples=a.min_samples,
                        max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
                        min_time_s=a.min_time, sample_us=a.sample_us, warmup=a.warmup,
-                       warmup_s=a.warmup_time, window=a.window, raw=a.raw,
+                       warmup_s=a.warmup_time, root=a.root, rotate_root=a.rotate_root,
+                       dtype=a.dtype, loggp_n=a.loggp_n, loggp_delay_us=a.loggp_delay_us, window=a.window, raw=a.raw,
                        inject=a.inject or "")
     expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
     if opts.max_samples < opts.min_samples:
@@ -129,7 +130,7 @@ def cmd_show(a: argparse.Namespace) -> int:
     rows = _filtered(a, store)
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
-    print(tables(rows), end="")
+    print(tables(rows, per_node=a.per_node), end="")
     return 0
 
 
@@ -229,7 +230,8 @@ def make_parser() -> Parser:
                        epilog="example: commscope run --bench latency --bench bw "
                               "--mpi openmpi --mpi mpich --np 2 --sizes 1:4M --db my.db")
     r.add_argument("--bench", action="append",
-                   help="benchmarks, repeatable or comma-separated (default: all p2p)")
+                   help="benchmarks or groups (p2p, loggp, coll, coll-sends, all), "
+                        "repeatable or comma-separated (default: p2p)")
     r.add_argument("--mpi", action="append",
                    help="implementations by name or mpicc path (default: all found)")
     r.add_argument("--np", action="append", help="process counts (default 2; e.g. --np 2,4)")
@@ -258,6 +260,16 @@ def make_parser() -> Parser:
                    help="warm-up seconds per size, at least (default 0.01)")
     r.add_argument("--window", type=_positive(int, 1, 4096), default=64,
                    help="messages in flight for bw and bibw (default 64)")
+    r.add_argument("--root", type=_positive(int, 0, 1 << 30), default=0,
+                   help="root rank of bcast, reduce, gather, scatter (default 0)")
+    r.add_argument("--rotate-root", action="store_true",
+                   help="rotate the root over the ranks, one per iteration")
+    r.add_argument("--dtype", choices=("int", "double"), default="int",
+                   help="element type of reductions (default int)")
+    r.add_argument("--loggp-n", type=_positive(int, 2, 4096), default=16,
+                   help="messages per train of the loggp benchmarks (default 16)")
+    r.add_argument("--loggp-delay-us", type=_positive(float, 0, 1e6), default=20.0,
+                   help="delay d between messages of loggp_nd in us (default 20)")
     r.add_argument("--raw", action="store_true", help="store raw per-sample times")
     r.add_argument("--resume", action="store_true",
                    help="skip jobs whose results are already stored")
@@ -272,6 +284,8 @@ def make_parser() -> Parser:
                        epilog="example: commscope show --db my.db --bench latency")
     _filters(s)
     s.add_argument("--runs", action="store_true", help="list runs with their status instead")
+    s.add_argument("--per-node", action="store_true",
+                   help="bandwidth per machine: per-process MB/s x processes per node (seed 003)")
 
     e = sub.add_parser("export", help="write stored results as CSV or JSON", formatter_class=fmt,
                        epilog="example: commscope export --db my.db --format csv > results.csv")

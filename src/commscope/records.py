@@ -11,7 +11,8 @@ from .errors import CommscopeError
 
 SCHEMA_VERSION = 1
 RESULT_FIELDS = ("median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us", "ci_lo_us",
-                 "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s")
+                 "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "busbw_mb_per_s",
+                 "mean_rank_avg_us")
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class Result:
     wall_s: float | None = None
     noise_valid: bool = False
     raw_us: tuple[float, ...] | None = None
+    busbw_mb_per_s: float | None = None
+    mean_rank_avg_us: float | None = None
+    root: int | None = None
+    equiv_sends: int | None = None
+    equiv_of: str | None = None
 
 
 @dataclass
@@ -90,12 +96,15 @@ def parse_result(d: dict[str, object]) -> Result:
         bench=str(d["bench"]), size_bytes=int(d["size_bytes"]), np=int(d["np"]),  # type: ignore[arg-type]
         valid=bool(d["valid"]), n_samples=int(d["n_samples"]),  # type: ignore[arg-type]
         batch=int(d["batch"]), n_iters=int(d["n_iters"]),  # type: ignore[arg-type]
-        **{k: _num(d.get(k)) for k in RESULT_FIELDS},
+        **{k: _num(d.get(k)) for k in RESULT_FIELDS},  # type: ignore[arg-type]
         converged=bool(d.get("converged", False)), stop=str(d.get("stop", "")),
         error=d.get("error") if isinstance(d.get("error"), str) else None,  # type: ignore[arg-type]
         other_cpu_s=_num(noise.get("other_cpu_s")), steal_s=_num(noise.get("steal_s")),
         wall_s=_num(noise.get("wall_s")), noise_valid=bool(noise.get("valid", False)),
         raw_us=tuple(float(x) for x in raw) if isinstance(raw, list) else None,
+        root=int(d["root"]) if d.get("root") is not None else None,  # type: ignore[arg-type]
+        equiv_sends=int(d["equiv_sends"]) if d.get("equiv_sends") is not None else None,  # type: ignore[arg-type]
+        equiv_of=str(d["equiv_of"]) if d.get("equiv_of") else None,
     )
 
 

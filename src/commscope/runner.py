@@ -40,6 +40,11 @@ class CoreOptions:
     warmup_s: float = 0.01
     window: int = 64
     raw: bool = False
+    root: int = 0
+    rotate_root: bool = False
+    dtype: str = "int"
+    loggp_n: int = 16
+    loggp_delay_us: float = 20.0
     inject: str = ""  # testing only: a fault for the core to act out
 
     def argv(self) -> list[str]:
@@ -49,6 +54,10 @@ class CoreOptions:
              "--min-time", repr(self.min_time_s), "--sample-us", repr(self.sample_us),
              "--warmup", str(self.warmup), "--warmup-time", repr(self.warmup_s),
              "--window", str(self.window)]
+        a += ["--root", str(self.root), "--dtype", self.dtype, "--loggp-n", str(self.loggp_n),
+              "--loggp-delay-us", repr(self.loggp_delay_us)]
+        if self.rotate_root:
+            a.append("--rotate-root")
         if self.inject:
             a += ["--inject", self.inject]
         return a + (["--raw"] if self.raw else [])
@@ -73,6 +82,22 @@ class Job:
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:
+    """Benchmark names, with groups: `p2p`, `loggp`, `coll`, `coll-sends`
+    (and `all`), as the core's own table groups them."""
+    out: list[str] = []
+    groups = {str(b["group"]) for b in core.benches}
+    for n in names:
+        if n == "all":
+            picked = core.bench_names()
+        elif n in groups:
+            picked = [str(b["name"]) for b in core.benches if b["group"] == n]
+        else:
+            picked = [n]
+        out.extend(p for p in picked if p not in out)
+    return out
+
+
 def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
            opts: CoreOptions) -> list[Job]:
     """benchmarks x implementations x process counts, checked up front so a
@@ -80,15 +105,19 @@ def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
     jobs: list[Job] = []
     for core in cores:
         known = core.bench_names()
-        for bench in benches:
+        for bench in resolve_benches(core, benches):
             if bench not in known:
                 raise CommscopeError(f"unknown benchmark '{bench}' (choose from "
                                      f"{', '.join(known)})")
             min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
+            rooted = bool(core.bench(bench).get("rooted"))
             for np_ in nps:
                 if np_ < min_np:
                     raise CommscopeError(f"benchmark {bench} needs at least {min_np} processes, "
                                          f"got --np {np_}")
+                if rooted and not opts.rotate_root and opts.root >= np_:
+                    raise CommscopeError(f"root {opts.root} is outside the communicator of "
+                                         f"{np_} processes ({bench})")
                 jobs.append(Job(core, bench, np_, opts))
     return jobs
 

@@ -24,7 +24,8 @@ EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "
                   "size_bytes", "median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
                   "ci_lo_us", "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "n_samples",
                   "batch", "n_iters", "valid", "converged", "stop", "flagged", "other_cpu_s",
-                  "steal_s", "wall_s", "oversubscribed", "hostname", "started_at")
+                  "steal_s", "wall_s", "oversubscribed", "hostname", "started_at",
+                  "busbw_mb_per_s", "mean_rank_avg_us", "root", "equiv_sends", "nodes")
 
 
 def export_row(r: sqlite3.Row) -> dict[str, object]:
@@ -49,8 +50,10 @@ def export(rows: Sequence[sqlite3.Row], fmt: str) -> str:
     return buf.getvalue()
 
 
-def _cell(r: sqlite3.Row, key: str) -> str:
+def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
     v = r[key]
+    if per_node and v is not None and key == "mb_per_s":
+        v = v * r["np"] / max(1, r["nodes"])
     if not r["valid"]:
         return "INVALID"
     if v is None:
@@ -65,8 +68,10 @@ def _cell(r: sqlite3.Row, key: str) -> str:
     return txt + ("*" if r["flagged"] else "")
 
 
-def tables(rows: Sequence[sqlite3.Row]) -> str:
-    """One table per (benchmark, process count, cluster)."""
+def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
+    """One table per (benchmark, process count, cluster).  With per_node,
+    bandwidth is shown per machine: the per-process figure times the
+    processes per node, as seed 003 reports its collectives."""
     groups: dict[tuple[str, int, str], list[sqlite3.Row]] = defaultdict(list)
     for r in rows:
         groups[(r["bench"], r["np"], r["cluster"])].append(r)
@@ -74,10 +79,12 @@ def tables(rows: Sequence[sqlite3.Row]) -> str:
     any_flag = any(r["flagged"] for r in rows)
     for (bench, np_, cluster), rs in sorted(groups.items()):
         key, unit = PRIMARY.get(bench, DEFAULT_PRIMARY)
+        if per_node and any(r["mb_per_s"] is not None for r in rs):
+            key, unit = "mb_per_s", "MB/s per node"
         mpis = sorted({r["mpi_name"] for r in rs})
         cells: dict[int, dict[str, str]] = defaultdict(dict)
         for r in rs:
-            cells[r["size_bytes"]][r["mpi_name"]] = _cell(r, key)
+            cells[r["size_bytes"]][r["mpi_name"]] = _cell(r, key, per_node)
         over = " (oversubscribed: correctness only)" if any(r["oversubscribed"] for r in rs) else ""
         out.append(f"{bench}, {np_} processes, {cluster}: {unit}{over}")
         w = max(8, *(len(h) for h in mpis)) + 8

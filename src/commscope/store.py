@@ -87,6 +87,23 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE results ADD COLUMN wall_s REAL;
     ALTER TABLE results ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
     """,
+    # 3: collectives (bus bandwidth, rank-average time, root, equivalent sends) and models
+    """
+    ALTER TABLE results ADD COLUMN busbw_mb_per_s REAL;
+    ALTER TABLE results ADD COLUMN mean_rank_avg_us REAL;
+    ALTER TABLE results ADD COLUMN root INTEGER;
+    ALTER TABLE results ADD COLUMN equiv_sends INTEGER;
+    ALTER TABLE results ADD COLUMN equiv_of TEXT;
+    ALTER TABLE runs ADD COLUMN nodes INTEGER;
+    CREATE TABLE fits (
+      id INTEGER PRIMARY KEY,
+      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+      model TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      params TEXT NOT NULL
+    );
+    CREATE INDEX fits_run ON fits(run_id, model);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -217,24 +234,42 @@ class Store:
                               "options": header.options, "argv": list(header.argv),
                               "commscope_version": header.commscope_version})
         with self.tx() as db:
+            nodes = len(set(header.hosts)) if header is not None else None
             db.execute(
                 """UPDATE runs SET finished_at=?, status=?, exit_code=?, signal=?,
-                   stderr_tail=?, header=?, noise=? WHERE id=?""",
+                   stderr_tail=?, header=?, noise=?, nodes=? WHERE id=?""",
                 (now_iso(), status, exit_code, signal, stderr_tail, hdr, json.dumps(noise),
-                 run_id))
+                 nodes, run_id))
             for r, flagged in zip(results, flags, strict=True):
                 db.execute(
                     """INSERT INTO results(run_id, bench, size_bytes, np, n_samples, batch,
                        n_iters, median_us, mean_us, min_us, max_us, p5_us, p95_us, ci_lo_us,
                        ci_hi_us, ci_us, mb_per_s, rate_per_s, valid, error, converged, stop,
-                       raw_us, other_cpu_s, steal_s, wall_s, flagged)
-                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                       raw_us, other_cpu_s, steal_s, wall_s, flagged, busbw_mb_per_s,
+                       mean_rank_avg_us, root, equiv_sends, equiv_of)
+                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                     (run_id, r.bench, r.size_bytes, r.np, r.n_samples, r.batch, r.n_iters,
                      r.median_us, r.mean_us, r.min_us, r.max_us, r.p5_us, r.p95_us, r.ci_lo_us,
                      r.ci_hi_us, r.ci_us, r.mb_per_s, r.rate_per_s, int(r.valid), r.error,
                      int(r.converged), r.stop,
                      json.dumps(list(r.raw_us)) if r.raw_us is not None else None,
-                     r.other_cpu_s, r.steal_s, r.wall_s, int(flagged)))
+                     r.other_cpu_s, r.steal_s, r.wall_s, int(flagged), r.busbw_mb_per_s,
+                     r.mean_rank_avg_us, r.root, r.equiv_sends, r.equiv_of))
+
+    def save_fit(self, run_id: int, model: str, params: dict[str, object]) -> None:
+        """Fitted model parameters, stored with the run they came from; a newer
+        fit of the same model replaces the older one."""
+        with self.tx() as db:
+            db.execute("DELETE FROM fits WHERE run_id=? AND model=?", (run_id, model))
+            db.execute("INSERT INTO fits(run_id, model, created_at, params) VALUES (?,?,?,?)",
+                       (run_id, model, now_iso(), json.dumps(params)))
+
+    def fits(self, model: str | None = None) -> list[sqlite3.Row]:
+        sql = """SELECT f.*, r.mpi_name, r.bench, r.np, r.cluster FROM fits f
+                 JOIN runs r ON r.id = f.run_id"""
+        if model:
+            return self.db.execute(sql + " WHERE f.model=? ORDER BY f.id", (model,)).fetchall()
+        return self.db.execute(sql + " ORDER BY f.id").fetchall()
 
     def mark_run(self, run_id: int, status: str) -> None:
         with self.tx() as db:
@@ -276,7 +311,8 @@ class Store:
                             AND r2.cluster = r.cluster
                             AND r2.status IN ('ok', 'invalid', 'timeout', 'failed'))""")
         sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
-                  r.hostname, r.started_at, r.status AS run_status, r.oversubscribed
+                  r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,
+                  coalesce(r.nodes, 1) AS nodes
                   FROM results x JOIN runs r ON r.id = x.run_id
                   WHERE {' AND '.join(where)}
                   ORDER BY x.bench, x.np, r.cluster, x.size_bytes, r.mpi_name"""
