@@ -147,28 +147,35 @@ static void spin_us(double d) {
   }
 }
 
-static int prtt(cs_ctx *c, long reps, long n, double d) {
+/* d_send: rank 0 waits after each send; d_recv: its partner waits after
+ * each receive, which makes the receiver the bottleneck (o_r). */
+static int prtt(cs_ctx *c, long reps, long n, double d_send, double d_recv) {
   int sz = (int)c->size;
   for (long i = 0; i < reps; i++) {
     if (c->rank == 0) {
       for (long k = 0; k < n; k++) {
         MPI_Send(c->sbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm);
-        if (k + 1 < n) spin_us(d);
+        if (k + 1 < n) spin_us(d_send);
       }
       MPI_Recv(c->rbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
     } else {
-      for (long k = 0; k < n; k++)
+      for (long k = 0; k < n; k++) {
         MPI_Recv(c->rbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+        if (k + 1 < n) spin_us(d_recv);
+      }
       MPI_Send(c->sbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm);
     }
   }
   return 0;
 }
 
-static int run_prtt_1(cs_ctx *c, long reps) { return prtt(c, reps, 1, 0); }
-static int run_prtt_n(cs_ctx *c, long reps) { return prtt(c, reps, c->opts->loggp_n, 0); }
+static int run_prtt_1(cs_ctx *c, long reps) { return prtt(c, reps, 1, 0, 0); }
+static int run_prtt_n(cs_ctx *c, long reps) { return prtt(c, reps, c->opts->loggp_n, 0, 0); }
 static int run_prtt_nd(cs_ctx *c, long reps) {
-  return prtt(c, reps, c->opts->loggp_n, c->opts->loggp_delay_us);
+  return prtt(c, reps, c->opts->loggp_n, c->opts->loggp_delay_us, 0);
+}
+static int run_prtt_ndr(cs_ctx *c, long reps) {
+  return prtt(c, reps, c->opts->loggp_n, 0, c->opts->loggp_delay_us);
 }
 
 #define PRTT .group = "loggp", .min_np = 2, .ops_per_rep = 1, .buf_bytes = one_buffer, \
@@ -185,4 +192,8 @@ const cs_bench cs_bench_loggp_n = {
 const cs_bench cs_bench_loggp_nd = {
     .name = "loggp_nd", PRTT, .metric = "PRTT(n,d,s)", .run = run_prtt_nd,
     .desc = "LogGP: n messages d us apart, then one reply, PRTT(n,d,s)",
+};
+const cs_bench cs_bench_loggp_ndr = {
+    .name = "loggp_ndr", PRTT, .metric = "PRTT(n,d,s), receiver waits", .run = run_prtt_ndr,
+    .desc = "LogGP: n messages, the receiver waits d us after each, then one reply",
 };

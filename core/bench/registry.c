@@ -5,7 +5,7 @@
 #include "cs.h"
 
 extern const cs_bench cs_bench_latency, cs_bench_roundtrip, cs_bench_sendloop, cs_bench_bw,
-    cs_bench_bibw, cs_bench_loggp_1, cs_bench_loggp_n, cs_bench_loggp_nd;
+    cs_bench_bibw, cs_bench_loggp_1, cs_bench_loggp_n, cs_bench_loggp_nd, cs_bench_loggp_ndr;
 extern const cs_bench cs_bench_barrier, cs_bench_bcast, cs_bench_reduce, cs_bench_allreduce,
     cs_bench_gather, cs_bench_scatter, cs_bench_alltoall, cs_bench_allgather,
     cs_bench_reduce_scatter;
@@ -16,7 +16,7 @@ static const cs_bench *const TABLE[] = {
     /* point-to-point */
     &cs_bench_latency, &cs_bench_roundtrip, &cs_bench_sendloop, &cs_bench_bw, &cs_bench_bibw,
     /* LogGP trains */
-    &cs_bench_loggp_1, &cs_bench_loggp_n, &cs_bench_loggp_nd,
+    &cs_bench_loggp_1, &cs_bench_loggp_n, &cs_bench_loggp_nd, &cs_bench_loggp_ndr,
     /* collectives */
     &cs_bench_barrier, &cs_bench_bcast, &cs_bench_reduce, &cs_bench_allreduce, &cs_bench_gather,
     &cs_bench_scatter, &cs_bench_alltoall, &cs_bench_allgather, &cs_bench_reduce_scatter,

@@ -83,7 +83,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                        max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
                        min_time_s=a.min_time, sample_us=a.sample_us, warmup=a.warmup,
                        warmup_s=a.warmup_time, root=a.root, rotate_root=a.rotate_root,
-                       dtype=a.dtype, loggp_n=a.loggp_n, loggp_delay_us=a.loggp_delay_us, window=a.window, raw=a.raw,
+                       dtype=a.dtype, loggp_n=a.loggp_n, loggp_delay_us=a.loggp_delay_us,
+                       window=a.window, raw=a.raw,
                        inject=a.inject or "")
     expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
     if opts.max_samples < opts.min_samples:
@@ -143,6 +144,103 @@ def cmd_export(a: argparse.Namespace) -> int:
         Path(a.output).write_text(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+# -- analysis -------------------------------------------------------------
+def _series(a: argparse.Namespace) -> dict:
+    from .analysis.series import collect
+
+    store = Store(a.db, create=False)
+    rows = _filtered(a, store)
+    if not rows:
+        raise CommscopeError(f"no stored results match in {a.db}")
+    return collect(rows)
+
+
+@command("analyze crossover")
+def cmd_crossover(a: argparse.Namespace) -> int:
+    from .analysis import crossover
+    from .analysis.series import collect
+
+    store = Store(a.db, create=False)
+    picked = _filtered(a, store)
+    if not picked:
+        raise CommscopeError(f"no stored results match in {a.db}")
+    # The equivalent sends come from latency records, whatever --np says.
+    mpis = {r["mpi_name"] for r in picked}
+    lat = [r for r in store.result_rows() if r["bench"] == "latency" and r["mpi_name"] in mpis]
+    series = collect(picked)
+    series.update({k: v for k, v in collect(lat).items() if k not in series})
+    wanted = {(r["mpi_name"], r["np"]) for r in picked}
+    rows = [r for r in crossover.analyze(series) if (r.config.mpi, r.config.np) in wanted]
+    if not rows:
+        raise CommscopeError("no collective with a reference to compare: run bcast, reduce, "
+                             "gather, scatter or alltoall together with latency or their "
+                             "_sends versions (e.g. --bench coll,coll-sends,latency)")
+    print(crossover.table(rows), end="")
+    return 0
+
+
+@command("analyze findings")
+def cmd_findings(a: argparse.Namespace) -> int:
+    from .analysis import findings
+
+    print(findings.text(findings.all_findings(_series(a))), end="")
+    return 0
+
+
+@command("fit")
+def cmd_fit(a: argparse.Namespace) -> int:
+    from .analysis import hockney, loggp
+    from .analysis.series import collect
+
+    store = Store(a.db, create=False)
+    rows = _filtered(a, store)
+    if not rows:
+        raise CommscopeError(f"no stored results match in {a.db}")
+    series = collect(rows)
+    run_of = {(r["mpi_name"], r["np"], r["cluster"], r["bench"]): r["run_id"] for r in rows}
+    done = 0
+    if a.model in ("hockney", "all"):
+        print(f"{'configuration':<34} {'bench':<15} {'alpha_us':>9} {'beta_GB/s':>10} "
+              f"{'break_B':>9} {'alpha2_us':>9} {'beta2_GB/s':>10} {'rms_err':>8}")
+        for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][1])):
+            sizes = sorted(x for x in s if x > 0)
+            if len(sizes) < 2 or bench.startswith("loggp") or bench == "barrier":
+                continue
+            f = hockney.fit(sizes, [s[x].median for x in sizes])
+            store.save_fit(run_of[(cfg.mpi, cfg.np, cfg.cluster, bench)], "hockney", f.to_json())
+            p1 = f.pieces[0]
+            p2 = f.pieces[1] if len(f.pieces) > 1 else None
+            print(f"{cfg.label():<34} {bench:<15} {p1.alpha_us:>9.3f} {p1.beta_gb_per_s:>10.2f} "
+                  f"{f.breakpoint or '-':>9} "
+                  f"{(f'{p2.alpha_us:.3f}' if p2 else '-'):>9} "
+                  f"{(f'{p2.beta_gb_per_s:.2f}' if p2 else '-'):>10} {f.rms_rel_error:>8.3f}")
+            done += 1
+    if a.model in ("loggp", "all"):
+        configs = {cfg for (cfg, bench) in series if bench == "loggp_1"}
+        for cfg in sorted(configs, key=lambda c: (c.mpi, c.np)):
+            trains = {b: series.get((cfg, b)) for b in ("loggp_1", "loggp_n", "loggp_nd",
+                                                        "loggp_ndr")}
+            if not all(trains.values()):
+                continue
+            rid = run_of[(cfg.mpi, cfg.np, cfg.cluster, "loggp_nd")]
+            opts = json.loads(store.db.execute("SELECT options FROM runs WHERE id=?",
+                                               (rid,)).fetchone()[0])
+            med = {b: {s: p.median for s, p in t.items()} for b, t in trains.items() if t}
+            p = loggp.extract(med["loggp_1"], med["loggp_n"], med["loggp_nd"], med["loggp_ndr"],
+                              int(opts["loggp_n"]), float(opts["loggp_delay_us"]))
+            store.save_fit(rid, "loggp", p.to_json())
+            print(f"LogGP {cfg.label()}: L={p.L_us:.3f} us  o_s={p.o_s_us:.3f} us  "
+                  f"o_r={p.o_r_us:.3f} us  g={p.g_us:.3f} us  G={p.G_us_per_byte * 1e3:.4f} ns/B"
+                  f" ({p.G_gb_per_s:.2f} GB/s)"
+                  + ("  [L < 0: the overheads account for the whole small-message time]"
+                     if p.L_us < 0 else ""))
+            done += 1
+    if not done:
+        raise CommscopeError("nothing to fit: store latency or other series (hockney) or the "
+                             "loggp trains (--bench loggp)")
     return 0
 
 
@@ -293,6 +391,21 @@ def make_parser() -> Parser:
     e.add_argument("--format", choices=("csv", "json"), default="csv", help="csv or json")
     e.add_argument("--output", default="-", help="file to write (default stdout)")
 
+    an = sub.add_parser("analyze", help="crossovers and findings from stored results",
+                        formatter_class=fmt, epilog="example: commscope analyze crossover")
+    asub = an.add_subparsers(dest="anacmd", metavar="ANALYSIS", parser_class=Parser)
+    ac = asub.add_parser("crossover", help="collectives against equivalent sends (seed 004)",
+                         epilog="example: commscope analyze crossover --db my.db --np 4")
+    _filters(ac)
+    af = asub.add_parser("findings", help="what the data shows, each with its records",
+                         epilog="example: commscope analyze findings --db my.db")
+    _filters(af)
+    ft = sub.add_parser("fit", help="fit Hockney and LogGP models and store them",
+                        epilog="example: commscope fit --db my.db --model hockney --bench latency")
+    _filters(ft)
+    ft.add_argument("--model", choices=("hockney", "loggp", "all"), default="all",
+                    help="which model (default all)")
+
     m = sub.add_parser("mpi", help="find, describe and add MPI implementations",
                        formatter_class=fmt, epilog="example: commscope mpi list")
     msub = m.add_subparsers(dest="mpicmd", metavar="ACTION", parser_class=Parser)
@@ -326,6 +439,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if a.mpicmd is None:
                 raise CommscopeError("commscope mpi: choose an action: list, add or remove")
             name = f"mpi {a.mpicmd}"
+        elif name == "analyze":
+            if a.anacmd is None:
+                raise CommscopeError("commscope analyze: choose crossover or findings")
+            name = f"analyze {a.anacmd}"
         return COMMANDS[name](a)
     except CommscopeError as exc:
         msg = str(exc)

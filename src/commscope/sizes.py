@@ -50,3 +50,11 @@ def human(size: int) -> str:
         if size >= mult and size % mult == 0:
             return f"{size // mult}{unit}"
     return str(size)
+
+
+def human_bytes(size: int) -> str:
+    """8 B, 1 KiB, 4 MiB: for sentences."""
+    for unit, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= mult and size % mult == 0:
+            return f"{size // mult} {unit}"
+    return f"{size} B"

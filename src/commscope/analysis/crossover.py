@@ -1,0 +1,128 @@
+"""Collectives against the equivalent point-to-point sends (seed 004).
+
+For each size a collective is H (surely slower) or L (surely faster) than
+its reference, or '=' when the 95% confidence intervals overlap.  Only
+separated sizes decide the short- and long-message verdicts; a crossover
+("changing length") is claimed only when the separated sizes change label
+exactly once.  The four scenarios are seed 004's:
+1 H/H, 2 L/L, 3 H then L, 4 L then H."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..sizes import human, human_bytes
+from .series import Config, Series, separated
+
+# Seed 004: how many sends of one message a collective stands for.
+EQUIV_SENDS = {
+    "bcast": lambda n: n - 1,
+    "reduce": lambda n: n - 1,
+    "gather": lambda n: n - 1,
+    "scatter": lambda n: n - 1,
+    "alltoall": lambda n: n * (n - 1),
+}
+MPI_NAME = {"bcast": "MPI_Bcast", "reduce": "MPI_Reduce", "gather": "MPI_Gather",
+            "scatter": "MPI_Scatter", "alltoall": "MPI_Alltoall"}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    short: str  # H, L or '=' (nothing separated)
+    long: str
+    scenario: int | None  # 1-4, None: no separated size or mixed
+    crossover: int | None  # first size of the long-message behaviour
+    bracket: tuple[int, int] | None  # last short-behaviour size, first long-behaviour size
+    marks: tuple[tuple[int, str], ...]
+    mixed: bool = False
+
+    def advice(self, coll: str, ref: str) -> str:
+        name = MPI_NAME.get(coll, coll)
+        if self.mixed:
+            return f"{name} and {ref} trade places more than once: no crossover claimed"
+        if self.scenario is None:
+            return f"{name} and {ref} are not told apart at any size"
+        if self.scenario == 1:
+            return f"use {ref} instead of {name} at every measured size on this configuration"
+        if self.scenario == 2:
+            return f"keep {name}: it beats {ref} at every measured size"
+        assert self.crossover is not None
+        if self.scenario == 3:
+            return (f"below {human_bytes(self.crossover)} use {ref} instead of {name} "
+                    "on this configuration")
+        return (f"from {human_bytes(self.crossover)} on use {ref} instead of {name} "
+                "on this configuration")
+
+
+def classify(coll: Series, ref: Series) -> Verdict:
+    sizes = sorted(set(coll) & set(ref))
+    marks: list[tuple[int, str]] = []
+    for s in sizes:
+        sign = separated(coll[s], ref[s])
+        marks.append((s, "H" if sign > 0 else "L" if sign < 0 else "="))
+    sep = [(s, m) for s, m in marks if m != "="]
+    if not sep:
+        return Verdict("=", "=", None, None, None, tuple(marks))
+    short, long_ = sep[0][1], sep[-1][1]
+    changes = [i for i in range(1, len(sep)) if sep[i][1] != sep[i - 1][1]]
+    if not changes:
+        return Verdict(short, long_, 1 if short == "H" else 2, None, None, tuple(marks))
+    if len(changes) > 1:
+        return Verdict(short, long_, None, None, None, tuple(marks), mixed=True)
+    i = changes[0]
+    return Verdict(short, long_, 3 if short == "H" else 4, sep[i][0], (sep[i - 1][0], sep[i][0]),
+                   tuple(marks))
+
+
+def sends_reference(latency: Series, k: int) -> Series:
+    """Seed 004's aggregate: k sends of the message, from measured latency."""
+    return {s: p.scaled(k) for s, p in latency.items()}
+
+
+@dataclass(frozen=True)
+class Row:
+    config: Config
+    collective: str
+    reference: str  # e.g. "3 x MPI_Send" or "bcast_sends"
+    verdict: Verdict
+
+
+def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
+    """Every collective with a reference: the equivalent sends (from latency
+    records of the same implementation and cluster, same process count
+    preferred, else 2), and the measured hand-rolled version."""
+    rows: list[Row] = []
+    for (cfg, bench), coll in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][0].np,
+                                                                      kv[0][0].cluster, kv[0][1])):
+        if bench not in EQUIV_SENDS:
+            continue
+        lat = series.get((cfg, "latency")) or series.get((Config(cfg.mpi, 2, cfg.cluster),
+                                                          "latency"))
+        if lat:
+            k = EQUIV_SENDS[bench](cfg.np)
+            rows.append(Row(cfg, bench, f"{k} x MPI_Send",
+                            classify(coll, sends_reference(lat, k))))
+        hand = series.get((cfg, f"{bench}_sends"))
+        if hand:
+            rows.append(Row(cfg, bench, f"{bench}_sends", classify(coll, hand)))
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    out: list[str] = []
+    last: Config | None = None
+    for r in rows:
+        if r.config != last:
+            out.append(f"\n{r.config.label()}")
+            out.append(f"  {'collective':<11} {'against':<15} {'short':<5} {'long':<5} "
+                       f"{'changing':>9}  {'scen.':<5} advice")
+            last = r.config
+        v = r.verdict
+        change = human(v.crossover) if v.crossover else "-"
+        scen = str(v.scenario) if v.scenario else ("mixed" if v.mixed else "-")
+        ref = ("hand-written sends" if r.reference.endswith("_sends")
+               else r.reference.replace(" x MPI_Send", " MPI_Send calls"))
+        out.append(f"  {r.collective:<11} {r.reference:<15} {v.short:<5} {v.long:<5} "
+                   f"{change:>9}  {scen:<5} {v.advice(r.collective, ref)}")
+    return "\n".join(out).lstrip("\n") + "\n"

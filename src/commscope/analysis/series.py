@@ -1,0 +1,65 @@
+"""Stored results as series: one configuration's medians and confidence
+intervals against message size."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Point:
+    size: int
+    median: float
+    lo: float
+    hi: float
+    result_id: int | None = None
+
+    def scaled(self, k: float) -> Point:
+        return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Where a series was measured: implementation, process count, cluster."""
+
+    mpi: str
+    np: int
+    cluster: str
+
+    def label(self) -> str:
+        return f"{self.mpi}, {self.np} processes, {self.cluster}"
+
+
+Series = dict[int, Point]
+
+
+def point(r: sqlite3.Row) -> Point | None:
+    if not r["valid"] or r["median_us"] is None:
+        return None
+    lo = r["ci_lo_us"] if r["ci_lo_us"] is not None else r["median_us"]
+    hi = r["ci_hi_us"] if r["ci_hi_us"] is not None else r["median_us"]
+    return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
+                 int(r["id"]))
+
+
+def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
+    """(configuration, benchmark) -> series of valid points."""
+    out: dict[tuple[Config, str], Series] = defaultdict(dict)
+    for r in rows:
+        p = point(r)
+        if p is not None:
+            out[(Config(r["mpi_name"], int(r["np"]), r["cluster"]), r["bench"])][p.size] = p
+    return dict(out)
+
+
+def separated(a: Point, b: Point) -> int:
+    """+1 when a is surely above b, -1 when surely below, 0 when their 95%
+    confidence intervals overlap."""
+    if a.lo > b.hi:
+        return 1
+    if a.hi < b.lo:
+        return -1
+    return 0

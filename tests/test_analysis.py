@@ -1,0 +1,159 @@
+"""Analyses on synthetic data with known answers."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from commscope.analysis import crossover, findings, hockney, loggp
+from commscope.analysis.series import Config, Point
+
+SIZES = [2**k for k in range(0, 21, 2)]  # 1 B .. 1 MiB
+
+
+def series(f, rel_ci=0.01, noise=0.0, seed=1):
+    rng = random.Random(seed)
+    out = {}
+    for s in SIZES:
+        m = f(s) * (1 + rng.gauss(0, noise))
+        out[s] = Point(s, m, m * (1 - rel_ci), m * (1 + rel_ci))
+    return out
+
+
+def ref_line(s):
+    return 1.0 + s / 1000.0
+
+
+@pytest.mark.parametrize("coll,scenario,short,long_,cross", [
+    (lambda s: 2.0 * ref_line(s), 1, "H", "H", None),        # always slower
+    (lambda s: 0.5 * ref_line(s), 2, "L", "L", None),        # always faster
+    # lines meet at 4000 B; 4 KiB is too close to separate, 16 KiB is the first surely faster
+    (lambda s: 3.0 + s / 2000.0, 3, "H", "L", 16384),         # slower, then faster
+    (lambda s: 0.5 + s / 500.0, 4, "L", "H", 1024),           # faster, then slower
+])
+def test_four_scenarios(coll, scenario, short, long_, cross):
+    v = crossover.classify(series(coll), series(ref_line))
+    assert (v.scenario, v.short, v.long, v.crossover) == (scenario, short, long_, cross)
+    if cross:
+        lo, hi = v.bracket
+        assert lo < cross == hi
+        # the changing length is where the collective's line meets the reference's
+        assert lo <= {3: 4000, 4: 1000}[scenario] <= hi
+
+
+def test_crossover_advice_reads_like_seed_004():
+    v = crossover.classify(series(lambda s: 3.0 + s / 2000.0), series(ref_line))
+    assert v.advice("bcast", "3 MPI_Send calls") == (
+        "below 16 KiB use 3 MPI_Send calls instead of MPI_Bcast on this configuration")
+
+
+def test_noisy_equal_series_claims_nothing():
+    """Same curve, 5% noise, +-10% intervals: no size separates."""
+    v = crossover.classify(series(ref_line, rel_ci=0.10, noise=0.05, seed=3),
+                           series(ref_line, rel_ci=0.10, noise=0.05, seed=4))
+    assert v.scenario is None and v.crossover is None and not v.mixed
+    assert {m for _, m in v.marks} == {"="}
+
+
+def test_flip_flopping_series_is_mixed_not_a_crossover():
+    flip = {s: (1.5 if i % 2 else 0.5) for i, s in enumerate(SIZES)}
+    v = crossover.classify(series(lambda s: flip[s] * ref_line(s)), series(ref_line))
+    assert v.mixed and v.scenario is None and v.crossover is None
+    assert "no crossover claimed" in v.advice("reduce", "sends")
+
+
+def test_sends_reference_scales_latency():
+    lat = series(ref_line)
+    ref = crossover.sends_reference(lat, 3)
+    assert ref[1024].median == pytest.approx(3 * lat[1024].median)
+    assert ref[1024].lo == pytest.approx(3 * lat[1024].lo)
+
+
+def test_analyze_uses_latency_at_two_ranks_and_hand_rolled():
+    cfg4 = Config("openmpi", 4, "local")
+    data = {
+        (Config("openmpi", 2, "local"), "latency"): series(ref_line),
+        (cfg4, "bcast"): series(lambda s: 3.0 * (3.0 + s / 2000.0)),
+        (cfg4, "bcast_sends"): series(lambda s: 3.0 * ref_line(s)),
+    }
+    rows = crossover.analyze(data)
+    assert [(r.collective, r.reference) for r in rows] == [
+        ("bcast", "3 x MPI_Send"), ("bcast", "bcast_sends")]
+    assert all(r.verdict.scenario == 3 and r.verdict.crossover == 16384 for r in rows)
+    text = crossover.table(rows)
+    assert "openmpi, 4 processes, local" in text and "below 16 KiB" in text
+
+
+# -- Hockney ---------------------------------------------------------------
+def test_hockney_recovers_known_pieces_within_2_percent():
+    sizes = [2**k for k in range(0, 23)]
+    rng = random.Random(5)
+
+    def t(m):
+        a, b = (0.3, 2000.0) if m < 16384 else (5.0, 10000.0)  # beta in bytes/us
+        return (a + m / b) * (1 + rng.gauss(0, 0.002))
+
+    f = hockney.fit(sizes, [t(m) for m in sizes])
+    assert f.breakpoint == 16384
+    left, right = f.pieces
+    assert left.alpha_us == pytest.approx(0.3, rel=0.02)
+    assert left.beta_gb_per_s == pytest.approx(2.0, rel=0.02)
+    assert right.alpha_us == pytest.approx(5.0, rel=0.02)
+    assert right.beta_gb_per_s == pytest.approx(10.0, rel=0.02)
+    assert f.rms_rel_error < 0.01
+    assert f.predict(1 << 20) == pytest.approx(5.0 + (1 << 20) / 10000.0, rel=0.02)
+
+
+def test_hockney_keeps_one_piece_when_there_is_no_switch():
+    sizes = [2**k for k in range(0, 20)]
+    f = hockney.fit(sizes, [1.0 + m / 5000.0 for m in sizes])
+    assert f.breakpoint is None
+    assert f.pieces[0].alpha_us == pytest.approx(1.0, rel=1e-6)
+    assert f.pieces[0].beta_mb_per_s == pytest.approx(5000.0, rel=1e-6)
+
+
+# -- LogGP -----------------------------------------------------------------
+def test_loggp_extraction_on_synthetic_trains():
+    L, o_s, o_r, g, G, n, d = 0.8, 0.3, 0.4, 0.5, 0.0005, 16, 20.0
+    sizes = [1, 64, 1024, 16384, 65536]
+
+    def gall(s):
+        return g + (s - 1) * G
+
+    p1 = {s: 2 * (o_s + L + o_r) + 2 * (s - 1) * G for s in sizes}
+    pn = {s: p1[s] + (n - 1) * max(o_s, o_r, gall(s)) for s in sizes}
+    pnd = {s: p1[s] + (n - 1) * max(o_s + d, gall(s)) for s in sizes}
+    pndr = {s: p1[s] + (n - 1) * max(o_r + d, gall(s)) for s in sizes}
+    got = loggp.extract(p1, pn, pnd, pndr, n, d)
+    assert got.o_s_us == pytest.approx(o_s, rel=1e-6)
+    assert got.o_r_us == pytest.approx(o_r, rel=1e-6)
+    assert got.G_us_per_byte == pytest.approx(G, rel=1e-3)
+    assert got.g_us == pytest.approx(g, rel=1e-2)
+    assert got.L_us == pytest.approx(L, rel=1e-6)
+    assert got.G_gb_per_s == pytest.approx(2.0, rel=1e-3)
+
+
+def test_loggp_needs_the_trains():
+    with pytest.raises(ValueError):
+        loggp.extract({1: 1.0}, {1: 2.0}, {1: 3.0}, {1: 3.0}, 8, 10.0)
+
+
+# -- findings --------------------------------------------------------------
+def test_findings_faster_and_drop_and_silence_on_noise():
+    a, b = Config("openmpi", 2, "local"), Config("mpich", 2, "local")
+    fast = series(ref_line)
+    slow = series(lambda s: 1.5 * ref_line(s))
+    bw_time = series(lambda s: s / 5000.0 if s != 4096 else 4096 / 2000.0)  # dip at 4 KiB
+    got = findings.all_findings({(a, "latency"): fast, (b, "latency"): slow,
+                                 (a, "bw"): bw_time})
+    kinds = [f.kind for f in got]
+    assert kinds.count("faster") == 1
+    faster = [f for f in got if f.kind == "faster"][0]
+    assert "openmpi is faster than mpich from 1 B to 1 MiB" in faster.text
+    assert "1.50x" in faster.text
+    drops = [f for f in got if f.kind == "drop"]
+    assert len(drops) == 1 and "from 1 KiB" in drops[0].text and "to 4 KiB" in drops[0].text
+    same = findings.all_findings({(a, "latency"): series(ref_line, rel_ci=0.1, seed=8),
+                                  (b, "latency"): series(ref_line, rel_ci=0.1, seed=9)})
+    assert [f for f in same if f.kind == "faster"] == []
