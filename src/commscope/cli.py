@@ -148,14 +148,13 @@ def cmd_export(a: argparse.Namespace) -> int:
 
 
 # -- analysis -------------------------------------------------------------
-def _series(a: argparse.Namespace) -> dict:
-    from .analysis.series import collect
-
+def _matching(a: argparse.Namespace) -> tuple[Store, list]:
+    """The store and the results the filters pick; none is an error."""
     store = Store(a.db, create=False)
     rows = _filtered(a, store)
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
-    return collect(rows)
+    return store, rows
 
 
 @command("analyze crossover")
@@ -163,10 +162,7 @@ def cmd_crossover(a: argparse.Namespace) -> int:
     from .analysis import crossover
     from .analysis.series import collect
 
-    store = Store(a.db, create=False)
-    picked = _filtered(a, store)
-    if not picked:
-        raise CommscopeError(f"no stored results match in {a.db}")
+    store, picked = _matching(a)
     # The equivalent sends come from latency records, whatever --np says.
     mpis = {r["mpi_name"] for r in picked}
     lat = [r for r in store.result_rows() if r["bench"] == "latency" and r["mpi_name"] in mpis]
@@ -185,8 +181,9 @@ def cmd_crossover(a: argparse.Namespace) -> int:
 @command("analyze findings")
 def cmd_findings(a: argparse.Namespace) -> int:
     from .analysis import findings
+    from .analysis.series import collect
 
-    print(findings.text(findings.all_findings(_series(a))), end="")
+    print(findings.text(findings.all_findings(collect(_matching(a)[1]))), end="")
     return 0
 
 
@@ -195,10 +192,7 @@ def cmd_fit(a: argparse.Namespace) -> int:
     from .analysis import hockney, loggp
     from .analysis.series import collect
 
-    store = Store(a.db, create=False)
-    rows = _filtered(a, store)
-    if not rows:
-        raise CommscopeError(f"no stored results match in {a.db}")
+    store, rows = _matching(a)
     series = collect(rows)
     run_of = {(r["mpi_name"], r["np"], r["cluster"], r["bench"]): r["run_id"] for r in rows}
     done = 0
