@@ -11,6 +11,8 @@ For each implementation, the two tools are alternated over several rounds
 modes for seconds at a time; the figures are medians over rounds.  Printed:
 commscope latency 8 B / osu_latency 8 B, commscope bw 1 MiB / osu_bw 1 MiB,
 and the spread (max/min) of commscope's 8 B latency median over 5 invocations.
+With --collectives: allreduce, bcast and alltoall at 8 B and 64 KiB, commscope's
+rank-averaged mean time per iteration (the figure OSU prints) over OSU's.
 The machine's noise (CPU used by other processes) during the comparison is
 printed too: figures taken on a busy machine say little.
 """
@@ -30,7 +32,8 @@ from pathlib import Path
 from commscope import build, mpi, noise, provenance
 from commscope.records import parse_file
 
-TARGETS = {"latency": (0.97, 1.03), "bw": (0.95, 1.05), "spread": (1.0, 1.03)}
+TARGETS = {"latency": (0.97, 1.03), "bw": (0.95, 1.05), "spread": (1.0, 1.03),
+           "coll": (0.95, 1.05)}
 
 
 def find_exe(root: Path, name: str) -> Path:
@@ -105,6 +108,42 @@ def compare(name: str, core: build.Core, osu_root: Path, rounds: int, tmp: Path)
     }
 
 
+COLLECTIVES = (("allreduce", 8), ("allreduce", 65536), ("bcast", 8), ("bcast", 65536),
+               ("alltoall", 8), ("alltoall", 65536))
+
+
+def cs_coll(core: build.Core, bench: str, size: int, tmp: Path) -> tuple[float, float]:
+    """(median of the max over ranks, mean of the rank averages) in us."""
+    out = tmp / "c.jsonl"
+    launch(core.impl, core.exe, ["--bench", bench, "--sizes", str(size), "--output", str(out),
+                                 "--time-cap", "2", "--min-time", "0.2"])
+    rec = parse_file(out).results[0]
+    if not rec.valid:
+        sys.exit(f"compare_osu: commscope {bench} {size} failed validation: {rec.error}")
+    assert rec.median_us and rec.mean_rank_avg_us
+    return rec.median_us, rec.mean_rank_avg_us
+
+
+def compare_collectives(core: build.Core, osu_root: Path, rounds: int, tmp: Path) -> list:
+    rows = []
+    for bench, size in COLLECTIVES:
+        exe = find_exe(osu_root, f"osu_{bench}")
+        cs_avg: list[float] = []
+        cs_med: list[float] = []
+        osu: list[float] = []
+        for r in range(rounds):
+            for tool in (("cs", "osu") if r % 2 == 0 else ("osu", "cs")):
+                if tool == "osu":
+                    osu.append(osu_value(launch(core.impl, exe, ["-m", f"{size}:{size}"]), size))
+                else:
+                    med, avg = cs_coll(core, bench, size, tmp)
+                    cs_med.append(med)
+                    cs_avg.append(avg)
+        m_avg, m_med, m_osu = (statistics.median(x) for x in (cs_avg, cs_med, osu))
+        rows.append((bench, size, m_avg, m_med, m_osu))
+    return rows
+
+
 def verdict(key: str, value: float) -> str:
     lo, hi = TARGETS[key]
     return "ok" if lo <= value <= hi else f"MISS (target {lo}-{hi})"
@@ -115,6 +154,8 @@ def main() -> int:
     ap.add_argument("--osu", action="append", required=True, metavar="MPI=DIR",
                     help="an MPI name (see commscope mpi list) and its OSU install folder")
     ap.add_argument("--rounds", type=int, default=6, help="alternation rounds (default 6)")
+    ap.add_argument("--collectives", action="store_true",
+                    help="compare allreduce, bcast and alltoall instead of point-to-point")
     a = ap.parse_args()
     impls = {m.name: m for m in mpi.discover()}
     pairs = []
@@ -125,16 +166,29 @@ def main() -> int:
         pairs.append((name, Path(folder)))
     mark0, t0, wall0 = noise.mark(), os.times(), time.monotonic()
     rows = []
+    coll_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, folder in pairs:
-            rows.append(compare(name, build.build(impls[name]), folder, a.rounds, Path(tmp)))
+            core = build.build(impls[name])
+            if a.collectives:
+                coll_rows.append((name, compare_collectives(core, folder, a.rounds, Path(tmp))))
+            else:
+                rows.append(compare(name, core, folder, a.rounds, Path(tmp)))
     t1 = os.times()
     children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
     n = noise.job_noise(mark0, noise.mark(), children, time.monotonic() - wall0)
     print(f"commscope vs OSU micro-benchmarks, {a.rounds} alternating rounds, medians")
-    print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores")
-    print("ratios compare the same statistic: OSU prints means (total time / iterations),")
-    print("so commscope's mean is set against them; its headline median is shown beside.")
+    print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores, 2 ranks")
+    for name, crow in coll_rows:
+        print(f"\n[{name}] collectives: commscope mean of rank averages / OSU avg latency")
+        for bench, size, m_avg, m_med, m_osu in crow:
+            ratio = m_avg / m_osu
+            print(f"  {bench:<10} {size:>6} B: commscope {m_avg:9.3f} us (median of max over "
+                  f"ranks {m_med:9.3f}), osu {m_osu:9.3f} us, ratio {ratio:.3f}  "
+                  f"{verdict('coll', ratio)}")
+    if rows:
+        print("ratios compare the same statistic: OSU prints means (total time / iterations),")
+        print("so commscope's mean is set against them; its headline median is shown beside.")
     for r in rows:
         m = r["m"]
         print(f"\n[{r['name']}]")

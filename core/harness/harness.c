@@ -67,6 +67,8 @@ static int root_of(const cs_ctx *c, long sample) {
 typedef struct sampler {
   double *x;
   double avg_sum;      /* sum of per-sample rank averages (collectives) */
+  double *local;       /* collectives: this rank's times not yet reduced */
+  long nlocal, lcap;
   long n, cap;
   int err;             /* this rank saw bad data */
   char why[CS_ERRLEN]; /* first failure on this rank */
@@ -96,31 +98,67 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
   double dt = 0;
   c->root = root_of(c, sample);
   if (validate && c->active) b->prepare(c, sample);
-  if (validate || b->timing == CS_TIME_MAX) sync_before(b, c);
+  if (validate) sync_before(b, c);
   if (c->active) {
     double t0 = cs_now_us();
     b->run(c, reps);
     dt = cs_now_us() - t0;
-    if (validate) {
-      inject(c, sample);
-      char why[CS_ERRLEN / 2];
-      if (!sm->err && b->check(c, sample, why, sizeof why)) {
-        sm->err = 1;
-        snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu sample %ld: %s", c->rank,
-                 b->name, c->size, sample, why);
-        fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
-      }
+  }
+  /* Collectives: as OSU's loop does, the barrier follows the timed call,
+   * so ranks enter it in the order they finished. */
+  if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
+  if (validate && c->active) {
+    inject(c, sample);
+    char why[CS_ERRLEN / 2];
+    if (!sm->err && b->check(c, sample, why, sizeof why)) {
+      sm->err = 1;
+      snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu sample %ld: %s", c->rank, b->name,
+               c->size, sample, why);
+      fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
     }
   }
-  if (b->timing == CS_TIME_MAX) {
-    /* The iteration lasts until the slowest rank is done. */
-    double worst = 0, sum = 0;
-    MPI_Reduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, c->comm);
-    MPI_Reduce(&dt, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, c->comm);
-    if (sample >= 0) sm->avg_sum += sum / c->np / ((double)reps * ops);
-    dt = worst;
-  }
   return dt / ((double)reps * ops);
+}
+
+static int push(sampler *sm, double v, long max) {
+  if (sm->n == sm->cap) {
+    long cap = sm->cap ? sm->cap * 2 : 1024;
+    if (cap > max) cap = max;
+    double *x = realloc(sm->x, (size_t)cap * sizeof *x);
+    if (!x) return CS_ENOMEM;
+    sm->x = x;
+    sm->cap = cap;
+  }
+  sm->x[sm->n++] = v;
+  return CS_OK;
+}
+
+/* Collectives: every rank keeps its own times; at a check point they are
+ * reduced in one go (max over ranks per iteration, and the rank average),
+ * never between two timed iterations. */
+static int reduce_pending(const cs_bench *b, cs_ctx *c, sampler *sm, long max) {
+  if (b->timing != CS_TIME_MAX || sm->nlocal == 0) return CS_OK;
+  long k = sm->nlocal;
+  double *worst = c->rank == 0 ? malloc((size_t)k * sizeof *worst) : NULL;
+  double *sum = c->rank == 0 ? malloc((size_t)k * sizeof *sum) : NULL;
+  if (c->rank == 0 && (!worst || !sum)) {
+    free(worst);
+    free(sum);
+    return CS_ENOMEM;
+  }
+  MPI_Reduce(sm->local, worst, (int)k, MPI_DOUBLE, MPI_MAX, 0, c->comm);
+  MPI_Reduce(sm->local, sum, (int)k, MPI_DOUBLE, MPI_SUM, 0, c->comm);
+  sm->nlocal = 0;
+  int rc = CS_OK;
+  if (c->rank == 0) {
+    for (long i = 0; i < k && rc == CS_OK; i++) {
+      rc = push(sm, worst[i], max);
+      sm->avg_sum += sum[i] / c->np;
+    }
+  }
+  free(worst);
+  free(sum);
+  return rc;
 }
 
 /* Rank 0 grows the batch until two samples in a row last at least
@@ -169,19 +207,6 @@ static void warm_up(const cs_bench *b, cs_ctx *c, long reps, double ops, sampler
   for (long w = 0; w < n; w++) one_sample(b, c, reps, ops, -1001 - w, 0, sm);
 }
 
-static int push(sampler *sm, double v, long max) {
-  if (sm->n == sm->cap) {
-    long cap = sm->cap ? sm->cap * 2 : 1024;
-    if (cap > max) cap = max;
-    double *x = realloc(sm->x, (size_t)cap * sizeof *x);
-    if (!x) return CS_ENOMEM;
-    sm->x = x;
-    sm->cap = cap;
-  }
-  sm->x[sm->n++] = v;
-  return CS_OK;
-}
-
 /* Rank 0 learns the first failing rank's reason (untimed). */
 static void gather_why(cs_ctx *c, sampler *sm, char *why, size_t len) {
   int me = sm->err ? c->rank : c->np, first = c->np;
@@ -218,14 +243,40 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   const char *stop = "max_samples";
   int converged = 0;
   double *scratch = NULL;
+  int coll = b->timing == CS_TIME_MAX;
+  if (coll) MPI_Barrier(c->comm); /* the first sample starts in step too */
   for (long s = 0;; s++) {
     double v = one_sample(b, c, reps, ops, s, cs_validated_sample(s), &sm);
-    if (push(&sm, v, o->max_samples)) {
-      free(sm.x);
-      free(scratch);
-      return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", sm.n);
+    int rc = CS_OK;
+    if (coll) {
+      if (sm.nlocal == sm.lcap) {
+        long cap = sm.lcap ? 2 * sm.lcap : 1024;
+        double *l = realloc(sm.local, (size_t)cap * sizeof *l);
+        if (l) {
+          sm.local = l;
+          sm.lcap = cap;
+        } else {
+          rc = CS_ENOMEM;
+        }
+      }
+      if (rc == CS_OK) sm.local[sm.nlocal++] = v;
+    } else if (c->rank == 0) {
+      rc = push(&sm, v, o->max_samples);
     }
-    if (sm.n < next_check && sm.n < o->max_samples) continue;
+    if (rc) {
+      free(sm.x);
+      free(sm.local);
+      free(scratch);
+      return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", s + 1);
+    }
+    long taken = s + 1;
+    if (taken < next_check && taken < o->max_samples) continue;
+    if (reduce_pending(b, c, &sm, o->max_samples)) {
+      free(sm.x);
+      free(sm.local);
+      free(scratch);
+      return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", taken);
+    }
     /* Check point: rank 0 decides, every rank reports bad data. */
     long local[3] = {sm.err, 0, 0}, all[3];
     if (c->rank == 0) {
@@ -256,6 +307,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
       if (per_sample_s > 0 && left_s / per_sample_s < (double)step)
         step = left_s > 0 ? (long)(left_s / per_sample_s) + 1 : 1;
       if (sm.n + step > o->max_samples) step = o->max_samples - sm.n;
+      if (coll && step > 65536) step = 65536; /* bounds the pending buffers */
       if (step < 1) step = 1;
       local[2] = step;
     }
@@ -265,7 +317,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
       break;
     }
     if (all[1]) break;
-    next_check = sm.n + all[2];
+    next_check = taken + all[2];
   }
   double wall_s = (cs_now_us() - t0) * 1e-6;
   cs_noise_mark_now(&m1, leader);
@@ -289,6 +341,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   r->np = c->np;
   r->batch = reps;
   r->ops_per_rep = ops;
+  free(sm.local);
   r->raw = sm.x; /* caller frees */
   r->nraw = sm.n;
   r->converged = converged;
