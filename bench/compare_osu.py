@@ -134,7 +134,10 @@ def compare_collectives(core: build.Core, osu_root: Path, rounds: int, tmp: Path
         for r in range(rounds):
             for tool in (("cs", "osu") if r % 2 == 0 else ("osu", "cs")):
                 if tool == "osu":
-                    osu.append(osu_value(launch(core.impl, exe, ["-m", f"{size}:{size}"]), size))
+                    # OSU reduces MPI_CHAR by default; commscope reduces int
+                    typ = ["-T", "mpi_int"] if bench == "allreduce" else []
+                    osu.append(osu_value(launch(core.impl, exe, ["-m", f"{size}:{size}", *typ]),
+                                         size))
                 else:
                     med, avg = cs_coll(core, bench, size, tmp)
                     cs_med.append(med)

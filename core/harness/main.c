@@ -101,8 +101,12 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     if (o->table) cs_table_header(stdout);
   }
   int nresults = 0, ninvalid = 0;
+  /* Benchmarks run on their own communicator, never on MPI_COMM_WORLD. */
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   for (int i = 0; i < nb && rc == CS_OK; i++)
-    rc = cs_run_bench(benches[i], o, MPI_COMM_WORLD, node, out, &ninvalid, &nresults, &e);
+    rc = cs_run_bench(benches[i], o, comm, node, out, &ninvalid, &nresults, &e);
+  MPI_Comm_free(&comm);
   if (rc && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
   if (rank == 0) {
     const char *status = rc ? "error" : (ninvalid ? "invalid" : "ok");
