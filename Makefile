@@ -1,6 +1,7 @@
 # The two commands of the README:
 #   make run    install what is missing, build the core for every MPI found,
-#               run the local characterization, store it and print a summary
+#               run the local characterization (point-to-point and collectives,
+#               2 ranks), store it, print the summary tables and the findings
 #   make test   install what is missing, then run the whole test suite
 PY      ?= python3
 VENV    := .venv
@@ -12,7 +13,8 @@ APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python
 
 run: install
 	$(BIN)/commscope mpi list
-	$(BIN)/commscope run --db $(DB)
+	$(BIN)/commscope run --db $(DB) --bench p2p,coll,coll-sends
+	$(BIN)/commscope analyze findings --db $(DB)
 
 test: install
 	$(BIN)/ruff check src tests bench
