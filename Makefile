@@ -1,13 +1,16 @@
 # The two commands of the README:
 #   make run    install what is missing, build the core for every MPI found,
 #               run the local characterization (point-to-point and collectives,
-#               2 ranks), store it, print the summary tables and the findings
+#               2 ranks), store it, print the summary tables and the findings,
+#               and write the HTML report to report/index.html
 #   make test   install what is missing, then run the whole test suite
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 DB      ?= commscope.db
 APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python3-venv procps
+# the report's rendering test opens the page in a real browser
+TEST_APT_PKGS := chromium
 
 .PHONY: run test install deps venv lint clean
 
@@ -15,8 +18,10 @@ run: install
 	$(BIN)/commscope mpi list
 	$(BIN)/commscope run --db $(DB) --bench p2p,coll,coll-sends
 	$(BIN)/commscope analyze findings --db $(DB)
+	$(BIN)/commscope report --db $(DB) --out report
 
 test: install
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(TEST_APT_PKGS)"
 	$(BIN)/ruff check src tests bench
 	$(BIN)/pytest -ra
 

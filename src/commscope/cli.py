@@ -238,6 +238,68 @@ def cmd_fit(a: argparse.Namespace) -> int:
     return 0
 
 
+# -- report and compare -----------------------------------------------------
+SELECT_KEYS = ("run", "sweep", "mpi", "cluster")
+
+
+def select_rows(store: Store, sel: str) -> list:
+    """A set of results: run=1,2 | sweep=3 | mpi=openmpi | cluster=local."""
+    key, _, value = sel.partition("=")
+    values = [v.strip() for v in value.split(",") if v.strip()]
+    if key not in SELECT_KEYS or not values:
+        raise CommscopeError(f"bad selection '{sel}' (use run=ID[,ID], sweep=ID, mpi=NAME or "
+                             "cluster=NAME)")
+    if key in ("run", "sweep"):
+        try:
+            ids = [int(v) for v in values]
+        except ValueError:
+            raise CommscopeError(f"{key} ids must be integers: '{value}'") from None
+        if key == "sweep":
+            marks = ",".join("?" * len(ids))
+            ids = [r[0] for r in store.db.execute(
+                f"SELECT id FROM runs WHERE sweep_id IN ({marks})", ids).fetchall()]
+        rows = store.result_rows(run_ids=ids) if ids else []
+    else:
+        col = "mpi_name" if key == "mpi" else "cluster"
+        rows = [r for r in store.result_rows() if r[col] in values]
+    if not rows:
+        raise CommscopeError(f"no stored results for {sel}")
+    return rows
+
+
+@command("compare")
+def cmd_compare(a: argparse.Namespace) -> int:
+    from .analysis import compare as cmp
+
+    store = Store(a.db, create=False)
+    comps = cmp.compare_rows(select_rows(store, a.a), select_rows(store, a.b), a.factor)
+    if not comps:
+        raise CommscopeError(f"{a.a} and {a.b} have no benchmark, process count and size "
+                             "in common")
+    print(cmp.table(comps, a.a, a.b), end="")
+    return 1 if any(c.regression for c in comps) else 0
+
+
+@command("report")
+def cmd_report(a: argparse.Namespace) -> int:
+    from .analysis import compare as cmp
+    from .report.html import build
+
+    store, rows = _matching(a)
+    comparison = None
+    if bool(a.compare_a) != bool(a.compare_b):
+        raise CommscopeError("--compare-a and --compare-b go together")
+    if a.compare_a:
+        comparison = (a.compare_a, a.compare_b, cmp.compare_rows(
+            select_rows(store, a.compare_a), select_rows(store, a.compare_b), a.factor))
+    out = Path(a.out)
+    if out.exists() and not out.is_dir():
+        raise CommscopeError(f"{out} exists and is not a folder")
+    index = build(store, out, rows, comparison=comparison, progress=Progress(0, enabled=True))
+    print(f"report written to {index}")
+    return 0
+
+
 # -- mpi ------------------------------------------------------------------
 @command("mpi list")
 def cmd_mpi_list(a: argparse.Namespace) -> int:
@@ -399,6 +461,23 @@ def make_parser() -> Parser:
     _filters(ft)
     ft.add_argument("--model", choices=("hockney", "loggp", "all"), default="all",
                     help="which model (default all)")
+
+    rp = sub.add_parser("report", help="write a self-contained HTML report",
+                        epilog="example: commscope report --db my.db --out report/")
+    _filters(rp)
+    rp.add_argument("--out", default="report", help="folder to write (default ./report)")
+    rp.add_argument("--compare-a", help="add a comparison: set A (e.g. mpi=openmpi)")
+    rp.add_argument("--compare-b", help="and set B (e.g. mpi=mpich)")
+    rp.add_argument("--factor", type=_positive(float, 1.0, 100.0), default=1.05,
+                    help="minimum change factor of the comparison (default 1.05)")
+    cp = sub.add_parser("compare", help="compare two runs or sets; exit 1 on a regression",
+                        epilog="example: commscope compare --db my.db --a run=3 --b run=7")
+    cp.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    cp.add_argument("--a", required=True, help="baseline: run=ID[,ID], sweep=ID, mpi=NAME, "
+                                               "cluster=NAME")
+    cp.add_argument("--b", required=True, help="candidate, same forms as --a")
+    cp.add_argument("--factor", type=_positive(float, 1.0, 100.0), default=1.05,
+                    help="smallest change that counts (default 1.05 = 5%%)")
 
     m = sub.add_parser("mpi", help="find, describe and add MPI implementations",
                        formatter_class=fmt, epilog="example: commscope mpi list")

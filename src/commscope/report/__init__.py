@@ -1,0 +1,1 @@
+"""The HTML report: figure data, SVG figures and the page."""

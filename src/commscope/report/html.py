@@ -1,0 +1,294 @@
+"""The static HTML report: one folder, index.html and SVG figures, no
+script, every label from the user or the machine escaped."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+
+from .. import __version__
+from ..analysis import compare as compare_mod
+from ..analysis import crossover, findings, hockney
+from ..analysis.series import collect
+from ..sizes import human
+from ..store import Store
+from .figures import Figure, Line, lines_for, render_svg
+
+P2P = (("latency", "time", "one-way latency (us)", "Latency (ping-pong, round trip / 2)"),
+       ("bw", "bandwidth", "bandwidth (MB/s)", "Unidirectional bandwidth"),
+       ("bibw", "bandwidth", "bandwidth (MB/s, both ways)", "Bidirectional bandwidth"),
+       ("roundtrip", "rate", "round trips per second", "Round-trip rate"),
+       ("sendloop", "time", "time per send (us)", "Send loop: time per send"))
+COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "alltoall",
+               "allgather", "reduce_scatter")
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2rem auto;max-width:1100px;
+color:#1a1a1a;line-height:1.45;padding:0 1rem}
+h1{font-size:1.6rem}h2{border-bottom:2px solid #0072B2;padding-bottom:.2rem;margin-top:2.2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.86rem}
+th,td{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#eef4fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+figure{margin:1rem 0;display:inline-block;vertical-align:top}
+figure img{width:680px;max-width:100%;border:1px solid #ddd}
+figcaption{font-size:.82rem;color:#444;max-width:680px}
+.finding{margin:.35rem 0}.kind{font-size:.75rem;background:#eee;padding:.05rem .3rem;
+border-radius:3px;margin-right:.3rem}.bad{color:#b00020}.muted{color:#666;font-size:.85rem}
+"""
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+class Report:
+    def __init__(self, out_dir: Path) -> None:
+        self.out = out_dir
+        (out_dir / "fig").mkdir(parents=True, exist_ok=True)
+        self.parts: list[str] = []
+        self.figures: list[Figure] = []
+
+    def add(self, html: str) -> None:
+        self.parts.append(html)
+
+    def figure(self, fig: Figure, caption: str) -> None:
+        if not fig.lines:
+            return
+        self.figures.append(fig)
+        (self.out / "fig" / f"{fig.fig_id}.svg").write_text(render_svg(fig))
+        self.add(f'<figure id="{escape(fig.fig_id)}"><img src="fig/{escape(fig.fig_id)}.svg" '
+                 f'alt="{escape(fig.title)}"><figcaption>{escape(caption)}</figcaption></figure>')
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[object]], num: set[int] = frozenset()
+           ) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    for r in rows:
+        out.append("<tr>" + "".join(
+            f'<td{" class=num" if i in num else ""}>{escape(str(v))}</td>'
+            for i, v in enumerate(r)) + "</tr>")
+    return "".join(out) + "</table>"
+
+
+def _provenance(store: Store, run_ids: set[int]) -> str:
+    rows = []
+    for r in store.runs():
+        if r["id"] not in run_ids:
+            continue
+        ver = (r["mpi_version"] or "").splitlines()
+        rows.append((r["id"], r["status"], r["mpi_name"], ver[0] if ver else "", r["bench"],
+                     r["np"], r["cluster"] + (" (oversubscribed)" if r["oversubscribed"] else ""),
+                     r["hostname"], r["cpu_model"], r["n_cores"], r["kernel"],
+                     f"{r['commscope_version']} {r['git_rev'] or ''}".strip(), r["started_at"]))
+    return _table(("run", "status", "MPI", "version", "benchmark", "ranks", "cluster", "host",
+                   "CPU", "cores", "kernel", "commscope", "started"), rows, {0, 5, 9})
+
+
+def _failures(store: Store, run_ids: set[int]) -> str:
+    bad = [r for r in store.runs() if r["id"] in run_ids and r["status"] != "ok"]
+    if not bad:
+        return "<p>Every job finished cleanly and every moved byte was validated.</p>"
+    rows = [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"],
+             (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else "")
+            for r in bad]
+    return ('<p class="bad">Some jobs failed; what they measured before failing is kept.</p>'
+            + _table(("run", "status", "MPI", "benchmark", "ranks", "first line of stderr"),
+                     rows, {0, 4}))
+
+
+def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
+          comparison: tuple[str, str, list[compare_mod.Comparison]] | None = None,
+          progress=None) -> Path:
+    rep = Report(out_dir)
+    run_ids = {int(r["run_id"]) for r in rows}
+    series = collect(rows)
+    benches = {r["bench"] for r in rows}
+    flagged = sum(1 for r in rows if r["flagged"])
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rep.add(f"<h1>commscope report</h1><p class=muted>{escape(now)} · commscope "
+            f"{escape(__version__)} · store {escape(str(store.path))} · {len(run_ids)} runs, "
+            f"{len(rows)} records"
+            + (f", {flagged} measured while the machine was busy (marked in the tables of "
+               "<code>commscope show</code>)" if flagged else "") + "</p>")
+
+    found = findings.all_findings(series)
+    xrows = crossover.analyze(series)
+    steps = [b for b, *_ in P2P if b in benches] + [c for c in COLLECTIVES if c in benches]
+    steps += [f"x{i}" for i in range(len(xrows))]
+    if progress:
+        progress.total = len(steps)
+
+    def tick(label: str) -> None:
+        if progress:
+            progress.start(label)
+            progress.end(label, "drawn")
+
+    # Findings first: what a reader wants, each linked to its figure.
+    rep.add("<h2 id=findings>Findings and recommendations</h2>")
+    if not found:
+        rep.add("<p>No statistically separated difference to report.</p>")
+    order = {"collective-slower": 0, "protocol": 1, "drop": 2}
+    for f in sorted((f for f in found if f.kind != "faster"), key=lambda f: order[f.kind]):
+        anchor = _finding_anchor(f, xrows)
+        recs = ", ".join(str(x) for x in f.records[:20]) + ("…" if len(f.records) > 20 else "")
+        rep.add(f'<p class=finding><span class=kind>{escape(f.kind)}</span>{escape(f.text)} '
+                f'<a href="#{escape(anchor)}">figure</a> '
+                f'<span class=muted>(records {escape(recs)})</span></p>')
+    faster = [f for f in found if f.kind == "faster"]
+    if faster:
+        rep.add("<h3>Which implementation is faster, where</h3><p>Size ranges where one "
+                "implementation's median is lower by 5% or more with separated 95% confidence "
+                "intervals.</p>")
+        rep.add("<table><tr><th>finding</th><th>figure</th><th>records</th></tr>" + "".join(
+            f"<tr><td>{escape(f.text)}</td><td><a href=\"#{escape(_finding_anchor(f, xrows))}"
+            f"\">figure</a></td><td class=muted>{escape(', '.join(map(str, f.records[:8])))}"
+            f"{'…' if len(f.records) > 8 else ''}</td></tr>" for f in faster) + "</table>")
+
+    rep.add("<h2 id=provenance>Runs</h2>" + _provenance(store, run_ids))
+    rep.add("<h2 id=failures>Failures</h2>" + _failures(store, run_ids))
+
+    if any(b in benches for b, *_ in P2P):
+        rep.add("<h2 id=p2p>Point-to-point</h2><p>Lines are medians; bands are the 95% "
+                "confidence interval of the median.</p>")
+        for bench, metric, ylabel, title in P2P:
+            if bench not in benches:
+                continue
+            rep.figure(Figure(f"fig-{bench}", title, ylabel, lines_for(rows, bench, metric)),
+                       f"{title}: one line per implementation and cluster.")
+            tick(bench)
+        rep.add(_hockney_table(series))
+
+    colls = [c for c in COLLECTIVES if c in benches]
+    if colls:
+        rep.add("<h2 id=collectives>Collectives</h2><p>Time per call: each iteration starts "
+                "after a barrier and lasts until the slowest rank returns.</p>")
+        for c in colls:
+            rep.figure(Figure(f"fig-{c}", f"MPI_{c.capitalize()}", "time (us)",
+                              lines_for(rows, c, "time", label_np=True)),
+                       f"{c}: one line per implementation, process count and cluster.")
+            tick(c)
+    if xrows:
+        rep.add("<h2 id=crossover>Collectives against sends (seed 004)</h2>"
+                "<p>H: the collective is slower, L: faster, =: not told apart (95% CIs "
+                "overlap or less than 5% apart). The dotted line marks the changing length."
+                "</p>")
+        rep.add(_crossover_table(xrows))
+        for i, xr in enumerate(xrows):
+            rep.figure(_crossover_figure(xr, series, i), f"{xr.collective} against "
+                       f"{xr.reference} under {xr.config.label()}: "
+                       f"{xr.verdict.advice(xr.collective, xr.reference)}.")
+            tick(f"x{i}")
+    rep.add(_loggp_table(store, run_ids))
+    if comparison:
+        a_label, b_label, comps = comparison
+        rep.add(f"<h2 id=compare>Comparison</h2><p>A = {escape(a_label)}, B = "
+                f"{escape(b_label)}; ratio B/A of times.</p>")
+        rep.add(_table(("benchmark", "ranks", "size", "A (us)", "B (us)", "B/A", "verdict",
+                        "test"),
+                       [(c.bench, c.np, human(c.size), f"{c.a_median:.3f}", f"{c.b_median:.3f}",
+                         f"{c.ratio:.3f}", c.verdict, c.test) for c in comps], {1, 3, 4, 5}))
+    page = ("<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+            "<meta name=viewport content='width=device-width'>"
+            f"<title>commscope report</title><style>{CSS}</style></head><body>"
+            + "\n".join(rep.parts) + "</body></html>\n")
+    index = out_dir / "index.html"
+    index.write_text(page)
+    (out_dir / "figures.json").write_text(json.dumps(
+        [{"id": f.fig_id, "title": f.title, "lines": [ln.__dict__ for ln in f.lines]}
+         for f in rep.figures]))
+    return index
+
+
+def _finding_anchor(f: findings.Finding, xrows: list[crossover.Row]) -> str:
+    if f.kind == "protocol":
+        return "fig-latency"
+    if f.kind == "collective-slower":
+        for i, xr in enumerate(xrows):
+            if xr.config.label() in f.text and crossover.MPI_NAME[xr.collective] in f.text \
+                    and xr.reference in f.text:
+                return _xfig_id(xr, i)
+        return "crossover"
+    bench = f.text.split(",")[0].split(" ")[0]
+    return f"fig-{bench}"
+
+
+def _xfig_id(xr: crossover.Row, i: int) -> str:
+    return f"fig-x-{_slug(xr.config.label())}-{xr.collective}-{_slug(xr.reference)}-{i}"
+
+
+def _crossover_figure(xr: crossover.Row, series, i: int) -> Figure:
+    coll = series[(xr.config, xr.collective)]
+    if xr.reference.endswith("_sends"):
+        ref = series[(xr.config, xr.reference)]
+    else:
+        k = crossover.EQUIV_SENDS[xr.collective](xr.config.np)
+        lat = series.get((xr.config, "latency")) or series[
+            (type(xr.config)(xr.config.mpi, 2, xr.config.cluster), "latency")]
+        ref = crossover.sends_reference(lat, k)
+
+    def line(label: str, s, dashed: bool = False) -> Line:
+        sizes = sorted(x for x in s if x > 0)
+        return Line(label, tuple(sizes), tuple(s[x].median for x in sizes),
+                    tuple(s[x].lo for x in sizes), tuple(s[x].hi for x in sizes),
+                    tuple(s[x].result_id or 0 for x in sizes), dashed)
+
+    fig = Figure(_xfig_id(xr, i), f"{crossover.MPI_NAME[xr.collective]} vs {xr.reference}, "
+                 f"{xr.config.label()}", "time (us)",
+                 [line(crossover.MPI_NAME[xr.collective], coll),
+                  line(xr.reference, ref, dashed=True)])
+    if xr.verdict.crossover:
+        fig.vlines.append((xr.verdict.crossover, f"changes at {human(xr.verdict.crossover)}"))
+    return fig
+
+
+def _crossover_table(xrows: list[crossover.Row]) -> str:
+    rows = []
+    for xr in xrows:
+        v = xr.verdict
+        rows.append((xr.config.label(), xr.collective, xr.reference, v.short, v.long,
+                     human(v.crossover) if v.crossover else "",
+                     v.scenario or ("mixed" if v.mixed else ""),
+                     v.advice(xr.collective, xr.reference)))
+    return _table(("configuration", "collective", "against", "short", "long",
+                   "changing length", "scenario", "advice"), rows)
+
+
+def _hockney_table(series) -> str:
+    rows = []
+    for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][1], kv[0][0].mpi)):
+        sizes = sorted(x for x in s if x > 0)
+        if bench not in ("latency", "bw", "sendloop") or len(sizes) < 2:
+            continue
+        f = hockney.fit(sizes, [s[x].median for x in sizes])
+        p1 = f.pieces[0]
+        p2 = f.pieces[1] if len(f.pieces) > 1 else None
+        rows.append((bench, cfg.label(), f"{p1.alpha_us:.3f}", f"{p1.beta_gb_per_s:.2f}",
+                     human(f.breakpoint) if f.breakpoint else "none",
+                     f"{p2.alpha_us:.3f}" if p2 else "", f"{p2.beta_gb_per_s:.2f}" if p2 else "",
+                     f"{f.rms_rel_error:.3f}"))
+    if not rows:
+        return ""
+    return ("<h3>Hockney model T(m) = α + m/β</h3>" + _table(
+        ("benchmark", "configuration", "α (us)", "β (GB/s)", "breakpoint", "α after (us)",
+         "β after (GB/s)", "rms rel. error"), rows, {2, 3, 5, 6, 7}))
+
+
+def _loggp_table(store: Store, run_ids: set[int]) -> str:
+    rows = []
+    for f in store.fits("loggp"):
+        if f["run_id"] not in run_ids:
+            continue
+        p = json.loads(f["params"])
+        rows.append((f"{f['mpi_name']}, {f['np']} processes, {f['cluster']}",
+                     f"{p['L_us']:.3f}", f"{p['o_s_us']:.3f}", f"{p['o_r_us']:.3f}",
+                     f"{p['g_us']:.3f}", f"{p['G_us_per_byte'] * 1e3:.4f}"))
+    if not rows:
+        return ""
+    return ("<h2 id=loggp>LogGP</h2>" + _table(
+        ("configuration", "L (us)", "o_s (us)", "o_r (us)", "g (us)", "G (ns/B)"), rows,
+        {1, 2, 3, 4, 5}))

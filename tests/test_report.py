@@ -1,0 +1,161 @@
+"""The report and the comparison: figure data against the store, verdicts
+on synthetic samples, escaping, and a real report rendered by Chromium."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commscope import cli
+from commscope.analysis import compare
+from commscope.records import parse_file
+from commscope.report.figures import lines_for
+from commscope.report.html import build
+from commscope.store import OK, RunInfo, Store
+
+GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
+
+
+def _info(**kw) -> RunInfo:
+    base = dict(plan_key="k", bench="latency", np=2, sizes="8:64", mpi_name="openmpi",
+                mpi_family="openmpi", mpi_version="Open MPI v4.1.4", mpi_identity="x",
+                cluster="local", launch_argv=["mpirun"], env={},
+                machine={"hostname": "h", "n_cores": 2}, options={}, oversubscribed=False)
+    base.update(kw)
+    return RunInfo(**base)
+
+
+def _store_with(tmp_path, results_by_mpi, machine=None):
+    s = Store(tmp_path / "r.db")
+    hdr = parse_file(GOLDEN).header
+    for mpi, results in results_by_mpi.items():
+        rid = s.begin_run(_info(mpi_name=mpi, plan_key=mpi,
+                                machine=machine or {"hostname": "h", "n_cores": 2}), None)
+        s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=hdr,
+                     results=results, flags=[False] * len(results), noise={})
+    return s
+
+
+def test_plotted_series_equal_the_stored_records(tmp_path):
+    res = parse_file(GOLDEN).results
+    s = _store_with(tmp_path, {"openmpi": res})
+    rows = s.result_rows()
+    lat = lines_for(rows, "latency", "time")
+    assert len(lat) == 1 and lat[0].label == "openmpi (local)"
+    stored = {r["size_bytes"]: r for r in rows if r["bench"] == "latency"}
+    assert lat[0].sizes == (8, 64)
+    for size, v, lo, hi, rid in zip(lat[0].sizes, lat[0].values, lat[0].lo, lat[0].hi,
+                                    lat[0].record_ids, strict=True):
+        assert (v, lo, hi, rid) == (stored[size]["median_us"], stored[size]["ci_lo_us"],
+                                    stored[size]["ci_hi_us"], stored[size]["id"])
+    bw = lines_for(rows, "bw", "bandwidth")[0]
+    bws = {r["size_bytes"]: r for r in rows if r["bench"] == "bw"}
+    for size, v in zip(bw.sizes, bw.values, strict=True):
+        assert v == pytest.approx(bws[size]["mb_per_s"], rel=1e-9)
+    # and what the report wrote down is what it plotted
+    build(s, tmp_path / "rep", rows)
+    figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}
+    assert figs["fig-latency"]["lines"][0]["values"] == list(lat[0].values)
+
+
+def test_mann_whitney_separates_a_shift_and_not_noise():
+    rng = random.Random(11)
+    a = [rng.lognormvariate(0, 0.05) for _ in range(300)]
+    same = [rng.lognormvariate(0, 0.05) for _ in range(300)]
+    slower = [1.10 * rng.lognormvariate(0, 0.05) for _ in range(300)]
+    assert compare.mann_whitney_p(a, slower) < 1e-6
+    assert compare.mann_whitney_p(a, same) > 0.01
+    # false alarms on pure noise stay near the test's level
+    alarms = sum(compare.mann_whitney_p([rng.gauss(0, 1) for _ in range(50)],
+                                        [rng.gauss(0, 1) for _ in range(50)]) < 0.05
+                 for _ in range(200))
+    assert alarms <= 20
+
+
+def _result_with_raw(r, raw):
+    from dataclasses import replace
+
+    srt = sorted(raw)
+    return replace(r, raw_us=tuple(raw), median_us=srt[len(srt) // 2], n_samples=len(raw),
+                   ci_lo_us=srt[len(srt) // 2 - 15], ci_hi_us=srt[len(srt) // 2 + 15])
+
+
+def test_compare_finds_a_real_regression_and_ignores_noise(tmp_path, capsys):
+    rng = random.Random(3)
+    base = parse_file(GOLDEN).results[0]  # latency 8 B
+    a = _result_with_raw(base, [0.4 * rng.lognormvariate(0, 0.03) for _ in range(400)])
+    noise = _result_with_raw(base, [0.4 * rng.lognormvariate(0, 0.03) for _ in range(400)])
+    slow = _result_with_raw(base, [0.48 * rng.lognormvariate(0, 0.03) for _ in range(400)])
+    s = _store_with(tmp_path, {"a": [a], "same": [noise], "slow": [slow]})
+    db = str(s.path)
+    assert cli.main(["compare", "--db", db, "--a", "mpi=a", "--b", "mpi=same"]) == 0
+    out = capsys.readouterr().out
+    assert " same " in out and "mann-whitney" in out
+    assert cli.main(["compare", "--db", db, "--a", "mpi=a", "--b", "mpi=slow"]) == 1
+    out = capsys.readouterr().out
+    assert "slower" in out and "1 slower" in out
+    assert cli.main(["compare", "--db", db, "--a", "mpi=slow", "--b", "mpi=a"]) == 0
+    assert "faster" in capsys.readouterr().out
+    # a 20% change below a 25% factor is no verdict
+    assert cli.main(["compare", "--db", db, "--a", "mpi=a", "--b", "mpi=slow",
+                     "--factor", "1.25"]) == 0
+
+
+def test_compare_bad_selection(capsys, tmp_path):
+    s = _store_with(tmp_path, {"a": parse_file(GOLDEN).results})
+    rc = cli.main(["compare", "--db", str(s.path), "--a", "colour=blue", "--b", "mpi=a"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "bad selection" in err[0]
+
+
+def test_labels_are_escaped_and_no_script_is_embedded(tmp_path):
+    evil = '<script>alert("x")</script>'
+    res = parse_file(GOLDEN).results
+    s = _store_with(tmp_path, {f"mpi{evil}": res, "plain": res},
+                    machine={"hostname": f"host{evil}", "n_cores": 2, "cpu_model": "a&b"})
+    index = build(s, tmp_path / "rep", s.result_rows())
+    html = index.read_text()
+    assert "<script" not in html.lower()
+    assert "&lt;script&gt;" in html and "a&amp;b" in html
+    assert 'src="http' not in html and 'href="http' not in html  # nothing from outside
+    for svg in (tmp_path / "rep" / "fig").glob("*.svg"):
+        text = svg.read_text().lower()
+        assert "<script" not in text and 'href="http' not in text
+
+
+@pytest.mark.mpi
+def test_real_report_renders_in_chromium(tmp_path, cores):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.fail("chromium is missing: `make test` installs Debian's chromium package")
+    db = tmp_path / "real.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    assert cli.main(["run", "--db", str(db), "--bench", "latency,bw,bcast,bcast_sends",
+                     "--sizes", "1:16K", "--factor", "4", "--min-time", "0.005", "--quiet",
+                     *mpis]) == 0
+    out = tmp_path / "report"
+    assert cli.main(["report", "--db", str(db), "--out", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    imgs = [p.split('"')[0] for p in html.split('<img src="')[1:]]
+    assert len(imgs) >= 4 and all((out / p).is_file() for p in imgs)
+    shot = tmp_path / "shot.png"
+    p = subprocess.run(
+        [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--no-first-run", "--hide-scrollbars", "--enable-logging=stderr", "--v=0",
+         "--window-size=1200,1600", f"--screenshot={shot}", (out / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=120)
+    console = [line for line in p.stderr.splitlines() if "CONSOLE" in line
+               or "Failed to load" in line or "net::ERR" in line]
+    assert console == [], console
+    assert shot.is_file()
+    import matplotlib.image as mpimg
+
+    px = mpimg.imread(str(shot))
+    assert px.shape[0] == 1600 and px.shape[1] == 1200
+    assert len({tuple(v) for v in px[::8, ::8, :3].reshape(-1, 3).round(2).tolist()}) > 20
