@@ -44,15 +44,15 @@ def extract(prtt1: Mapping[int, float], prttn: Mapping[int, float], prttnd: Mapp
     o_r = (prttndr[s0] - prtt1[s0]) / (n - 1) - d_us
     gall = {s: (prttn[s] - prtt1[s]) / (n - 1) for s in sizes}
     # Fit g + (s - 1) G over the sizes where the gap, not an overhead, binds.
-    pts = [(s - 1, gall[s]) for s in sizes if gall[s] > max(o_s, o_r)] or \
-          [(s - 1, gall[s]) for s in sizes]
-    if len(pts) == 1:
-        g, G = pts[0][1], 0.0
-    else:
-        mx = sum(x for x, _ in pts) / len(pts)
-        my = sum(y for _, y in pts) / len(pts)
-        sxx = sum((x - mx) ** 2 for x, _ in pts)
-        G = sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx > 0 else 0.0
-        g = my - G * mx
+    # (at least the two largest sizes, so there is always a slope).
+    bound = [s for s in sizes if gall[s] > max(o_s, o_r)]
+    if len(bound) < 2:
+        bound = sizes[-2:]
+    pts = [(s - 1, gall[s]) for s in bound]
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    G = sum((x - mx) * (y - my) for x, y in pts) / sxx if sxx > 0 else 0.0
+    g = my - G * mx
     L = prtt1[s0] / 2 - o_s - o_r - (s0 - 1) * G
     return LogGP(L, o_s, o_r, g, G, n, d_us, s0)
