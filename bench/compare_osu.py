@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from commscope import build, mpi, noise, provenance
-from commscope.records import parse_file
+from commscope.records import Result, parse_file
 
 TARGETS = {"latency": (0.97, 1.03), "bw": (0.95, 1.05), "spread": (1.0, 1.03),
            "coll": (0.95, 1.05)}
@@ -61,15 +61,21 @@ def osu_value(out: str, size: int) -> float:
     raise SystemExit(f"compare_osu: no row for size {size} in OSU output:\n{out}")
 
 
-def cs_value(core: build.Core, bench: str, size: int, tmp: Path) -> tuple[float, float]:
-    """commscope's headline (from the median) and the same from the mean,
-    which is the statistic OSU prints (total time / iterations)."""
+def cs_record(core: build.Core, bench: str, size: int, tmp: Path) -> Result:
+    """One validated commscope record of `bench` at `size`."""
     out = tmp / "r.jsonl"
     launch(core.impl, core.exe, ["--bench", bench, "--sizes", str(size), "--output", str(out),
                                  "--time-cap", "2", "--min-time", "0.2"])
     rec = parse_file(out).results[0]
     if not rec.valid:
         sys.exit(f"compare_osu: commscope {bench} {size} failed validation: {rec.error}")
+    return rec
+
+
+def cs_value(core: build.Core, bench: str, size: int, tmp: Path) -> tuple[float, float]:
+    """commscope's headline (from the median) and the same from the mean,
+    which is the statistic OSU prints (total time / iterations)."""
+    rec = cs_record(core, bench, size, tmp)
     assert rec.median_us and rec.mean_us
     if bench == "latency":
         return rec.median_us, rec.mean_us
@@ -114,12 +120,7 @@ COLLECTIVES = (("allreduce", 8), ("allreduce", 65536), ("bcast", 8), ("bcast", 6
 
 def cs_coll(core: build.Core, bench: str, size: int, tmp: Path) -> tuple[float, float]:
     """(median of the max over ranks, mean of the rank averages) in us."""
-    out = tmp / "c.jsonl"
-    launch(core.impl, core.exe, ["--bench", bench, "--sizes", str(size), "--output", str(out),
-                                 "--time-cap", "2", "--min-time", "0.2"])
-    rec = parse_file(out).results[0]
-    if not rec.valid:
-        sys.exit(f"compare_osu: commscope {bench} {size} failed validation: {rec.error}")
+    rec = cs_record(core, bench, size, tmp)
     assert rec.median_us and rec.mean_rank_avg_us
     return rec.median_us, rec.mean_rank_avg_us
 
