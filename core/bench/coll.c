@@ -84,8 +84,9 @@ static size_t buf_none(const cs_ctx *c) { (void)c; return 64; }
 static void prep_none(cs_ctx *c, long s) { (void)c; (void)s; }
 static int check_none(cs_ctx *c, long s, char *w, size_t n) { (void)c; (void)s; (void)w; (void)n; return 0; }
 static int run_barrier(cs_ctx *c, long reps) {
-  for (long i = 0; i < reps; i++) MPI_Barrier(c->comm);
-  return 0;
+  int rc = 0;
+  for (long i = 0; i < reps && !rc; i++) rc = c->tp->barrier(c);
+  return rc;
 }
 
 /* -- bcast ----------------------------------------------------------------- */
@@ -243,10 +244,9 @@ static int check_alltoall(cs_ctx *c, long s, char *why, size_t n) {
   return 0;
 }
 static int run_alltoall(cs_ctx *c, long reps) {
-  int n = (int)c->size;
-  for (long i = 0; i < reps; i++)
-    MPI_Alltoall(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->comm);
-  return 0;
+  int rc = 0;
+  for (long i = 0; i < reps && !rc; i++) rc = c->tp->alltoall(c, c->sbuf, c->rbuf, c->size);
+  return rc;
 }
 /* Hand-rolled: post every receive, then send in a rotated order so that
  * not everyone targets rank 0 first; blocking sends cannot deadlock as
@@ -288,7 +288,7 @@ static int run_reduce_scatter(cs_ctx *c, long reps) {
 #define SENDS .group = "coll-sends", .min_np = 2, .ops_per_rep = 1, .timing = CS_TIME_MAX
 
 const cs_bench cs_bench_barrier = {
-    .name = "barrier", COLL, .metric = "time per barrier", .sizeless = 1,
+    .name = "barrier", COLL, .metric = "time per barrier", .sizeless = 1, .any_transport = 1,
     .desc = "MPI_Barrier", .buf_bytes = buf_none, .prepare = prep_none, .run = run_barrier,
     .check = check_none,
 };
@@ -355,7 +355,7 @@ const cs_bench cs_bench_allgather = {
     .run = run_allgather, .check = check_gathered,
 };
 const cs_bench cs_bench_alltoall = {
-    .name = "alltoall", COLL, .metric = "time per alltoall",
+    .name = "alltoall", COLL, .metric = "time per alltoall", .any_transport = 1,
     .desc = "MPI_Alltoall of size bytes per pair", .equiv_sends = sends_all,
     .alg_bytes = bytes_np, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
     .prepare = prep_alltoall, .run = run_alltoall, .check = check_alltoall,

@@ -4,8 +4,6 @@
 
 #include "cs.h"
 
-#define TAG_DATA 1
-#define TAG_ACK 2
 
 static size_t one_buffer(const cs_ctx *c) { return c->size; }
 
@@ -37,86 +35,85 @@ static int check_at_receiver(cs_ctx *c, long sample, char *why, size_t len) {
 
 /* Ping-pong: rank 0 sends, the peer returns its own message. */
 static int run_pingpong(cs_ctx *c, long reps) {
-  int n = (int)c->size;
+  const cs_transport *t = c->tp;
+  int rc = 0;
   if (c->rank == 0) {
-    for (long i = 0; i < reps; i++) {
-      MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
-      MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+    for (long i = 0; i < reps && !rc; i++) {
+      rc = t->send(c, c->sbuf, c->size, c->peer);
+      if (!rc) rc = t->recv(c, c->rbuf, c->size, c->peer);
     }
   } else {
-    for (long i = 0; i < reps; i++) {
-      MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
-      MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+    for (long i = 0; i < reps && !rc; i++) {
+      rc = t->recv(c, c->rbuf, c->size, c->peer);
+      if (!rc) rc = t->send(c, c->sbuf, c->size, c->peer);
     }
   }
-  return 0;
+  return rc;
 }
 
 /* Send loop: `reps` blocking sends, then one acknowledgement (seed 003's
  * "latency"; the implementation may batch or buffer the sends). */
 static int run_sendloop(cs_ctx *c, long reps) {
-  int n = (int)c->size, ack = 0;
+  const cs_transport *t = c->tp;
+  int ack = 0, rc = 0;
   if (c->rank == 0) {
-    for (long i = 0; i < reps; i++) MPI_Send(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm);
-    MPI_Recv(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm, MPI_STATUS_IGNORE);
+    for (long i = 0; i < reps && !rc; i++) rc = t->send(c, c->sbuf, c->size, c->peer);
+    if (!rc) rc = t->recv(c, &ack, sizeof ack, c->peer);
   } else {
-    for (long i = 0; i < reps; i++)
-      MPI_Recv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
-    MPI_Send(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm);
+    for (long i = 0; i < reps && !rc; i++) rc = t->recv(c, c->rbuf, c->size, c->peer);
+    if (!rc) rc = t->send(c, &ack, sizeof ack, c->peer);
   }
-  return 0;
+  return rc;
 }
 
 /* Unidirectional bandwidth: a window of non-blocking sends, then an ack. */
 static int run_bw(cs_ctx *c, long reps) {
-  int n = (int)c->size, w = (int)c->opts->window, ack = 0;
-  for (long i = 0; i < reps; i++) {
+  const cs_transport *t = c->tp;
+  int w = (int)c->opts->window, ack = 0, rc = 0;
+  for (long i = 0; i < reps && !rc; i++) {
     if (c->rank == 0) {
-      for (int j = 0; j < w; j++)
-        MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[j]);
-      MPI_Waitall(w, c->reqs, c->stats);
-      MPI_Recv(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm, MPI_STATUS_IGNORE);
+      for (int j = 0; j < w && !rc; j++) rc = t->isend(c, c->sbuf, c->size, c->peer, j);
+      if (!rc) rc = t->waitall(c, w);
+      if (!rc) rc = t->recv(c, &ack, sizeof ack, c->peer);
     } else {
-      for (int j = 0; j < w; j++)
-        MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[j]);
-      MPI_Waitall(w, c->reqs, c->stats);
-      MPI_Send(&ack, 1, MPI_INT, c->peer, TAG_ACK, c->comm);
+      for (int j = 0; j < w && !rc; j++) rc = t->irecv(c, c->rbuf, c->size, c->peer, j);
+      if (!rc) rc = t->waitall(c, w);
+      if (!rc) rc = t->send(c, &ack, sizeof ack, c->peer);
     }
   }
-  return 0;
+  return rc;
 }
 
 /* Bidirectional bandwidth: both partners post a window each way. */
 static int run_bibw(cs_ctx *c, long reps) {
-  int n = (int)c->size, w = (int)c->opts->window;
-  for (long i = 0; i < reps; i++) {
-    for (int j = 0; j < w; j++)
-      MPI_Irecv(c->rbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[j]);
-    for (int j = 0; j < w; j++)
-      MPI_Isend(c->sbuf, n, MPI_BYTE, c->peer, TAG_DATA, c->comm, &c->reqs[w + j]);
-    MPI_Waitall(2 * w, c->reqs, c->stats);
+  const cs_transport *t = c->tp;
+  int w = (int)c->opts->window, rc = 0;
+  for (long i = 0; i < reps && !rc; i++) {
+    for (int j = 0; j < w && !rc; j++) rc = t->irecv(c, c->rbuf, c->size, c->peer, j);
+    for (int j = 0; j < w && !rc; j++) rc = t->isend(c, c->sbuf, c->size, c->peer, w + j);
+    if (!rc) rc = t->waitall(c, 2 * w);
   }
-  return 0;
+  return rc;
 }
 
 const cs_bench cs_bench_latency = {
     .name = "latency", .group = "p2p", .metric = "one-way time (round trip / 2)",
     .desc = "ping-pong with blocking MPI_Send/MPI_Recv; time = round trip / 2",
-    .min_np = 2, .ops_per_rep = 2, .bytes_per_op = 0, .has_rate = 0,
+    .min_np = 2, .any_transport = 1, .ops_per_rep = 2, .bytes_per_op = 0, .has_rate = 0,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
 };
 
 const cs_bench cs_bench_roundtrip = {
     .name = "roundtrip", .group = "p2p", .metric = "round-trip time",
     .desc = "ping-pong round trips; rate = round trips per second",
-    .min_np = 2, .ops_per_rep = 1, .bytes_per_op = 0, .has_rate = 1,
+    .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 0, .has_rate = 1,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
 };
 
 const cs_bench cs_bench_sendloop = {
     .name = "sendloop", .group = "p2p", .metric = "time per send",
     .desc = "many blocking sends then one acknowledgement; time per send",
-    .min_np = 2, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
+    .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
     .min_sample_us = 100, /* a loop of sends, not one: seed 003 used 5000 */
     .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_sendloop,
     .check = check_at_receiver,
@@ -125,14 +122,14 @@ const cs_bench cs_bench_sendloop = {
 const cs_bench cs_bench_bw = {
     .name = "bw", .group = "p2p", .metric = "time per message in a window",
     .desc = "unidirectional bandwidth: window of MPI_Isend, then an acknowledgement",
-    .min_np = 2, .ops_per_rep_window = 1, .bytes_per_op = 1, .has_rate = 1,
+    .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 1, .has_rate = 1,
     .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_bw, .check = check_at_receiver,
 };
 
 const cs_bench cs_bench_bibw = {
     .name = "bibw", .group = "p2p", .metric = "time per message pair in a window",
     .desc = "bidirectional bandwidth: both partners send a window at once",
-    .min_np = 2, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,
+    .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_bibw, .check = check_from_peer,
 };
 
@@ -150,23 +147,24 @@ static void spin_us(double d) {
 /* d_send: rank 0 waits after each send; d_recv: its partner waits after
  * each receive, which makes the receiver the bottleneck (o_r). */
 static int prtt(cs_ctx *c, long reps, long n, double d_send, double d_recv) {
-  int sz = (int)c->size;
-  for (long i = 0; i < reps; i++) {
+  const cs_transport *t = c->tp;
+  int rc = 0;
+  for (long i = 0; i < reps && !rc; i++) {
     if (c->rank == 0) {
-      for (long k = 0; k < n; k++) {
-        MPI_Send(c->sbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+      for (long k = 0; k < n && !rc; k++) {
+        rc = t->send(c, c->sbuf, c->size, c->peer);
         if (k + 1 < n) spin_us(d_send);
       }
-      MPI_Recv(c->rbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+      if (!rc) rc = t->recv(c, c->rbuf, c->size, c->peer);
     } else {
-      for (long k = 0; k < n; k++) {
-        MPI_Recv(c->rbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm, MPI_STATUS_IGNORE);
+      for (long k = 0; k < n && !rc; k++) {
+        rc = t->recv(c, c->rbuf, c->size, c->peer);
         if (k + 1 < n) spin_us(d_recv);
       }
-      MPI_Send(c->sbuf, sz, MPI_BYTE, c->peer, TAG_DATA, c->comm);
+      if (!rc) rc = t->send(c, c->sbuf, c->size, c->peer);
     }
   }
-  return 0;
+  return rc;
 }
 
 static int run_prtt_1(cs_ctx *c, long reps) { return prtt(c, reps, 1, 0, 0); }
@@ -178,7 +176,7 @@ static int run_prtt_ndr(cs_ctx *c, long reps) {
   return prtt(c, reps, c->opts->loggp_n, 0, c->opts->loggp_delay_us);
 }
 
-#define PRTT .group = "loggp", .min_np = 2, .ops_per_rep = 1, .buf_bytes = one_buffer, \
+#define PRTT .group = "loggp", .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .buf_bytes = one_buffer, \
              .prepare = prep_both, .check = check_from_peer
 
 const cs_bench cs_bench_loggp_1 = {

@@ -10,6 +10,8 @@
 
 #include <mpi.h>
 #include <stddef.h>
+
+#include "cs_chan.h"
 #include <stdint.h>
 #include <stdio.h>
 
@@ -71,7 +73,25 @@ typedef struct cs_opts {
   int help;
   char output[1024];     /* JSON Lines destination, "-" for stdout */
   char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
+  char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
 } cs_opts;
+
+struct cs_ctx;
+/* What moves the timed data.  MPI is one implementation, seed 002's
+ * channel (channel/) the other; the harness's own control traffic (sync,
+ * reductions of times, decisions) always goes over MPI, untimed. */
+typedef struct cs_transport {
+  const char *name;
+  int (*send)(struct cs_ctx *c, const void *buf, size_t n, int peer);
+  int (*recv)(struct cs_ctx *c, void *buf, size_t n, int peer);
+  /* non-blocking, into request slot `slot`; waitall completes slots 0..n-1 */
+  int (*isend)(struct cs_ctx *c, const void *buf, size_t n, int peer, int slot);
+  int (*irecv)(struct cs_ctx *c, void *buf, size_t n, int peer, int slot);
+  int (*waitall)(struct cs_ctx *c, int n);
+  int (*barrier)(struct cs_ctx *c);
+  int (*alltoall)(struct cs_ctx *c, const void *sbuf, void *rbuf, size_t block);
+} cs_transport;
+extern const cs_transport cs_transport_mpi, cs_transport_chan;
 
 /* Per-size state handed to a benchmark's callbacks. */
 typedef struct cs_ctx {
@@ -86,6 +106,9 @@ typedef struct cs_ctx {
   size_t buf_bytes;
   MPI_Request *reqs;     /* 2 * window requests */
   MPI_Status *stats;     /* and their statuses (as OSU's reqstat) */
+  const cs_transport *tp;
+  cs_chan *chan;         /* the channel, when tp is the channel */
+  cs_chan_req **creqs;   /* its request slots */
 } cs_ctx;
 
 /* How a sample is synchronised and whose clock counts. */
@@ -109,6 +132,7 @@ typedef struct cs_bench {
   double min_sample_us;   /* batch repetitions up to this (sendloop needs a loop) */
   enum cs_timing timing;
   int sizeless;           /* one record at size 0 (barrier) */
+  int any_transport;      /* runs over the channel too (only transport calls) */
   int rooted;             /* has a root (bcast, reduce, gather, scatter) */
   const char *equiv_of;   /* hand-rolled version of this collective */
   /* Seed 004's equivalent number of MPI_Send calls of one message. */
@@ -212,7 +236,7 @@ int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */
 int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node,
-                 FILE *out, int *ninvalid, int *nresults, cs_err *e);
+                 cs_chan *chan, FILE *out, int *ninvalid, int *nresults, cs_err *e);
 
 /* Clock: CLOCK_MONOTONIC in microseconds. */
 double cs_now_us(void);

@@ -101,8 +101,13 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
   if (validate) sync_before(b, c);
   if (c->active) {
     double t0 = cs_now_us();
-    b->run(c, reps);
+    int rc = b->run(c, reps);
     dt = cs_now_us() - t0;
+    if (rc) { /* MPI errors abort by themselves; the channel's come back here */
+      fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes: %s\n", c->rank,
+              c->tp->name, b->name, c->size, rc < 0 ? cs_chan_strerror(rc) : "MPI error");
+      MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
+    }
   }
   /* Collectives: as OSU's loop does, the barrier follows the timed call,
    * so ranks enter it in the order they finished. */
@@ -350,8 +355,8 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   return CS_OK;
 }
 
-int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node, FILE *out,
-                 int *ninvalid, int *nresults, cs_err *e) {
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node,
+                 cs_chan *chan, FILE *out, int *ninvalid, int *nresults, cs_err *e) {
   size_t sizes[128];
   int nsizes, rc;
   if ((rc = cs_sizes_expand(o, sizes, 128, &nsizes, e))) return rc;
@@ -364,6 +369,11 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm n
   if (c.np < b->min_np)
     return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
                    b->min_np, c.np);
+  c.chan = chan;
+  c.tp = chan ? &cs_transport_chan : &cs_transport_mpi;
+  if (chan && !b->any_transport)
+    return CS_FAIL(e, CS_EUSAGE, "benchmark %s runs over MPI only, not --transport %s", b->name,
+                   o->transport);
   if (b->rooted && o->root >= c.np)
     return CS_FAIL(e, CS_EUSAGE, "root %ld is outside the communicator of %d processes", o->root,
                    c.np);
@@ -383,7 +393,9 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm n
   size_t nreq = (size_t)(2 * o->window > c.np ? 2 * o->window : c.np) + 2;
   c.reqs = calloc(nreq, sizeof *c.reqs);
   c.stats = calloc(nreq, sizeof *c.stats);
-  if (!c.sbuf || !c.rbuf || !c.reqs || !c.stats) {
+  c.creqs = calloc(nreq, sizeof *c.creqs);
+  if (!c.sbuf || !c.rbuf || !c.reqs || !c.stats || !c.creqs) {
+    free(c.creqs);
     free(c.stats);
     free(c.sbuf);
     free(c.rbuf);
@@ -408,5 +420,6 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm n
   free(c.rbuf);
   free(c.reqs);
   free(c.stats);
+  free(c.creqs);
   return rc;
 }

@@ -1,6 +1,7 @@
 /* cs-core: one binary, a table of benchmarks, JSON Lines out. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cs.h"
 
@@ -61,6 +62,38 @@ static int resolve(const char *list, const cs_bench **out, int *n, cs_err *e) {
   return CS_OK;
 }
 
+/* Seed 002's channel between the ranks of one node, named uniquely for
+ * this job; MPI only bootstraps it. */
+static int open_channel(const cs_opts *o, MPI_Comm comm, cs_chan **out, cs_err *e) {
+  int rank, np, same = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &np);
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int nnode;
+  MPI_Comm_size(node, &nnode);
+  MPI_Comm_free(&node);
+  if (nnode != np) same = 0;
+  if (!same) return CS_FAIL(e, CS_EUSAGE, "--transport %s needs every rank on one node",
+                            o->transport);
+  char name[64] = {0};
+  if (rank == 0) snprintf(name, sizeof name, "cs-%d-%ld", (int)getpid(), (long)cs_now_us());
+  MPI_Bcast(name, sizeof name, MPI_CHAR, 0, comm);
+  cs_chan_params p;
+  cs_chan_defaults(&p);
+  p.cma = !strcmp(o->transport, "chan-cma");
+  int rc = cs_chan_open(name, np, rank, &p, out), worst = 0;
+  int mine = rc ? 1 : 0;
+  MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm);
+  if (worst) {
+    cs_chan_close(*out);
+    *out = NULL;
+    if (rank == 0) cs_chan_unlink_stale(name);
+    return CS_FAIL(e, CS_EIO, "cannot open the channel: %s", cs_chan_strerror(rc));
+  }
+  return CS_OK;
+}
+
 static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv) {
   cs_err e = {0};
   int rank, np, rc = CS_OK;
@@ -104,8 +137,12 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   /* Benchmarks run on their own communicator, never on MPI_COMM_WORLD. */
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  cs_chan *chan = NULL;
+  if (strcmp(o->transport, "mpi")) rc = open_channel(o, comm, &chan, &e);
   for (int i = 0; i < nb && rc == CS_OK; i++)
-    rc = cs_run_bench(benches[i], o, comm, node, out, &ninvalid, &nresults, &e);
+    rc = cs_run_bench(benches[i], o, comm, node, chan, out, &ninvalid, &nresults, &e);
+  MPI_Barrier(comm); /* nobody leaves while a peer may still read its pool */
+  cs_chan_close(chan);
   MPI_Comm_free(&comm);
   if (rc && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
   if (rank == 0) {

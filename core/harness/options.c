@@ -50,6 +50,8 @@ static const opt_def OPTS[] = {
     {"list", FLG(list), "list the benchmarks and exit"},
     {"json", FLG(json), "with --list: print JSON"},
     {"info", FLG(info), "print the MPI library identity as JSON and exit"},
+    {"transport", STR(transport),
+     "what moves the timed data: mpi, chan or chan-cma (seed 002's channel)"},
     {"inject", STR(inject), "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
     {"help", FLG(help), "this text"},
 };
@@ -71,6 +73,7 @@ void cs_opts_defaults(cs_opts *o) {
   o->window = 64;
   o->root = 0;
   strcpy(o->dtype, "int");
+  strcpy(o->transport, "mpi");
   o->loggp_n = 16;
   o->loggp_delay_us = 20.0;
   strcpy(o->output, "-");
@@ -208,6 +211,10 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   if (o->inject[0] && cs_inject_parse(o->inject, &k, &at))
     return CS_FAIL(e, CS_EUSAGE, "bad --inject '%s' (use hang@SIZE, crash@SIZE or corrupt@SIZE)",
                    o->inject);
+  if (strcmp(o->transport, "mpi") && strcmp(o->transport, "chan") &&
+      strcmp(o->transport, "chan-cma"))
+    return CS_FAIL(e, CS_EUSAGE, "--transport must be mpi, chan or chan-cma, got '%s'",
+                   o->transport);
   if (strcmp(o->dtype, "int") && strcmp(o->dtype, "double"))
     return CS_FAIL(e, CS_EUSAGE, "--dtype must be int or double, got '%s'", o->dtype);
   if (o->time_cap_s < o->min_time_s)

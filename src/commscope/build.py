@@ -36,16 +36,23 @@ def cache_dir() -> Path:
     return base
 
 
+def channel_dir(core: Path | None = None) -> Path:
+    """Seed 002's channel library, compiled into the core as a transport."""
+    return (core or core_dir()).parent / "channel"
+
+
 def core_sources(core: Path | None = None) -> list[Path]:
     core = core or core_dir()
-    return sorted([*core.glob("harness/*.[ch]"), *core.glob("bench/*.[ch]")])
+    chan = channel_dir(core)
+    return sorted([*core.glob("harness/*.[ch]"), *core.glob("bench/*.[ch]"),
+                   *chan.glob("cs_chan.[ch]")])
 
 
 def source_hash(core: Path | None = None) -> str:
     h = hashlib.sha256()
     core = core or core_dir()
     for p in core_sources(core):
-        h.update(str(p.relative_to(core)).encode())
+        h.update(str(p.relative_to(core.parent)).encode())
         h.update(b"\0")
         h.update(p.read_bytes())
     h.update(" ".join(CFLAGS).encode())
@@ -133,6 +140,7 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     fd, tmp = tempfile.mkstemp(prefix="cs-core.", dir=out_dir)
     os.close(fd)
     argv = [impl.mpicc, *CFLAGS, f'-DCS_VERSION="{__version__}"', f"-I{core / 'harness'}",
+            f"-I{channel_dir(core)}",
             *[str(p) for p in core_sources(core) if p.suffix == ".c"], "-o", tmp, "-lm"]
     env = {**os.environ, **impl.env}
     try:

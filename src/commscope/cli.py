@@ -95,7 +95,14 @@ def cmd_run(a: argparse.Namespace) -> int:
     cores = [build_mod.build(m) for m in impls]
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
-    jobs = expand(cores, benches, nps, opts)
+    from dataclasses import replace
+
+    transports = _list(a.transport) or ["mpi"]
+    for t in transports:
+        if t not in ("mpi", "chan", "chan-cma"):
+            raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
+    jobs = [j for t in transports
+            for j in expand(cores, benches, nps, replace(opts, transport=t))]
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
     progress = Progress(len(jobs), enabled=not a.quiet)
@@ -414,6 +421,9 @@ def make_parser() -> Parser:
                    help="warm-up seconds per size, at least (default 0.01)")
     r.add_argument("--window", type=_positive(int, 1, 4096), default=64,
                    help="messages in flight for bw and bibw (default 64)")
+    r.add_argument("--transport", action="append",
+                   help="mpi (default), chan or chan-cma: seed 002's shared-memory channel, "
+                        "bootstrapped by the MPI (e.g. --transport mpi,chan)")
     r.add_argument("--root", type=_positive(int, 0, 1 << 30), default=0,
                    help="root rank of bcast, reduce, gather, scatter (default 0)")
     r.add_argument("--rotate-root", action="store_true",

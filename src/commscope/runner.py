@@ -40,6 +40,7 @@ class CoreOptions:
     warmup_s: float = 0.01
     window: int = 64
     raw: bool = False
+    transport: str = "mpi"  # mpi | chan | chan-cma
     root: int = 0
     rotate_root: bool = False
     dtype: str = "int"
@@ -54,8 +55,8 @@ class CoreOptions:
              "--min-time", repr(self.min_time_s), "--sample-us", repr(self.sample_us),
              "--warmup", str(self.warmup), "--warmup-time", repr(self.warmup_s),
              "--window", str(self.window)]
-        a += ["--root", str(self.root), "--dtype", self.dtype, "--loggp-n", str(self.loggp_n),
-              "--loggp-delay-us", repr(self.loggp_delay_us)]
+        a += ["--transport", self.transport, "--root", str(self.root), "--dtype", self.dtype,
+              "--loggp-n", str(self.loggp_n), "--loggp-delay-us", repr(self.loggp_delay_us)]
         if self.rotate_root:
             a.append("--rotate-root")
         if self.inject:
@@ -72,8 +73,14 @@ class Job:
     cluster: str = "local"
 
     @property
+    def mpi_label(self) -> str:
+        """The implementation, or the channel bootstrapped by it."""
+        t = self.opts.transport
+        return self.core.impl.name if t == "mpi" else f"{t}({self.core.impl.name})"
+
+    @property
     def label(self) -> str:
-        return f"{self.core.impl.name} {self.bench} np={self.np}"
+        return f"{self.mpi_label} {self.bench} np={self.np}"
 
     def plan_key(self) -> str:
         """What makes two jobs the same measurement, for --resume."""
@@ -98,6 +105,10 @@ def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:
     return out
 
 
+CHANNEL_BENCHES = {"latency", "roundtrip", "sendloop", "bw", "bibw", "loggp_1", "loggp_n",
+                   "loggp_nd", "loggp_ndr", "barrier", "alltoall"}
+
+
 def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
            opts: CoreOptions) -> list[Job]:
     """benchmarks x implementations x process counts, checked up front so a
@@ -110,6 +121,9 @@ def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
                 raise CommscopeError(f"unknown benchmark '{bench}' (choose from "
                                      f"{', '.join(known)})")
             min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
+            if opts.transport != "mpi" and bench not in CHANNEL_BENCHES:
+                raise CommscopeError(f"benchmark {bench} runs over MPI only, not --transport "
+                                     f"{opts.transport}")
             rooted = bool(core.bench(bench).get("rooted"))
             for np_ in nps:
                 if np_ < min_np:
@@ -216,7 +230,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         env = {**os.environ, **impl.env}
         info = RunInfo(
             plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=job.opts.sizes,
-            mpi_name=impl.name, mpi_family=impl.family, mpi_version=job.core.mpi_version,
+            mpi_name=job.mpi_label, mpi_family=impl.family, mpi_version=job.core.mpi_version,
             mpi_identity=job.core.identity, cluster=job.cluster, launch_argv=argv,
             env=provenance.relevant_env(env), machine=provenance.machine(),
             options=asdict(job.opts), oversubscribed=spec.oversubscribed, attempt=attempt)
@@ -271,7 +285,7 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
               on_done: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
     """Run every job; a failure is stored and the sweep goes on."""
     store.abandon_running()
-    plan = [{"mpi": j.core.impl.name, "bench": j.bench, "np": j.np, "key": j.plan_key()}
+    plan = [{"mpi": j.mpi_label, "bench": j.bench, "np": j.np, "key": j.plan_key()}
             for j in jobs]
     sweep_id = store.begin_sweep(argv, plan)
     outcomes: list[JobOutcome] = []
