@@ -74,6 +74,7 @@ typedef struct cs_opts {
   char output[1024];     /* JSON Lines destination, "-" for stdout */
   char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
   char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
+  long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
 
 struct cs_ctx;

@@ -82,6 +82,10 @@ static int open_channel(const cs_opts *o, MPI_Comm comm, cs_chan **out, cs_err *
   cs_chan_params p;
   cs_chan_defaults(&p);
   p.cma = !strcmp(o->transport, "chan-cma");
+  if (o->chan_ring) p.ring_bytes = (size_t)o->chan_ring;
+  if (o->chan_eager) p.eager_max = (size_t)o->chan_eager;
+  if (o->chan_chunk) p.chunk_bytes = (size_t)o->chan_chunk;
+  if (o->chan_nchunks) p.nchunks = (size_t)o->chan_nchunks;
   int rc = cs_chan_open(name, np, rank, &p, out), worst = 0;
   int mine = rc ? 1 : 0;
   MPI_Allreduce(&mine, &worst, 1, MPI_INT, MPI_MAX, comm);

@@ -52,6 +52,10 @@ static const opt_def OPTS[] = {
     {"info", FLG(info), "print the MPI library identity as JSON and exit"},
     {"transport", STR(transport),
      "what moves the timed data: mpi, chan or chan-cma (seed 002's channel)"},
+    {"chan-ring", LNG(chan_ring, 0, 1L << 30), "channel: per-pair ring bytes (power of two)"},
+    {"chan-eager", LNG(chan_eager, 0, 1L << 30), "channel: largest message sent through the ring"},
+    {"chan-chunk", LNG(chan_chunk, 0, 1L << 30), "channel: bytes of one pool buffer"},
+    {"chan-nchunks", LNG(chan_nchunks, 0, 4096), "channel: pool buffers per process"},
     {"inject", STR(inject), "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
     {"help", FLG(help), "this text"},
 };

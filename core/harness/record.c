@@ -52,6 +52,18 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
           o->sample_us > 0 ? "batched: sample = reps iterations / reps"
                            : "per-iteration (sendloop: one loop of sends per sample)");
   fprintf(f, ",\"validation\":\"samples 0,1,2,4,8,... of every size\"");
+  fprintf(f, ",\"transport\":");
+  cs_json_str(f, o->transport);
+  if (strcmp(o->transport, "mpi")) {
+    cs_chan_params p;
+    cs_chan_defaults(&p);
+    fprintf(f, ",\"channel\":{\"ring_bytes\":%ld,\"eager_max\":%ld,\"chunk_bytes\":%ld,"
+               "\"nchunks\":%ld}",
+            o->chan_ring ? o->chan_ring : (long)p.ring_bytes,
+            o->chan_eager ? o->chan_eager : (long)p.eager_max,
+            o->chan_chunk ? o->chan_chunk : (long)p.chunk_bytes,
+            o->chan_nchunks ? o->chan_nchunks : (long)p.nchunks);
+  }
   fprintf(f, ",\"options\":{\"bench\":");
   cs_json_str(f, o->bench);
   fprintf(f, ",\"sizes\":");
