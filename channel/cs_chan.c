@@ -27,14 +27,21 @@
 enum { K_SMALL = 1, K_CHUNK = 2, K_CMA = 3, K_PAD = 4, K_RTS = 5 };
 
 /* Every message in a ring starts with this 32-byte header; payloads are
- * padded to 32 bytes so that a header always fits before the wrap. */
+ * padded to 32 bytes so that a header always fits before the wrap.  The
+ * stamp (the message's position in the pair's byte stream, plus one) is
+ * written last: the receiver polls the very line it is about to read, so a
+ * small message costs one cache-line transfer, not two (seed 002's "cache
+ * friendly").  The producer's tail is kept for space and liveness checks. */
 typedef struct msg {
-  uint32_t kind, len;   /* len: payload (small), chunk bytes (chunk) */
-  uint32_t chunk, pad_; /* pool buffer index (chunk) */
-  uint64_t total;       /* whole message length (chunk, cma) */
-  uint64_t where;       /* offset in the message (chunk), address (cma) */
+  _Atomic uint64_t stamp;
+  uint32_t kind;  /* low byte: K_*; above: pool buffer index (chunk) */
+  uint32_t len;   /* payload (small, pad), chunk bytes (chunk) */
+  uint64_t total; /* whole message length (chunk, cma, rts) */
+  uint64_t where; /* offset in the message (chunk), address (cma) */
 } msg;
 _Static_assert(sizeof(msg) == 32, "ring header is 32 bytes");
+#define KIND(m) ((m)->kind & 0xff)
+#define CHUNK_OF(m) ((m)->kind >> 8)
 
 /* The consumer owns head, the producer owns tail, each on its own line. */
 typedef struct ring_ctl {
@@ -348,6 +355,8 @@ static char *ring_reserve(cs_chan *c, int dst, size_t need, uint64_t *tail_out) 
     msg *pad = (msg *)(ring_data(r) + pos);
     pad->kind = K_PAD;
     pad->len = (uint32_t)contig;
+    /* release: a pad is a message like any other; see ring_publish */
+    atomic_store_explicit(&pad->stamp, tail + 1, memory_order_release);
     tail += contig;
     pos = 0;
   }
@@ -357,7 +366,8 @@ static char *ring_reserve(cs_chan *c, int dst, size_t need, uint64_t *tail_out) 
 
 static void ring_publish(cs_chan *c, int dst, uint64_t tail, size_t need) {
   c->work++;
-  /* release: the message bytes are visible before the new tail */
+  /* release: the tail never runs ahead of a published message; the
+   * receiver polls stamps, the tail serves liveness checks */
   atomic_store_explicit(&ring(c, c->rank, dst)->tail, tail + need, memory_order_release);
 }
 
@@ -366,8 +376,14 @@ static int ring_write(cs_chan *c, int dst, const msg *m, const void *payload, si
   uint64_t tail;
   char *w = ring_reserve(c, dst, need, &tail);
   if (!w) return 0;
-  memcpy(w, m, sizeof *m);
+  msg *h = (msg *)w;
+  h->kind = m->kind;
+  h->len = m->len;
+  h->total = m->total;
+  h->where = m->where;
   if (n) memcpy(w + sizeof *m, payload, n);
+  /* release: header fields and payload are visible before the stamp */
+  atomic_store_explicit(&h->stamp, tail + 1, memory_order_release);
   ring_publish(c, dst, tail, need);
   return 1;
 }
@@ -379,20 +395,23 @@ static msg *ring_peek(cs_chan *c, int src) {
   for (;;) {
     /* relaxed: only this process writes head */
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    /* acquire: pairs with the producer's release of tail */
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_acquire);
-    if (head == tail) return NULL;
     msg *m = (msg *)(ring_data(r) + (head & (R - 1)));
-    if (m->kind != K_PAD) return m;
+    /* acquire: pairs with the producer's release of the stamp, so the
+     * header and payload are complete; an older lap's stamp never matches */
+    if (atomic_load_explicit(&m->stamp, memory_order_acquire) != head + 1) return NULL;
+    if (KIND(m) != K_PAD) return m;
+    atomic_store_explicit(&m->stamp, 0, memory_order_relaxed);
     /* release: the producer may reuse the pad's bytes */
     atomic_store_explicit(&r->head, head + m->len, memory_order_release);
   }
 }
 
-static void ring_consume(cs_chan *c, int src, const msg *m) {
+static void ring_consume(cs_chan *c, int src, msg *m) {
   c->work++;
   ring_ctl *r = ring(c, src, c->rank);
-  size_t n = m->kind == K_SMALL ? m->len : 0;
+  size_t n = KIND(m) == K_SMALL ? m->len : 0;
+  /* relaxed: clearing our own read stamp; ordered before reuse by head's release */
+  atomic_store_explicit(&m->stamp, 0, memory_order_relaxed);
   uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
   /* release: we are done reading the message before the producer reuses it */
   atomic_store_explicit(&r->head, head + ALIGN(sizeof(msg) + n, sizeof(msg)),
@@ -454,7 +473,7 @@ static int progress_send(cs_chan *c, cs_chan_req *q) {
     memcpy(pool(c, c->rank) + (size_t)k * c->p.chunk_bytes, q->sbuf + q->off, n);
     /* relaxed: published to the receiver by the ring's release below */
     atomic_store_explicit(&flags(c, c->rank)[k].busy, 1, memory_order_relaxed);
-    msg m = {.kind = K_CHUNK, .len = (uint32_t)n, .chunk = (uint32_t)k, .total = q->len,
+    msg m = {.kind = K_CHUNK | ((uint32_t)k << 8), .len = (uint32_t)n, .total = q->len,
              .where = q->off};
     ring_write(c, dst, &m, NULL, 0); /* room was reserved above */
     q->off += n;
@@ -468,28 +487,29 @@ static int progress_recv(cs_chan *c, cs_chan_req *q) {
   while (!q->done) {
     msg *m = ring_peek(c, src);
     if (!m) return 0;
-    if (m->kind == K_SMALL) {
+    if (KIND(m) == K_SMALL) {
       if (m->len > q->cap) q->err = CS_CHAN_ETRUNC;
       else if (m->len) memcpy(q->rbuf, m + 1, m->len);
       q->total = m->len;
       ring_consume(c, src, m);
       q->done = 1;
-    } else if (m->kind == K_RTS) {
+    } else if (KIND(m) == K_RTS) {
       q->total = m->total;
       if (m->total > q->cap) q->err = CS_CHAN_ETRUNC; /* drained, not copied */
       ring_consume(c, src, m);
       /* release: matched; the sender may start lending us pool buffers */
       atomic_fetch_add_explicit(&ring(c, src, c->rank)->cts, 1, memory_order_release);
-    } else if (m->kind == K_CHUNK) {
+    } else if (KIND(m) == K_CHUNK) {
       q->total = m->total;
       if (m->total > q->cap) q->err = CS_CHAN_ETRUNC;
-      else memcpy(q->rbuf + m->where, pool(c, src) + (size_t)m->chunk * c->p.chunk_bytes, m->len);
+      else memcpy(q->rbuf + m->where, pool(c, src) + (size_t)CHUNK_OF(m) * c->p.chunk_bytes,
+                  m->len);
       /* release: our copy-out is complete before the owner reuses the buffer */
-      atomic_store_explicit(&flags(c, src)[m->chunk].busy, 0, memory_order_release);
+      atomic_store_explicit(&flags(c, src)[CHUNK_OF(m)].busy, 0, memory_order_release);
       size_t end = m->where + m->len;
       ring_consume(c, src, m);
       if (end == q->total) q->done = 1;
-    } else if (m->kind == K_CMA) {
+    } else if (KIND(m) == K_CMA) {
       q->total = m->total;
       if (m->total > q->cap) {
         q->err = CS_CHAN_ETRUNC;
@@ -632,7 +652,7 @@ int cs_chan_recv(cs_chan *c, int src, void *buf, size_t cap, size_t *got) {
     /* Fast path: no receive queued before this one; small messages are
      * copied straight out of the ring. */
     msg *m = ring_peek(c, src);
-    if (m && m->kind != K_SMALL) break; /* large: the general path */
+    if (m && KIND(m) != K_SMALL) break; /* large: the general path */
     if (m) {
       int err = m->len > cap ? CS_CHAN_ETRUNC : CS_CHAN_OK;
       if (!err && m->len) memcpy(buf, m + 1, m->len);
