@@ -27,7 +27,7 @@ typedef struct opt_def {
 static const opt_def OPTS[] = {
     {"bench", STR(bench), "benchmarks, comma-separated (e.g. --bench latency,bw)"},
     {"sizes", STR(sizes), "message sizes MIN:MAX or N, suffixes K M G (e.g. --sizes 1:4M)"},
-    {"factor", LNG(factor, 2, 1024), "multiplier between sizes (e.g. --factor 4)"},
+    {"factor", LNG(factor, 2, 1L << 30), "multiplier between sizes (e.g. --factor 4)"},
     {"min-samples", LNG(min_samples, 3, 100000000), "samples always taken per size (e.g. 20)"},
     {"max-samples", LNG(max_samples, 3, 100000000), "samples never exceeded per size"},
     {"target-ci", DBL(target_ci, 0.0, 1.0),

@@ -397,7 +397,7 @@ def make_parser() -> Parser:
                    help="implementations by name or mpicc path (default: all found)")
     r.add_argument("--np", action="append", help="process counts (default 2; e.g. --np 2,4)")
     r.add_argument("--sizes", default="1:4M", help="MIN:MAX or N, suffixes K M G (default 1:4M)")
-    r.add_argument("--factor", type=_positive(int, 2, 1024), default=2,
+    r.add_argument("--factor", type=_positive(int, 2, 1 << 30), default=2,
                    help="multiplier between sizes (default 2)")
     r.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
     r.add_argument("--timeout", type=_positive(float, 1, 86400), default=None,
