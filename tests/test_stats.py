@@ -63,6 +63,7 @@ def c_driver(tmp_path_factory):
     out = tmp_path_factory.mktemp("c") / "stats_driver"
     core = ROOT / "core" / "harness"
     subprocess.run([mpicc, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", f"-I{core}",
+                    f"-I{ROOT / 'channel'}",
                     str(ROOT / "tests" / "c" / "stats_driver.c"), str(core / "stats.c"),
                     "-o", str(out), "-lm"], check=True)
     return out
