@@ -19,8 +19,15 @@ FAST = ["--sizes", "1:256", "--factor", "4", "--min-samples", "5", "--time-cap",
         "--min-time", "0.01", "--quiet"]
 
 
+def _shm() -> set[str]:
+    import os
+
+    return set(os.listdir("/dev/shm"))
+
+
 def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):
     db = tmp_path / "hang.db"
+    shm_before = _shm()
     t0 = time.monotonic()
     rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "hang@64",
                    "--timeout", "4", *[x for m in cores for x in ("--mpi", m)], *FAST])
@@ -34,6 +41,7 @@ def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):
     kept = {(r["mpi_name"], r["size_bytes"]) for r in store.result_rows()}
     assert kept == {(m, s) for m in cores for s in (1, 4, 16)}
     assert mpi_processes() == []
+    assert _shm() - shm_before == set(), "the killed job's shared memory was left behind"
 
 
 def test_crashed_rank_is_a_failure_and_the_sweep_continues(tmp_path, cores):

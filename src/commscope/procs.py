@@ -74,9 +74,26 @@ def reap_adopted() -> None:
             return
 
 
+def shm_files(pids: set[int]) -> set[str]:
+    """The /dev/shm files these processes have mapped (MPI shared-memory
+    segments): a killed rank cannot remove its own."""
+    out: set[str] = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            path = line.split(maxsplit=5)[5] if len(line.split(maxsplit=5)) == 6 else ""
+            if path.startswith("/dev/shm/") and not path.endswith(" (deleted)"):
+                out.add(path)
+    return out
+
+
 def kill_family(leader: int, grace_s: float = 2.0) -> list[int]:
-    """SIGTERM, then SIGKILL, everything in the leader's family.  Returns
-    the pids that had to be killed."""
+    """SIGTERM, then SIGKILL, everything in the leader's family, then remove
+    the shared-memory files they had mapped.  Returns the pids killed."""
+    segments = shm_files(family(leader))
     killed: list[int] = []
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
         pids = family(leader)
@@ -99,6 +116,11 @@ def kill_family(leader: int, grace_s: float = 2.0) -> list[int]:
                 break
             time.sleep(0.05)
     reap_adopted()
+    for path in segments:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass  # removed by MPI itself, or not ours to remove
     return killed
 
 
