@@ -119,7 +119,7 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     found = findings.all_findings(series)
     xrows = crossover.analyze(series)
     steps = [b for b, *_ in P2P if b in benches] + [c for c in COLLECTIVES if c in benches]
-    steps += [f"x{i}" for i in range(len(xrows))]
+    steps += [f"{xr.collective} vs {xr.reference} ({xr.config.label()})" for xr in xrows]
     if progress:
         progress.total = len(steps)
 
@@ -182,7 +182,7 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
             rep.figure(_crossover_figure(xr, series, i), f"{xr.collective} against "
                        f"{xr.reference} under {xr.config.label()}: "
                        f"{xr.verdict.advice(xr.collective, xr.reference)}.")
-            tick(f"x{i}")
+            tick(f"{xr.collective} vs {xr.reference} ({xr.config.label()})")
     rep.add(_loggp_table(store, run_ids))
     if comparison:
         a_label, b_label, comps = comparison
