@@ -143,6 +143,11 @@ def test_real_report_renders_in_chromium(tmp_path, cores):
     html = (out / "index.html").read_text()
     imgs = [p.split('"')[0] for p in html.split('<img src="')[1:]]
     assert len(imgs) >= 4 and all((out / p).is_file() for p in imgs)
+    import re
+
+    ids = set(re.findall(r'id="?([\w-]+)', html))
+    links = re.findall(r'href="#([\w-]+)"', html)
+    assert links and [x for x in links if x not in ids] == []  # every link lands somewhere
     shot = tmp_path / "shot.png"
     p = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu",

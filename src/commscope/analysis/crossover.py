@@ -11,7 +11,7 @@ exactly once.  The four scenarios are seed 004's:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..sizes import human, human_bytes
 from .series import Config, Series, separated
@@ -90,6 +90,9 @@ class Row:
     collective: str
     reference: str  # e.g. "3 x MPI_Send" or "bcast_sends"
     verdict: Verdict
+    # the two series the verdict was drawn from, for figures
+    coll: Series = field(default_factory=dict, compare=False, repr=False)
+    ref: Series = field(default_factory=dict, compare=False, repr=False)
 
 
 def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
@@ -103,13 +106,14 @@ def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
             continue
         lat = series.get((cfg, "latency")) or series.get((Config(cfg.mpi, 2, cfg.cluster),
                                                           "latency"))
+        refs = []
         if lat:
             k = EQUIV_SENDS[bench](cfg.np)
-            rows.append(Row(cfg, bench, f"{k} x MPI_Send",
-                            classify(coll, sends_reference(lat, k))))
+            refs.append((f"{k} x MPI_Send", sends_reference(lat, k)))
         hand = series.get((cfg, f"{bench}_sends"))
         if hand:
-            rows.append(Row(cfg, bench, f"{bench}_sends", classify(coll, hand)))
+            refs.append((f"{bench}_sends", hand))
+        rows.extend(Row(cfg, bench, name, classify(coll, ref), coll, ref) for name, ref in refs)
     return rows
 
 

@@ -22,7 +22,8 @@ class Finding:
     kind: str  # faster | drop | protocol | collective-slower
     text: str
     records: tuple[int, ...] = field(default=())
-    config: str = ""
+    bench: str = ""  # the benchmark whose figure shows it
+    xrow: crossover.Row | None = None  # collective-slower: the comparison behind it
 
 
 def _ranges(marks: list[tuple[int, str | None]]) -> list[tuple[str, list[int]]]:
@@ -70,7 +71,7 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                         f"{bench}, {np_} processes, {cluster}: {winner} is faster than {loser} "
                         f"from {human_bytes(sizes[0])} to {human_bytes(sizes[-1])} "
                         f"(median ratio {med:.2f}x, up to {ratios[-1]:.2f}x)",
-                        recs, f"{np_} processes, {cluster}"))
+                        recs, bench))
     return out
 
 
@@ -96,7 +97,7 @@ def bandwidth_drops(series: Mapping[tuple[Config, str], Series]) -> list[Finding
                     f"{bench} under {cfg.label()}: bandwidth drops {100 * (1 - mb / ma):.0f}% "
                     f"from {human_bytes(a)} ({ma:.0f} MB/s) to {human_bytes(b)} ({mb:.0f} MB/s)",
                     tuple(x for x in (s[a].result_id, s[b].result_id) if x is not None),
-                    cfg.label()))
+                    bench))
     return out
 
 
@@ -116,7 +117,7 @@ def protocol_switches(series: Mapping[tuple[Config, str], Series]) -> list[Findi
             f"{human_bytes(left.last_size)} and {human_bytes(right.first_size)} "
             f"(alpha {left.alpha_us:.2f} -> {right.alpha_us:.2f} us, "
             f"beta {left.beta_gb_per_s:.1f} -> {right.beta_gb_per_s:.1f} GB/s)",
-            tuple(p.result_id for p in s.values() if p.result_id is not None), cfg.label()))
+            tuple(p.result_id for p in s.values() if p.result_id is not None), bench))
     return out
 
 
@@ -127,7 +128,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
         if v.scenario not in (1, 3, 4):
             continue
         sizes = [s for s, m in v.marks if m == "H"]
-        coll = series[(row.config, row.collective)]
+        coll = row.coll
         recs = tuple(coll[s].result_id for s in sizes if coll[s].result_id is not None)
         if v.scenario == 1:
             where = "at every measured size"
@@ -139,7 +140,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             "collective-slower",
             f"{crossover.MPI_NAME[row.collective]} under {row.config.label()} is slower than "
             f"{row.reference} {where}: {v.advice(row.collective, row.reference)}",
-            recs, row.config.label()))
+            recs, row.collective, row))
     return out
 
 

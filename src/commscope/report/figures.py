@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
            "#000000")
-BANDWIDTH_FACTOR = {"bw": 1.0, "bibw": 2.0, "sendloop": 1.0}
 
 
 @dataclass(frozen=True)
