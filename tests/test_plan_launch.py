@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -94,11 +95,10 @@ GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
 def test_noise_policy():
     r = parse_file(GOLDEN).results[0]
     p = NoisePolicy(max_other_cores=0.1)
-    quiet = r.__class__(**{**r.__dict__, "noise_valid": True, "other_cpu_s": 0.0,
-                           "steal_s": 0.0, "wall_s": 1.0})
-    busy = r.__class__(**{**quiet.__dict__, "other_cpu_s": 0.5})
-    tick_noise = r.__class__(**{**quiet.__dict__, "other_cpu_s": 0.02, "wall_s": 0.05})
-    stolen = r.__class__(**{**quiet.__dict__, "steal_s": 0.2})
+    quiet = replace(r, noise_valid=True, other_cpu_s=0.0, steal_s=0.0, wall_s=1.0)
+    busy = replace(quiet, other_cpu_s=0.5)
+    tick_noise = replace(quiet, other_cpu_s=0.02, wall_s=0.05)
+    stolen = replace(quiet, steal_s=0.2)
     assert not p.flag(quiet)
     assert p.flag(busy)
     assert not p.flag(tick_noise)  # below /proc/stat's resolution

@@ -43,10 +43,10 @@ static void *alloc_aligned(size_t n) {
   return p;
 }
 
-/* Untimed synchronisation before a timed sample.  Point-to-point
- * partners hand rank 0 a zero-byte "ready" once they have prepared their
- * buffers, so rank 0 never times its partner's preparation; collectives
- * start every sample from a barrier. */
+/* Untimed synchronisation before a validated sample, once buffers are
+ * prepared.  Point-to-point partners hand rank 0 a zero-byte "ready", so
+ * rank 0 never times its partner's preparation; collectives use a barrier
+ * (every collective sample also ends with one, see one_sample). */
 static void sync_before(const cs_bench *b, cs_ctx *c) {
   if (b->timing == CS_TIME_MAX) {
     MPI_Barrier(c->comm);
@@ -135,6 +135,19 @@ static int push(sampler *sm, double v, long max) {
     sm->cap = cap;
   }
   sm->x[sm->n++] = v;
+  return CS_OK;
+}
+
+/* Collectives: this rank's time for one sample, kept until a check point. */
+static int keep_local(sampler *sm, double v) {
+  if (sm->nlocal == sm->lcap) {
+    long cap = sm->lcap ? 2 * sm->lcap : 1024;
+    double *l = realloc(sm->local, (size_t)cap * sizeof *l);
+    if (!l) return CS_ENOMEM;
+    sm->local = l;
+    sm->lcap = cap;
+  }
+  sm->local[sm->nlocal++] = v;
   return CS_OK;
 }
 
@@ -252,36 +265,17 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   if (coll) MPI_Barrier(c->comm); /* the first sample starts in step too */
   for (long s = 0;; s++) {
     double v = one_sample(b, c, reps, ops, s, cs_validated_sample(s), &sm);
-    int rc = CS_OK;
-    if (coll) {
-      if (sm.nlocal == sm.lcap) {
-        long cap = sm.lcap ? 2 * sm.lcap : 1024;
-        double *l = realloc(sm.local, (size_t)cap * sizeof *l);
-        if (l) {
-          sm.local = l;
-          sm.lcap = cap;
-        } else {
-          rc = CS_ENOMEM;
-        }
-      }
-      if (rc == CS_OK) sm.local[sm.nlocal++] = v;
-    } else if (c->rank == 0) {
-      rc = push(&sm, v, o->max_samples);
-    }
-    if (rc) {
-      free(sm.x);
-      free(sm.local);
-      free(scratch);
-      return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", s + 1);
-    }
     long taken = s + 1;
-    if (taken < next_check && taken < o->max_samples) continue;
-    if (reduce_pending(b, c, &sm, o->max_samples)) {
+    int rc = coll ? keep_local(&sm, v) : (c->rank == 0 ? push(&sm, v, o->max_samples) : CS_OK);
+    if (rc == CS_OK && (taken >= next_check || taken >= o->max_samples))
+      rc = reduce_pending(b, c, &sm, o->max_samples);
+    if (rc) {
       free(sm.x);
       free(sm.local);
       free(scratch);
       return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", taken);
     }
+    if (taken < next_check && taken < o->max_samples) continue;
     /* Check point: rank 0 decides, every rank reports bad data. */
     long local[3] = {sm.err, 0, 0}, all[3];
     if (c->rank == 0) {

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
@@ -95,8 +96,6 @@ def cmd_run(a: argparse.Namespace) -> int:
     cores = [build_mod.build(m) for m in impls]
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
-    from dataclasses import replace
-
     transports = _list(a.transport) or ["mpi"]
     for t in transports:
         if t not in ("mpi", "chan", "chan-cma"):
