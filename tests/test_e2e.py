@@ -57,8 +57,9 @@ def test_numbers_are_sane(swept):
         lat = col("latency", "median_us")
         assert lat[65536] > lat[1]
         rt = col("roundtrip", "median_us")
-        # A round trip is two one-way trips (give or take noise and the mode).
-        assert 0.8 < rt[1024] / (2 * lat[1024]) < 1.25 or rt[1024] > lat[1024]
+        # The same ping-pong, timed as a round trip and as half of one; at 64 KiB the
+        # host's two latency modes (tens of ns) no longer move the ratio.
+        assert 0.8 < rt[65536] / (2 * lat[65536]) < 1.25
         rate = col("roundtrip", "rate_per_s")
         assert rate[1] == pytest.approx(1e6 / rt[1], rel=1e-3)
         assert all(v > 0 for v in col("bibw", "mb_per_s").values())
