@@ -125,30 +125,26 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
   return dt / ((double)reps * ops);
 }
 
-static int push(sampler *sm, double v, long max) {
-  if (sm->n == sm->cap) {
-    long cap = sm->cap ? sm->cap * 2 : 1024;
-    if (cap > max) cap = max;
-    double *x = realloc(sm->x, (size_t)cap * sizeof *x);
-    if (!x) return CS_ENOMEM;
-    sm->x = x;
-    sm->cap = cap;
+/* Append v to a growing array of at most max values. */
+static int append(double **x, long *n, long *cap, double v, long max) {
+  if (*n == *cap) {
+    long grow = *cap ? *cap * 2 : 1024;
+    if (grow > max) grow = max;
+    double *y = grow > *n ? realloc(*x, (size_t)grow * sizeof *y) : NULL;
+    if (!y) return CS_ENOMEM;
+    *x = y;
+    *cap = grow;
   }
-  sm->x[sm->n++] = v;
+  (*x)[(*n)++] = v;
   return CS_OK;
 }
 
+/* Rank 0's samples (max over ranks, for collectives). */
+static int push(sampler *sm, double v, long max) { return append(&sm->x, &sm->n, &sm->cap, v, max); }
+
 /* Collectives: this rank's time for one sample, kept until a check point. */
 static int keep_local(sampler *sm, double v) {
-  if (sm->nlocal == sm->lcap) {
-    long cap = sm->lcap ? 2 * sm->lcap : 1024;
-    double *l = realloc(sm->local, (size_t)cap * sizeof *l);
-    if (!l) return CS_ENOMEM;
-    sm->local = l;
-    sm->lcap = cap;
-  }
-  sm->local[sm->nlocal++] = v;
-  return CS_OK;
+  return append(&sm->local, &sm->nlocal, &sm->lcap, v, 1L << 40);
 }
 
 /* Collectives: every rank keeps its own times; at a check point they are
