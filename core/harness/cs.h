@@ -196,7 +196,7 @@ typedef struct cs_noise {
   int valid;
 } cs_noise;
 void cs_noise_mark_now(cs_noise_mark *m, int leader);
-void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm node,
+void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm machine,
                      MPI_Comm world, double wall_s, cs_noise *out);
 
 /* Records (record.c). */
@@ -236,7 +236,7 @@ enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT }
 int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */
-int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node,
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm machine,
                  cs_chan *chan, FILE *out, int *ninvalid, int *nresults, cs_err *e);
 
 /* Clock: CLOCK_MONOTONIC in microseconds. */

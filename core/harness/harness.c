@@ -237,7 +237,7 @@ static void gather_why(cs_ctx *c, sampler *sm, char *why, size_t len) {
   }
 }
 
-static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *r, cs_err *e) {
+static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_result *r, cs_err *e) {
   const cs_opts *o = c->opts;
   double ops = b->ops_per_rep_window ? (double)o->window : b->ops_per_rep;
   sampler sm = {0};
@@ -249,7 +249,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
 
   cs_noise_mark m0, m1;
   int leader;
-  MPI_Comm_rank(node, &leader);
+  MPI_Comm_rank(machine, &leader);
   leader = leader == 0;
   cs_noise_mark_now(&m0, leader);
   double t0 = cs_now_us();
@@ -316,7 +316,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   }
   double wall_s = (cs_now_us() - t0) * 1e-6;
   cs_noise_mark_now(&m1, leader);
-  cs_noise_finish(&m0, &m1, node, c->comm, wall_s, &r->noise);
+  cs_noise_finish(&m0, &m1, machine, c->comm, wall_s, &r->noise);
 
   int any_err = 0;
   MPI_Allreduce(&sm.err, &any_err, 1, MPI_INT, MPI_MAX, c->comm);
@@ -345,7 +345,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_result *
   return CS_OK;
 }
 
-int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm node,
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm machine,
                  cs_chan *chan, FILE *out, int *ninvalid, int *nresults, cs_err *e) {
   size_t sizes[128];
   int nsizes, rc;
@@ -397,7 +397,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm n
     c.size = b->size_fix ? b->size_fix(&c, sizes[i]) : sizes[i];
     if (b->size_fix && (c.size == 0 || (i > 0 && c.size == b->size_fix(&c, sizes[i - 1]))))
       continue; /* e.g. 1 or 2 bytes of ints */
-    rc = measure_size(b, &c, node, &r, e);
+    rc = measure_size(b, &c, machine, &r, e);
     if (rc == CS_OK && c.rank == 0) {
       cs_write_result(out, &r, o->raw);
       if (o->table) cs_table_row(stdout, &r);

@@ -1,4 +1,5 @@
 /* cs-core: one binary, a table of benchmarks, JSON Lines out. */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,13 +99,55 @@ static int open_channel(const cs_opts *o, MPI_Comm comm, cs_chan **out, cs_err *
   return CS_OK;
 }
 
+/* The ranks that share this kernel: one machine's /proc/stat, whatever
+ * MPI calls a node (an emulated cluster puts several "nodes", each in its
+ * own namespaces, on one kernel).  Grouped by the kernel's boot id. */
+static MPI_Comm machine_comm(MPI_Comm world) {
+  char id[64] = {0};
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (!fgets(id, sizeof id, f)) id[0] = 0;
+    fclose(f);
+  }
+  unsigned h = 2166136261u; /* FNV-1a */
+  for (const char *p = id; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+  int rank;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm m;
+  MPI_Comm_split(world, (int)(h & 0x7fffffff), rank, &m);
+  return m;
+}
+
+/* COMMSCOPE_PIN=machine: pin each rank to its own core, counted across
+ * every rank on this kernel, so that the ranks of emulated nodes do not
+ * all sit on the first core the launcher of each node would pick. */
+static void pin_if_asked(MPI_Comm machine) {
+  const char *how = getenv("COMMSCOPE_PIN");
+  if (!how || strcmp(how, "machine")) return;
+  cpu_set_t allowed, one;
+  if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
+  int mrank, ncpu = CPU_COUNT(&allowed);
+  MPI_Comm_rank(machine, &mrank);
+  if (ncpu <= 0) return;
+  int want = mrank % ncpu, seen = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (seen++ == want) {
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      sched_setaffinity(0, sizeof one, &one);
+      return;
+    }
+  }
+}
+
 static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv) {
   cs_err e = {0};
   int rank, np, rc = CS_OK;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &np);
-  MPI_Comm node;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm machine = machine_comm(MPI_COMM_WORLD);
+  pin_if_asked(machine);
 
   char name[MPI_MAX_PROCESSOR_NAME] = {0};
   int len;
@@ -123,7 +166,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   if (!open_ok) {
     if (rank == 0) fprintf(stderr, "cs-core: cannot write %s\n", o->output);
     free(all);
-    MPI_Comm_free(&node);
+    MPI_Comm_free(&machine);
     return CS_EIO;
   }
   double t0 = cs_now_us();
@@ -144,7 +187,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   cs_chan *chan = NULL;
   if (strcmp(o->transport, "mpi")) rc = open_channel(o, comm, &chan, &e);
   for (int i = 0; i < nb && rc == CS_OK; i++)
-    rc = cs_run_bench(benches[i], o, comm, node, chan, out, &ninvalid, &nresults, &e);
+    rc = cs_run_bench(benches[i], o, comm, machine, chan, out, &ninvalid, &nresults, &e);
   MPI_Barrier(comm); /* nobody leaves while a peer may still read its pool */
   cs_chan_close(chan);
   MPI_Comm_free(&comm);
@@ -155,7 +198,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     if (out != stdout) fclose(out);
   }
   free(all);
-  MPI_Comm_free(&node);
+  MPI_Comm_free(&machine);
   if (rc == CS_OK && ninvalid) rc = CS_EINVALID;
   return rc;
 }

@@ -1,6 +1,6 @@
 /* Noise accounting: how much CPU did processes other than our ranks use
- * on each node while a size was measured, and how much did the hypervisor
- * steal.  The node leader reads /proc/stat; every rank reads its own CPU
+ * on each machine (the ranks sharing one kernel) while a size was
+ * measured, and how much did the hypervisor steal.  The machine leader reads /proc/stat; every rank reads its own CPU
  * time; the difference is the others' share.  Untimed, once per size. */
 #include <stdio.h>
 #include <string.h>
@@ -19,8 +19,10 @@ static int read_proc_stat(unsigned long long *busy, unsigned long long *steal,
   fclose(f);
   if (n < 8) return -1;
   /* user nice system idle iowait irq softirq steal guest guest_nice;
-   * guest time is already inside user. */
-  *busy = v[0] + v[1] + v[2] + v[5] + v[6];
+   * guest time is already inside user.  Interrupt and softirq time belongs
+   * to no process and is mostly our own packets (TCP, emulated links): it
+   * is not counted as others' CPU. */
+  *busy = v[0] + v[1] + v[2];
   *steal = v[7];
   *total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
   return 0;
@@ -44,12 +46,12 @@ static double load1(void) {
   return l;
 }
 
-void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm node,
+void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm machine,
                      MPI_Comm world, double wall_s, cs_noise *out) {
   int nrank;
-  MPI_Comm_rank(node, &nrank);
+  MPI_Comm_rank(machine, &nrank);
   double mine = b->proc_cpu_s - a->proc_cpu_s, ours = 0;
-  MPI_Reduce(&mine, &ours, 1, MPI_DOUBLE, MPI_SUM, 0, node);
+  MPI_Reduce(&mine, &ours, 1, MPI_DOUBLE, MPI_SUM, 0, machine);
   /* local[0]: others' CPU, [1]: steal, [2]: valid (1) on leaders. */
   double local[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
   if (nrank == 0 && a->have_stat && b->have_stat) {

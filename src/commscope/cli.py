@@ -12,9 +12,12 @@ from pathlib import Path
 
 from . import __version__
 from . import build as build_mod
+from . import cluster as cluster_mod
 from . import mpi as mpi_mod
+from .cluster import emu as emu_mod
+from .cluster.slurm import sbatch_script
 from .errors import CommscopeError
-from .runner import CoreOptions, NoisePolicy, Progress, expand, run_sweep
+from .runner import CoreOptions, NoisePolicy, Progress, expand, placements, run_sweep
 from .show import export, run_table, tables
 from .sizes import expand_sizes
 from .store import Store
@@ -79,7 +82,7 @@ def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]],
 @command("run")
 def cmd_run(a: argparse.Namespace) -> int:
     benches = _list(a.bench)
-    nps = _ints(a.np, "--np") or [2]
+    nps = _ints(a.np, "--np")
     opts = CoreOptions(sizes=a.sizes, factor=a.factor, min_samples=a.min_samples,
                        max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
                        min_time_s=a.min_time, sample_us=a.sample_us, warmup=a.warmup,
@@ -92,6 +95,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         raise CommscopeError("--max-samples is below --min-samples")
     if opts.time_cap_s < opts.min_time_s:
         raise CommscopeError("--time-cap is below --min-time")
+    clusters = [cluster_mod.parse(c) for c in _list(a.cluster) or ["local"]]
+    nodes, ppns = _ints(a.nodes, "--nodes"), _ints(a.ppn, "--ppn")
+    places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
     impls = mpi_mod.select(_list(a.mpi))
     cores = [build_mod.build(m) for m in impls]
     if not benches:
@@ -100,8 +106,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     for t in transports:
         if t not in ("mpi", "chan", "chan-cma"):
             raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
-    jobs = [j for t in transports
-            for j in expand(cores, benches, nps, replace(opts, transport=t))]
+    jobs = [j for cl in clusters for t in transports
+            for j in expand(cores, benches, [], replace(opts, transport=t), cl, places[cl.label])]
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
     progress = Progress(len(jobs), enabled=not a.quiet)
@@ -368,6 +374,66 @@ def cmd_build(a: argparse.Namespace) -> int:
     return 0
 
 
+# -- clusters -------------------------------------------------------------
+@command("cluster up")
+def cmd_cluster_up(a: argparse.Namespace) -> int:
+    name = a.name or next(f"emu{i}" for i in range(1, 1000)
+                          if not (emu_mod.STATE_ROOT / emu_mod.prefix(f"emu{i}")).exists())
+    c = emu_mod.up(name, a.nodes, a.link)
+    p = emu_mod.PROFILES[c.link]
+    print(f"emulated cluster {c.name}: {len(c.nodes)} node(s), link {p.name} ({p.what}), "
+          f"subnet {c.subnet}")
+    for n in c.nodes:
+        print(f"  {n.hostname:<16} {n.address:<12} netns {n.netns}")
+    print(f"use it with: commscope run --cluster emu:{c.name} ...   remove it with: "
+          f"commscope cluster down {c.name}")
+    return 0
+
+
+@command("cluster down")
+def cmd_cluster_down(a: argparse.Namespace) -> int:
+    for name in a.names:
+        killed = emu_mod.down(name)
+        print(f"removed emulated cluster {name}"
+              + (f" ({killed} process(es) left inside were killed)" if killed else ""))
+    return 0
+
+
+@command("cluster list")
+def cmd_cluster_list(a: argparse.Namespace) -> int:
+    found = emu_mod.list_clusters()
+    if a.json:
+        print(json.dumps([c.to_json() for c in found], indent=1))
+        return 0
+    if not found:
+        print("no emulated cluster (commscope cluster up --nodes 2 --link 1gbit makes one)")
+    for c in found:
+        print(f"{c.name:<12} {len(c.nodes)} node(s)  link {c.link:<9} subnet {c.subnet}  "
+              f"prefix {c.prefix}")
+    stray = emu_mod.stray_namespaces()
+    if stray:
+        print(f"namespaces left by an interrupted `cluster up`: {', '.join(stray)} "
+              "(`commscope cluster down NAME` removes them)")
+    return 0
+
+
+@command("slurm script")
+def cmd_slurm_script(a: argparse.Namespace) -> int:
+    run_args = list(a.run_args)
+    if run_args and run_args[0] == "--":
+        run_args = run_args[1:]
+    make_parser().parse_args(["run", *run_args])  # bad sweep options fail here, not in the queue
+    text = sbatch_script(nodes=a.nodes, ppn=a.ppn, time_min=a.time, run_args=run_args,
+                         db=os.path.abspath(a.db), partition=a.partition, account=a.account)
+    if a.out == "-":
+        sys.stdout.write(text)
+    else:
+        Path(a.out).write_text(text)
+        os.chmod(a.out, 0o755)
+        print(f"wrote {a.out}; submit it with: sbatch {a.out}", file=sys.stderr)
+    return 0
+
+
 # -- parser ---------------------------------------------------------------
 def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
@@ -395,6 +461,14 @@ def make_parser() -> Parser:
     r.add_argument("--mpi", action="append",
                    help="implementations by name or mpicc path (default: all found)")
     r.add_argument("--np", action="append", help="process counts (default 2; e.g. --np 2,4)")
+    r.add_argument("--cluster", action="append",
+                   help="where: local (default), hostfile:PATH, slurm, slurm:mpirun or "
+                        "emu:NAME; repeat to run the sweep on several side by side")
+    r.add_argument("--nodes", action="append",
+                   help="nodes to spread the ranks over (default: one rank per node, as many "
+                        "nodes as the cluster has)")
+    r.add_argument("--ppn", action="append",
+                   help="processes per node; np = nodes x ppn (instead of --np)")
     r.add_argument("--sizes", default="1:4M", help="MIN:MAX or N, suffixes K M G (default 1:4M)")
     r.add_argument("--factor", type=_positive(int, 2, 1 << 30), default=2,
                    help="multiplier between sizes (default 2)")
@@ -502,6 +576,41 @@ def make_parser() -> Parser:
                          epilog="example: commscope mpi remove mpich42")
     mr.add_argument("name")
 
+    cl = sub.add_parser("cluster", help="emulated clusters of this machine (root)",
+                        formatter_class=fmt)
+    clsub = cl.add_subparsers(dest="clcmd", metavar="ACTION", parser_class=Parser)
+    cu = clsub.add_parser("up", help="make N nodes: namespaces joined by shaped links",
+                          epilog="example: commscope cluster up --nodes 2 --link 1gbit --name a")
+    cu.add_argument("--nodes", type=_positive(int, 1, emu_mod.MAX_NODES), required=True,
+                    help="number of nodes")
+    cu.add_argument("--link", default="unshaped", choices=list(emu_mod.PROFILES),
+                    help="link profile (default unshaped)")
+    cu.add_argument("--name", help="cluster name: a letter, then letters or digits "
+                                   "(default emu1, emu2, ...)")
+    cd = clsub.add_parser("down", help="kill what runs inside, delete the namespaces",
+                          epilog="example: commscope cluster down a")
+    cd.add_argument("names", nargs="+", metavar="NAME")
+    cls = clsub.add_parser("list", help="emulated clusters that exist",
+                           epilog="example: commscope cluster list --json")
+    cls.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sl = sub.add_parser("slurm", help="Slurm helpers", formatter_class=fmt)
+    slsub = sl.add_subparsers(dest="slcmd", metavar="ACTION", parser_class=Parser)
+    ss = slsub.add_parser("script", help="write an sbatch script for a sweep",
+                          epilog="example: commscope slurm script --nodes 2 --ppn 1 --out "
+                                 "sweep.sh -- --bench latency,bw --mpi openmpi")
+    ss.add_argument("--nodes", type=_positive(int, 1, 100000), required=True)
+    ss.add_argument("--ppn", type=_positive(int, 1, 100000), default=1,
+                    help="processes per node (default 1)")
+    ss.add_argument("--time", type=_positive(int, 1, 100000), default=30,
+                    help="time limit in minutes (default 30)")
+    ss.add_argument("--partition", help="partition to submit to")
+    ss.add_argument("--account", help="account to charge")
+    ss.add_argument("--db", default=DEFAULT_DB, help="store file the job writes")
+    ss.add_argument("--out", default="-", help="script file (default: standard output)")
+    ss.add_argument("run_args", nargs=argparse.REMAINDER,
+                    help="after --: options of `commscope run` for the sweep")
+
     b = sub.add_parser("build", help="build the core for implementations (cached)",
                        epilog="example: commscope build --mpi openmpi --force")
     b.add_argument("--mpi", action="append", help="implementations (default: all found)")
@@ -521,6 +630,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             if a.mpicmd is None:
                 raise CommscopeError("commscope mpi: choose an action: list, add or remove")
             name = f"mpi {a.mpicmd}"
+        elif name in ("cluster", "slurm"):
+            action = a.clcmd if name == "cluster" else a.slcmd
+            if action is None:
+                raise CommscopeError(f"commscope {name}: choose an action: "
+                                     + ("up, down or list" if name == "cluster" else "script"))
+            name = f"{name} {action}"
         elif name == "analyze":
             if a.anacmd is None:
                 raise CommscopeError("commscope analyze: choose crossover or findings")

@@ -16,8 +16,8 @@ from pathlib import Path
 from . import noise as noise_mod
 from . import provenance
 from .build import Core
+from .cluster import Cluster, Local, Placement, transport_check
 from .errors import CommscopeError
-from .mpi import LaunchSpec, launch_argv
 from .procs import run_bounded
 from .records import Parsed, Result, parse_file
 from .sizes import expand_sizes
@@ -68,9 +68,13 @@ class CoreOptions:
 class Job:
     core: Core
     bench: str
-    np: int
+    place: Placement
     opts: CoreOptions
-    cluster: str = "local"
+    cluster: Cluster = field(default_factory=Local, compare=False)
+
+    @property
+    def np(self) -> int:
+        return self.place.np
 
     @property
     def mpi_label(self) -> str:
@@ -80,12 +84,16 @@ class Job:
 
     @property
     def label(self) -> str:
-        return f"{self.mpi_label} {self.bench} np={self.np}"
+        where = "" if self.cluster.kind == "local" else (
+            f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})")
+        return f"{self.mpi_label} {self.bench} np={self.np}{where}"
 
     def plan_key(self) -> str:
         """What makes two jobs the same measurement, for --resume."""
         key = {"mpi": self.core.impl.name, "identity": self.core.identity, "bench": self.bench,
-               "np": self.np, "cluster": self.cluster, "opts": asdict(self.opts)}
+               "np": self.np, "cluster": self.cluster.label, "opts": asdict(self.opts)}
+        if self.place.nodes != 1:
+            key["nodes"] = self.place.nodes
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -109,12 +117,38 @@ CHANNEL_BENCHES = {"latency", "roundtrip", "sendloop", "bw", "bibw", "loggp_1", 
                    "loggp_nd", "loggp_ndr", "barrier", "alltoall"}
 
 
+def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
+               ppns: Sequence[int]) -> list[Placement]:
+    """nodes x processes per node.  With --ppn, every --nodes (default: the
+    cluster's) times it; otherwise every --np spread over --nodes (default:
+    as many of the cluster's nodes as there are ranks, one rank each)."""
+    if ppns and nps:
+        raise CommscopeError("give --np or --ppn, not both (np = nodes x ppn)")
+    out: list[Placement] = []
+    if ppns:
+        for n in nodes or [cluster.default_nodes(10**9)]:
+            out.extend(Placement(n, p) for p in ppns)
+        return out
+    for np_ in nps or [2]:
+        for n in nodes or [cluster.default_nodes(np_)]:
+            if np_ % n:
+                raise CommscopeError(f"--np {np_} does not divide over {n} nodes")
+            out.append(Placement(n, np_ // n))
+    return out
+
+
 def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
-           opts: CoreOptions) -> list[Job]:
-    """benchmarks x implementations x process counts, checked up front so a
-    sweep never starts with a job that cannot run."""
+           opts: CoreOptions, cluster: Cluster | None = None,
+           places: Sequence[Placement] | None = None) -> list[Job]:
+    """benchmarks x implementations x placements, checked up front so a
+    sweep never starts with a job that cannot run.  `nps` alone means one
+    node of the local machine."""
+    cluster = cluster or Local()
+    places = list(places) if places is not None else [Placement(1, n) for n in nps]
     jobs: list[Job] = []
     for core in cores:
+        for place in places:
+            cluster.check(core.impl, place)
         known = core.bench_names()
         for bench in resolve_benches(core, benches):
             if bench not in known:
@@ -125,14 +159,18 @@ def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
                 raise CommscopeError(f"benchmark {bench} runs over MPI only, not --transport "
                                      f"{opts.transport}")
             rooted = bool(core.bench(bench).get("rooted"))
-            for np_ in nps:
+            for place in places:
+                np_ = place.np
                 if np_ < min_np:
                     raise CommscopeError(f"benchmark {bench} needs at least {min_np} processes, "
                                          f"got --np {np_}")
                 if rooted and not opts.rotate_root and opts.root >= np_:
                     raise CommscopeError(f"root {opts.root} is outside the communicator of "
                                          f"{np_} processes ({bench})")
-                jobs.append(Job(core, bench, np_, opts))
+                if opts.transport != "mpi" and place.nodes != 1:
+                    raise CommscopeError(f"--transport {opts.transport} is a shared-memory "
+                                         "channel: it runs on one node")
+                jobs.append(Job(core, bench, place, opts, cluster))
     return jobs
 
 
@@ -172,6 +210,7 @@ class JobOutcome:
     parsed: Parsed
     flags: list[bool] = field(default_factory=list)
     message: str = ""
+    transport: dict[str, object] | None = None
 
 
 def default_timeout(opts: CoreOptions, nsizes: int) -> float:
@@ -218,23 +257,37 @@ def _stderr_tail(path: Path, limit: int = 4000) -> str:
     return data[-limit:].decode(errors="replace")
 
 
+def payload_bytes(results: Sequence[Result]) -> int:
+    """A lower bound of the bytes a job's timed iterations moved between
+    its two farthest ranks: one message of each size per iteration."""
+    return sum(r.size_bytes * (r.n_iters or 0) for r in results)
+
+
 def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             policy: NoisePolicy, attempt: int = 1, workdir: Path | None = None) -> JobOutcome:
     impl = job.core.impl
-    spec = LaunchSpec(np=job.np, cores=provenance.n_cores(), root=os.geteuid() == 0)
+    cores = provenance.n_cores()
     with tempfile.TemporaryDirectory(prefix="commscope-job-", dir=workdir) as tmp:
         tmpd = Path(tmp)
         out_path = tmpd / "records.jsonl"
         args = ["--bench", job.bench, *job.opts.argv(), "--output", str(out_path)]
-        argv = launch_argv(impl, spec, str(job.core.exe), args)
-        env = {**os.environ, **impl.env}
+        launch = job.cluster.launch(impl, job.place, str(job.core.exe), args, tmpd, cores,
+                                    os.geteuid() == 0)
+        for name, text in launch.files.items():
+            (tmpd / name).write_text(text)
+        argv = launch.argv
+        env = {**os.environ, **impl.env, **launch.env}
+        placement = {**job.cluster.describe(), "label": job.cluster.label,
+                     "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
             plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=job.opts.sizes,
             mpi_name=job.mpi_label, mpi_family=impl.family, mpi_version=job.core.mpi_version,
-            mpi_identity=job.core.identity, cluster=job.cluster, launch_argv=argv,
+            mpi_identity=job.core.identity, cluster=job.cluster.label, launch_argv=argv,
             env=provenance.relevant_env(env), machine=provenance.machine(),
-            options=asdict(job.opts), oversubscribed=spec.oversubscribed, attempt=attempt)
+            options=asdict(job.opts), oversubscribed=job.cluster.oversubscribed(job.place, cores),
+            attempt=attempt, placement=placement)
         run_id = store.begin_run(info, sweep_id)
+        links0 = job.cluster.link_bytes(job.place)
         mark0 = noise_mod.mark()
         try:
             outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
@@ -250,6 +303,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         job_noise = noise_mod.job_noise(mark0, noise_mod.mark(), outcome.cpu_s, outcome.wall_s)
         job_noise["leftover_processes"] = outcome.leftovers
         parsed = parse_file(out_path)
+        transport = transport_check(job.place, links0, job.cluster.link_bytes(job.place),
+                                    payload_bytes(parsed.results))
         tail = _stderr_tail(tmpd / "stderr")
         if outcome.timed_out:
             status = TIMEOUT
@@ -276,8 +331,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         flags = [noisy_job or policy.flag(r) for r in parsed.results]
         store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
                          stderr_tail=tail, header=parsed.header, results=parsed.results,
-                         flags=flags, noise=job_noise)
-    return JobOutcome(job, run_id, status, parsed, flags, msg)
+                         flags=flags, noise=job_noise, transport=transport)
+    return JobOutcome(job, run_id, status, parsed, flags, msg, transport)
 
 
 def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume: bool,
@@ -285,8 +340,8 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
               on_done: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
     """Run every job; a failure is stored and the sweep goes on."""
     store.abandon_running()
-    plan = [{"mpi": j.mpi_label, "bench": j.bench, "np": j.np, "key": j.plan_key()}
-            for j in jobs]
+    plan = [{"mpi": j.mpi_label, "bench": j.bench, "np": j.np, "cluster": j.cluster.label,
+             "nodes": j.place.nodes, "key": j.plan_key()} for j in jobs]
     sweep_id = store.begin_sweep(argv, plan)
     outcomes: list[JobOutcome] = []
     try:
@@ -306,6 +361,9 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
             note = f" ({out.message})" if out.message else ""
             if any(out.flags):
                 note += f" [{sum(out.flags)} noisy record(s) flagged]"
+            if out.transport:
+                ok = "" if out.transport["ok"] else "TRANSPORT CHECK FAILED: "
+                note += f" [{ok}{out.transport['verdict']}]"
             progress.end(job.label, out.status, note)
             outcomes.append(out)
             if on_done:

@@ -68,30 +68,42 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
     return txt + ("*" if r["flagged"] else "")
 
 
+def place(r: sqlite3.Row) -> str:
+    """Where a record was measured: the cluster, and its nodes when more than one."""
+    nodes = r["nodes"] or 1
+    return r["cluster"] if nodes == 1 else f"{r['cluster']} {nodes} nodes"
+
+
 def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
-    """One table per (benchmark, process count, cluster).  With per_node,
-    bandwidth is shown per machine: the per-process figure times the
-    processes per node, as seed 003 reports its collectives."""
-    groups: dict[tuple[str, int, str], list[sqlite3.Row]] = defaultdict(list)
+    """One table per (benchmark, process count); clusters and placements of
+    a sweep that spans several stand side by side as columns.  With
+    per_node, bandwidth is shown per machine: the per-process figure times
+    the processes per node, as seed 003 reports its collectives."""
+    groups: dict[tuple[str, int], list[sqlite3.Row]] = defaultdict(list)
     for r in rows:
-        groups[(r["bench"], r["np"], r["cluster"])].append(r)
+        groups[(r["bench"], r["np"])].append(r)
     out: list[str] = []
     any_flag = any(r["flagged"] for r in rows)
-    for (bench, np_, cluster), rs in sorted(groups.items()):
+    for (bench, np_), rs in sorted(groups.items()):
         key, unit = PRIMARY.get(bench, DEFAULT_PRIMARY)
         if per_node and any(r["mb_per_s"] is not None for r in rs):
             key, unit = "mb_per_s", "MB/s per node"
-        mpis = sorted({r["mpi_name"] for r in rs})
+        places = sorted({place(r) for r in rs})
+        col = {id(r): r["mpi_name"] if len(places) == 1 else f"{r['mpi_name']} {place(r)}"
+               for r in rs}
+        cols = sorted(set(col.values()))
         cells: dict[int, dict[str, str]] = defaultdict(dict)
         for r in rs:
-            cells[r["size_bytes"]][r["mpi_name"]] = _cell(r, key, per_node)
+            cells[r["size_bytes"]][col[id(r)]] = _cell(r, key, per_node)
         over = " (oversubscribed: correctness only)" if any(r["oversubscribed"] for r in rs) else ""
-        out.append(f"{bench}, {np_} processes, {cluster}: {unit}{over}")
-        w = max(8, *(len(h) for h in mpis)) + 8
-        out.append(f"{'size':>8}  " + "  ".join(f"{m:>{w}}" for m in mpis))
+        where = f", {places[0]}" if len(places) == 1 else ""
+        out.append(f"{bench}, {np_} processes{where}: {unit}{over}")
+        w = max(8, *(len(h) for h in cols),
+                *(len(v) for row in cells.values() for v in row.values())) + 2
+        out.append(f"{'size':>8}  " + "  ".join(f"{m:>{w}}" for m in cols))
         for size in sorted(cells):
             out.append(f"{human(size):>8}  "
-                       + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in mpis))
+                       + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in cols))
         out.append("")
     if any_flag:
         out.append("* measured while other processes used the CPU (see export: other_cpu_s)")
@@ -99,11 +111,11 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
 
 
 def run_table(rows: Sequence[sqlite3.Row]) -> str:
-    out = [f"{'id':>4} {'status':<14} {'mpi':<14} {'bench':<10} {'np':>3} "
+    out = [f"{'id':>4} {'status':<14} {'mpi':<14} {'bench':<10} {'np':>3} {'where':<18} "
            f"{'started':<25} note"]
     for r in rows:
         note = (r["stderr_tail"] or "").strip().splitlines()
         first = note[0][:60] if note and r["status"] != "ok" else ""
         out.append(f"{r['id']:>4} {r['status']:<14} {r['mpi_name']:<14} {r['bench']:<10} "
-                   f"{r['np']:>3} {r['started_at']:<25} {first}")
+                   f"{r['np']:>3} {place(r):<18} {r['started_at']:<25} {first}")
     return "\n".join(out) + "\n"

@@ -104,6 +104,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX fits_run ON fits(run_id, model);
     """,
+    # 4: placement (cluster description, nodes x processes per node) and what
+    # the node links carried
+    """
+    ALTER TABLE runs ADD COLUMN placement TEXT;
+    ALTER TABLE runs ADD COLUMN transport_check TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -135,6 +141,7 @@ class RunInfo:
     options: dict[str, object]
     oversubscribed: bool
     attempt: int = 1
+    placement: dict[str, object] | None = None
 
 
 class Store:
@@ -212,20 +219,22 @@ class Store:
                 """INSERT INTO runs(started_at, status, plan_key, bench, np, sizes, mpi_name,
                    mpi_family, mpi_version, mpi_identity, cluster, hostname, cpu_model, n_cores,
                    kernel, launch_argv, env, commscope_version, git_rev, options, sweep_id,
-                   oversubscribed, attempt)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   oversubscribed, attempt, placement)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (now_iso(), RUNNING, info.plan_key, info.bench, info.np, info.sizes,
                  info.mpi_name, info.mpi_family, info.mpi_version, info.mpi_identity,
                  info.cluster, m.get("hostname"), m.get("cpu_model"), m.get("n_cores"),
                  m.get("kernel"), json.dumps(list(info.launch_argv)), json.dumps(info.env),
                  m.get("commscope_version"), m.get("git_rev"), json.dumps(info.options),
-                 sweep_id, int(info.oversubscribed), info.attempt))
+                 sweep_id, int(info.oversubscribed), info.attempt,
+                 json.dumps(info.placement) if info.placement is not None else None))
             return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int, status: str, *, exit_code: int | None,
                    signal: int | None, stderr_tail: str, header: Header | None,
                    results: Sequence[Result], flags: Sequence[bool],
-                   noise: dict[str, object]) -> None:
+                   noise: dict[str, object],
+                   transport: dict[str, object] | None = None) -> None:
         """Store a finished job and its records in one transaction."""
         hdr = None
         if header is not None:
@@ -237,9 +246,9 @@ class Store:
             nodes = len(set(header.hosts)) if header is not None else None
             db.execute(
                 """UPDATE runs SET finished_at=?, status=?, exit_code=?, signal=?,
-                   stderr_tail=?, header=?, noise=?, nodes=? WHERE id=?""",
+                   stderr_tail=?, header=?, noise=?, nodes=?, transport_check=? WHERE id=?""",
                 (now_iso(), status, exit_code, signal, stderr_tail, hdr, json.dumps(noise),
-                 nodes, run_id))
+                 nodes, json.dumps(transport) if transport is not None else None, run_id))
             for r, flagged in zip(results, flags, strict=True):
                 db.execute(
                     """INSERT INTO results(run_id, bench, size_bytes, np, n_samples, batch,
@@ -309,6 +318,7 @@ class Store:
                             ON x2.run_id = r2.id WHERE r2.mpi_name = r.mpi_name
                             AND r2.bench = r.bench AND r2.np = r.np
                             AND r2.cluster = r.cluster
+                            AND coalesce(r2.nodes, 1) = coalesce(r.nodes, 1)
                             AND r2.status IN ('ok', 'invalid', 'timeout', 'failed'))""")
         sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
                   r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,

@@ -1,0 +1,302 @@
+"""Where a job runs: the cluster kinds and their launch lines.
+
+A cluster is part of every run's provenance:
+
+  local           this machine, the implementation's own launcher
+  hostfile:PATH   the hosts of a hostfile, the implementation's launcher
+  slurm           inside (or asking for) a Slurm allocation, through srun
+                  with the implementation's PMI plugin
+  slurm:mpirun    inside a Slurm allocation, the implementation's launcher
+  emu:NAME        an emulated cluster of this machine (`commscope cluster up`)
+
+A placement is nodes x processes per node.  Launch lines are lists, never
+shell strings; files a launcher needs (hostfiles) come back as text for the
+runner to write into the job's own directory."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CommscopeError
+from ..mpi import LaunchSpec, MpiImpl, launch_argv
+from . import emu as emu_mod
+
+
+@dataclass(frozen=True)
+class Placement:
+    nodes: int
+    ppn: int
+
+    @property
+    def np(self) -> int:
+        return self.nodes * self.ppn
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # file name in the job dir -> text
+
+
+class Cluster:
+    kind = "local"
+
+    @property
+    def label(self) -> str:
+        return self.kind
+
+    def size(self) -> int | None:
+        """How many nodes there are, when that is known here."""
+        return 1
+
+    def default_nodes(self, np_: int) -> int:
+        """Spread np ranks over as many nodes as there are, one per node at most."""
+        n = self.size() or 1
+        return max(1, min(np_, n))
+
+    def check(self, impl: MpiImpl, place: Placement) -> None:
+        n = self.size()
+        if n is not None and place.nodes > n:
+            raise CommscopeError(f"{self.label} has {n} node(s); cannot place ranks on "
+                                 f"{place.nodes}")
+
+    def oversubscribed(self, place: Placement, cores: int) -> bool:
+        return place.ppn > cores
+
+    def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
+               workdir: Path, cores: int, root: bool) -> Launch:
+        spec = LaunchSpec(np=place.np, cores=cores, root=root)
+        return Launch(launch_argv(impl, spec, exe, args))
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind}
+
+    def link_bytes(self, place: Placement) -> dict[str, int] | None:
+        """Bytes on each used node's network interface, where this machine
+        can read them."""
+        return None
+
+
+class Local(Cluster):
+    def check(self, impl: MpiImpl, place: Placement) -> None:
+        if place.nodes != 1:
+            raise CommscopeError(f"the local cluster is one node; --nodes {place.nodes} needs "
+                                 "--cluster emu:NAME, hostfile:PATH or slurm")
+
+
+def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
+    """Hosts and slot counts from an Open MPI (`host slots=N`) or MPICH
+    (`host:N`) hostfile; comments and blank lines are skipped."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise CommscopeError(f"cannot read hostfile {path}: {exc.strerror}") from exc
+    hosts: list[tuple[str, int | None]] = []
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = (re.fullmatch(r"([\w.\-]+)(?:\s+slots\s*=\s*(\d+))?(?:\s+max_slots\s*=\s*\d+)?", line)
+             or re.fullmatch(r"([\w.\-]+)(?::(\d+))?", line))
+        if not m:
+            raise CommscopeError(f"{path}:{no}: not a hostfile line: {raw.strip()!r}")
+        hosts.append((m.group(1), int(m.group(2)) if m.group(2) else None))
+    if not hosts:
+        raise CommscopeError(f"hostfile {path} names no host")
+    return hosts
+
+
+def hostfile_text(family: str, hosts: list[str], ppn: int) -> str:
+    if family == "openmpi":
+        return "".join(f"{h} slots={ppn}\n" for h in hosts)
+    return "".join(f"{h}:{ppn}\n" for h in hosts)
+
+
+class Hostfile(Cluster):
+    kind = "hostfile"
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path).resolve()
+        self.hosts = read_hostfile(self.path)
+
+    @property
+    def label(self) -> str:
+        return f"hostfile:{self.path}"
+
+    def size(self) -> int | None:
+        return len(self.hosts)
+
+    def default_nodes(self, np_: int) -> int:
+        return 1
+
+    def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
+               workdir: Path, cores: int, root: bool) -> Launch:
+        hf = workdir / "hostfile"
+        text = hostfile_text(impl.family, [h for h, _ in self.hosts[:place.nodes]], place.ppn)
+        n = str(place.np)
+        if impl.family == "openmpi":
+            argv = [impl.launcher, *(["--allow-run-as-root"] if root else []), "-n", n,
+                    "--hostfile", str(hf), "--map-by", f"ppr:{place.ppn}:node",
+                    "--bind-to", "core", exe, *args]
+        else:
+            argv = [impl.launcher, "-n", n, "-f", str(hf), "-ppn", str(place.ppn),
+                    *(["-bind-to", "core"] if impl.family == "mpich" else []), exe, *args]
+        return Launch(argv, files={"hostfile": text})
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "path": str(self.path), "hosts": [h for h, _ in self.hosts]}
+
+
+# srun's PMI plugin for each family (Debian: Open MPI through PMIx, MPICH
+# through PMI-2).
+SRUN_MPI = {"openmpi": "pmix", "mpich": "pmi2"}
+
+
+class Slurm(Cluster):
+    kind = "slurm"
+
+    def __init__(self, mode: str = "srun") -> None:
+        if mode not in ("srun", "mpirun"):
+            raise CommscopeError(f"unknown Slurm launch mode '{mode}' (slurm or slurm:mpirun)")
+        self.mode = mode
+
+    @property
+    def label(self) -> str:
+        return "slurm" if self.mode == "srun" else "slurm:mpirun"
+
+    def size(self) -> int | None:
+        n = os.environ.get("SLURM_JOB_NUM_NODES") or os.environ.get("SLURM_NNODES")
+        return int(n) if n and n.isdigit() else None
+
+    def default_nodes(self, np_: int) -> int:
+        return self.size() or 1
+
+    def check(self, impl: MpiImpl, place: Placement) -> None:
+        super().check(impl, place)
+        if self.mode == "mpirun" and "SLURM_JOB_ID" not in os.environ:
+            raise CommscopeError("--cluster slurm:mpirun runs inside an allocation (salloc or "
+                                 "sbatch); use --cluster slurm to let srun ask for one")
+        if self.mode == "srun" and impl.family not in SRUN_MPI:
+            raise CommscopeError(f"no srun PMI plugin known for {impl.family}; use "
+                                 "--cluster slurm:mpirun inside an allocation")
+
+    def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
+               workdir: Path, cores: int, root: bool) -> Launch:
+        n, ppn = str(place.np), str(place.ppn)
+        if self.mode == "srun":
+            argv = ["srun", f"--mpi={SRUN_MPI[impl.family]}", f"--nodes={place.nodes}",
+                    f"--ntasks-per-node={ppn}", f"--ntasks={n}", "--cpu-bind=cores",
+                    "--kill-on-bad-exit=1", "--job-name=commscope", exe, *args]
+        elif impl.family == "openmpi":
+            argv = [impl.launcher, *(["--allow-run-as-root"] if root else []), "-n", n,
+                    "--map-by", f"ppr:{ppn}:node", "--bind-to", "core", exe, *args]
+        else:
+            argv = [impl.launcher, "-launcher", "slurm", "-rmk", "slurm", "-n", n, "-ppn", ppn,
+                    *(["-bind-to", "core"] if impl.family == "mpich" else []), exe, *args]
+        return Launch(argv)
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "mode": self.mode,
+                "job_id": os.environ.get("SLURM_JOB_ID"),
+                "nodelist": os.environ.get("SLURM_JOB_NODELIST")}
+
+
+class Emulated(Cluster):
+    kind = "emu"
+
+    def __init__(self, name: str) -> None:
+        self.c = emu_mod.load(name)
+
+    @property
+    def label(self) -> str:
+        return f"emu:{self.c.name}"
+
+    def size(self) -> int | None:
+        return len(self.c.nodes)
+
+    def check(self, impl: MpiImpl, place: Placement) -> None:
+        super().check(impl, place)
+        if impl.family not in ("openmpi", "mpich"):
+            raise CommscopeError(f"emulated clusters launch Open MPI and MPICH; not "
+                                 f"{impl.family}")
+        emu_mod.require_root("running on an emulated cluster")
+
+    def oversubscribed(self, place: Placement, cores: int) -> bool:
+        return place.np > cores  # every node shares this machine's cores
+
+    def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
+               workdir: Path, cores: int, root: bool) -> Launch:
+        """The launcher runs inside the first node, reaches the others through
+        the cluster's agent, talks TCP only on the emulated subnet, and binds
+        nothing itself: each rank pins itself to its own core of this machine
+        (COMMSCOPE_PIN=machine), so that ranks of different nodes do not all
+        sit on core 0."""
+        c = self.c
+        used = [n.address for n in c.nodes[:place.nodes]]
+        hf = workdir / "hostfile"
+        n = str(place.np)
+        env = {"COMMSCOPE_PIN": "machine"}
+        if impl.family == "openmpi":
+            inner = [impl.launcher, *(["--allow-run-as-root"] if root else []), "-n", n,
+                     "--hostfile", str(hf), "--map-by", f"ppr:{place.ppn}:node",
+                     "--bind-to", "none", "--mca", "plm_rsh_agent", c.agent,
+                     "--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
+                     "--mca", "btl_tcp_if_include", c.subnet,
+                     "--mca", "oob_tcp_if_include", c.subnet, "-x", "COMMSCOPE_PIN"]
+            if place.np > cores:
+                inner += ["--mca", "mpi_yield_when_idle", "1"]
+        else:
+            env["UCX_NET_DEVICES"] = "eth0"
+            inner = [impl.launcher, "-n", n, "-f", str(hf), "-ppn", str(place.ppn),
+                     "-launcher", "ssh", "-launcher-exec", c.agent, "-iface", "eth0",
+                     "-genv", "COMMSCOPE_PIN", "machine", "-genv", "UCX_NET_DEVICES", "eth0"]
+        argv = [*c.nodes[0].nsenter(), *inner, exe, *args]
+        return Launch(argv, env=env, files={"hostfile": hostfile_text(impl.family, used,
+                                                                      place.ppn)})
+
+    def describe(self) -> dict[str, object]:
+        p = emu_mod.PROFILES[self.c.link]
+        return {"kind": self.kind, "name": self.c.name, "link": p.name, "rate_bps": p.rate_bps,
+                "nodes": len(self.c.nodes), "subnet": self.c.subnet,
+                "tbf": p.tbf_args() if p.rate_bps else None}
+
+    def link_bytes(self, place: Placement) -> dict[str, int] | None:
+        return self.c.link_bytes(place.nodes)
+
+
+def parse(spec: str) -> Cluster:
+    """A --cluster value."""
+    kind, _, arg = spec.partition(":")
+    if kind == "local" and not arg:
+        return Local()
+    if kind == "hostfile" and arg:
+        return Hostfile(arg)
+    if kind == "slurm":
+        return Slurm(arg or "srun")
+    if kind == "emu" and arg:
+        return Emulated(arg)
+    raise CommscopeError(f"bad --cluster '{spec}': local, hostfile:PATH, slurm, slurm:mpirun "
+                         "or emu:NAME")
+
+
+def transport_check(place: Placement, before: dict[str, int] | None,
+                    after: dict[str, int] | None, payload_bytes: int) -> dict[str, object] | None:
+    """What the node links carried during a job, against what the benchmark
+    moved.  One node: its link should stay quiet (shared memory).  Several:
+    the links must carry at least the payload (TCP between nodes)."""
+    if before is None or after is None:
+        return None
+    delta = {h: after[h] - before.get(h, 0) for h in after}
+    total = sum(delta.values())
+    if place.nodes == 1:
+        quiet = total <= max(64 * 1024, payload_bytes // 100)
+        verdict = "shared memory" if quiet else "network inside one node"
+        ok = quiet
+    else:
+        ok = total >= payload_bytes and total > 0
+        verdict = "network between nodes" if ok else "too little on the links for the payload"
+    return {"link_bytes": delta, "payload_bytes": payload_bytes, "verdict": verdict, "ok": ok}
