@@ -104,3 +104,26 @@ def _cmd(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+def test_hang_after_the_last_record_costs_the_grace_not_the_timeout(tmp_path, cores,
+                                                                    monkeypatch):
+    """A job that wrote every record and then never exits (as Debian's MPICH
+    over UCX can in MPI_Finalize) is killed soon after its footer, kept,
+    and shown as hung at exit."""
+    from commscope import runner
+
+    monkeypatch.setattr(runner, "EXIT_GRACE_S", 2.0)
+    db = tmp_path / "exit.db"
+    t0 = time.monotonic()
+    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "hang@exit",
+                   "--timeout", "60", *[x for m in cores for x in ("--mpi", m)], *FAST])
+    assert rc == 1
+    assert time.monotonic() - t0 < len(cores) * 30
+    store = Store(db)
+    for r in store.runs():
+        assert r["status"] == "timeout"
+        assert "hung in MPI_Finalize" in r["stderr_tail"]
+    kept = {(r["mpi_name"], r["size_bytes"]) for r in store.result_rows()}
+    assert kept == {(m, s) for m in cores for s in (1, 4, 16, 64, 256)}
+    assert mpi_processes() == []

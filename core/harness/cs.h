@@ -231,8 +231,10 @@ void cs_table_header(FILE *f);
 void cs_table_row(FILE *f, const cs_result *r);
 
 /* Fault injection for the test suite (harness.c): the last rank hangs,
- * crashes or corrupts its received data at the given size. */
-enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT };
+ * crashes or corrupts its received data at the given size, or (hang@exit)
+ * hangs after the last record, where a broken MPI_Finalize would. */
+enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT,
+                CS_FAULT_HANG_EXIT };
 int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */

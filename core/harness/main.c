@@ -237,6 +237,15 @@ int main(int argc, char **argv) {
   }
   MPI_Init(&argc, &argv);
   int rc = run_all(&o, benches, nb, argc, argv);
+  enum cs_fault fault;
+  size_t at;
+  if (!cs_inject_parse(o.inject, &fault, &at) && fault == CS_FAULT_HANG_EXIT) {
+    int rank, np;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &np);
+    if (rank == np - 1)
+      for (;;) pause(); /* testing: every record is written, the exit never comes */
+  }
   MPI_Finalize();
   return rc;
 }

@@ -213,7 +213,8 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   enum cs_fault k;
   size_t at;
   if (o->inject[0] && cs_inject_parse(o->inject, &k, &at))
-    return CS_FAIL(e, CS_EUSAGE, "bad --inject '%s' (use hang@SIZE, crash@SIZE or corrupt@SIZE)",
+    return CS_FAIL(e, CS_EUSAGE,
+                   "bad --inject '%s' (use hang@SIZE, crash@SIZE, corrupt@SIZE or hang@exit)",
                    o->inject);
   if (strcmp(o->transport, "mpi") && strcmp(o->transport, "chan") &&
       strcmp(o->transport, "chan-cma"))
@@ -242,6 +243,10 @@ int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size) {
   *kind = CS_FAULT_NONE;
   *size = 0;
   if (!spec[0]) return 0;
+  if (!strcmp(spec, "hang@exit")) {
+    *kind = CS_FAULT_HANG_EXIT;
+    return 0;
+  }
   const char *at = strchr(spec, '@');
   if (!at) return -1;
   size_t n = (size_t)(at - spec);

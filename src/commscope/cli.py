@@ -422,7 +422,8 @@ def cmd_slurm_script(a: argparse.Namespace) -> int:
     run_args = list(a.run_args)
     if run_args and run_args[0] == "--":
         run_args = run_args[1:]
-    make_parser().parse_args(["run", *run_args])  # bad sweep options fail here, not in the queue
+    ra = make_parser().parse_args(["run", *run_args])  # bad options fail here, not in the queue
+    expand_sizes(ra.sizes, ra.factor)
     text = sbatch_script(nodes=a.nodes, ppn=a.ppn, time_min=a.time, run_args=run_args,
                          db=os.path.abspath(a.db), partition=a.partition, account=a.account)
     if a.out == "-":

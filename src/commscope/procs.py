@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,10 +133,35 @@ class Outcome:
     wall_s: float
     cpu_s: float  # CPU used by the job's processes (reaped children)
     leftovers: int  # processes still alive after the launcher exited
+    hung_at_exit: bool = False  # finished its work, then did not exit within the grace
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, finished: Callable[[], bool] | None,
+          exit_grace_s: float) -> tuple[bool, bool]:
+    """Wait for the launcher to exit: (timed out, hung after finishing).
+    Once `finished()` says the job's work is complete, it gets exit_grace_s
+    to exit: a hang in MPI_Finalize costs that, not the whole timeout."""
+    deadline = time.monotonic() + timeout_s
+    done_at: float | None = None
+    while True:
+        now = time.monotonic()
+        if done_at is None and finished is not None and finished():
+            done_at = now
+            deadline = min(deadline, now + exit_grace_s)
+        left = deadline - now
+        if left <= 0:
+            return True, done_at is not None
+        try:
+            proc.wait(timeout=min(left, 0.25) if finished is not None else left)
+            return False, False
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: str,
-                stdout_path: Path, stderr_path: Path) -> Outcome:
+                stdout_path: Path, stderr_path: Path,
+                finished: Callable[[], bool] | None = None,
+                exit_grace_s: float = 10.0) -> Outcome:
     """Run argv (a list, never a shell string) with a hard timeout."""
     become_subreaper()
     before = os.times()
@@ -143,11 +169,9 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 env=env, cwd=cwd, start_new_session=True)
-        timed_out = False
+        timed_out = hung = False
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out, hung = _wait(proc, timeout_s, finished, exit_grace_s)
         except BaseException:
             kill_family(proc.pid)
             proc.wait()
@@ -168,4 +192,5 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
         cpu_s=(after.children_user - before.children_user)
         + (after.children_system - before.children_system),
         leftovers=len(leftovers),
+        hung_at_exit=hung,
     )

@@ -257,6 +257,22 @@ def _stderr_tail(path: Path, limit: int = 4000) -> str:
     return data[-limit:].decode(errors="replace")
 
 
+# Seconds a job may take to exit once its last record is written.
+EXIT_GRACE_S = 10.0
+
+
+def footer_written(path: Path) -> bool:
+    """The core writes its footer line last, just before MPI_Finalize."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 4096))
+            tail = f.read()
+    except OSError:
+        return False
+    return b'"type":"footer"' in tail and tail.endswith(b"\n")
+
+
 def payload_bytes(results: Sequence[Result]) -> int:
     """A lower bound of the bytes a job's timed iterations moved between
     its two farthest ranks: one message of each size per iteration."""
@@ -291,7 +307,9 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         mark0 = noise_mod.mark()
         try:
             outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
-                                  stdout_path=tmpd / "stdout", stderr_path=tmpd / "stderr")
+                                  stdout_path=tmpd / "stdout", stderr_path=tmpd / "stderr",
+                                  finished=lambda: footer_written(out_path),
+                                  exit_grace_s=EXIT_GRACE_S)
         except BaseException:
             # Interrupted (Ctrl-C): the job is killed; keep what it measured.
             parsed = parse_file(out_path)
@@ -306,7 +324,11 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         transport = transport_check(job.place, links0, job.cluster.link_bytes(job.place),
                                     payload_bytes(parsed.results))
         tail = _stderr_tail(tmpd / "stderr")
-        if outcome.timed_out:
+        if outcome.hung_at_exit:
+            status = TIMEOUT
+            msg = (f"every record was written, then the job did not exit within "
+                   f"{EXIT_GRACE_S:.0f}s (hung in MPI_Finalize?): killed")
+        elif outcome.timed_out:
             status = TIMEOUT
             msg = f"killed after {timeout_s:.0f}s timeout"
         elif outcome.signal is not None:

@@ -208,8 +208,13 @@ class Slurm(Cluster):
 class Emulated(Cluster):
     kind = "emu"
 
-    def __init__(self, name: str) -> None:
-        self.c = emu_mod.load(name)
+    def __init__(self, name: str | None = None, *, state: emu_mod.EmuCluster | None = None
+                 ) -> None:
+        if state is None:
+            if name is None:
+                raise CommscopeError("an emulated cluster needs a name")
+            state = emu_mod.load(name)
+        self.c = state
 
     @property
     def label(self) -> str:

@@ -1,0 +1,137 @@
+"""A real single-node Slurm for the test suite, private to one directory.
+
+munged and the two Slurm daemons run from Debian's packages with their
+own key, socket, configuration, state and logs under a scratch directory,
+so nothing of the machine's own set-up is read or changed; clients find
+the configuration through SLURM_CONF.  The daemons are started directly
+and stopped by PID."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+BINARIES = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "sinfo")
+
+
+def missing() -> str | None:
+    lost = [b for b in BINARIES if not shutil.which(b)]
+    return f"Slurm or munge not installed ({', '.join(lost)} missing)" if lost else None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalSlurm:
+    def __init__(self, root: Path, cpus: int) -> None:
+        self.root = root
+        self.cpus = cpus
+        self.host = socket.gethostname()
+        self.procs: list[subprocess.Popen] = []
+        self.conf = root / "slurm.conf"
+        self.sock = root / "munge.sock"
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"SLURM_CONF": str(self.conf)}
+
+    def _write(self) -> None:
+        r = self.root
+        for d in ("state", "spool", "log"):
+            (r / d).mkdir(parents=True, exist_ok=True)
+        key = r / "munge.key"
+        key.write_bytes(os.urandom(128))
+        key.chmod(0o600)
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+        self.conf.write_text(f"""\
+ClusterName=cstest
+SlurmctldHost={self.host}
+SlurmUser=root
+SlurmdUser=root
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={self.sock}
+StateSaveLocation={r / 'state'}
+SlurmdSpoolDir={r / 'spool'}
+SlurmctldPidFile={r / 'slurmctld.pid'}
+SlurmdPidFile={r / 'slurmd.pid'}
+SlurmctldLogFile={r / 'log' / 'slurmctld.log'}
+SlurmdLogFile={r / 'log' / 'slurmd.log'}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+KillWait=5
+InactiveLimit=0
+NodeName={self.host} CPUs={self.cpus} RealMemory={mem} State=UNKNOWN
+PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
+""")
+
+    def _start(self, argv: list[str]) -> None:
+        log = open(self.root / "log" / f"{Path(argv[0]).name}.out", "ab")
+        self.procs.append(subprocess.Popen(argv, stdout=log, stderr=log, env={
+            **os.environ, **self.env}, start_new_session=True))
+
+    def start(self, timeout_s: float = 60) -> None:
+        self._write()
+        r = self.root
+        self._start(["munged", "--foreground", "--force", f"--socket={self.sock}",
+                     f"--key-file={r / 'munge.key'}", f"--pid-file={r / 'munged.pid'}",
+                     f"--log-file={r / 'log' / 'munged.log'}", f"--seed-file={r / 'munge.seed'}"])
+        self._wait(lambda: self.sock.exists(), timeout_s, "munged")
+        self._start(["slurmctld", "-D", "-i", "-f", str(self.conf)])
+        self._start(["slurmd", "-D", "-f", str(self.conf)])
+        self._wait(self._idle, timeout_s, "the Slurm node")
+
+    def _idle(self) -> bool:
+        p = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
+                           env={**os.environ, **self.env}, timeout=10, check=False)
+        return p.returncode == 0 and p.stdout.strip() in ("idle", "mix", "alloc")
+
+    def _wait(self, ready, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if ready():
+                return
+            dead = [p for p in self.procs if p.poll() is not None]
+            if dead:
+                break
+            time.sleep(0.3)
+        logs = "".join(f.read_text(errors="replace")[-1500:]
+                       for f in sorted((self.root / "log").glob("*")))
+        self.stop()
+        raise RuntimeError(f"{what} did not come up:\n{logs}")
+
+    def stop(self) -> None:
+        """SIGTERM each daemon by PID (newest first), then SIGKILL what stays."""
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs.clear()
+        while True:  # step daemons this process adopted as a subreaper
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break

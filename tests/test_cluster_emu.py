@@ -1,0 +1,216 @@
+"""Emulated clusters, for real: namespaces, shaped links, both MPIs across
+nodes, the transport each used, teardown, and a rank killed mid-run.
+Needs root (CI runs as root); elsewhere it skips with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from commscope import cli
+from commscope.cluster import emu
+from commscope.store import Store
+
+from .conftest import mpi_processes
+
+TOOLS = ("ip", "tc", "nsenter", "unshare", "ethtool")
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(os.geteuid() != 0, reason="emulated clusters need root (namespaces)"),
+    pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
+                       reason=f"needs {', '.join(TOOLS)} (`make test` installs them)"),
+]
+FAST = ["--min-samples", "5", "--time-cap", "0.1", "--min-time", "0.01", "--quiet"]
+TAG = f"t{os.getpid() % 100000}"
+
+
+def host_links() -> set[str]:
+    out = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    return {line.split(":")[1].strip() for line in out.splitlines()}
+
+
+def ours() -> list[str]:
+    return [p.name for p in emu.NETNS_DIR.glob(f"{emu.prefix(TAG)}*")]
+
+
+@pytest.fixture(scope="module")
+def two(cores):
+    links = host_links()
+    name = f"{TAG}a"
+    assert cli.main(["cluster", "up", "--nodes", "2", "--link", "1gbit", "--name", name]) == 0
+    yield name
+    emu.down(name)
+    assert host_links() == links
+
+
+@pytest.fixture(scope="module")
+def four(cores):
+    name = f"{TAG}b"
+    assert cli.main(["cluster", "up", "--nodes", "4", "--name", name]) == 0
+    yield name
+    emu.down(name)
+
+
+def runs_of(db) -> list[dict]:
+    return [dict(r) for r in Store(db).runs()]
+
+
+def test_nodes_have_their_own_names_addresses_and_links(two):
+    c = emu.load(two)
+    assert [n.hostname for n in c.nodes] == [f"{two}-n0", f"{two}-n1"]
+    for n in c.nodes:
+        name = subprocess.run([*n.nsenter(), "hostname"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+        assert name == n.hostname
+        addr = subprocess.run(["ip", "-n", n.netns, "-o", "-4", "addr", "show", "dev", "eth0"],
+                              capture_output=True, text=True, check=True).stdout
+        assert f"{n.address}/24" in addr
+        qdisc = subprocess.run(["tc", "-n", n.netns, "qdisc", "show", "dev", "eth0"],
+                               capture_output=True, text=True, check=True).stdout
+        assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+    assert all(n.netns not in host_links() for n in c.nodes)
+    # a second cluster of the same name is refused, and nothing changes
+    before = sorted(ours())
+    assert cli.main(["cluster", "up", "--nodes", "2", "--name", two]) == 2
+    assert sorted(ours()) == before
+
+
+def test_across_two_nodes_both_mpis_use_tcp_and_inside_one_shared_memory(two, cores, tmp_path):
+    db = tmp_path / "emu.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    common = ["--db", str(db), "--bench", "latency,allreduce", "--sizes", "8:64K", "--factor",
+              "64", "--timeout", "60", *mpis, *FAST]
+    assert cli.main(["run", "--cluster", f"emu:{two}", "--cluster", "local", "--np", "2",
+                     *common]) == 0
+    assert cli.main(["run", "--cluster", f"emu:{two}", "--nodes", "1", "--ppn", "2",
+                     *common]) == 0
+    runs = runs_of(db)
+    assert len(runs) == 3 * 2 * len(cores)
+    seen = set()
+    for r in runs:
+        assert r["status"] == "ok", r
+        place = json.loads(r["placement"])
+        hosts = json.loads(r["header"])["hosts"]
+        if r["cluster"] == "local":
+            assert place["kind"] == "local" and r["transport_check"] is None
+            continue
+        check = json.loads(r["transport_check"])
+        assert place["kind"] == "emu" and place["link"] == "1gbit"
+        assert json.loads(r["launch_argv"])[0] == "nsenter"
+        if place["nodes"] == 2:
+            assert hosts == [f"{two}-n0", f"{two}-n1"] and r["nodes"] == 2
+            assert check["verdict"] == "network between nodes" and check["ok"], check
+            assert min(check["link_bytes"].values()) >= check["payload_bytes"] > 0
+        else:
+            assert hosts == [f"{two}-n0"] * 2 and r["nodes"] == 1
+            assert check["verdict"] == "shared memory" and check["ok"], check
+        seen.add((r["mpi_name"], r["bench"], place["nodes"]))
+    assert seen == {(m, b, n) for m in cores for b in ("latency", "allreduce") for n in (1, 2)}
+    # latency across the 1gbit link is well above latency through shared memory
+    rows = Store(db).result_rows()
+    lat = {(r["mpi_name"], r["cluster"], r["nodes"]): r["median_us"] for r in rows
+           if r["bench"] == "latency" and r["size_bytes"] == 8}
+    for m in cores:
+        assert lat[(m, f"emu:{two}", 2)] > 3 * lat[(m, f"emu:{two}", 1)]
+    # show puts the clusters side by side in one table
+    out = subprocess.run([sys.executable, "-m", "commscope.cli", "show", "--db", str(db),
+                          "--bench", "latency"], capture_output=True, text=True, check=True)
+    head = out.stdout.splitlines()[1]
+    for m in cores:
+        for col in (f"{m} local", f"{m} emu:{two} 2 nodes", f"{m} emu:{two} "):
+            assert col in head
+
+
+def test_four_nodes_p2p_and_collective(four, cores, tmp_path):
+    """Four ranks on two cores: correctness only.  Debian's MPICH over UCX
+    may hang in MPI_Finalize with more than two ranks over TCP; then the
+    timeout must kill it, keep every record it wrote and say so."""
+    db = tmp_path / "four.db"
+    rc = cli.main(["run", "--db", str(db), "--cluster", f"emu:{four}", "--np", "4",
+                   "--bench", "latency,allreduce", "--sizes", "8:512", "--factor", "64",
+                   "--timeout", "40", *[x for m in cores for x in ("--mpi", m)], *FAST])
+    runs = runs_of(db)
+    assert len(runs) == 2 * len(cores)
+    rows = Store(db).result_rows()
+    for r in runs:
+        assert r["oversubscribed"] == 1 and r["nodes"] == 4
+        if r["mpi_family"] == "openmpi":
+            assert r["status"] == "ok", r
+        else:
+            assert r["status"] in ("ok", "timeout"), r
+            if r["status"] == "timeout":
+                assert "hung in MPI_Finalize" in r["stderr_tail"], r
+        kept = sorted(x["size_bytes"] for x in rows if x["run_id"] == r["id"])
+        assert kept == [8, 512], r  # every size measured, also when finalize hung
+        hosts = json.loads(r["header"])["hosts"]
+        assert sorted(hosts) == [f"{four}-n{i}" for i in range(4)]
+        assert json.loads(r["transport_check"])["ok"]
+    assert rc == (0 if all(r["status"] == "ok" for r in runs) else 1)
+    assert emu.processes_in([emu.NETNS_DIR / n for n in ours()]) == set()
+    assert mpi_processes() == []
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_killing_a_rank_mid_run_is_a_failure_and_leaves_nothing(two, cores, tmp_path, family):
+    name = next((m for m in cores if m == family), None)
+    if name is None:
+        pytest.skip(f"{family} not installed")
+    db = tmp_path / "kill.db"
+    shm_before = set(os.listdir("/dev/shm"))
+    node1 = emu.NETNS_DIR / emu.load(two).nodes[1].netns
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "commscope.cli", "run", "--db", str(db), "--cluster",
+         f"emu:{two}", "--np", "2", "--mpi", name, "--bench", "latency", "--sizes", "1:4M",
+         "--time-cap", "1", "--min-time", "0.5", "--timeout", "120", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = None
+    deadline = time.monotonic() + 30
+    while victim is None and time.monotonic() < deadline:
+        for pid in emu.processes_in([node1]):
+            try:
+                comm = open(f"/proc/{pid}/comm").read().strip()
+            except OSError:
+                continue
+            if comm == "cs-core":
+                victim = pid
+        time.sleep(0.2)
+    assert victim, "no rank appeared in the second node"
+    time.sleep(1.0)  # let it measure a few sizes
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=90)
+    assert proc.returncode == 1, err
+    (run,) = runs_of(db)
+    assert run["status"] in ("failed", "timeout") and run["stderr_tail"], run
+    assert "did not finish cleanly" in err
+    assert emu.processes_in([emu.NETNS_DIR / n for n in ours()]) == set()
+    assert mpi_processes() == []
+    assert set(os.listdir("/dev/shm")) - shm_before == set()
+
+
+def test_down_removes_everything_and_list_forgets(cores, capsys):
+    name = f"{TAG}c"
+    links = host_links()
+    assert cli.main(["cluster", "up", "--nodes", "2", "--link", "100mbit", "--name", name]) == 0
+    c = emu.load(name)
+    # something left running inside a node is killed by down
+    sleeper = subprocess.Popen([*c.nodes[1].nsenter(), "sleep", "300"])
+    capsys.readouterr()
+    assert cli.main(["cluster", "list"]) == 0
+    assert name in capsys.readouterr().out
+    assert cli.main(["cluster", "down", name]) == 0
+    assert "1 process(es) left inside were killed" in capsys.readouterr().out
+    assert sleeper.wait(timeout=10) != 0
+    assert not any(emu.NETNS_DIR.glob(f"{c.prefix}-*"))
+    assert not c.state_dir.exists()
+    assert host_links() == links
+    assert cli.main(["cluster", "list"]) == 0
+    assert name not in capsys.readouterr().out
+    assert cli.main(["cluster", "down", name]) == 2
+    assert "no emulated cluster" in capsys.readouterr().err
