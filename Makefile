@@ -8,9 +8,11 @@ PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 DB      ?= commscope.db
-APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python3-venv procps
-# the report's rendering test opens the page in a real browser
-TEST_APT_PKGS := chromium
+APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python3-venv procps \
+            iproute2 ethtool util-linux
+# the report's rendering test opens the page in a real browser; the Slurm tests
+# start a private single-node Slurm from Debian's packages
+TEST_APT_PKGS := chromium slurm-wlm munge
 
 .PHONY: run test install deps venv lint clean
 

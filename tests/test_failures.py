@@ -88,6 +88,23 @@ def test_run_bounded_kills_escaped_descendants(tmp_path):
     assert left == []
 
 
+def test_the_runners_own_children_are_not_a_jobs_leftovers(tmp_path):
+    """Daemons the caller started (a test Slurm, say) outlive every job."""
+    import subprocess
+
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(302)"])
+    try:
+        for timeout in (30, 0.3):
+            out = run_bounded([sys.executable, "-c", "import time; time.sleep(1)"],
+                              timeout_s=timeout, env={}, cwd=str(tmp_path),
+                              stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+            assert out.leftovers == 0
+            assert daemon.poll() is None
+    finally:
+        daemon.kill()
+        daemon.wait()
+
+
 def test_leftovers_after_a_clean_exit_are_killed(tmp_path):
     script = ("import subprocess, sys\n"
               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(301)'])\n")

@@ -40,9 +40,22 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
     return int(rest[1]), int(rest[2]), int(rest[3])
 
 
-def family(leader: int) -> set[int]:
+def children() -> set[int]:
+    """Our own live children (before a job starts: not the job's)."""
+    me = os.getpid()
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st and st[0] == me:
+                out.add(int(entry))
+    return out
+
+
+def family(leader: int, exclude: frozenset[int] = frozenset()) -> set[int]:
     """Live processes in the leader's session or group, or descended from it
-    (or adopted by us after their parent died)."""
+    (or adopted by us after their parent died).  `exclude`: our children
+    that were there before the job, and their descendants."""
     me = os.getpid()
     table: dict[int, tuple[int, int, int]] = {}
     for entry in os.listdir("/proc"):
@@ -57,7 +70,9 @@ def family(leader: int) -> set[int]:
     while grew:
         grew = False
         for pid, (ppid, _, _) in table.items():
-            if pid not in found and pid != me and (ppid in found or (ppid == me and pid != me)):
+            if pid in exclude or pid in found or pid == me:
+                continue
+            if ppid in found or ppid == me:
                 found.add(pid)
                 grew = True
     found.discard(me)
@@ -91,13 +106,14 @@ def shm_files(pids: set[int]) -> set[str]:
     return out
 
 
-def kill_family(leader: int, grace_s: float = 2.0) -> list[int]:
+def kill_family(leader: int, grace_s: float = 2.0,
+                exclude: frozenset[int] = frozenset()) -> list[int]:
     """SIGTERM, then SIGKILL, everything in the leader's family, then remove
     the shared-memory files they had mapped.  Returns the pids killed."""
-    segments = shm_files(family(leader))
+    segments = shm_files(family(leader, exclude))
     killed: list[int] = []
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        pids = family(leader)
+        pids = family(leader, exclude)
         if not pids:
             break
         killed.extend(p for p in pids if p not in killed)
@@ -113,7 +129,7 @@ def kill_family(leader: int, grace_s: float = 2.0) -> list[int]:
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             reap_adopted()
-            if not family(leader):
+            if not family(leader, exclude):
                 break
             time.sleep(0.05)
     reap_adopted()
@@ -164,6 +180,7 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
                 exit_grace_s: float = 10.0) -> Outcome:
     """Run argv (a list, never a shell string) with a hard timeout."""
     become_subreaper()
+    ours = frozenset(children())  # not the job's: never killed as its leftovers
     before = os.times()
     t0 = time.monotonic()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
@@ -173,12 +190,12 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
         try:
             timed_out, hung = _wait(proc, timeout_s, finished, exit_grace_s)
         except BaseException:
-            kill_family(proc.pid)
+            kill_family(proc.pid, exclude=ours)
             proc.wait()
             raise
-        leftovers = family(proc.pid) if not timed_out else set()
+        leftovers = family(proc.pid, ours) if not timed_out else set()
         if timed_out or leftovers:
-            kill_family(proc.pid)
+            kill_family(proc.pid, exclude=ours)
         proc.wait()
     reap_adopted()
     after = os.times()

@@ -1,0 +1,118 @@
+"""Slurm for real: a single-node Slurm from Debian's packages, started by
+the suite (tests/slurm_local.py), commscope jobs through srun with each
+implementation's PMI plugin, through the implementation's launcher inside
+an allocation, and through a generated sbatch script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from commscope import cli
+from commscope.store import Store
+
+from . import slurm_local
+from .conftest import mpi_processes
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the test Slurm runs its daemons as root"),
+    pytest.mark.skipif(slurm_local.missing() is not None,
+                       reason=str(slurm_local.missing()) + " (`make test` installs them)"),
+]
+FAST = ["--sizes", "8:4K", "--factor", "512", "--min-samples", "5", "--time-cap", "0.1",
+        "--min-time", "0.01", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory, cores):
+    s = slurm_local.LocalSlurm(tmp_path_factory.mktemp("slurm"), cpus=os.cpu_count() or 2)
+    s.start()
+    old = os.environ.get("SLURM_CONF")
+    os.environ["SLURM_CONF"] = str(s.conf)
+    try:
+        yield s
+    finally:
+        s.stop()
+        if old is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = old
+
+
+def squeue() -> str:
+    return subprocess.run(["squeue", "-h"], capture_output=True, text=True, timeout=20,
+                          check=True).stdout.strip()
+
+
+def test_srun_runs_both_mpis_with_their_pmi_plugin(slurm, cores, tmp_path):
+    db = tmp_path / "srun.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    assert cli.main(["run", "--db", str(db), "--cluster", "slurm", "--np", "2",
+                     "--bench", "latency,allreduce", "--timeout", "60", *mpis, *FAST]) == 0
+    runs = Store(db).runs()
+    assert len(runs) == 2 * len(cores)
+    plugin = {"openmpi": "--mpi=pmix", "mpich": "--mpi=pmi2"}
+    for r in runs:
+        assert r["status"] == "ok" and r["cluster"] == "slurm", dict(r)
+        argv = json.loads(r["launch_argv"])
+        assert argv[:2] == ["srun", plugin[r["mpi_family"]]]
+        assert json.loads(r["placement"])["kind"] == "slurm"
+        assert json.loads(r["header"])["np"] == 2
+    assert {x["size_bytes"] for x in Store(db).result_rows()} == {8, 4096}
+    assert squeue() == ""
+
+
+def test_the_implementations_launcher_inside_an_allocation(slurm, cores, tmp_path):
+    db = tmp_path / "alloc.db"
+    p = subprocess.run(
+        ["salloc", "--nodes=1", "--ntasks=2", sys.executable, "-m", "commscope.cli", "run",
+         "--db", str(db), "--cluster", "slurm:mpirun", "--np", "2", "--bench", "latency",
+         "--timeout", "60", *[x for m in cores for x in ("--mpi", m)], *FAST],
+        capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    for r in Store(db).runs():
+        assert r["status"] == "ok" and r["cluster"] == "slurm:mpirun", dict(r)
+        assert json.loads(r["launch_argv"])[0] != "srun"
+        assert json.loads(r["placement"])["job_id"]
+
+
+def test_sbatch_script_runs_the_sweep(slurm, cores, tmp_path):
+    db = tmp_path / "batch.db"
+    script = tmp_path / "sweep.sh"
+    assert cli.main(["slurm", "script", "--nodes", "1", "--ppn", "2", "--time", "5", "--db",
+                     str(db), "--out", str(script), "--", "--bench", "latency", "--timeout",
+                     "60", *[x for m in cores for x in ("--mpi", m)], *FAST]) == 0
+    p = subprocess.run(["sbatch", "--wait", str(script)], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr + "".join(
+        f.read_text() for f in tmp_path.glob("commscope-*.out"))
+    job_id = p.stdout.split()[-1]
+    assert (tmp_path / f"commscope-{job_id}.out").exists()
+    runs = Store(db).runs()
+    assert len(runs) == len(cores)
+    for r in runs:
+        assert r["status"] == "ok" and r["cluster"] == "slurm", dict(r)
+        assert json.loads(r["placement"])["job_id"] == job_id
+
+
+def test_a_hung_srun_job_is_killed_with_its_step(slurm, cores, tmp_path):
+    db = tmp_path / "hang.db"
+    name = "openmpi" if "openmpi" in cores else next(iter(cores))
+    t0 = time.monotonic()
+    rc = cli.main(["run", "--db", str(db), "--cluster", "slurm", "--np", "2", "--mpi", name,
+                   "--bench", "latency", "--inject", "hang@512", "--timeout", "8", *FAST[2:],
+                   "--sizes", "8:4K", "--factor", "8"])
+    assert rc == 1 and time.monotonic() - t0 < 60
+    (run,) = Store(db).runs()
+    assert run["status"] == "timeout"
+    assert {x["size_bytes"] for x in Store(db).result_rows()} == {8, 64}
+    deadline = time.monotonic() + 30
+    while (squeue() or mpi_processes()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert squeue() == "" and mpi_processes() == []
