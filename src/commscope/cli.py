@@ -18,7 +18,7 @@ from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
 from .errors import CommscopeError
 from .runner import CoreOptions, NoisePolicy, Progress, expand, placements, run_sweep
-from .show import export, run_table, tables
+from .show import export, place, run_table, tables
 from .sizes import expand_sizes
 from .store import Store
 
@@ -206,7 +206,7 @@ def cmd_fit(a: argparse.Namespace) -> int:
 
     store, rows = _matching(a)
     series = collect(rows)
-    run_of = {(r["mpi_name"], r["np"], r["cluster"], r["bench"]): r["run_id"] for r in rows}
+    run_of = {(r["mpi_name"], r["np"], place(r), r["bench"]): r["run_id"] for r in rows}
     done = 0
     if a.model in ("hockney", "all"):
         print(f"{'configuration':<34} {'bench':<15} {'alpha_us':>9} {'beta_GB/s':>10} "

@@ -274,7 +274,7 @@ class Store:
                        (run_id, model, now_iso(), json.dumps(params)))
 
     def fits(self, model: str | None = None) -> list[sqlite3.Row]:
-        sql = """SELECT f.*, r.mpi_name, r.bench, r.np, r.cluster FROM fits f
+        sql = """SELECT f.*, r.mpi_name, r.bench, r.np, r.cluster, r.nodes FROM fits f
                  JOIN runs r ON r.id = f.run_id"""
         if model:
             return self.db.execute(sql + " WHERE f.model=? ORDER BY f.id", (model,)).fetchall()

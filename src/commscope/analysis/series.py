@@ -8,6 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ..show import place
+
 
 @dataclass(frozen=True)
 class Point:
@@ -23,7 +25,8 @@ class Point:
 
 @dataclass(frozen=True)
 class Config:
-    """Where a series was measured: implementation, process count, cluster."""
+    """Where a series was measured: implementation, process count, cluster
+    (with its node count when the ranks span several)."""
 
     mpi: str
     np: int
@@ -51,7 +54,7 @@ def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
     for r in rows:
         p = point(r)
         if p is not None:
-            out[(Config(r["mpi_name"], int(r["np"]), r["cluster"]), r["bench"])][p.size] = p
+            out[(Config(r["mpi_name"], int(r["np"]), place(r)), r["bench"])][p.size] = p
     return dict(out)
 
 

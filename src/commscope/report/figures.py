@@ -9,6 +9,8 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..show import place
+
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
            "#000000")
@@ -62,9 +64,9 @@ def lines_for(rows: Sequence[sqlite3.Row], bench: str, metric: str,
     for r in rows:
         if r["bench"] != bench:
             continue
-        label = f"{r['mpi_name']} ({r['cluster']})"
+        label = f"{r['mpi_name']} ({place(r)})"
         if label_np:
-            label = f"{r['mpi_name']}, {r['np']} ranks ({r['cluster']})"
+            label = f"{r['mpi_name']}, {r['np']} ranks ({place(r)})"
         groups[label].append(r)
     out: list[Line] = []
     for label, rs in sorted(groups.items()):

@@ -15,6 +15,7 @@ from .. import __version__
 from ..analysis import compare as compare_mod
 from ..analysis import crossover, findings, hockney
 from ..analysis.series import collect
+from ..show import place
 from ..sizes import human
 from ..store import Store
 from .figures import Figure, Line, lines_for, render_svg
@@ -82,7 +83,7 @@ def _provenance(store: Store, run_ids: set[int]) -> str:
             continue
         ver = (r["mpi_version"] or "").splitlines()
         rows.append((r["id"], r["status"], r["mpi_name"], ver[0] if ver else "", r["bench"],
-                     r["np"], r["cluster"] + (" (oversubscribed)" if r["oversubscribed"] else ""),
+                     r["np"], place(r) + (" (oversubscribed)" if r["oversubscribed"] else ""),
                      r["hostname"], r["cpu_model"], r["n_cores"], r["kernel"],
                      f"{r['commscope_version']} {r['git_rev'] or ''}".strip(), r["started_at"]))
     return _table(("run", "status", "MPI", "version", "benchmark", "ranks", "cluster", "host",
@@ -272,7 +273,7 @@ def _loggp_table(store: Store, run_ids: set[int]) -> str:
         if f["run_id"] not in run_ids:
             continue
         p = json.loads(f["params"])
-        rows.append((f"{f['mpi_name']}, {f['np']} processes, {f['cluster']}",
+        rows.append((f"{f['mpi_name']}, {f['np']} processes, {place(f)}",
                      f"{p['L_us']:.3f}", f"{p['o_s_us']:.3f}", f"{p['o_r_us']:.3f}",
                      f"{p['g_us']:.3f}", f"{p['G_us_per_byte'] * 1e3:.4f}"))
     if not rows:
