@@ -4,6 +4,8 @@
 #               2 ranks), store it, print the summary tables and the findings,
 #               and write the HTML report to report/index.html
 #   make test   install what is missing, then run the whole test suite
+#   make clusters  (root, optional) the same machine as emulated 2-node clusters
+#               over Gigabit Ethernet and 100Base-T links, into the same store
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
@@ -14,7 +16,7 @@ APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python
 # start a private single-node Slurm from Debian's packages
 TEST_APT_PKGS := chromium slurm-wlm munge
 
-.PHONY: run test install deps venv lint clean
+.PHONY: run test clusters install deps venv lint clean
 
 run: install
 	$(BIN)/commscope mpi list
@@ -26,6 +28,19 @@ test: install
 	@$(MAKE) --no-print-directory deps APT_PKGS="$(TEST_APT_PKGS)"
 	$(BIN)/ruff check src tests bench
 	$(BIN)/pytest -ra
+
+# Seeds 003 and 004's comparison on one machine (root): shared memory against
+# two emulated nodes joined by Gigabit Ethernet and by 100Base-T, into the same
+# store, then the report again.  The clusters are removed whatever happens.
+CLUSTER_SWEEP := --np 2 --bench latency,bw,allreduce --sizes 1:1M --factor 4 --window 4 \
+                 --min-samples 10 --time-cap 1
+clusters: install
+	@down() { for c in csgiga csfast; do $(BIN)/commscope cluster down $$c >/dev/null 2>&1 || true; done; }; \
+	set -e; down; trap down EXIT; \
+	$(BIN)/commscope cluster up --nodes 2 --link 1gbit --name csgiga; \
+	$(BIN)/commscope cluster up --nodes 2 --link 100mbit --name csfast; \
+	$(BIN)/commscope run --db $(DB) --cluster emu:csgiga --cluster emu:csfast $(CLUSTER_SWEEP)
+	$(BIN)/commscope report --db $(DB) --out report
 
 install: deps venv
 

@@ -92,7 +92,7 @@ class Job:
         """What makes two jobs the same measurement, for --resume."""
         key = {"mpi": self.core.impl.name, "identity": self.core.identity, "bench": self.bench,
                "np": self.np, "cluster": self.cluster.label, "opts": asdict(self.opts)}
-        if self.place.nodes != 1:
+        if self.place.nodes != 1:  # one-node keys stay as stored before placements
             key["nodes"] = self.place.nodes
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
@@ -126,7 +126,7 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
         raise CommscopeError("give --np or --ppn, not both (np = nodes x ppn)")
     out: list[Placement] = []
     if ppns:
-        for n in nodes or [cluster.default_nodes(10**9)]:
+        for n in nodes or [cluster.size() or 1]:
             out.extend(Placement(n, p) for p in ppns)
         return out
     for np_ in nps or [2]:

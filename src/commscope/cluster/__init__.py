@@ -130,9 +130,6 @@ class Hostfile(Cluster):
     def size(self) -> int | None:
         return len(self.hosts)
 
-    def default_nodes(self, np_: int) -> int:
-        return 1
-
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
                workdir: Path, cores: int, root: bool) -> Launch:
         hf = workdir / "hostfile"
