@@ -31,9 +31,11 @@ class Config:
     mpi: str
     np: int
     cluster: str
+    oversubscribed: bool = False  # more ranks than cores: correctness only
 
     def label(self) -> str:
-        return f"{self.mpi}, {self.np} processes, {self.cluster}"
+        over = " (oversubscribed)" if self.oversubscribed else ""
+        return f"{self.mpi}, {self.np} processes, {self.cluster}{over}"
 
 
 Series = dict[int, Point]
@@ -54,7 +56,9 @@ def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
     for r in rows:
         p = point(r)
         if p is not None:
-            out[(Config(r["mpi_name"], int(r["np"]), place(r)), r["bench"])][p.size] = p
+            over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])
+            cfg = Config(r["mpi_name"], int(r["np"]), place(r), over)
+            out[(cfg, r["bench"])][p.size] = p
     return dict(out)
 
 
