@@ -157,3 +157,8 @@ def test_findings_faster_and_drop_and_silence_on_noise():
     same = findings.all_findings({(a, "latency"): series(ref_line, rel_ci=0.1, seed=8),
                                   (b, "latency"): series(ref_line, rel_ci=0.1, seed=9)})
     assert [f for f in same if f.kind == "faster"] == []
+    # the same data with more ranks than cores times the scheduler: no finding
+    a4, b4 = Config("openmpi", 4, "local", True), Config("mpich", 4, "local", True)
+    assert findings.all_findings({(a4, "latency"): fast, (b4, "latency"): slow,
+                                  (a4, "bw"): bw_time}) == []
+    assert a4.label() == "openmpi, 4 processes, local (oversubscribed)"
