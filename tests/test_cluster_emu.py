@@ -75,7 +75,6 @@ def test_nodes_have_their_own_names_addresses_and_links(two):
         qdisc = subprocess.run(["tc", "-n", n.netns, "qdisc", "show", "dev", "eth0"],
                                capture_output=True, text=True, check=True).stdout
         assert "tbf" in qdisc and "rate 1Gbit" in qdisc
-    assert all(n.netns not in host_links() for n in c.nodes)
     # a second cluster of the same name is refused, and nothing changes
     before = sorted(ours())
     assert cli.main(["cluster", "up", "--nodes", "2", "--name", two]) == 2

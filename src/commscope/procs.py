@@ -40,16 +40,21 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
     return int(rest[1]), int(rest[2]), int(rest[3])
 
 
-def children() -> set[int]:
-    """Our own live children (before a job starts: not the job's)."""
-    me = os.getpid()
-    out = set()
+def _table() -> dict[int, tuple[int, int, int]]:
+    """(ppid, pgrp, session) of every live process."""
+    table: dict[int, tuple[int, int, int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             st = _stat(int(entry))
-            if st and st[0] == me:
-                out.add(int(entry))
-    return out
+            if st:
+                table[int(entry)] = st
+    return table
+
+
+def children() -> set[int]:
+    """Our own live children (before a job starts: not the job's)."""
+    me = os.getpid()
+    return {pid for pid, (ppid, _, _) in _table().items() if ppid == me}
 
 
 def family(leader: int, exclude: frozenset[int] = frozenset()) -> set[int]:
@@ -57,12 +62,7 @@ def family(leader: int, exclude: frozenset[int] = frozenset()) -> set[int]:
     (or adopted by us after their parent died).  `exclude`: our children
     that were there before the job, and their descendants."""
     me = os.getpid()
-    table: dict[int, tuple[int, int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _stat(int(entry))
-            if st:
-                table[int(entry)] = st
+    table = _table()
     found = {pid for pid, (_, pgrp, sid) in table.items() if sid == leader or pgrp == leader}
     if leader in table:
         found.add(leader)

@@ -110,6 +110,17 @@ def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
     return hosts
 
 
+def _head(impl: MpiImpl, place: Placement, root: bool) -> list[str]:
+    """The launcher and the rank count; Open MPI also needs leave to run as root."""
+    allow = ["--allow-run-as-root"] if root and impl.family == "openmpi" else []
+    return [impl.launcher, *allow, "-n", str(place.np)]
+
+
+def _bind_core(impl: MpiImpl) -> list[str]:
+    """Hydra's binding flag (MPICH); Intel MPI pins through its own variables."""
+    return ["-bind-to", "core"] if impl.family == "mpich" else []
+
+
 def hostfile_text(family: str, hosts: list[str], ppn: int) -> str:
     if family == "openmpi":
         return "".join(f"{h} slots={ppn}\n" for h in hosts)
@@ -134,14 +145,12 @@ class Hostfile(Cluster):
                workdir: Path, cores: int, root: bool) -> Launch:
         hf = workdir / "hostfile"
         text = hostfile_text(impl.family, [h for h, _ in self.hosts[:place.nodes]], place.ppn)
-        n = str(place.np)
         if impl.family == "openmpi":
-            argv = [impl.launcher, *(["--allow-run-as-root"] if root else []), "-n", n,
-                    "--hostfile", str(hf), "--map-by", f"ppr:{place.ppn}:node",
-                    "--bind-to", "core", exe, *args]
+            argv = [*_head(impl, place, root), "--hostfile", str(hf), "--map-by",
+                    f"ppr:{place.ppn}:node", "--bind-to", "core", exe, *args]
         else:
-            argv = [impl.launcher, "-n", n, "-f", str(hf), "-ppn", str(place.ppn),
-                    *(["-bind-to", "core"] if impl.family == "mpich" else []), exe, *args]
+            argv = [*_head(impl, place, root), "-f", str(hf), "-ppn", str(place.ppn),
+                    *_bind_core(impl), exe, *args]
         return Launch(argv, files={"hostfile": text})
 
     def describe(self) -> dict[str, object]:
@@ -189,11 +198,11 @@ class Slurm(Cluster):
                     f"--ntasks-per-node={ppn}", f"--ntasks={n}", "--cpu-bind=cores",
                     "--kill-on-bad-exit=1", "--job-name=commscope", exe, *args]
         elif impl.family == "openmpi":
-            argv = [impl.launcher, *(["--allow-run-as-root"] if root else []), "-n", n,
-                    "--map-by", f"ppr:{ppn}:node", "--bind-to", "core", exe, *args]
+            argv = [*_head(impl, place, root), "--map-by", f"ppr:{ppn}:node", "--bind-to",
+                    "core", exe, *args]
         else:
             argv = [impl.launcher, "-launcher", "slurm", "-rmk", "slurm", "-n", n, "-ppn", ppn,
-                    *(["-bind-to", "core"] if impl.family == "mpich" else []), exe, *args]
+                    *_bind_core(impl), exe, *args]
         return Launch(argv)
 
     def describe(self) -> dict[str, object]:
@@ -240,11 +249,10 @@ class Emulated(Cluster):
         c = self.c
         used = [n.address for n in c.nodes[:place.nodes]]
         hf = workdir / "hostfile"
-        n = str(place.np)
         env = {"COMMSCOPE_PIN": "machine"}
         if impl.family == "openmpi":
-            inner = [impl.launcher, *(["--allow-run-as-root"] if root else []), "-n", n,
-                     "--hostfile", str(hf), "--map-by", f"ppr:{place.ppn}:node",
+            inner = [*_head(impl, place, root), "--hostfile", str(hf),
+                     "--map-by", f"ppr:{place.ppn}:node",
                      "--bind-to", "none", "--mca", "plm_rsh_agent", c.agent,
                      "--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
                      "--mca", "btl_tcp_if_include", c.subnet,
@@ -253,7 +261,7 @@ class Emulated(Cluster):
                 inner += ["--mca", "mpi_yield_when_idle", "1"]
         else:
             env["UCX_NET_DEVICES"] = "eth0"
-            inner = [impl.launcher, "-n", n, "-f", str(hf), "-ppn", str(place.ppn),
+            inner = [*_head(impl, place, root), "-f", str(hf), "-ppn", str(place.ppn),
                      "-launcher", "ssh", "-launcher-exec", c.agent, "-iface", "eth0",
                      "-genv", "COMMSCOPE_PIN", "machine", "-genv", "UCX_NET_DEVICES", "eth0"]
         argv = [*c.nodes[0].nsenter(), *inner, exe, *args]

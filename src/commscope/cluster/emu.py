@@ -184,11 +184,8 @@ def load(name: str) -> EmuCluster:
 
 
 def list_clusters() -> list[EmuCluster]:
-    out = []
-    mine = STATE_ROOT / ""
-    if not mine.is_dir():
-        return out
-    for st in sorted(mine.glob(f"{prefix('*')}/state.json")):
+    out: list[EmuCluster] = []
+    for st in sorted(STATE_ROOT.glob(f"{prefix('*')}/state.json")):
         try:
             out.append(EmuCluster.from_json(json.loads(st.read_text())))
         except (ValueError, TypeError, KeyError):
