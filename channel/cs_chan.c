@@ -7,6 +7,7 @@
 #include "cs_chan.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -188,6 +189,67 @@ static int pid_dead(pid_t pid) {
   return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+/* The test suite builds the channel once with this ordering weakened to
+ * relaxed, to show that ThreadSanitizer reports the race it opens. */
+#ifndef CS_CHAN_STAMP_ORDER
+#define CS_CHAN_STAMP_ORDER memory_order_release
+#endif
+
+/* -- one mapping per segment and process ------------------------------------------
+ * Every member of a process that opens the same channel (threads, in the
+ * threaded stress test) shares one mapping: one address per byte of the
+ * segment, so ThreadSanitizer sees every access to the rings and pools and
+ * can report a race between them (with one mapping per thread it sees
+ * different addresses and cannot). */
+typedef struct shared_map {
+  char name[160];
+  void *base;
+  size_t bytes;
+  int refs;
+} shared_map;
+#define MAX_SHARED_MAPS 16
+static shared_map g_maps[MAX_SHARED_MAPS];
+static pthread_mutex_t g_maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *map_shared(const char *name, int fd, size_t bytes) {
+  void *base = MAP_FAILED;
+  pthread_mutex_lock(&g_maps_lock);
+  shared_map *free_slot = NULL;
+  for (int i = 0; i < MAX_SHARED_MAPS; i++) {
+    shared_map *m = &g_maps[i];
+    if (m->refs && !strcmp(m->name, name) && m->bytes == bytes) {
+      m->refs++;
+      base = m->base;
+      goto out;
+    }
+    if (!m->refs && !free_slot) free_slot = m;
+  }
+  base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base != MAP_FAILED && free_slot) {
+    snprintf(free_slot->name, sizeof free_slot->name, "%s", name);
+    free_slot->base = base;
+    free_slot->bytes = bytes;
+    free_slot->refs = 1;
+  }
+out:
+  pthread_mutex_unlock(&g_maps_lock);
+  return base;
+}
+
+static void unmap_shared(void *base, size_t bytes) {
+  pthread_mutex_lock(&g_maps_lock);
+  for (int i = 0; i < MAX_SHARED_MAPS; i++) {
+    shared_map *m = &g_maps[i];
+    if (m->refs && m->base == base) {
+      if (--m->refs == 0) munmap(base, bytes);
+      pthread_mutex_unlock(&g_maps_lock);
+      return;
+    }
+  }
+  pthread_mutex_unlock(&g_maps_lock);
+  munmap(base, bytes); /* mapped when the table was full */
+}
+
 /* -- open / close -------------------------------------------------------------- */
 static int map_segment(cs_chan *c, int create) {
   char nm[160];
@@ -209,7 +271,7 @@ static int map_segment(cs_chan *c, int create) {
       usleep(1000);
     }
   }
-  c->base = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+  c->base = map_shared(nm, c->fd, want);
   if (c->base == MAP_FAILED) return CS_CHAN_ESYS;
   c->bytes = want;
   c->h = c->base;
@@ -291,7 +353,7 @@ static void free_queue(queue *q) {
 
 int cs_chan_close(cs_chan *c) {
   if (!c) return CS_CHAN_OK;
-  if (c->base && c->base != MAP_FAILED) munmap(c->base, c->bytes);
+  if (c->base && c->base != MAP_FAILED) unmap_shared(c->base, c->bytes);
   if (c->fd >= 0) close(c->fd);
   for (int i = 0; c->sendq && i < c->nprocs; i++) free_queue(&c->sendq[i]);
   for (int i = 0; c->recvq && i < c->nprocs; i++) free_queue(&c->recvq[i]);
@@ -383,7 +445,7 @@ static int ring_write(cs_chan *c, int dst, const msg *m, const void *payload, si
   h->where = m->where;
   if (n) memcpy(w + sizeof *m, payload, n);
   /* release: header fields and payload are visible before the stamp */
-  atomic_store_explicit(&h->stamp, tail + 1, memory_order_release);
+  atomic_store_explicit(&h->stamp, tail + 1, CS_CHAN_STAMP_ORDER);
   ring_publish(c, dst, tail, need);
   return 1;
 }

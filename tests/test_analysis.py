@@ -42,10 +42,26 @@ def test_four_scenarios(coll, scenario, short, long_, cross):
         assert lo <= {3: 4000, 4: 1000}[scenario] <= hi
 
 
-def test_crossover_advice_reads_like_seed_004():
+def test_crossover_advice_covers_exactly_the_separated_sizes():
+    # the lines meet at 4000 B: 4 KiB is too close to tell apart, and the
+    # advice must say so instead of stretching either verdict over it
     v = crossover.classify(series(lambda s: 3.0 + s / 2000.0), series(ref_line))
     assert v.advice("bcast", "3 MPI_Send calls") == (
-        "below 16 KiB use 3 MPI_Send calls instead of MPI_Bcast on this configuration")
+        "use 3 MPI_Send calls instead of MPI_Bcast from 1 B to 1 KiB; no difference at 4 KiB; "
+        "keep MPI_Bcast from 16 KiB to 1 MiB (this configuration)")
+    assert v.changing == "4K"
+
+
+def test_one_separated_size_among_equal_ones_is_not_every_size():
+    ref = series(ref_line)
+    coll = dict(ref)
+    coll[64] = ref[64].scaled(1.5)  # slower at 64 B only
+    v = crossover.classify(coll, ref)
+    assert v.scenario == 1 and v.short == v.long == "H"
+    advice = v.advice("bcast", "1 MPI_Send call")
+    assert "every measured size" not in advice
+    assert advice == ("no difference from 1 B to 16 B; use 1 MPI_Send call instead of MPI_Bcast "
+                      "at 64 B; no difference from 256 B to 1 MiB (this configuration)")
 
 
 def test_noisy_equal_series_claims_nothing():
@@ -82,7 +98,8 @@ def test_analyze_uses_latency_at_two_ranks_and_hand_rolled():
         ("bcast", "3 x MPI_Send"), ("bcast", "bcast_sends")]
     assert all(r.verdict.scenario == 3 and r.verdict.crossover == 16384 for r in rows)
     text = crossover.table(rows)
-    assert "openmpi, 4 processes, local" in text and "below 16 KiB" in text
+    assert "openmpi, 4 processes, local" in text
+    assert "instead of MPI_Bcast from 1 B to 1 KiB; no difference at 4 KiB" in text
 
 
 # -- Hockney ---------------------------------------------------------------
@@ -154,11 +171,62 @@ def test_findings_faster_and_drop_and_silence_on_noise():
     assert "1.50x" in faster.text
     drops = [f for f in got if f.kind == "drop"]
     assert len(drops) == 1 and "from 1 KiB" in drops[0].text and "to 4 KiB" in drops[0].text
-    same = findings.all_findings({(a, "latency"): series(ref_line, rel_ci=0.1, seed=8),
-                                  (b, "latency"): series(ref_line, rel_ci=0.1, seed=9)})
+    # the same curve measured twice with 5% noise and +-10% intervals: two
+    # different series that no size tells apart
+    sa = series(ref_line, rel_ci=0.1, noise=0.05, seed=8)
+    sb = series(ref_line, rel_ci=0.1, noise=0.05, seed=9)
+    assert all(sa[s].median != sb[s].median for s in SIZES)
+    same = findings.all_findings({(a, "latency"): sa, (b, "latency"): sb})
     assert [f for f in same if f.kind == "faster"] == []
     # the same data with more ranks than cores times the scheduler: no finding
     a4, b4 = Config("openmpi", 4, "local", True), Config("mpich", 4, "local", True)
     assert findings.all_findings({(a4, "latency"): fast, (b4, "latency"): slow,
                                   (a4, "bw"): bw_time}) == []
     assert a4.label() == "openmpi, 4 processes, local (oversubscribed)"
+
+
+def test_benjamini_hochberg_keeps_what_survives_the_number_of_tests():
+    assert findings.bh_keep({"a": 0.001, "b": 0.02, "c": 0.04, "d": 0.3}) == {"a", "b"}
+    assert findings.bh_keep({"a": 0.04}) == {"a"}  # one test: p < 0.05 stands
+    assert findings.bh_keep({k: 0.04 for k in "abcdefgh"}) == set("abcdefgh")
+    assert findings.bh_keep({"a": 0.04, **{k: 0.9 for k in "bcdefgh"}}) == set()
+
+
+def test_runs_that_overlap_give_no_finding_whatever_one_run_claims():
+    """Narrow within-run intervals, but the runs of the two implementations
+    interleave (a host mode moving both): no finding."""
+    a, b = Config("openmpi", 2, "local"), Config("mpich", 2, "local")
+
+    def pts(k, reps):
+        return {s: Point(s, k * ref_line(s), k * ref_line(s) * 0.999, k * ref_line(s) * 1.001,
+                         None, tuple(r * ref_line(s) for r in reps)) for s in SIZES}
+
+    overlap = findings.all_findings({(a, "latency"): pts(1.0, (0.6, 1.0, 1.9)),
+                                     (b, "latency"): pts(1.2, (0.7, 1.2, 2.0))})
+    assert [f for f in overlap if f.kind == "faster"] == []
+    apart = findings.all_findings({(a, "latency"): pts(1.0, (0.98, 1.0, 1.02)),
+                                   (b, "latency"): pts(1.2, (1.18, 1.2, 1.23))})
+    assert [f.kind for f in apart] == ["faster"]
+
+
+def test_findings_merge_what_they_say_twice_and_rank_by_gain():
+    a, b = Config("openmpi", 2, "local"), Config("mpich", 2, "local")
+    fast, slow = series(ref_line), series(lambda s: 1.5 * ref_line(s))
+    much = series(lambda s: 3.0 * ref_line(s))
+    got = findings.all_findings({(a, "latency"): fast, (b, "latency"): slow,
+                                 (a, "roundtrip"): fast, (b, "roundtrip"): slow,
+                                 (a, "bcast"): fast, (b, "bcast"): much})
+    got = [f for f in got if f.kind == "faster"]
+    assert len(got) == 2
+    assert got[0].text.startswith("bcast, 2 processes")  # 3x: saves most, comes first
+    assert got[1].text.startswith("latency, roundtrip, 2 processes")
+    assert got[0].gain > got[1].gain > 0.3
+
+
+def test_a_smooth_curve_is_no_protocol_switch_and_a_step_is():
+    cfg = Config("openmpi", 2, "local")
+    smooth = series(lambda s: 0.2 + s / 3000.0 + (s / 1e5) ** 1.3)
+    assert findings.protocol_switches({(cfg, "latency"): smooth}) == []
+    step = series(lambda s: (0.2 + s / 3000.0) if s < 16384 else (4.0 + s / 6000.0))
+    got = findings.protocol_switches({(cfg, "latency"): step})
+    assert len(got) == 1 and "between 4 KiB and 16 KiB" in got[0].text

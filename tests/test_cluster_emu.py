@@ -91,7 +91,7 @@ def test_across_two_nodes_both_mpis_use_tcp_and_inside_one_shared_memory(two, co
     assert cli.main(["run", "--cluster", f"emu:{two}", "--nodes", "1", "--ppn", "2",
                      *common]) == 0
     runs = runs_of(db)
-    assert len(runs) == 3 * 2 * len(cores)
+    assert len(runs) == 3 * len(cores)  # one launch per implementation and placement
     seen = set()
     for r in runs:
         assert r["status"] == "ok", r
@@ -110,7 +110,7 @@ def test_across_two_nodes_both_mpis_use_tcp_and_inside_one_shared_memory(two, co
         else:
             assert hosts == [f"{two}-n0"] * 2 and r["nodes"] == 1
             assert check["verdict"] == "shared memory" and check["ok"], check
-        seen.add((r["mpi_name"], r["bench"], place["nodes"]))
+        seen.update((r["mpi_name"], b, place["nodes"]) for b in r["bench"].split(","))
     assert seen == {(m, b, n) for m in cores for b in ("latency", "allreduce") for n in (1, 2)}
     # latency across the 1gbit link is well above latency through shared memory
     rows = Store(db).result_rows()
@@ -136,7 +136,7 @@ def test_four_nodes_p2p_and_collective(four, cores, tmp_path):
                    "--bench", "latency,allreduce", "--sizes", "8:512", "--factor", "64",
                    "--timeout", "40", *[x for m in cores for x in ("--mpi", m)], *FAST])
     runs = runs_of(db)
-    assert len(runs) == 2 * len(cores)
+    assert len(runs) == len(cores)  # latency and allreduce in one launch
     rows = Store(db).result_rows()
     for r in runs:
         assert r["oversubscribed"] == 1 and r["nodes"] == 4
@@ -146,8 +146,10 @@ def test_four_nodes_p2p_and_collective(four, cores, tmp_path):
             assert r["status"] in ("ok", "timeout"), r
             if r["status"] == "timeout":
                 assert "hung in MPI_Finalize" in r["stderr_tail"], r
-        kept = sorted(x["size_bytes"] for x in rows if x["run_id"] == r["id"])
-        assert kept == [8, 512], r  # every size measured, also when finalize hung
+        kept = sorted((x["bench"], x["size_bytes"]) for x in rows if x["run_id"] == r["id"])
+        # every size of both benchmarks measured, also when finalize hung
+        assert kept == [("allreduce", 8), ("allreduce", 512), ("latency", 8),
+                        ("latency", 512)], r
         hosts = json.loads(r["header"])["hosts"]
         assert sorted(hosts) == [f"{four}-n{i}" for i in range(4)]
         assert json.loads(r["transport_check"])["ok"]

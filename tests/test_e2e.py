@@ -106,3 +106,58 @@ def test_resume_skips_what_is_stored(swept, capsys):
     assert rc == 0
     assert len(Store(db).runs()) == before
     assert "stored already, skipped" in capsys.readouterr().err
+
+
+def test_a_cpu_hog_started_during_a_run_is_flagged(tmp_path, cores):
+    """Real, bounded load: two busy processes (one per core here) start
+    while the run measures and stop by themselves after 8 s at most."""
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "hog.db"
+    m = sorted(cores)[0]
+    run = subprocess.Popen([sys.executable, "-m", "commscope.cli", "run", "--db", str(db),
+                            "--quiet", "--bench", "latency", "--mpi", m, "--sizes", "8:4K",
+                            "--factor", "8", "--min-time", "0.4", "--time-cap", "0.5"])
+    time.sleep(0.8)  # the job has started and measures its first sizes
+    hogs = [subprocess.Popen([sys.executable, "-c",
+                              "import time\nt = time.monotonic() + 8\n"
+                              "while time.monotonic() < t: pass"]) for _ in range(2)]
+    try:
+        assert run.wait(timeout=120) == 0
+    finally:
+        for h in hogs:  # each ends by itself after 8 s; sooner here
+            h.kill()
+            h.wait()
+    rows = Store(db).result_rows()
+    assert len(rows) == 4
+    flagged = [r["size_bytes"] for r in rows if r["flagged"]]
+    assert len(flagged) >= 2, [(r["size_bytes"], r["other_cpu_s"], r["wall_s"]) for r in rows]
+    out = subprocess.run([sys.executable, "-m", "commscope.cli", "show", "--db", str(db)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "*" in out and "measured while other processes used the CPU" in out
+
+
+def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores, capsys):
+    db = tmp_path / "rep.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    assert cli.main(["run", "--db", str(db), "--bench", "latency,allreduce", "--repeat", "3",
+                     "--sizes", "8:1K", "--factor", "128", *mpis, *QUICK[4:]]) == 0
+    out = capsys.readouterr().out
+    assert "95% interval between runs (3 repetitions, interleaved)" in out
+    s = Store(db)
+    runs = s.runs()
+    assert len(runs) == 3 * len(cores)
+    assert sorted(r["repetition"] for r in runs) == sorted([1, 2, 3] * len(cores))
+    assert len({r["config_key"] for r in runs}) == len(cores)
+    rows = s.result_rows()
+    assert len(rows) == 3 * len(cores) * 2 * 2  # every repetition's records are the latest
+    for r in rows:
+        assert r["validations"] >= 1 and r["checked_msgs"] >= 1
+        assert r["resolution_us"] > 0
+    # the floor between the two ranks' cores was measured before every record
+    assert all(r["floor_ns"] and 5 < r["floor_ns"] < 5000 for r in rows)
+    assert all(r["floor_start_ns"] and r["floor_end_ns"] for r in runs)
+    clock = json.loads(runs[0]["clock"])
+    assert clock["quantum_ns"] >= 1 and clock["read_ns"] > 0

@@ -68,7 +68,11 @@ def test_bandwidth_columns_follow_nccl_tests(coll_db):
         if r["bench"] == "bcast":
             assert r["busbw_mb_per_s"] == pytest.approx(r["mb_per_s"], rel=1e-6)
             assert r["equiv_sends"] == n - 1
-            assert r["mean_rank_avg_us"] <= r["mean_us"] * 1.0001
+        if r["bench"] in ("bcast", "allreduce", "alltoall") and n == 4:
+            # the slowest rank of each iteration against the ranks' average:
+            # four ranks never finish together, so a reduction that mixed the
+            # two up (or reduced only one rank) would make them equal
+            assert r["mean_us"] > r["mean_rank_avg_us"] > 0
 
 
 def test_analyze_fit_and_findings_run_on_real_data(coll_db, capsys):
@@ -76,8 +80,13 @@ def test_analyze_fit_and_findings_run_on_real_data(coll_db, capsys):
     assert cli.main(["analyze", "crossover", "--db", str(db), "--np", "4"]) == 0
     out = capsys.readouterr().out
     for m in mpis:
-        assert f"{m}, 4 processes, local" in out
+        # --root 3 is a parameter of the configuration, and the label says so
+        # for the rooted collectives
+        assert f"{m} root=3, 4 processes, local (oversubscribed)" in out
     assert "12 x MPI_Send" in out and "alltoall_sends" in out and "bcast_sends" in out
+    # a rooted collective's reference is the latency of the same implementation,
+    # whatever root the sweep gave (latency has none)
+    assert "3 x MPI_Send" in out
     assert cli.main(["fit", "--db", str(db), "--bench", "latency,loggp_1,loggp_n,loggp_nd,"
                      "loggp_ndr"]) == 0
     out = capsys.readouterr().out

@@ -11,11 +11,12 @@ from commscope.build import Core
 from commscope.errors import CommscopeError
 from commscope.mpi import LaunchSpec, MpiImpl, launch_argv
 from commscope.records import parse_file
-from commscope.runner import CoreOptions, NoisePolicy, default_timeout, expand
+from commscope.runner import CoreOptions, NoisePolicy, default_timeout, expand, rounds
 
 BENCHES = (
-    {"name": "latency", "group": "p2p", "min_np": 2},
-    {"name": "bw", "group": "p2p", "min_np": 2},
+    {"name": "latency", "group": "p2p", "min_np": 2, "any_transport": True},
+    {"name": "bw", "group": "p2p", "min_np": 2, "any_transport": True},
+    {"name": "bcast", "group": "coll", "min_np": 2, "rooted": True},
 )
 OMPI = MpiImpl("openmpi", "openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpirun.openmpi",
                "debian")
@@ -27,11 +28,29 @@ def core(impl: MpiImpl) -> Core:
     return Core(impl, Path("/cache/cs-core"), "id-" + impl.name, {"mpi_library": "x"}, BENCHES)
 
 
-def test_expand_is_the_full_product():
+def test_expand_is_one_launch_per_implementation_and_placement():
     jobs = expand([core(OMPI), core(MPICH)], ["latency", "bw"], [2, 4], CoreOptions())
-    assert len(jobs) == 8
+    assert len(jobs) == 4
     assert {(j.core.impl.name, j.bench, j.np) for j in jobs} == {
-        (m, b, n) for m in ("openmpi", "mpich") for b in ("latency", "bw") for n in (2, 4)}
+        (m, "latency,bw", n) for m in ("openmpi", "mpich") for n in (2, 4)}
+    with pytest.raises(CommscopeError, match="bcast runs over MPI only"):
+        expand([core(OMPI)], ["latency", "bcast"], [2], CoreOptions(transport="chan"))
+
+
+def test_rounds_repeat_every_job_in_orders_that_change():
+    jobs = [replace(j, bench=b) for j in expand([core(OMPI)], ["latency"], [2], CoreOptions())
+            for b in ("a", "b", "c", "d", "e")]
+    plan = rounds(jobs, 4)
+    assert len(plan) == 4
+    for r, rnd in enumerate(plan, start=1):
+        assert sorted(j.bench for j in rnd) == ["a", "b", "c", "d", "e"]
+        assert {j.rep for j in rnd} == {r}
+    orders = [tuple(j.bench for j in rnd) for rnd in plan]
+    assert orders[0] == ("a", "b", "c", "d", "e")  # the first round as planned
+    assert len(set(orders)) >= 3  # then varied
+    keys = {j.plan_key() for rnd in plan for j in rnd}
+    assert len(keys) == 20  # a repetition is its own measurement for --resume
+    assert len({j.config.key for rnd in plan for j in rnd}) == 1  # of one configuration
 
 
 def test_expand_refuses_unknown_bench_and_unusable_np():
@@ -83,10 +102,11 @@ def test_launch_line_is_a_list_that_keeps_odd_arguments_whole():
     assert argv[-1] == odd
 
 
-def test_timeout_grows_with_sizes_and_cap():
-    assert default_timeout(CoreOptions(time_cap_s=1.0), 23) > 23
-    assert default_timeout(CoreOptions(time_cap_s=2.0), 23) > default_timeout(
-        CoreOptions(time_cap_s=1.0), 23)
+def test_timeout_lets_every_size_of_every_benchmark_reach_its_cap():
+    for cap, nsizes, nbenches in ((1.0, 23, 1), (2.0, 23, 12), (0.5, 5, 3)):
+        t = default_timeout(CoreOptions(time_cap_s=cap), nsizes, nbenches)
+        assert t >= nsizes * nbenches * (cap + 1.0)  # the cap, plus set-up and validation
+        assert t <= 30 + nsizes * nbenches * 4 * (cap + 1.0)  # and not unbounded
 
 
 GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"

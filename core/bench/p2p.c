@@ -7,31 +7,57 @@
 
 static size_t one_buffer(const cs_ctx *c) { return c->size; }
 
+/* Validation runs give every message its own slot (cs_slot): the sender
+ * fills slot m with message m's pattern, the receiver poisons its slots
+ * and checks every one afterwards, so a window or loop is checked whole,
+ * not only in the message that landed last. */
+static void fill_slots(cs_ctx *c, long sample) {
+  for (long m = 0; m < c->nslots; m++)
+    cs_fill(cs_slot(c, c->sbuf, m), c->size, cs_msg_seed(c->size, c->rank, sample, m));
+}
+
+static void poison_slots(cs_ctx *c) {
+  for (long m = 0; m < c->nslots; m++) cs_poison(cs_slot(c, c->rbuf, m), c->size);
+}
+
+static int check_slots(cs_ctx *c, long nslots, long sample, char *why, size_t len) {
+  for (long m = 0; m < nslots; m++) {
+    unsigned got = 0, want = 0;
+    long bad = cs_check(cs_slot(c, c->rbuf, m), c->size, cs_msg_seed(c->size, c->peer, sample, m),
+                        &got, &want);
+    if (bad >= 0) {
+      snprintf(why, len, "message %ld of %ld from rank %d: byte %ld is 0x%02x, expected 0x%02x", m,
+               nslots, c->peer, bad, got, want);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* Both partners send, both check. */
 static void prep_both(cs_ctx *c, long sample) {
-  cs_fill(c->sbuf, c->size, cs_seed(c->size, c->rank, sample));
-  cs_poison(c->rbuf, c->size);
+  fill_slots(c, sample);
+  poison_slots(c);
 }
 
 static int check_from_peer(cs_ctx *c, long sample, char *why, size_t len) {
-  unsigned got = 0, want = 0;
-  long bad = cs_check(c->rbuf, c->size, cs_seed(c->size, c->peer, sample), &got, &want);
-  if (bad < 0) return 0;
-  snprintf(why, len, "byte %ld from rank %d is 0x%02x, expected 0x%02x", bad, c->peer, got, want);
-  return 1;
+  return check_slots(c, c->nslots, sample, why, len);
 }
 
 /* Only rank 0 sends data; its peer checks. */
 static void prep_sender(cs_ctx *c, long sample) {
   if (c->rank == 0)
-    cs_fill(c->sbuf, c->size, cs_seed(c->size, 0, sample));
+    fill_slots(c, sample);
   else
-    cs_poison(c->rbuf, c->size);
+    poison_slots(c);
 }
 
 static int check_at_receiver(cs_ctx *c, long sample, char *why, size_t len) {
-  return c->rank == 0 ? 0 : check_from_peer(c, sample, why, len);
+  return c->rank == 0 ? 0 : check_slots(c, c->nslots, sample, why, len);
 }
+
+static long msgs_window(const cs_ctx *c) { return c->opts->window; }
+static long msgs_train(const cs_ctx *c) { return c->opts->loggp_n; }
 
 /* Ping-pong: rank 0 sends, the peer returns its own message. */
 static int run_pingpong(cs_ctx *c, long reps) {
@@ -39,13 +65,13 @@ static int run_pingpong(cs_ctx *c, long reps) {
   int rc = 0;
   if (c->rank == 0) {
     for (long i = 0; i < reps && !rc; i++) {
-      rc = t->send(c, c->sbuf, c->size, c->peer);
-      if (!rc) rc = t->recv(c, c->rbuf, c->size, c->peer);
+      rc = t->send(c, cs_slot(c, c->sbuf, i), c->size, c->peer);
+      if (!rc) rc = t->recv(c, cs_slot(c, c->rbuf, i), c->size, c->peer);
     }
   } else {
     for (long i = 0; i < reps && !rc; i++) {
-      rc = t->recv(c, c->rbuf, c->size, c->peer);
-      if (!rc) rc = t->send(c, c->sbuf, c->size, c->peer);
+      rc = t->recv(c, cs_slot(c, c->rbuf, i), c->size, c->peer);
+      if (!rc) rc = t->send(c, cs_slot(c, c->sbuf, i), c->size, c->peer);
     }
   }
   return rc;
@@ -57,10 +83,10 @@ static int run_sendloop(cs_ctx *c, long reps) {
   const cs_transport *t = c->tp;
   int ack = 0, rc = 0;
   if (c->rank == 0) {
-    for (long i = 0; i < reps && !rc; i++) rc = t->send(c, c->sbuf, c->size, c->peer);
+    for (long i = 0; i < reps && !rc; i++) rc = t->send(c, cs_slot(c, c->sbuf, i), c->size, c->peer);
     if (!rc) rc = t->recv(c, &ack, sizeof ack, c->peer);
   } else {
-    for (long i = 0; i < reps && !rc; i++) rc = t->recv(c, c->rbuf, c->size, c->peer);
+    for (long i = 0; i < reps && !rc; i++) rc = t->recv(c, cs_slot(c, c->rbuf, i), c->size, c->peer);
     if (!rc) rc = t->send(c, &ack, sizeof ack, c->peer);
   }
   return rc;
@@ -72,11 +98,13 @@ static int run_bw(cs_ctx *c, long reps) {
   int w = (int)c->opts->window, ack = 0, rc = 0;
   for (long i = 0; i < reps && !rc; i++) {
     if (c->rank == 0) {
-      for (int j = 0; j < w && !rc; j++) rc = t->isend(c, c->sbuf, c->size, c->peer, j);
+      for (int j = 0; j < w && !rc; j++)
+        rc = t->isend(c, cs_slot(c, c->sbuf, i * w + j), c->size, c->peer, j);
       if (!rc) rc = t->waitall(c, w);
       if (!rc) rc = t->recv(c, &ack, sizeof ack, c->peer);
     } else {
-      for (int j = 0; j < w && !rc; j++) rc = t->irecv(c, c->rbuf, c->size, c->peer, j);
+      for (int j = 0; j < w && !rc; j++)
+        rc = t->irecv(c, cs_slot(c, c->rbuf, i * w + j), c->size, c->peer, j);
       if (!rc) rc = t->waitall(c, w);
       if (!rc) rc = t->send(c, &ack, sizeof ack, c->peer);
     }
@@ -89,8 +117,10 @@ static int run_bibw(cs_ctx *c, long reps) {
   const cs_transport *t = c->tp;
   int w = (int)c->opts->window, rc = 0;
   for (long i = 0; i < reps && !rc; i++) {
-    for (int j = 0; j < w && !rc; j++) rc = t->irecv(c, c->rbuf, c->size, c->peer, j);
-    for (int j = 0; j < w && !rc; j++) rc = t->isend(c, c->sbuf, c->size, c->peer, w + j);
+    for (int j = 0; j < w && !rc; j++)
+      rc = t->irecv(c, cs_slot(c, c->rbuf, i * w + j), c->size, c->peer, j);
+    for (int j = 0; j < w && !rc; j++)
+      rc = t->isend(c, cs_slot(c, c->sbuf, i * w + j), c->size, c->peer, w + j);
     if (!rc) rc = t->waitall(c, 2 * w);
   }
   return rc;
@@ -115,6 +145,7 @@ const cs_bench cs_bench_sendloop = {
     .desc = "many blocking sends then one acknowledgement; time per send",
     .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
     .min_sample_us = 100, /* a loop of sends, not one: seed 003 used 5000 */
+    .valid_reps = 64,     /* validation checks a loop of 64 sends */
     .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_sendloop,
     .check = check_at_receiver,
 };
@@ -123,6 +154,7 @@ const cs_bench cs_bench_bw = {
     .name = "bw", .group = "p2p", .metric = "time per message in a window",
     .desc = "unidirectional bandwidth: window of MPI_Isend, then an acknowledgement",
     .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 1, .has_rate = 1,
+    .msgs_per_rep = msgs_window,
     .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_bw, .check = check_at_receiver,
 };
 
@@ -130,7 +162,7 @@ const cs_bench cs_bench_bibw = {
     .name = "bibw", .group = "p2p", .metric = "time per message pair in a window",
     .desc = "bidirectional bandwidth: both partners send a window at once",
     .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,
-    .buf_bytes = one_buffer, .prepare = prep_both, .run = run_bibw, .check = check_from_peer,
+    .msgs_per_rep = msgs_window, .buf_bytes = one_buffer, .prepare = prep_both, .run = run_bibw, .check = check_from_peer,
 };
 
 /* LogGP parameters the netgauge way: PRTT(n, d, s) is the time for rank 0
@@ -152,16 +184,16 @@ static int prtt(cs_ctx *c, long reps, long n, double d_send, double d_recv) {
   for (long i = 0; i < reps && !rc; i++) {
     if (c->rank == 0) {
       for (long k = 0; k < n && !rc; k++) {
-        rc = t->send(c, c->sbuf, c->size, c->peer);
+        rc = t->send(c, cs_slot(c, c->sbuf, i * n + k), c->size, c->peer);
         if (k + 1 < n) spin_us(d_send);
       }
-      if (!rc) rc = t->recv(c, c->rbuf, c->size, c->peer);
+      if (!rc) rc = t->recv(c, cs_slot(c, c->rbuf, i), c->size, c->peer);
     } else {
       for (long k = 0; k < n && !rc; k++) {
-        rc = t->recv(c, c->rbuf, c->size, c->peer);
+        rc = t->recv(c, cs_slot(c, c->rbuf, i * n + k), c->size, c->peer);
         if (k + 1 < n) spin_us(d_recv);
       }
-      if (!rc) rc = t->send(c, c->sbuf, c->size, c->peer);
+      if (!rc) rc = t->send(c, cs_slot(c, c->sbuf, i), c->size, c->peer);
     }
   }
   return rc;
@@ -176,22 +208,27 @@ static int run_prtt_ndr(cs_ctx *c, long reps) {
   return prtt(c, reps, c->opts->loggp_n, 0, c->opts->loggp_delay_us);
 }
 
-#define PRTT .group = "loggp", .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .buf_bytes = one_buffer, \
-             .prepare = prep_both, .check = check_from_peer
+/* The train's receiver checks all n messages; rank 0 its one reply. */
+static int check_train(cs_ctx *c, long sample, char *why, size_t len) {
+  return check_slots(c, c->rank == 0 ? 1 : c->nslots, sample, why, len);
+}
+
+#define PRTT .group = "loggp", .min_np = 2, .any_transport = 1, .ops_per_rep = 1, \
+             .buf_bytes = one_buffer, .prepare = prep_both, .check = check_train
 
 const cs_bench cs_bench_loggp_1 = {
     .name = "loggp_1", PRTT, .metric = "PRTT(1,0,s)", .run = run_prtt_1,
     .desc = "LogGP: one message and its reply, PRTT(1,0,s)",
 };
 const cs_bench cs_bench_loggp_n = {
-    .name = "loggp_n", PRTT, .metric = "PRTT(n,0,s)", .run = run_prtt_n,
+    .name = "loggp_n", PRTT, .msgs_per_rep = msgs_train, .metric = "PRTT(n,0,s)", .run = run_prtt_n,
     .desc = "LogGP: n back-to-back messages, then one reply, PRTT(n,0,s)",
 };
 const cs_bench cs_bench_loggp_nd = {
-    .name = "loggp_nd", PRTT, .metric = "PRTT(n,d,s)", .run = run_prtt_nd,
+    .name = "loggp_nd", PRTT, .msgs_per_rep = msgs_train, .metric = "PRTT(n,d,s)", .run = run_prtt_nd,
     .desc = "LogGP: n messages d us apart, then one reply, PRTT(n,d,s)",
 };
 const cs_bench cs_bench_loggp_ndr = {
-    .name = "loggp_ndr", PRTT, .metric = "PRTT(n,d,s), receiver waits", .run = run_prtt_ndr,
+    .name = "loggp_ndr", PRTT, .msgs_per_rep = msgs_train, .metric = "PRTT(n,d,s), receiver waits", .run = run_prtt_ndr,
     .desc = "LogGP: n messages, the receiver waits d us after each, then one reply",
 };

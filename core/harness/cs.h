@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CS_SCHEMA_VERSION 1
+#define CS_SCHEMA_VERSION 2
 #ifndef CS_VERSION
 #define CS_VERSION "0.1.0"
 #endif
@@ -55,7 +55,8 @@ typedef struct cs_opts {
   double target_ci;      /* stop when CI half-width / median <= this */
   double time_cap_s;     /* per-size wall-time cap for sampling */
   double sample_us;      /* target duration of one timed sample; 0: one
-                          * repetition per sample (per-iteration timing) */
+                          * repetition per sample (per-iteration timing);
+                          * < 0: automatic, from the clock's cost (cs_clock) */
   double min_time_s;     /* per-size wall time always spent sampling */
   long warmup;           /* discarded samples after calibration */
   double warmup_s;       /* and at least this much warm-up time */
@@ -76,6 +77,31 @@ typedef struct cs_opts {
   char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
+
+/* The clock as measured at start: CLOCK_MONOTONIC's step (the gcd of
+ * successive differences; 10 ns on some VMs whatever clock_getres says)
+ * and the cost of one read. */
+typedef struct cs_clock {
+  double quantum_ns;
+  double read_ns;
+} cs_clock;
+void cs_clock_measure(cs_clock *k);
+/* Automatic sample length: long enough that one clock read and one step
+ * of the clock are each under 0.5% of a sample. */
+double cs_auto_sample_us(const cs_clock *k);
+
+/* The cache-line floor between rank 0 and its partner (floor.c). */
+struct cs_floor_line;
+typedef struct cs_floor {
+  MPI_Win win;
+  MPI_Comm comm;
+  struct cs_floor_line *line;
+  int role; /* 0: pings, 1: answers, -1: not in a shared-memory pair */
+  unsigned long count;
+} cs_floor;
+int cs_floor_open(MPI_Comm comm, cs_floor *f);
+void cs_floor_close(cs_floor *f);
+double cs_floor_measure(cs_floor *f); /* ns one way; NAN where not measured */
 
 struct cs_ctx;
 /* What moves the timed data.  MPI is one implementation, seed 002's
@@ -105,6 +131,15 @@ typedef struct cs_ctx {
   size_t size;           /* message size in bytes */
   void *sbuf, *rbuf;     /* page-aligned, cs_bench.buf_bytes each */
   size_t buf_bytes;
+  /* Validation runs give each message of a window or loop its own slot
+   * (stride apart, nslots of them, reused modulo nslots beyond); timed
+   * runs use one buffer (stride 0), as OSU does. */
+  size_t stride;
+  long nslots;
+  void *vsbuf, *vrbuf;   /* the validation runs' slotted buffers */
+  size_t vcap;
+  const cs_clock *clock;
+  cs_floor *floor;
   MPI_Request *reqs;     /* 2 * window requests */
   MPI_Status *stats;     /* and their statuses (as OSU's reqstat) */
   const cs_transport *tp;
@@ -131,6 +166,11 @@ typedef struct cs_bench {
   double bytes_per_op;    /* x size: bytes moved per op (0: no bandwidth) */
   int has_rate;           /* report ops per second */
   double min_sample_us;   /* batch repetitions up to this (sendloop needs a loop) */
+  /* Validation: an untimed run of valid_reps repetitions (0: 1), each
+   * moving msgs_per_rep messages to the receiver (NULL: 1), every one of
+   * them into its own slot and checked. */
+  long valid_reps;
+  long (*msgs_per_rep)(const struct cs_ctx *c);
   enum cs_timing timing;
   int sizeless;           /* one record at size 0 (barrier) */
   int any_transport;      /* runs over the channel too (only transport calls) */
@@ -176,8 +216,14 @@ void cs_median_ci_ranks(long n, long *lo, long *hi);
 void cs_stats_compute(const double *x, long n, double *scratch, cs_stats *s);
 int cs_ci_converged(const cs_stats *s, double target);
 
+/* Slots of a validation run: message m of a window or loop. */
+static inline void *cs_slot(const cs_ctx *c, void *base, long m) {
+  return c->stride ? (char *)base + (size_t)(m % c->nslots) * c->stride : base;
+}
+
 /* Pattern fill and check (pattern.c). */
 uint64_t cs_seed(size_t size, int rank, long sample);
+uint64_t cs_msg_seed(size_t size, int rank, long sample, long m); /* message m of a sample */
 void cs_fill(void *buf, size_t n, uint64_t seed);
 void cs_poison(void *buf, size_t n);
 long cs_check(const void *buf, size_t n, uint64_t seed, unsigned *got, unsigned *want);
@@ -217,16 +263,21 @@ typedef struct cs_result {
   int valid;
   char why[CS_ERRLEN];
   double elapsed_s;
+  double floor_ns;     /* cache-line floor just before sampling (NAN: none) */
+  long validations;    /* untimed validation runs */
+  long checked_msgs;   /* messages checked in them, by this size's receiver */
+  double resolution_us; /* what the clock resolves of one op's time */
 } cs_result;
 void cs_json_str(FILE *f, const char *s);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
-                     char **hosts, const char *libver, int mpi_major, int mpi_minor);
-double cs_clock_overhead_ns(void);
+                     char **hosts, const char *libver, int mpi_major, int mpi_minor,
+                     const cs_clock *clock, double floor_ns);
 MPI_Datatype cs_dtype(const cs_opts *o);
 size_t cs_dtype_size(const cs_opts *o);
 int cs_validated_sample(long sample);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
-void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s);
+void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
+                     double floor_ns);
 void cs_table_header(FILE *f);
 void cs_table_row(FILE *f, const cs_result *r);
 
@@ -238,8 +289,14 @@ enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT,
 int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */
-int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm machine,
-                 cs_chan *chan, FILE *out, int *ninvalid, int *nresults, cs_err *e);
+typedef struct cs_env {
+  MPI_Comm machine;
+  cs_chan *chan;
+  const cs_clock *clock;
+  cs_floor *floor;
+} cs_env;
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_env *env,
+                 FILE *out, int *ninvalid, int *nresults, cs_err *e);
 
 /* Clock: CLOCK_MONOTONIC in microseconds. */
 double cs_now_us(void);

@@ -21,19 +21,39 @@ double cs_now_us(void) {
   return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-/* What one clock read costs: reported in the header, because every
- * per-iteration sample carries it once (as OSU's loops do). */
-double cs_clock_overhead_ns(void) {
+static long gcd_l(long a, long b) {
+  while (b) {
+    long t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+/* The clock's step and the cost of one read, measured, not asked:
+ * clock_getres says 1 ns on VMs whose CLOCK_MONOTONIC moves in 10 ns
+ * steps.  The step is the gcd of the nonzero differences between reads. */
+void cs_clock_measure(cs_clock *k) {
   enum { N = 2001 };
   static double d[N];
-  double prev = cs_now_us();
+  struct timespec a, b;
+  long g = 0;
+  clock_gettime(CLOCK_MONOTONIC, &a);
   for (int i = 0; i < N; i++) {
-    double t = cs_now_us();
-    d[i] = t - prev;
-    prev = t;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    long ns = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
+    d[i] = (double)ns;
+    if (ns > 0) g = gcd_l(g, ns);
+    a = b;
   }
   cs_sort(d, N);
-  return d[N / 2] * 1e3;
+  k->read_ns = d[N / 2];
+  k->quantum_ns = g > 0 ? (double)g : 1.0;
+}
+
+double cs_auto_sample_us(const cs_clock *k) {
+  double by_read = 200.0 * k->read_ns * 1e-3, by_step = 200.0 * k->quantum_ns * 1e-3;
+  return by_read > by_step ? by_read : by_step;
 }
 
 static void *alloc_aligned(size_t n) {
@@ -43,11 +63,12 @@ static void *alloc_aligned(size_t n) {
   return p;
 }
 
-/* Untimed synchronisation before a validated sample, once buffers are
- * prepared.  Point-to-point partners hand rank 0 a zero-byte "ready", so
- * rank 0 never times its partner's preparation; collectives use a barrier
- * (every collective sample also ends with one, see one_sample). */
-static void sync_before(const cs_bench *b, cs_ctx *c) {
+/* Untimed synchronisation around a validation run: before it, once the
+ * buffers are prepared, and after it, once every rank has checked, so that
+ * the next timed sample never starts while a partner is still checking.
+ * Point-to-point partners hand rank 0 a zero-byte "ready"; collectives use
+ * a barrier (every timed collective sample also ends with one). */
+static void sync_ranks(const cs_bench *b, cs_ctx *c) {
   if (b->timing == CS_TIME_MAX) {
     MPI_Barrier(c->comm);
     return;
@@ -74,7 +95,10 @@ typedef struct sampler {
   char why[CS_ERRLEN]; /* first failure on this rank */
 } sampler;
 
-/* Testing only: act out a fault on the last rank, outside the timed region. */
+/* Testing only: act out a fault on the last rank, outside the timed region.
+ * corrupt@SIZE flips a byte of the first message's slot: with a window or
+ * a loop, that message is not the last to land, so only a check of every
+ * message catches it. */
 static void inject(cs_ctx *c, long sample) {
   enum cs_fault kind;
   size_t at;
@@ -86,19 +110,16 @@ static void inject(cs_ctx *c, long sample) {
   if (kind == CS_FAULT_CORRUPT && c->size > 0) ((unsigned char *)c->rbuf)[c->size / 2] ^= 0x40;
 }
 
-/* Samples 0, 1, 2, 4, 8, ... are validated: enough to catch a broken MPI
- * at every size, while the samples between them run back to back on
- * untouched buffers, as a plain benchmark loop would. */
+/* Validation runs happen before timed samples 0, 1, 2, 4, 8, ...: enough
+ * to catch a broken MPI at every size, while the timed samples run back to
+ * back on untouched buffers, as a plain benchmark loop would. */
 int cs_validated_sample(long sample) { return sample >= 0 && (sample & (sample - 1)) == 0; }
 
-/* One sample: (prepare, sync,) time `reps` repetitions, (validate).
- * Returns the per-op time in us (meaningful on rank 0 only). */
-static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample,
-                         int validate, sampler *sm) {
+/* One timed sample of `reps` repetitions; the per-op time in us
+ * (meaningful on rank 0 for pairs, on every rank for collectives). */
+static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample) {
   double dt = 0;
   c->root = root_of(c, sample);
-  if (validate && c->active) b->prepare(c, sample);
-  if (validate) sync_before(b, c);
   if (c->active) {
     double t0 = cs_now_us();
     int rc = b->run(c, reps);
@@ -112,7 +133,65 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
   /* Collectives: as OSU's loop does, the barrier follows the timed call,
    * so ranks enter it in the order they finished. */
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
-  if (validate && c->active) {
+  return dt / ((double)reps * ops);
+}
+
+#define VALID_SLOT_BYTES ((size_t)256 << 20) /* per buffer: 64 x 4 MiB */
+
+/* The validation run's layout: every message of a window or loop in its
+ * own slot, up to VALID_SLOT_BYTES per buffer (beyond, slots are reused
+ * and only the last message of each slot is checked). */
+static int slots_for(const cs_bench *b, cs_ctx *c, long *nmsgs) {
+  long reps = b->valid_reps > 0 ? b->valid_reps : 1;
+  *nmsgs = reps * (b->msgs_per_rep ? b->msgs_per_rep(c) : 1);
+  c->stride = 0;
+  c->nslots = 1;
+  if (*nmsgs <= 1 || c->size == 0) return CS_OK;
+  size_t stride = (c->size + 63) / 64 * 64;
+  long fit = (long)(VALID_SLOT_BYTES / stride);
+  long n = *nmsgs < fit ? *nmsgs : (fit > 0 ? fit : 1);
+  size_t need = (size_t)n * stride;
+  if (need > c->vcap) {
+    free(c->vsbuf);
+    free(c->vrbuf);
+    c->vsbuf = c->vrbuf = NULL;
+    c->vcap = 0;
+    if (posix_memalign(&c->vsbuf, 4096, need) || posix_memalign(&c->vrbuf, 4096, need))
+      return CS_ENOMEM;
+    memset(c->vsbuf, 0, need);
+    memset(c->vrbuf, 0, need);
+    c->vcap = need;
+  }
+  c->stride = stride;
+  c->nslots = n;
+  return CS_OK;
+}
+
+/* An untimed run of the kernel that checks what it moved: prepare, sync,
+ * run, check, and sync again before the next timed sample. */
+static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm, long *checked) {
+  long nmsgs = 0;
+  void *sbuf = c->sbuf, *rbuf = c->rbuf;
+  int rc = CS_OK;
+  if (c->active && (rc = slots_for(b, c, &nmsgs))) return rc;
+  int slotted = c->active && c->stride;
+  if (slotted) {
+    c->sbuf = c->vsbuf;
+    c->rbuf = c->vrbuf;
+  }
+  c->root = root_of(c, sample);
+  if (c->active) b->prepare(c, sample);
+  sync_ranks(b, c);
+  if (c->active) {
+    long reps = b->valid_reps > 0 ? b->valid_reps : 1;
+    if (b->run(c, reps)) {
+      fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes (validation run)\n",
+              c->rank, c->tp->name, b->name, c->size);
+      MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
+    }
+  }
+  if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
+  if (c->active) {
     inject(c, sample);
     char why[CS_ERRLEN / 2];
     if (!sm->err && b->check(c, sample, why, sizeof why)) {
@@ -121,8 +200,14 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
                c->size, sample, why);
       fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
     }
+    *checked += nmsgs;
   }
-  return dt / ((double)reps * ops);
+  sync_ranks(b, c);
+  c->sbuf = sbuf;
+  c->rbuf = rbuf;
+  c->stride = 0;
+  c->nslots = 1;
+  return CS_OK;
 }
 
 /* Append v to a growing array of at most max values. */
@@ -178,11 +263,11 @@ static int reduce_pending(const cs_bench *b, cs_ctx *c, sampler *sm, long max) {
 /* Rank 0 grows the batch until two samples in a row last at least
  * target_us: a slow first iteration (page faults, connection set-up)
  * cannot end calibration early. */
-static long calibrate(const cs_bench *b, cs_ctx *c, double ops, double target_us, sampler *sm) {
+static long calibrate(const cs_bench *b, cs_ctx *c, double ops, double target_us) {
   long reps = 1, sample = -1;
   int confirmed = 0;
   for (;;) {
-    double per_op = one_sample(b, c, reps, ops, sample, sample == -1, sm);
+    double per_op = one_sample(b, c, reps, ops, sample);
     sample--;
     long next = 0; /* 0: done */
     if (c->rank == 0) {
@@ -208,9 +293,9 @@ static long calibrate(const cs_bench *b, cs_ctx *c, double ops, double target_us
 
 /* Warm-up: at least --warmup samples and --warmup-time seconds.  Rank 0
  * times one sample and tells everyone how many follow. */
-static void warm_up(const cs_bench *b, cs_ctx *c, long reps, double ops, sampler *sm) {
+static void warm_up(const cs_bench *b, cs_ctx *c, long reps, double ops) {
   const cs_opts *o = c->opts;
-  double per_op = one_sample(b, c, reps, ops, -1000, 0, sm);
+  double per_op = one_sample(b, c, reps, ops, -1000);
   long n = o->warmup;
   if (c->rank == 0) {
     double t_us = per_op * (double)reps * ops;
@@ -218,7 +303,7 @@ static void warm_up(const cs_bench *b, cs_ctx *c, long reps, double ops, sampler
     if (n > 1000000) n = 1000000;
   }
   MPI_Bcast(&n, 1, MPI_LONG, 0, c->comm);
-  for (long w = 0; w < n; w++) one_sample(b, c, reps, ops, -1001 - w, 0, sm);
+  for (long w = 0; w < n; w++) one_sample(b, c, reps, ops, -1001 - w);
 }
 
 /* Rank 0 learns the first failing rank's reason (untimed). */
@@ -237,15 +322,32 @@ static void gather_why(cs_ctx *c, sampler *sm, char *why, size_t len) {
   }
 }
 
+/* What the clock can resolve of one op's time in a sample of `reps`
+ * repetitions: one step, shared by reps x ops operations. */
+static double resolution_us(const cs_ctx *c, long reps, double ops) {
+  return c->clock->quantum_ns * 1e-3 / ((double)reps * ops);
+}
+
+/* No CI narrower than what the clock resolves. */
+static void widen_to_clock(cs_stats *st, double res_us) {
+  if (st->n <= 0) return;
+  if (st->ci_lo > st->median - res_us) st->ci_lo = st->median - res_us;
+  if (st->ci_hi < st->median + res_us) st->ci_hi = st->median + res_us;
+}
+
 static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_result *r, cs_err *e) {
   const cs_opts *o = c->opts;
   double ops = b->ops_per_rep_window ? (double)o->window : b->ops_per_rep;
   sampler sm = {0};
   double t_size0 = cs_now_us();
 
-  double target_us = o->sample_us > b->min_sample_us ? o->sample_us : b->min_sample_us;
-  long reps = target_us > 0 ? calibrate(b, c, ops, target_us, &sm) : 1;
-  warm_up(b, c, reps, ops, &sm);
+  double target_us = o->sample_us < 0 ? cs_auto_sample_us(c->clock) : o->sample_us;
+  if (target_us < b->min_sample_us) target_us = b->min_sample_us;
+  long reps = target_us > 0 ? calibrate(b, c, ops, target_us) : 1;
+  warm_up(b, c, reps, ops);
+  double res_us = resolution_us(c, reps, ops);
+  r->floor_ns = cs_floor_measure(c->floor);
+  r->validations = r->checked_msgs = 0;
 
   cs_noise_mark m0, m1;
   int leader;
@@ -259,10 +361,28 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   double *scratch = NULL;
   int coll = b->timing == CS_TIME_MAX;
   if (coll) MPI_Barrier(c->comm); /* the first sample starts in step too */
+  double t_check_us = 0; /* rank 0's time in validation runs */
   for (long s = 0;; s++) {
-    double v = one_sample(b, c, reps, ops, s, cs_validated_sample(s), &sm);
+    int rc = CS_OK;
+    /* Every size is validated before its first sample; later validation
+     * runs only while they cost under a quarter of the sampling time (at
+     * 4 MiB one run fills and checks 256 MiB).  Rank 0 decides, so every
+     * rank takes part in the same runs. */
+    int check = s == 0;
+    if (!check && cs_validated_sample(s)) {
+      check = c->rank == 0 && t_check_us < 0.25 * (cs_now_us() - t0 - t_check_us);
+      MPI_Bcast(&check, 1, MPI_INT, 0, c->comm);
+    }
+    if (check) {
+      double tv = cs_now_us();
+      rc = validation_run(b, c, s, &sm, &r->checked_msgs);
+      r->validations++;
+      t_check_us += cs_now_us() - tv;
+    }
+    double v = one_sample(b, c, reps, ops, s);
     long taken = s + 1;
-    int rc = coll ? keep_local(&sm, v) : (c->rank == 0 ? push(&sm, v, o->max_samples) : CS_OK);
+    if (rc == CS_OK)
+      rc = coll ? keep_local(&sm, v) : (c->rank == 0 ? push(&sm, v, o->max_samples) : CS_OK);
     if (rc == CS_OK && (taken >= next_check || taken >= o->max_samples))
       rc = reduce_pending(b, c, &sm, o->max_samples);
     if (rc) {
@@ -279,6 +399,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
       double *sc = realloc(scratch, (size_t)sm.n * sizeof *sc);
       if (sc) scratch = sc;
       if (sc) cs_stats_compute(sm.x, sm.n, scratch, &st);
+      if (sc) widen_to_clock(&st, res_us);
       double elapsed_s = (cs_now_us() - t0) * 1e-6;
       int enough = sm.n >= o->min_samples && elapsed_s >= o->min_time_s;
       if (sc && enough && cs_ci_converged(&st, o->target_ci)) {
@@ -327,8 +448,10 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
     double *sc = realloc(scratch, (size_t)(sm.n ? sm.n : 1) * sizeof *sc);
     if (sc) scratch = sc;
     if (sc) cs_stats_compute(sm.x, sm.n, scratch, &r->st);
+    if (sc) widen_to_clock(&r->st, res_us);
   }
   free(scratch);
+  r->resolution_us = res_us;
   r->bench = b;
   r->size = c->size;
   r->root = b->rooted && !o->rotate_root ? (int)o->root : -1;
@@ -345,8 +468,9 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   return CS_OK;
 }
 
-int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm machine,
-                 cs_chan *chan, FILE *out, int *ninvalid, int *nresults, cs_err *e) {
+int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_env *env,
+                 FILE *out, int *ninvalid, int *nresults, cs_err *e) {
+  cs_chan *chan = env->chan;
   size_t sizes[128];
   int nsizes, rc;
   if ((rc = cs_sizes_expand(o, sizes, 128, &nsizes, e))) return rc;
@@ -360,6 +484,9 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm m
     return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
                    b->min_np, c.np);
   c.chan = chan;
+  c.clock = env->clock;
+  c.floor = env->floor;
+  c.nslots = 1;
   c.tp = chan ? &cs_transport_chan : &cs_transport_mpi;
   if (chan && !b->any_transport)
     return CS_FAIL(e, CS_EUSAGE, "benchmark %s runs over MPI only, not --transport %s", b->name,
@@ -397,7 +524,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm m
     c.size = b->size_fix ? b->size_fix(&c, sizes[i]) : sizes[i];
     if (b->size_fix && (c.size == 0 || (i > 0 && c.size == b->size_fix(&c, sizes[i - 1]))))
       continue; /* e.g. 1 or 2 bytes of ints */
-    rc = measure_size(b, &c, machine, &r, e);
+    rc = measure_size(b, &c, env->machine, &r, e);
     if (rc == CS_OK && c.rank == 0) {
       cs_write_result(out, &r, o->raw);
       if (o->table) cs_table_row(stdout, &r);
@@ -408,6 +535,8 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, MPI_Comm m
   }
   free(c.sbuf);
   free(c.rbuf);
+  free(c.vsbuf);
+  free(c.vrbuf);
   free(c.reqs);
   free(c.stats);
   free(c.creqs);

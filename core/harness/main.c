@@ -17,10 +17,12 @@ static void list_benches(int json) {
       continue;
     }
     printf("%s{\"name\":\"%s\",\"group\":\"%s\",\"min_np\":%d,\"bandwidth\":%s,\"rate\":%s,"
-           "\"rooted\":%s,\"sizeless\":%s,\"timing\":\"%s\",\"equiv_of\":",
+           "\"rooted\":%s,\"sizeless\":%s,\"any_transport\":%s,\"timing\":\"%s\","
+           "\"equiv_of\":",
            i ? "," : "", b->name, b->group, b->min_np,
            b->bytes_per_op > 0 || b->alg_bytes ? "true" : "false", b->has_rate ? "true" : "false",
            b->rooted ? "true" : "false", b->sizeless ? "true" : "false",
+           b->any_transport ? "true" : "false",
            b->timing == CS_TIME_MAX ? "max" : "pair");
     if (b->equiv_of)
       cs_json_str(stdout, b->equiv_of);
@@ -170,6 +172,15 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     return CS_EIO;
   }
   double t0 = cs_now_us();
+  /* Benchmarks run on their own communicator, never on MPI_COMM_WORLD. */
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  cs_clock clock;
+  cs_clock_measure(&clock);
+  MPI_Bcast(&clock, 2, MPI_DOUBLE, 0, comm); /* every rank batches alike */
+  cs_floor floor;
+  cs_floor_open(comm, &floor);
+  double floor0 = cs_floor_measure(&floor);
   if (rank == 0) {
     char *hosts[np];
     for (int i = 0; i < np; i++) hosts[i] = all + (size_t)i * MPI_MAX_PROCESSOR_NAME;
@@ -177,24 +188,24 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     int major, minor;
     MPI_Get_library_version(ver, &len);
     MPI_Get_version(&major, &minor);
-    cs_write_header(out, o, argc, argv, np, hosts, ver, major, minor);
+    cs_write_header(out, o, argc, argv, np, hosts, ver, major, minor, &clock, floor0);
     if (o->table) cs_table_header(stdout);
   }
   int nresults = 0, ninvalid = 0;
-  /* Benchmarks run on their own communicator, never on MPI_COMM_WORLD. */
-  MPI_Comm comm;
-  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
   cs_chan *chan = NULL;
   if (strcmp(o->transport, "mpi")) rc = open_channel(o, comm, &chan, &e);
+  cs_env env = {.machine = machine, .chan = chan, .clock = &clock, .floor = &floor};
   for (int i = 0; i < nb && rc == CS_OK; i++)
-    rc = cs_run_bench(benches[i], o, comm, machine, chan, out, &ninvalid, &nresults, &e);
+    rc = cs_run_bench(benches[i], o, comm, &env, out, &ninvalid, &nresults, &e);
   MPI_Barrier(comm); /* nobody leaves while a peer may still read its pool */
+  double floor1 = cs_floor_measure(&floor);
+  cs_floor_close(&floor);
   cs_chan_close(chan);
   MPI_Comm_free(&comm);
   if (rc && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
   if (rank == 0) {
     const char *status = rc ? "error" : (ninvalid ? "invalid" : "ok");
-    cs_write_footer(out, status, nresults, ninvalid, (cs_now_us() - t0) * 1e-6);
+    cs_write_footer(out, status, nresults, ninvalid, (cs_now_us() - t0) * 1e-6, floor1);
     if (out != stdout) fclose(out);
   }
   free(all);

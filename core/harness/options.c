@@ -33,8 +33,9 @@ static const opt_def OPTS[] = {
     {"target-ci", DBL(target_ci, 0.0, 1.0),
      "stop when the 95% CI of the median is within +-this fraction (e.g. 0.02)"},
     {"time-cap", DBL(time_cap_s, 0.001, 3600.0), "seconds of sampling per size at most (e.g. 1)"},
-    {"sample-us", DBL(sample_us, 0.0, 1e7),
-     "batch repetitions into samples of this many us (default 0: time each iteration)"},
+    {"sample-us", DBL(sample_us, -1.0, 1e7),
+     "batch repetitions into samples of this many us (0: time each iteration; default -1: "
+     "automatic, 200 clock reads long)"},
     {"min-time", DBL(min_time_s, 0.0, 3600.0), "seconds of sampling per size at least (0.05)"},
     {"warmup", LNG(warmup, 0, 1000000), "samples discarded before timing, at least (e.g. 2)"},
     {"warmup-time", DBL(warmup_s, 0.0, 60.0), "seconds of warm-up per size, at least (0.01)"},
@@ -70,7 +71,7 @@ void cs_opts_defaults(cs_opts *o) {
   o->max_samples = 1000000;
   o->target_ci = 0.02;
   o->time_cap_s = 1.0;
-  o->sample_us = 0.0;
+  o->sample_us = -1.0;
   o->min_time_s = 0.05;
   o->warmup = 2;
   o->warmup_s = 0.01;

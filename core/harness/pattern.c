@@ -16,6 +16,12 @@ uint64_t cs_seed(size_t size, int rank, long sample) {
   return mix(mix((uint64_t)size) ^ mix(((uint64_t)(unsigned)rank << 32) ^ (uint64_t)sample));
 }
 
+/* Message (or slot) m of one sample: its own pattern, so a message that
+ * lands in the wrong slot, or twice, fails the check. */
+uint64_t cs_msg_seed(size_t size, int rank, long sample, long m) {
+  return m ? mix(cs_seed(size, rank, sample) ^ mix((uint64_t)m)) : cs_seed(size, rank, sample);
+}
+
 /* Word i of the pattern is seed + i * odd constant: cheap, and no two
  * words of one message are equal. */
 static inline uint64_t word(uint64_t seed, size_t i) { return seed + (uint64_t)i * 0xD6E8FEB86659FD93ull; }

@@ -34,7 +34,8 @@ static void num(FILE *f, const char *key, double v) {
 }
 
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
-                     const char *libver, int mpi_major, int mpi_minor) {
+                     const char *libver, int mpi_major, int mpi_minor, const cs_clock *clock,
+                     double floor_ns) {
   struct timespec res;
   clock_getres(CLOCK_MONOTONIC, &res);
   fprintf(f, "{\"type\":\"header\",\"schema\":%d,\"commscope_version\":", CS_SCHEMA_VERSION);
@@ -47,11 +48,18 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
     cs_json_str(f, hosts[i]);
   }
   fprintf(f, "],\"clock\":\"CLOCK_MONOTONIC\",\"clock_res_ns\":%ld", (long)res.tv_nsec);
-  fprintf(f, ",\"clock_overhead_ns\":%.1f", cs_clock_overhead_ns());
-  fprintf(f, ",\"timing\":\"%s\"",
-          o->sample_us > 0 ? "batched: sample = reps iterations / reps"
-                           : "per-iteration (sendloop: one loop of sends per sample)");
-  fprintf(f, ",\"validation\":\"samples 0,1,2,4,8,... of every size\"");
+  fprintf(f, ",\"clock_overhead_ns\":%.1f,\"clock_quantum_ns\":%.1f", clock->read_ns,
+          clock->quantum_ns);
+  if (o->sample_us < 0)
+    fprintf(f, ",\"timing\":\"batched: samples of at least %.2f us (200 clock reads or steps)\"",
+            cs_auto_sample_us(clock));
+  else if (o->sample_us > 0)
+    fprintf(f, ",\"timing\":\"batched: samples of at least %.2f us\"", o->sample_us);
+  else
+    fprintf(f, ",\"timing\":\"per-iteration (sendloop: one loop of sends per sample)\"");
+  fprintf(f, ",\"validation\":\"untimed runs before samples 0,1,2,4,8,... of every size, "
+             "every message in its own slot, ranks resynchronised after the check\"");
+  num(f, "floor_ns", floor_ns);
   fprintf(f, ",\"transport\":");
   cs_json_str(f, o->transport);
   if (strcmp(o->transport, "mpi")) {
@@ -133,6 +141,9 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   num(f, "load1", r->noise.load1);
   fputc('}', f);
   num(f, "elapsed_s", r->elapsed_s);
+  num(f, "floor_ns", r->floor_ns);
+  num(f, "resolution_us", r->resolution_us);
+  fprintf(f, ",\"validations\":%ld,\"checked_msgs\":%ld", r->validations, r->checked_msgs);
   if (raw && r->raw) {
     fprintf(f, ",\"raw_us\":[");
     for (long i = 0; i < r->nraw; i++) fprintf(f, "%s%.6g", i ? "," : "", r->raw[i]);
@@ -142,11 +153,14 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   fflush(f);
 }
 
-void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s) {
+void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
+                     double floor_ns) {
   fprintf(f,
           "{\"type\":\"footer\",\"status\":\"%s\",\"results\":%d,\"invalid\":%d,"
-          "\"elapsed_s\":%.3f}\n",
+          "\"elapsed_s\":%.3f",
           status, nresults, ninvalid, elapsed_s);
+  num(f, "floor_ns", floor_ns);
+  fprintf(f, "}\n");
   fflush(f);
 }
 

@@ -10,12 +10,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__
+from . import __version__, provenance
 from . import build as build_mod
 from . import cluster as cluster_mod
 from . import mpi as mpi_mod
+from .analysis.repeats import aggregate
 from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
+from .config import what
 from .errors import CommscopeError
 from .runner import CoreOptions, NoisePolicy, Progress, expand, placements, run_sweep
 from .show import export, place, run_table, tables
@@ -106,17 +108,18 @@ def cmd_run(a: argparse.Namespace) -> int:
     for t in transports:
         if t not in ("mpi", "chan", "chan-cma"):
             raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
-    jobs = [j for cl in clusters for t in transports
+    settings = tuple(provenance.settings().items())
+    jobs = [replace(j, settings=settings) for cl in clusters for t in transports
             for j in expand(cores, benches, [], replace(opts, transport=t), cl, places[cl.label])]
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
-    progress = Progress(len(jobs), enabled=not a.quiet)
+    progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet)
     outcomes = run_sweep(jobs, store, argv=sys.argv, resume=a.resume, timeout_s=a.timeout,
-                         policy=policy, progress=progress)
+                         policy=policy, progress=progress, repeat=a.repeat)
     if not a.quiet:
-        ids = [o.run_id for o in outcomes]
+        ids = [o.run_id for o in outcomes if o.status == "ok"] or [o.run_id for o in outcomes]
         if ids:
-            print(tables(store.result_rows(run_ids=ids)), end="")
+            print(tables(aggregate(store.result_rows(run_ids=ids))), end="")
     bad = [o for o in outcomes if o.status != "ok"]
     store.close()
     if bad:
@@ -127,11 +130,15 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 # -- show / export --------------------------------------------------------
-def _filtered(a: argparse.Namespace, store: Store) -> list:
+def _filtered(a: argparse.Namespace, store: Store, mode: str | None = None) -> list:
+    """The records the filters pick, one row per configuration, benchmark
+    and size, combined over its repetitions (analysis/repeats.py); `mode`
+    unless --mode says otherwise."""
     rows = store.result_rows(latest=not a.all)
     benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
-    return [r for r in rows if (not benches or r["bench"] in benches)
+    rows = [r for r in rows if (not benches or r["bench"] in benches)
             and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+    return aggregate(rows, mode=getattr(a, "mode", None) or mode)
 
 
 @command("show")
@@ -161,9 +168,12 @@ def cmd_export(a: argparse.Namespace) -> int:
 
 # -- analysis -------------------------------------------------------------
 def _matching(a: argparse.Namespace) -> tuple[Store, list]:
-    """The store and the results the filters pick; none is an error."""
+    """The store and the results the filters pick; none is an error.  The
+    analyses compare configurations, so they keep one machine mode (the
+    dominant one) unless --mode says otherwise: a comparison across modes
+    would measure the host, not the MPI."""
     store = Store(a.db, create=False)
-    rows = _filtered(a, store)
+    rows = _filtered(a, store, mode="dominant")
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
     return store, rows
@@ -177,10 +187,12 @@ def cmd_crossover(a: argparse.Namespace) -> int:
     store, picked = _matching(a)
     # The equivalent sends come from latency records, whatever --np says.
     mpis = {r["mpi_name"] for r in picked}
-    lat = [r for r in store.result_rows() if r["bench"] == "latency" and r["mpi_name"] in mpis]
+    lat = aggregate([r for r in store.result_rows()
+                     if r["bench"] == "latency" and r["mpi_name"] in mpis],
+                    mode=getattr(a, "mode", None) or "dominant")
     series = collect(picked)
     series.update({k: v for k, v in collect(lat).items() if k not in series})
-    wanted = {(r["mpi_name"], r["np"]) for r in picked}
+    wanted = {(what(r), r["np"]) for r in picked}
     rows = [r for r in crossover.analyze(series) if (r.config.mpi, r.config.np) in wanted]
     if not rows:
         raise CommscopeError("no collective with a reference to compare: run bcast, reduce, "
@@ -195,7 +207,8 @@ def cmd_findings(a: argparse.Namespace) -> int:
     from .analysis import findings
     from .analysis.series import collect
 
-    print(findings.text(findings.all_findings(collect(_matching(a)[1]))), end="")
+    found = findings.all_findings(collect(_matching(a)[1]))
+    print(findings.text(found, limit=a.limit or None), end="")
     return 0
 
 
@@ -206,7 +219,7 @@ def cmd_fit(a: argparse.Namespace) -> int:
 
     store, rows = _matching(a)
     series = collect(rows)
-    run_of = {(r["mpi_name"], r["np"], place(r), r["bench"]): r["run_id"] for r in rows}
+    run_of = {(what(r), r["np"], place(r), r["bench"]): r["run_id"] for r in rows}
     done = 0
     if a.model in ("hockney", "all"):
         print(f"{'configuration':<34} {'bench':<15} {'alpha_us':>9} {'beta_GB/s':>10} "
@@ -274,6 +287,7 @@ def select_rows(store: Store, sel: str) -> list:
     else:
         col = "mpi_name" if key == "mpi" else "cluster"
         rows = [r for r in store.result_rows() if r[col] in values]
+    rows = aggregate(rows)
     if not rows:
         raise CommscopeError(f"no stored results for {sel}")
     return rows
@@ -443,6 +457,9 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--np", action="append", help="only these process counts (e.g. 2)")
     p.add_argument("--all", action="store_true",
                    help="every stored run, not only the newest per configuration")
+    p.add_argument("--mode", help="keep the records of one machine mode: 'dominant' (the mode "
+                                  "most records were measured in) or a label such as "
+                                  "floor~50ns (see show)")
 
 
 def make_parser() -> Parser:
@@ -470,6 +487,10 @@ def make_parser() -> Parser:
                         "nodes as the cluster has)")
     r.add_argument("--ppn", action="append",
                    help="processes per node; np = nodes x ppn (instead of --np)")
+    r.add_argument("--repeat", type=_positive(int, 1, 1000), default=1,
+                   help="independent repetitions of every job, run in interleaved rounds whose "
+                        "order changes; figures are medians over them with a between-run "
+                        "interval (e.g. --repeat 3)")
     r.add_argument("--sizes", default="1:4M", help="MIN:MAX or N, suffixes K M G (default 1:4M)")
     r.add_argument("--factor", type=_positive(int, 2, 1 << 30), default=2,
                    help="multiplier between sizes (default 2)")
@@ -486,9 +507,9 @@ def make_parser() -> Parser:
                    help="samples never exceeded per size")
     r.add_argument("--min-time", type=_positive(float, 0, 3600), default=0.05,
                    help="seconds of sampling per size at least (default 0.05)")
-    r.add_argument("--sample-us", type=_positive(float, 0, 1e7), default=0.0,
-                   help="batch iterations into samples of this many us "
-                        "(default 0: time every iteration, as OSU does)")
+    r.add_argument("--sample-us", type=_positive(float, -1, 1e7), default=-1.0,
+                   help="batch iterations into samples of this many us (0: time every "
+                        "iteration, as OSU does; default -1: automatic, 200 clock reads long)")
     r.add_argument("--warmup", type=_positive(int, 0, 10**6), default=2,
                    help="warm-up iterations per size, at least (default 2)")
     r.add_argument("--warmup-time", type=_positive(float, 0, 60), default=0.01,
@@ -496,8 +517,8 @@ def make_parser() -> Parser:
     r.add_argument("--window", type=_positive(int, 1, 4096), default=64,
                    help="messages in flight for bw and bibw (default 64)")
     r.add_argument("--transport", action="append",
-                   help="mpi (default), chan or chan-cma: seed 002's shared-memory channel, "
-                        "bootstrapped by the MPI (e.g. --transport mpi,chan)")
+                   help="mpi (default), chan or chan-cma: Chai, Hartono and Panda's intra-node "
+                        "channel design, bootstrapped by the MPI (e.g. --transport mpi,chan)")
     r.add_argument("--root", type=_positive(int, 0, 1 << 30), default=0,
                    help="root rank of bcast, reduce, gather, scatter (default 0)")
     r.add_argument("--rotate-root", action="store_true",
@@ -523,7 +544,8 @@ def make_parser() -> Parser:
     _filters(s)
     s.add_argument("--runs", action="store_true", help="list runs with their status instead")
     s.add_argument("--per-node", action="store_true",
-                   help="bandwidth per machine: per-process MB/s x processes per node (seed 003)")
+                   help="bandwidth per machine: per-process MB/s x processes per node "
+                        "(as the UMBC cluster report does)")
 
     e = sub.add_parser("export", help="write stored results as CSV or JSON", formatter_class=fmt,
                        epilog="example: commscope export --db my.db --format csv > results.csv")
@@ -534,12 +556,15 @@ def make_parser() -> Parser:
     an = sub.add_parser("analyze", help="crossovers and findings from stored results",
                         formatter_class=fmt, epilog="example: commscope analyze crossover")
     asub = an.add_subparsers(dest="anacmd", metavar="ANALYSIS", parser_class=Parser)
-    ac = asub.add_parser("crossover", help="collectives against equivalent sends (seed 004)",
+    ac = asub.add_parser("crossover",
+                         help="collectives against equivalent sends (the commodity-cluster study)",
                          epilog="example: commscope analyze crossover --db my.db --np 4")
     _filters(ac)
     af = asub.add_parser("findings", help="what the data shows, each with its records",
-                         epilog="example: commscope analyze findings --db my.db")
+                         epilog="example: commscope analyze findings --db my.db --limit 5")
     _filters(af)
+    af.add_argument("--limit", type=_positive(int, 0, 100000), default=10,
+                    help="show the N findings that save most (default 10; 0: all)")
     ft = sub.add_parser("fit", help="fit Hockney and LogGP models and store them",
                         epilog="example: commscope fit --db my.db --model hockney --bench latency")
     _filters(ft)

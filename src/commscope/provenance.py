@@ -14,6 +14,16 @@ from . import __version__
 ENV_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "MPICH_", "MPIR_", "HYDRA_", "UCX_", "I_MPI_", "FI_",
                 "SLURM_", "CUDA_VISIBLE")
 ENV_HIDE = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
+# Of those, the ones a user sets to change behaviour: part of a run's
+# configuration (a job id or a launcher's private variable is not).
+SETTING_PREFIXES = ("OMPI_MCA_", "UCX_", "MPIR_CVAR_", "MPICH_", "I_MPI_", "FI_", "NCCL_")
+
+
+def settings(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The behaviour-changing settings in an environment (the user's own)."""
+    env = dict(os.environ) if env is None else env
+    return {k: v for k, v in sorted(env.items())
+            if k.startswith(SETTING_PREFIXES) and k not in ENV_HIDE}
 
 
 def cpu_model() -> str:

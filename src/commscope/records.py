@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .errors import CommscopeError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 RESULT_FIELDS = ("median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us", "ci_lo_us",
                  "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "busbw_mb_per_s",
                  "mean_rank_avg_us")
@@ -24,6 +24,9 @@ class Header:
     hosts: tuple[str, ...]
     options: dict[str, object] = field(hash=False)
     argv: tuple[str, ...] = ()
+    clock_read_ns: float | None = None
+    clock_quantum_ns: float | None = None
+    floor_ns: float | None = None  # cache-line floor at the job's start
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,10 @@ class Result:
     root: int | None = None
     equiv_sends: int | None = None
     equiv_of: str | None = None
+    floor_ns: float | None = None  # cache-line floor just before this record's samples
+    resolution_us: float | None = None  # what the clock resolves of one op's time
+    validations: int | None = None  # untimed validation runs
+    checked_msgs: int | None = None  # messages checked in them
 
 
 @dataclass
@@ -85,7 +92,10 @@ def parse_header(d: dict[str, object]) -> Header:
                   mpi_library=str(d.get("mpi_library", "")), np=int(d["np"]),  # type: ignore[arg-type]
                   hosts=tuple(d.get("hosts", ())),  # type: ignore[arg-type]
                   options=dict(d.get("options", {})),  # type: ignore[arg-type]
-                  argv=tuple(d.get("argv", ())))  # type: ignore[arg-type]
+                  argv=tuple(d.get("argv", ())),  # type: ignore[arg-type]
+                  clock_read_ns=_num(d.get("clock_overhead_ns")),
+                  clock_quantum_ns=_num(d.get("clock_quantum_ns")),
+                  floor_ns=_num(d.get("floor_ns")))
 
 
 def parse_result(d: dict[str, object]) -> Result:
@@ -105,7 +115,13 @@ def parse_result(d: dict[str, object]) -> Result:
         root=int(d["root"]) if d.get("root") is not None else None,  # type: ignore[arg-type]
         equiv_sends=int(d["equiv_sends"]) if d.get("equiv_sends") is not None else None,  # type: ignore[arg-type]
         equiv_of=str(d["equiv_of"]) if d.get("equiv_of") else None,
+        floor_ns=_num(d.get("floor_ns")), resolution_us=_num(d.get("resolution_us")),
+        validations=_int(d.get("validations")), checked_msgs=_int(d.get("checked_msgs")),
     )
+
+
+def _int(v: object) -> int | None:
+    return int(v) if isinstance(v, int | float) else None
 
 
 def parse_lines(lines: list[str]) -> Parsed:

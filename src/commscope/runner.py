@@ -6,17 +6,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import noise as noise_mod
 from . import provenance
 from .build import Core
 from .cluster import Cluster, Local, Placement, transport_check
+from .config import PARAM_DEFAULTS, Configuration, params_of
 from .errors import CommscopeError
 from .procs import run_bounded
 from .records import Parsed, Result, parse_file
@@ -35,7 +37,7 @@ class CoreOptions:
     target_ci: float = 0.02
     time_cap_s: float = 1.0
     min_time_s: float = 0.05
-    sample_us: float = 0.0
+    sample_us: float = -1.0  # automatic: samples 200 clock reads long
     warmup: int = 2
     warmup_s: float = 0.01
     window: int = 64
@@ -71,29 +73,35 @@ class Job:
     place: Placement
     opts: CoreOptions
     cluster: Cluster = field(default_factory=Local, compare=False)
+    settings: tuple[tuple[str, str], ...] = ()  # the user's behaviour-changing environment
+    rep: int = 1  # repetition: the round of the sweep this job belongs to
 
     @property
     def np(self) -> int:
         return self.place.np
 
     @property
-    def mpi_label(self) -> str:
-        """The implementation, or the channel bootstrapped by it."""
-        t = self.opts.transport
-        return self.core.impl.name if t == "mpi" else f"{t}({self.core.impl.name})"
+    def config(self) -> Configuration:
+        return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
+                             transport=self.opts.transport, params=params_of(asdict(self.opts)),
+                             settings=self.settings, cluster=self.cluster.label,
+                             nodes=self.place.nodes, ppn=self.place.ppn)
 
     @property
     def label(self) -> str:
+        c = self.config
         where = "" if self.cluster.kind == "local" else (
             f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})")
-        return f"{self.mpi_label} {self.bench} np={self.np}{where}"
+        what = " ".join(v for k, v in c.parts().items()
+                        if v and k in ("mpi", "transport", "buffer", "params", "settings"))
+        rep = f" #{self.rep}" if self.rep > 1 else ""
+        return f"{what} {self.bench} np={self.np}{where}{rep}"
 
     def plan_key(self) -> str:
-        """What makes two jobs the same measurement, for --resume."""
-        key = {"mpi": self.core.impl.name, "identity": self.core.identity, "bench": self.bench,
-               "np": self.np, "cluster": self.cluster.label, "opts": asdict(self.opts)}
-        if self.place.nodes != 1:  # one-node keys stay as stored before placements
-            key["nodes"] = self.place.nodes
+        """What makes two jobs the same measurement, for --resume: the
+        configuration, the benchmark, how it samples and the repetition."""
+        how = {k: v for k, v in asdict(self.opts).items() if k not in PARAM_DEFAULTS}
+        key = {"config": self.config.key, "bench": self.bench, "sampling": how, "rep": self.rep}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -111,10 +119,6 @@ def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:
             picked = [n]
         out.extend(p for p in picked if p not in out)
     return out
-
-
-CHANNEL_BENCHES = {"latency", "roundtrip", "sendloop", "bw", "bibw", "loggp_1", "loggp_n",
-                   "loggp_nd", "loggp_ndr", "barrier", "alltoall"}
 
 
 def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
@@ -140,9 +144,11 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
 def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
            opts: CoreOptions, cluster: Cluster | None = None,
            places: Sequence[Placement] | None = None) -> list[Job]:
-    """benchmarks x implementations x placements, checked up front so a
-    sweep never starts with a job that cannot run.  `nps` alone means one
-    node of the local machine."""
+    """One job per implementation x placement, running every benchmark of
+    the sweep in one launch (a launch costs 0.3-0.6 s here, more than most
+    benchmarks' sizes together), checked up front so a sweep never starts
+    with a job that cannot run.  `nps` alone means one node of the local
+    machine."""
     cluster = cluster or Local()
     places = list(places) if places is not None else [Placement(1, n) for n in nps]
     jobs: list[Job] = []
@@ -150,27 +156,29 @@ def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
         for place in places:
             cluster.check(core.impl, place)
         known = core.bench_names()
-        for bench in resolve_benches(core, benches):
+        names = resolve_benches(core, benches)
+        for bench in names:
             if bench not in known:
                 raise CommscopeError(f"unknown benchmark '{bench}' (choose from "
                                      f"{', '.join(known)})")
-            min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
-            if opts.transport != "mpi" and bench not in CHANNEL_BENCHES:
+            if opts.transport != "mpi" and not core.bench(bench).get("any_transport"):
                 raise CommscopeError(f"benchmark {bench} runs over MPI only, not --transport "
                                      f"{opts.transport}")
-            rooted = bool(core.bench(bench).get("rooted"))
-            for place in places:
-                np_ = place.np
+        for place in places:
+            np_ = place.np
+            for bench in names:
+                min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
                 if np_ < min_np:
                     raise CommscopeError(f"benchmark {bench} needs at least {min_np} processes, "
                                          f"got --np {np_}")
-                if rooted and not opts.rotate_root and opts.root >= np_:
+                if (core.bench(bench).get("rooted") and not opts.rotate_root
+                        and opts.root >= np_):
                     raise CommscopeError(f"root {opts.root} is outside the communicator of "
                                          f"{np_} processes ({bench})")
-                if opts.transport != "mpi" and place.nodes != 1:
-                    raise CommscopeError(f"--transport {opts.transport} is a shared-memory "
-                                         "channel: it runs on one node")
-                jobs.append(Job(core, bench, place, opts, cluster))
+            if opts.transport != "mpi" and place.nodes != 1:
+                raise CommscopeError(f"--transport {opts.transport} is a shared-memory "
+                                     "channel: it runs on one node")
+            jobs.append(Job(core, ",".join(names), place, opts, cluster))
     return jobs
 
 
@@ -213,9 +221,10 @@ class JobOutcome:
     transport: dict[str, object] | None = None
 
 
-def default_timeout(opts: CoreOptions, nsizes: int) -> float:
-    """Generous: every size may run to its cap, plus calibration and start-up."""
-    return 30.0 + nsizes * (3.0 * opts.time_cap_s + opts.warmup_s + 2.0)
+def default_timeout(opts: CoreOptions, nsizes: int, nbenches: int = 1) -> float:
+    """Generous: every size of every benchmark may run to its cap, plus
+    calibration, validation and start-up."""
+    return 30.0 + nbenches * nsizes * (3.0 * opts.time_cap_s + opts.warmup_s + 2.0)
 
 
 class Progress:
@@ -280,7 +289,8 @@ def payload_bytes(results: Sequence[Result]) -> int:
 
 
 def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
-            policy: NoisePolicy, attempt: int = 1, workdir: Path | None = None) -> JobOutcome:
+            policy: NoisePolicy, attempt: int = 1, workdir: Path | None = None,
+            round_pos: int | None = None) -> JobOutcome:
     impl = job.core.impl
     cores = provenance.n_cores()
     with tempfile.TemporaryDirectory(prefix="commscope-job-", dir=workdir) as tmp:
@@ -297,11 +307,12 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
             plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=job.opts.sizes,
-            mpi_name=job.mpi_label, mpi_family=impl.family, mpi_version=job.core.mpi_version,
+            mpi_name=impl.name, mpi_family=impl.family, mpi_version=job.core.mpi_version,
             mpi_identity=job.core.identity, cluster=job.cluster.label, launch_argv=argv,
             env=provenance.relevant_env(env), machine=provenance.machine(),
             options=asdict(job.opts), oversubscribed=job.cluster.oversubscribed(job.place, cores),
-            attempt=attempt, placement=placement)
+            attempt=attempt, placement=placement, config=job.config, repetition=job.rep,
+            round_pos=round_pos)
         run_id = store.begin_run(info, sweep_id)
         links0 = job.cluster.link_bytes(job.place)
         mark0 = noise_mod.mark()
@@ -353,43 +364,73 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         flags = [noisy_job or policy.flag(r) for r in parsed.results]
         store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
                          stderr_tail=tail, header=parsed.header, results=parsed.results,
-                         flags=flags, noise=job_noise, transport=transport)
+                         flags=flags, noise=job_noise, transport=transport, footer=parsed.footer)
     return JobOutcome(job, run_id, status, parsed, flags, msg, transport)
+
+
+def rounds(jobs: Sequence[Job], repeat: int, seed: int = 0) -> list[list[Job]]:
+    """Each job `repeat` times, as rounds that each run every job once, in
+    an order that changes from round to round (the first as planned, then
+    shuffled with a fixed seed), so that a change of the machine's mode
+    during the sweep falls on every configuration alike rather than on
+    whichever came last."""
+    out: list[list[Job]] = []
+    for r in range(1, repeat + 1):
+        order = [replace(j, rep=r) for j in jobs]
+        if r > 1:
+            random.Random(seed * 1000 + r).shuffle(order)
+        out.append(order)
+    return out
 
 
 def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume: bool,
               timeout_s: float | None, policy: NoisePolicy, progress: Progress,
-              on_done: Callable[[JobOutcome], None] | None = None) -> list[JobOutcome]:
-    """Run every job; a failure is stored and the sweep goes on."""
+              on_done: Callable[[JobOutcome], None] | None = None,
+              repeat: int = 1) -> list[JobOutcome]:
+    """Run every job `repeat` times in interleaved rounds; a failure is
+    stored and the sweep goes on."""
     store.abandon_running()
-    plan = [{"mpi": j.mpi_label, "bench": j.bench, "np": j.np, "cluster": j.cluster.label,
-             "nodes": j.place.nodes, "key": j.plan_key()} for j in jobs]
+    plan_rounds = rounds(jobs, repeat)
+    plan = [{"mpi": j.core.impl.name, "config": j.config.key, "bench": j.bench, "np": j.np,
+             "cluster": j.cluster.label, "nodes": j.place.nodes, "rep": j.rep,
+             "key": j.plan_key()} for rnd in plan_rounds for j in rnd]
     sweep_id = store.begin_sweep(argv, plan)
     outcomes: list[JobOutcome] = []
     try:
-        for job in jobs:
-            if resume and store.has_ok_run(job.plan_key()):
-                progress.end(job.label, "stored already, skipped")
-                continue
-            t = timeout_s or default_timeout(job.opts, len(expand_sizes(job.opts.sizes,
-                                                                         job.opts.factor)))
-            progress.start(job.label)
-            out = run_job(job, store, sweep_id, timeout_s=t, policy=policy)
-            attempt = 1
-            while out.status == OK and any(out.flags) and attempt <= policy.retries:
-                store.mark_run(out.run_id, RETRIED)
-                attempt += 1
-                out = run_job(job, store, sweep_id, timeout_s=t, policy=policy, attempt=attempt)
-            note = f" ({out.message})" if out.message else ""
-            if any(out.flags):
-                note += f" [{sum(out.flags)} noisy record(s) flagged]"
-            if out.transport:
-                ok = "" if out.transport["ok"] else "TRANSPORT CHECK FAILED: "
-                note += f" [{ok}{out.transport['verdict']}]"
-            progress.end(job.label, out.status, note)
-            outcomes.append(out)
-            if on_done:
-                on_done(out)
+        for rnd in plan_rounds:
+            for pos, job in enumerate(rnd):
+                out = _run_planned(job, store, sweep_id, resume, timeout_s, policy, progress,
+                                   pos)
+                if out is None:
+                    continue
+                outcomes.append(out)
+                if on_done:
+                    on_done(out)
     finally:
         store.end_sweep(sweep_id)
     return outcomes
+
+
+def _run_planned(job: Job, store: Store, sweep_id: int, resume: bool, timeout_s: float | None,
+                 policy: NoisePolicy, progress: Progress, pos: int) -> JobOutcome | None:
+    if resume and store.has_ok_run(job.plan_key()):
+        progress.end(job.label, "stored already, skipped")
+        return None
+    t = timeout_s or default_timeout(job.opts, len(expand_sizes(job.opts.sizes, job.opts.factor)),
+                                     len(job.bench.split(",")))
+    progress.start(job.label)
+    out = run_job(job, store, sweep_id, timeout_s=t, policy=policy, round_pos=pos)
+    attempt = 1
+    while out.status == OK and any(out.flags) and attempt <= policy.retries:
+        store.mark_run(out.run_id, RETRIED)
+        attempt += 1
+        out = run_job(job, store, sweep_id, timeout_s=t, policy=policy, attempt=attempt,
+                      round_pos=pos)
+    note = f" ({out.message})" if out.message else ""
+    if any(out.flags):
+        note += f" [{sum(out.flags)} noisy record(s) flagged]"
+    if out.transport:
+        ok = "" if out.transport["ok"] else "TRANSPORT CHECK FAILED: "
+        note += f" [{ok}{out.transport['verdict']}]"
+    progress.end(job.label, out.status, note)
+    return out

@@ -10,6 +10,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 
+from .config import what
 from .sizes import human
 
 # Which number a table shows per benchmark, and its unit.
@@ -61,11 +62,20 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
     if key == "median_us":
         ci = r["ci_us"]
         txt = f"{v:.3f}" + (f" ±{ci / v * 100:.1f}%" if ci is not None and v else "")
+        if _n_reps(r) == 1:
+            txt += "¹"
     elif key == "mb_per_s":
         txt = f"{v:.1f}"
     else:
         txt = f"{v:.0f}"
     return txt + ("*" if r["flagged"] else "")
+
+
+def _n_reps(r: sqlite3.Row) -> int:
+    try:
+        return int(r["n_reps"])
+    except (KeyError, IndexError):
+        return 1
 
 
 def place(r: sqlite3.Row) -> str:
@@ -89,8 +99,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
         if per_node and any(r["mb_per_s"] is not None for r in rs):
             key, unit = "mb_per_s", "MB/s per node"
         places = sorted({place(r) for r in rs})
-        col = {id(r): r["mpi_name"] if len(places) == 1 else f"{r['mpi_name']} {place(r)}"
-               for r in rs}
+        col = {id(r): what(r) if len(places) == 1 else f"{what(r)} {place(r)}" for r in rs}
         cols = sorted(set(col.values()))
         cells: dict[int, dict[str, str]] = defaultdict(dict)
         for r in rs:
@@ -105,9 +114,46 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
             out.append(f"{human(size):>8}  "
                        + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in cols))
         out.append("")
+    reps = sorted({_n_reps(r) for r in rows})
+    if reps and reps[-1] > 1:
+        out.append(f"± is the 95% interval between runs ({'/'.join(map(str, reps))} "
+                   "repetitions, interleaved), never narrower than one run's own CI")
+    if 1 in reps:
+        out.append("¹ one run only: ± is that run's own CI, which does not hold from one run "
+                   "to the next here (use --repeat 3 or more)")
+    out.extend(mode_lines(rows))
     if any_flag:
         out.append("* measured while other processes used the CPU (see export: other_cpu_s)")
     return "\n".join(out).rstrip() + "\n"
+
+
+def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:
+    """A line when the records were measured in more than one machine mode."""
+    from .analysis.repeats import detect_modes
+
+    floors = [f for r in rows for f in _floors(r)]
+    modes = detect_modes(floors)
+    if len(modes) < 2:
+        return []
+    parts = ", ".join(f"{m.label} ({m.count} record(s), {m.lo_ns:.0f}-{m.hi_ns:.0f} ns)"
+                      for m in modes)
+    dropped = max((int(r["mode_dropped"]) for r in rows if _has(r, "mode_dropped")), default=0)
+    tail = (f"; {dropped} record(s) of the other modes were left out" if dropped else
+            "; show --mode dominant keeps one mode")
+    return [f"machine modes (core-to-core cache-line floor): {parts}{tail}"]
+
+
+def _has(r: sqlite3.Row, k: str) -> bool:
+    try:
+        return r[k] is not None
+    except (KeyError, IndexError):
+        return False
+
+
+def _floors(r: sqlite3.Row) -> tuple:
+    if _has(r, "floors_ns"):
+        return tuple(r["floors_ns"])
+    return (r["floor_ns"],) if _has(r, "floor_ns") else ()
 
 
 def run_table(rows: Sequence[sqlite3.Row]) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .config import Configuration, from_stored
 from .errors import CommscopeError
 from .records import Header, Result
 
@@ -110,6 +111,23 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN placement TEXT;
     ALTER TABLE runs ADD COLUMN transport_check TEXT;
     """,
+    # 5: configuration identity (a canonical key and the full configuration),
+    # repetitions of a sweep's rounds, the machine's cache-line floor, the
+    # clock's resolution and the validation counts of each record
+    """
+    ALTER TABLE runs ADD COLUMN config_key TEXT;
+    ALTER TABLE runs ADD COLUMN config TEXT;
+    ALTER TABLE runs ADD COLUMN repetition INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE runs ADD COLUMN round_pos INTEGER;
+    ALTER TABLE runs ADD COLUMN floor_start_ns REAL;
+    ALTER TABLE runs ADD COLUMN floor_end_ns REAL;
+    ALTER TABLE runs ADD COLUMN clock TEXT;
+    CREATE INDEX runs_config ON runs(config_key, bench, status);
+    ALTER TABLE results ADD COLUMN floor_ns REAL;
+    ALTER TABLE results ADD COLUMN resolution_us REAL;
+    ALTER TABLE results ADD COLUMN validations INTEGER;
+    ALTER TABLE results ADD COLUMN checked_msgs INTEGER;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -142,6 +160,9 @@ class RunInfo:
     oversubscribed: bool
     attempt: int = 1
     placement: dict[str, object] | None = None
+    config: Configuration | None = None
+    repetition: int = 1
+    round_pos: int | None = None  # place of the job in its round's order
 
 
 class Store:
@@ -191,6 +212,23 @@ class Store:
                 self.db.rollback()
                 raise
             v += 1
+            if v == 5:
+                self._backfill_configs()
+
+    def _backfill_configs(self) -> None:
+        """Runs stored before schema 5 get their configuration from what was
+        stored then; nothing else of them changes."""
+        rows = self.db.execute("SELECT id, mpi_name, mpi_identity, options, cluster, nodes, np, "
+                               "placement FROM runs WHERE config_key IS NULL").fetchall()
+        with self.tx() as db:
+            for r in rows:
+                opts = json.loads(r["options"] or "{}")
+                place = json.loads(r["placement"] or "{}")
+                nodes = place.get("nodes") or r["nodes"] or 1
+                cfg = from_stored(r["mpi_name"], r["mpi_identity"], opts, r["cluster"], nodes,
+                                  r["np"])
+                db.execute("UPDATE runs SET config_key=?, config=? WHERE id=?",
+                           (cfg.key, json.dumps(cfg.to_json()), r["id"]))
 
     def close(self) -> None:
         self.db.close()
@@ -214,56 +252,73 @@ class Store:
     # -- runs -----------------------------------------------------------
     def begin_run(self, info: RunInfo, sweep_id: int | None) -> int:
         m = info.machine
+        cfg = info.config or from_stored(info.mpi_name, info.mpi_identity, info.options,
+                                         info.cluster, (info.placement or {}).get("nodes"),  # type: ignore[arg-type]
+                                         info.np)
         with self.tx() as db:
             cur = db.execute(
                 """INSERT INTO runs(started_at, status, plan_key, bench, np, sizes, mpi_name,
                    mpi_family, mpi_version, mpi_identity, cluster, hostname, cpu_model, n_cores,
                    kernel, launch_argv, env, commscope_version, git_rev, options, sweep_id,
-                   oversubscribed, attempt, placement)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   oversubscribed, attempt, placement, config_key, config, repetition,
+                   round_pos)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (now_iso(), RUNNING, info.plan_key, info.bench, info.np, info.sizes,
                  info.mpi_name, info.mpi_family, info.mpi_version, info.mpi_identity,
                  info.cluster, m.get("hostname"), m.get("cpu_model"), m.get("n_cores"),
                  m.get("kernel"), json.dumps(list(info.launch_argv)), json.dumps(info.env),
                  m.get("commscope_version"), m.get("git_rev"), json.dumps(info.options),
                  sweep_id, int(info.oversubscribed), info.attempt,
-                 json.dumps(info.placement) if info.placement is not None else None))
+                 json.dumps(info.placement) if info.placement is not None else None,
+                 cfg.key, json.dumps(cfg.to_json()),
+                 info.repetition, info.round_pos))
             return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int, status: str, *, exit_code: int | None,
                    signal: int | None, stderr_tail: str, header: Header | None,
                    results: Sequence[Result], flags: Sequence[bool],
                    noise: dict[str, object],
-                   transport: dict[str, object] | None = None) -> None:
+                   transport: dict[str, object] | None = None,
+                   footer: dict[str, object] | None = None) -> None:
         """Store a finished job and its records in one transaction."""
-        hdr = None
+        hdr = clock = None
         if header is not None:
             hdr = json.dumps({"schema": header.schema, "mpi_library": header.mpi_library,
                               "np": header.np, "hosts": list(header.hosts),
                               "options": header.options, "argv": list(header.argv),
                               "commscope_version": header.commscope_version})
+            clock = json.dumps({"read_ns": header.clock_read_ns,
+                                "quantum_ns": header.clock_quantum_ns})
+        floor_end = None
+        if footer is not None and isinstance(footer.get("floor_ns"), int | float):
+            floor_end = float(footer["floor_ns"])  # type: ignore[arg-type]
         with self.tx() as db:
             nodes = len(set(header.hosts)) if header is not None else None
             db.execute(
                 """UPDATE runs SET finished_at=?, status=?, exit_code=?, signal=?,
-                   stderr_tail=?, header=?, noise=?, nodes=?, transport_check=? WHERE id=?""",
+                   stderr_tail=?, header=?, noise=?, nodes=?, transport_check=?,
+                   floor_start_ns=?, floor_end_ns=?, clock=? WHERE id=?""",
                 (now_iso(), status, exit_code, signal, stderr_tail, hdr, json.dumps(noise),
-                 nodes, json.dumps(transport) if transport is not None else None, run_id))
+                 nodes, json.dumps(transport) if transport is not None else None,
+                 header.floor_ns if header is not None else None, floor_end, clock, run_id))
             for r, flagged in zip(results, flags, strict=True):
                 db.execute(
                     """INSERT INTO results(run_id, bench, size_bytes, np, n_samples, batch,
                        n_iters, median_us, mean_us, min_us, max_us, p5_us, p95_us, ci_lo_us,
                        ci_hi_us, ci_us, mb_per_s, rate_per_s, valid, error, converged, stop,
                        raw_us, other_cpu_s, steal_s, wall_s, flagged, busbw_mb_per_s,
-                       mean_rank_avg_us, root, equiv_sends, equiv_of)
-                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                       mean_rank_avg_us, root, equiv_sends, equiv_of, floor_ns, resolution_us,
+                       validations, checked_msgs)
+                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
+                               ?,?,?,?)""",
                     (run_id, r.bench, r.size_bytes, r.np, r.n_samples, r.batch, r.n_iters,
                      r.median_us, r.mean_us, r.min_us, r.max_us, r.p5_us, r.p95_us, r.ci_lo_us,
                      r.ci_hi_us, r.ci_us, r.mb_per_s, r.rate_per_s, int(r.valid), r.error,
                      int(r.converged), r.stop,
                      json.dumps(list(r.raw_us)) if r.raw_us is not None else None,
                      r.other_cpu_s, r.steal_s, r.wall_s, int(flagged), r.busbw_mb_per_s,
-                     r.mean_rank_avg_us, r.root, r.equiv_sends, r.equiv_of))
+                     r.mean_rank_avg_us, r.root, r.equiv_sends, r.equiv_of, r.floor_ns,
+                     r.resolution_us, r.validations, r.checked_msgs))
 
     def save_fit(self, run_id: int, model: str, params: dict[str, object]) -> None:
         """Fitted model parameters, stored with the run they came from; a newer
@@ -292,6 +347,10 @@ class Store:
                              "WHERE status=?", (FAILED, RUNNING))
             return cur.rowcount
 
+    def config_of(self, run_id: int) -> Configuration | None:
+        row = self.db.execute("SELECT config FROM runs WHERE id=?", (run_id,)).fetchone()
+        return Configuration.from_json(json.loads(row[0])) if row and row[0] else None
+
     def has_ok_run(self, plan_key: str) -> bool:
         row = self.db.execute("SELECT 1 FROM runs WHERE plan_key=? AND status=? LIMIT 1",
                               (plan_key, OK)).fetchone()
@@ -306,24 +365,48 @@ class Store:
 
     def result_rows(self, *, latest: bool = True, run_ids: Sequence[int] | None = None
                     ) -> list[sqlite3.Row]:
-        """Results joined with their run.  With latest, only the newest
-        finished run of each (mpi, bench, np, cluster) counts."""
+        """Results joined with their run.  With latest, per configuration and
+        benchmark: every complete repetition of the newest sweep that
+        completed one (a failed or partial run never hides an earlier
+        complete one); where none ever completed, the newest run, so its
+        failure shows."""
         where = ["r.status IN ('ok', 'invalid', 'timeout', 'failed')"]
         args: list[object] = []
         if run_ids:
             where.append(f"r.id IN ({','.join('?' * len(run_ids))})")
             args.extend(run_ids)
-        elif latest:
-            where.append("""r.id = (SELECT max(r2.id) FROM runs r2 JOIN results x2
-                            ON x2.run_id = r2.id WHERE r2.mpi_name = r.mpi_name
-                            AND r2.bench = r.bench AND r2.np = r.np
-                            AND r2.cluster = r.cluster
-                            AND coalesce(r2.nodes, 1) = coalesce(r.nodes, 1)
-                            AND r2.status IN ('ok', 'invalid', 'timeout', 'failed'))""")
         sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
                   r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,
-                  coalesce(r.nodes, 1) AS nodes
+                  coalesce(r.nodes, 1) AS nodes, r.config_key, r.config, r.repetition,
+                  r.sweep_id
                   FROM results x JOIN runs r ON r.id = x.run_id
                   WHERE {' AND '.join(where)}
-                  ORDER BY x.bench, x.np, r.cluster, x.size_bytes, r.mpi_name"""
-        return self.db.execute(sql, tuple(args)).fetchall()
+                  ORDER BY x.bench, x.np, r.cluster, x.size_bytes, r.mpi_name, r.id"""
+        rows = self.db.execute(sql, tuple(args)).fetchall()
+        return rows if run_ids or not latest else pick_latest(rows)
+
+
+def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
+    """The rows of the newest complete measurement of each (configuration,
+    benchmark): every ok run of the sweep of the newest ok run (that run
+    alone when it belongs to no sweep), else the newest run of any
+    status, so that a failure shows where nothing ever succeeded."""
+    newest_ok: dict[tuple[str, str], sqlite3.Row] = {}
+    newest: dict[tuple[str, str], int] = {}
+    for r in rows:
+        k = (r["config_key"], r["bench"])
+        newest[k] = max(newest.get(k, 0), r["run_id"])
+        if r["run_status"] == OK and (k not in newest_ok or r["run_id"] > newest_ok[k]["run_id"]):
+            newest_ok[k] = r
+    out = []
+    for r in rows:
+        k = (r["config_key"], r["bench"])
+        pick = newest_ok.get(k)
+        if pick is None:
+            if r["run_id"] == newest[k]:
+                out.append(r)
+        elif r["run_status"] == OK and (
+                r["run_id"] == pick["run_id"]
+                or (pick["sweep_id"] is not None and r["sweep_id"] == pick["sweep_id"])):
+            out.append(r)
+    return out

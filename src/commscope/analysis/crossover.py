@@ -39,22 +39,50 @@ class Verdict:
     marks: tuple[tuple[int, str], ...]
     mixed: bool = False
 
+    def runs(self) -> list[tuple[str, int, int]]:
+        """Consecutive sizes with one mark: (mark, first size, last size)."""
+        out: list[tuple[str, int, int]] = []
+        for size, m in self.marks:
+            if out and out[-1][0] == m:
+                out[-1] = (m, out[-1][1], size)
+            else:
+                out.append((m, size, size))
+        return out
+
+    @property
+    def changing(self) -> str:
+        """Where the behaviour changes: one size when the two verdicts touch,
+        else the span between them where nothing is told apart."""
+        if self.bracket is None:
+            return "-"
+        lo, hi = self.bracket
+        sizes = [s for s, _ in self.marks]
+        between = [s for s in sizes if lo < s < hi]
+        if not between:
+            return human(hi)
+        return human(between[0]) if len(between) == 1 else (
+            f"{human(between[0])}-{human(between[-1])}")
+
     def advice(self, coll: str, ref: str) -> str:
+        """What to do, over exactly the sizes where the verdict was
+        separated; sizes in between are said to show no difference."""
         name = MPI_NAME.get(coll, coll)
         if self.mixed:
             return f"{name} and {ref} trade places more than once: no crossover claimed"
         if self.scenario is None:
             return f"{name} and {ref} are not told apart at any size"
-        if self.scenario == 1:
-            return f"use {ref} instead of {name} at every measured size on this configuration"
-        if self.scenario == 2:
-            return f"keep {name}: it beats {ref} at every measured size"
-        assert self.crossover is not None
-        if self.scenario == 3:
-            return (f"below {human_bytes(self.crossover)} use {ref} instead of {name} "
-                    "on this configuration")
-        return (f"from {human_bytes(self.crossover)} on use {ref} instead of {name} "
-                "on this configuration")
+        runs = self.runs()
+        if len(runs) == 1:
+            return (f"use {ref} instead of {name} at every measured size on this configuration"
+                    if self.scenario == 1
+                    else f"keep {name}: it beats {ref} at every measured size")
+        parts = []
+        for m, lo, hi in runs:
+            where = (f"at {human_bytes(lo)}" if lo == hi
+                     else f"from {human_bytes(lo)} to {human_bytes(hi)}")
+            parts.append(f"use {ref} instead of {name} {where}" if m == "H" else
+                         f"keep {name} {where}" if m == "L" else f"no difference {where}")
+        return "; ".join(parts) + " (this configuration)"
 
 
 def classify(coll: Series, ref: Series, min_factor: float = MIN_FACTOR) -> Verdict:
@@ -104,8 +132,9 @@ def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
                                                                       kv[0][0].cluster, kv[0][1])):
         if bench not in EQUIV_SENDS:
             continue
-        lat = series.get((cfg, "latency")) or series.get((Config(cfg.mpi, 2, cfg.cluster),
-                                                          "latency"))
+        base = cfg.base or cfg.mpi
+        lat = (series.get((Config(base, cfg.np, cfg.cluster, cfg.oversubscribed), "latency"))
+               or series.get((Config(base, 2, cfg.cluster), "latency")))
         refs = []
         if lat:
             k = EQUIV_SENDS[bench](cfg.np)
@@ -127,7 +156,7 @@ def table(rows: list[Row]) -> str:
                        f"{'changing':>9}  {'scen.':<5} advice")
             last = r.config
         v = r.verdict
-        change = human(v.crossover) if v.crossover else "-"
+        change = v.changing
         scen = str(v.scenario) if v.scenario else ("mixed" if v.mixed else "-")
         ref = ("hand-written sends" if r.reference.endswith("_sends")
                else r.reference.replace(" x MPI_Send", " MPI_Send call"

@@ -1,9 +1,15 @@
 """What the data shows, in sentences, each with its numbers and the records
 behind it.  No finding without a statistically separated difference: every
-comparison here needs non-overlapping 95% confidence intervals."""
+comparison needs non-overlapping 95% intervals (between runs, where the
+sweep repeated its jobs), and where the runs' own figures are there, a
+Welch test that survives the Benjamini-Hochberg correction for the number
+of sizes and pairs compared.  Findings are ranked by what they would save
+a user, and findings that say the same thing of several benchmarks are
+merged."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -17,6 +23,9 @@ MIN_FACTOR = 1.05  # nor is an implementation faster by less than 5%
 SKIP_FASTER = {"loggp_1", "loggp_n", "loggp_nd", "loggp_ndr"}  # model inputs, not results
 
 
+FDR = 0.05  # Benjamini-Hochberg false discovery rate over one family of comparisons
+
+
 @dataclass(frozen=True)
 class Finding:
     kind: str  # faster | drop | protocol | collective-slower
@@ -24,6 +33,20 @@ class Finding:
     records: tuple[int, ...] = field(default=())
     bench: str = ""  # the benchmark whose figure shows it
     xrow: crossover.Row | None = None  # collective-slower: the comparison behind it
+    gain: float = 0.0  # the fraction of time a user would save by acting on it
+    key: tuple[object, ...] = ()  # findings with equal keys say the same thing
+
+
+def bh_keep(pvalues: Mapping[object, float], q: float = FDR) -> set[object]:
+    """Benjamini-Hochberg: the comparisons that stay significant when
+    len(pvalues) of them were made at once."""
+    ranked = sorted(pvalues.items(), key=lambda kv: kv[1])
+    m = len(ranked)
+    cut = 0
+    for i, (_, p) in enumerate(ranked, start=1):
+        if p <= q * i / m:
+            cut = i
+    return {k for k, _ in ranked[:cut]}
 
 
 def _ranges(marks: list[tuple[int, str | None]]) -> list[tuple[str, list[int]]]:
@@ -39,12 +62,31 @@ def _ranges(marks: list[tuple[int, str | None]]) -> list[tuple[str, list[int]]]:
     return runs
 
 
+def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]]) -> set[object]:
+    """Every (group, pair, size) whose runs' medians differ by Welch's test,
+    corrected together for how many were tested; without repetitions on
+    both sides a size is not tested here (its CIs still must separate)."""
+    from .compare import welch_p
+
+    ps: dict[object, float] = {}
+    for g, by_mpi in groups.items():
+        mpis = sorted(by_mpi)
+        for i, a in enumerate(mpis):
+            for b in mpis[i + 1:]:
+                for s in set(by_mpi[a]) & set(by_mpi[b]):
+                    ra, rb = by_mpi[a][s].reps, by_mpi[b][s].reps
+                    if len(ra) >= 2 and len(rb) >= 2:
+                        ps[(g, a, b, s)] = welch_p(ra, rb)
+    return bh_keep(ps) if ps else set()
+
+
 def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
     out: list[Finding] = []
     groups: dict[tuple[int, str, str], dict[str, Series]] = {}
     for (cfg, bench), s in series.items():
         if bench not in SKIP_FASTER:
             groups.setdefault((cfg.np, cfg.cluster, bench), {})[cfg.mpi] = s
+    kept = _welch_family(groups)
     for (np_, cluster, bench), by_mpi in sorted(groups.items()):
         mpis = sorted(by_mpi)
         for i, a in enumerate(mpis):
@@ -54,7 +96,9 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                 for s in sorted(set(sa) & set(sb)):
                     sign = separated(sa[s], sb[s])  # time: lower is faster
                     ratio = max(sa[s].median, sb[s].median) / min(sa[s].median, sb[s].median)
-                    if ratio < MIN_FACTOR:
+                    tested = len(sa[s].reps) >= 2 and len(sb[s].reps) >= 2
+                    if ratio < MIN_FACTOR or (tested and ((np_, cluster, bench), a, b, s)
+                                              not in kept):
                         sign = 0
                     marks.append((s, a if sign < 0 else b if sign > 0 else None))
                 for winner, sizes in _ranges(marks):
@@ -71,7 +115,9 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                         f"{bench}, {np_} processes, {cluster}: {winner} is faster than {loser} "
                         f"from {human_bytes(sizes[0])} to {human_bytes(sizes[-1])} "
                         f"(median ratio {med:.2f}x, up to {ratios[-1]:.2f}x)",
-                        recs, bench))
+                        recs, bench, gain=1.0 - 1.0 / med,
+                        key=("faster", np_, cluster, winner, loser, sizes[0], sizes[-1],
+                             round(math.log(med) / math.log(1.15)))))
     return out
 
 
@@ -97,7 +143,7 @@ def bandwidth_drops(series: Mapping[tuple[Config, str], Series]) -> list[Finding
                     f"{bench} under {cfg.label()}: bandwidth drops {100 * (1 - mb / ma):.0f}% "
                     f"from {human_bytes(a)} ({ma:.0f} MB/s) to {human_bytes(b)} ({mb:.0f} MB/s)",
                     tuple(x for x in (s[a].result_id, s[b].result_id) if x is not None),
-                    bench))
+                    bench, gain=0.5 * (1.0 - mb / ma)))
     return out
 
 
@@ -111,14 +157,42 @@ def protocol_switches(series: Mapping[tuple[Config, str], Series]) -> list[Findi
         if f.breakpoint is None:
             continue
         left, right = f.pieces
+        if not step_separated(s, left.last_size, right.first_size):
+            continue  # a bend the model prefers, not a switch the data shows
         out.append(Finding(
             "protocol",
             f"latency under {cfg.label()}: the protocol changes between "
             f"{human_bytes(left.last_size)} and {human_bytes(right.first_size)} "
             f"(alpha {left.alpha_us:.2f} -> {right.alpha_us:.2f} us, "
             f"beta {left.beta_gb_per_s:.1f} -> {right.beta_gb_per_s:.1f} GB/s)",
-            tuple(p.result_id for p in s.values() if p.result_id is not None), bench))
+            tuple(p.result_id for p in s.values() if p.result_id is not None), bench,
+            gain=0.01))
     return out
+
+
+def step_separated(s: Series, lo: int, hi: int, min_excess: float = 1.10) -> bool:
+    """A protocol switch is a step: the growth from size lo to size hi must
+    exceed the growth over each neighbouring step by 10% or more, with the
+    intervals of the growths apart (the low end of the step's growth above
+    the high end of each neighbour's)."""
+    sizes = sorted(x for x in s if x > 0)
+    if lo not in sizes or hi not in sizes:
+        return False
+    i = sizes.index(lo)
+
+    def growth(a: int, b: int) -> tuple[float, float, float]:
+        pa, pb = s[a], s[b]
+        return pb.median / pa.median, pb.lo / pa.hi, pb.hi / pa.lo
+
+    g, g_lo, _ = growth(lo, hi)
+    neighbours = []
+    if i > 0:
+        neighbours.append(growth(sizes[i - 1], lo))
+    if i + 2 < len(sizes):
+        neighbours.append(growth(hi, sizes[i + 2]))
+    if not neighbours:
+        return False
+    return all(g >= min_excess * n and g_lo > n_hi for n, _, n_hi in neighbours)
 
 
 def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
@@ -130,33 +204,61 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
         sizes = [s for s, m in v.marks if m == "H"]
         coll = row.coll
         recs = tuple(coll[s].result_id for s in sizes if coll[s].result_id is not None)
-        if v.scenario == 1:
+        h_runs = [(lo, hi) for m, lo, hi in v.runs() if m == "H"]
+        if len(v.runs()) == 1:
             where = "at every measured size"
-        elif len(sizes) == 1:
-            where = f"at {human_bytes(sizes[0])}"
         else:
-            where = f"from {human_bytes(sizes[0])} to {human_bytes(sizes[-1])}"
+            where = ", ".join(f"at {human_bytes(lo)}" if lo == hi else
+                              f"from {human_bytes(lo)} to {human_bytes(hi)}" for lo, hi in h_runs)
+        ratios = sorted(coll[s].median / row.ref[s].median for s in sizes if s in row.ref)
+        gain = 1.0 - 1.0 / ratios[len(ratios) // 2] if ratios else 0.0
         out.append(Finding(
             "collective-slower",
             f"{crossover.MPI_NAME[row.collective]} under {row.config.label()} is slower than "
             f"{row.reference} {where}: {v.advice(row.collective, row.reference)}",
-            recs, row.collective, row))
+            recs, row.collective, row, gain=gain))
     return out
+
+
+def merged(found: list[Finding]) -> list[Finding]:
+    """Findings that say the same thing of several benchmarks (one
+    implementation faster over the same sizes in latency and roundtrip, say)
+    become one, naming them all; then the list is ranked by gain."""
+    out: list[Finding] = []
+    by_key: dict[tuple[object, ...], int] = {}
+    for f in found:
+        if f.key and f.key in by_key:
+            i = by_key[f.key]
+            g = out[i]
+            first = g.text.split(",", 1)
+            out[i] = Finding(g.kind, f"{first[0]}, {f.bench},{first[1]}", g.records + f.records,
+                             g.bench, g.xrow, max(g.gain, f.gain), g.key)
+            continue
+        if f.key:
+            by_key[f.key] = len(out)
+        out.append(f)
+    return sorted(out, key=lambda f: -f.gain)
 
 
 def all_findings(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
     """Oversubscribed series (more ranks than cores) measure the scheduler,
     not the communication: no finding is drawn from them."""
     series = {k: s for k, s in series.items() if not k[0].oversubscribed}
-    return (faster_implementation(series) + bandwidth_drops(series) + protocol_switches(series)
-            + collectives_vs_sends(series))
+    return merged(faster_implementation(series) + bandwidth_drops(series)
+                  + protocol_switches(series) + collectives_vs_sends(series))
 
 
-def text(findings: list[Finding]) -> str:
+def text(findings: list[Finding], limit: int | None = 10) -> str:
+    """The findings, those that save most first; past `limit`, a count."""
     if not findings:
         return "no statistically separated difference to report\n"
     lines = []
-    for i, f in enumerate(findings, 1):
+    shown = findings if limit is None else findings[:limit]
+    for i, f in enumerate(shown, 1):
         recs = ",".join(str(r) for r in f.records[:12]) + ("..." if len(f.records) > 12 else "")
-        lines.append(f"{i:>3}. [{f.kind}] {f.text}\n     records: {recs}")
+        save = f" (saves ~{100 * f.gain:.0f}%)" if f.gain >= 0.02 else ""
+        lines.append(f"{i:>3}. [{f.kind}]{save} {f.text}\n     records: {recs}")
+    if len(findings) > len(shown):
+        lines.append(f"... and {len(findings) - len(shown)} more, each saving less "
+                     "(commscope analyze findings --limit 0 lists them all)")
     return "\n".join(lines) + "\n"

@@ -6,8 +6,9 @@ from __future__ import annotations
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ..config import what
 from ..show import place
 
 
@@ -18,20 +19,26 @@ class Point:
     lo: float
     hi: float
     result_id: int | None = None
+    reps: tuple[float, ...] = ()  # the runs' own medians, where repetitions were made
 
     def scaled(self, k: float) -> Point:
-        return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id)
+        return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id,
+                     tuple(x * k for x in self.reps))
 
 
 @dataclass(frozen=True)
 class Config:
-    """Where a series was measured: implementation, process count, cluster
-    (with its node count when the ranks span several)."""
+    """Where a series was measured: what (the implementation with its
+    transport, parameters and settings where not the defaults), process
+    count, cluster (with its node count when the ranks span several)."""
 
     mpi: str
     np: int
     cluster: str
     oversubscribed: bool = False  # more ranks than cores: correctness only
+    # `mpi` without the benchmark's own parameters: where a collective's
+    # point-to-point reference (latency, which has none) is found
+    base: str = field(default="", compare=False)
 
     def label(self) -> str:
         over = " (oversubscribed)" if self.oversubscribed else ""
@@ -42,12 +49,15 @@ Series = dict[int, Point]
 
 
 def point(r: sqlite3.Row) -> Point | None:
-    if not r["valid"] or r["median_us"] is None:
+    """A valid record's point; none for invalid ones, nor for records
+    measured while other processes took the CPU (flagged noisy)."""
+    if not r["valid"] or r["median_us"] is None or r["flagged"]:
         return None
     lo = r["ci_lo_us"] if r["ci_lo_us"] is not None else r["median_us"]
     hi = r["ci_hi_us"] if r["ci_hi_us"] is not None else r["median_us"]
+    reps = tuple(r["rep_medians_us"]) if "rep_medians_us" in r.keys() else ()
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
-                 int(r["id"]))
+                 int(r["id"]), reps)
 
 
 def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
@@ -57,7 +67,7 @@ def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
         p = point(r)
         if p is not None:
             over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])
-            cfg = Config(r["mpi_name"], int(r["np"]), place(r), over)
+            cfg = Config(what(r), int(r["np"]), place(r), over, what(r, params=False))
             out[(cfg, r["bench"])][p.size] = p
     return dict(out)
 

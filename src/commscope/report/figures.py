@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..config import what
 from ..show import place
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
@@ -64,9 +65,9 @@ def lines_for(rows: Sequence[sqlite3.Row], bench: str, metric: str,
     for r in rows:
         if r["bench"] != bench:
             continue
-        label = f"{r['mpi_name']} ({place(r)})"
+        label = f"{what(r)} ({place(r)})"
         if label_np:
-            label = f"{r['mpi_name']}, {r['np']} ranks ({place(r)})"
+            label = f"{what(r)}, {r['np']} ranks ({place(r)})"
         groups[label].append(r)
     out: list[Line] = []
     for label, rs in sorted(groups.items()):

@@ -174,7 +174,7 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                        f"{c}: one line per implementation, process count and cluster.")
             tick(c)
     if xrows:
-        rep.add("<h2 id=crossover>Collectives against sends (seed 004)</h2>"
+        rep.add("<h2 id=crossover>Collectives against sends (the commodity-cluster study)</h2>"
                 "<p>H: the collective is slower, L: faster, =: not told apart (95% CIs "
                 "overlap or less than 5% apart). The dotted line marks the changing length."
                 "</p>")
@@ -230,8 +230,8 @@ def _crossover_figure(xr: crossover.Row, i: int) -> Figure:
                  f"{xr.config.label()}", "time (us)",
                  [line(crossover.MPI_NAME[xr.collective], xr.coll),
                   line(xr.reference, xr.ref, dashed=True)])
-    if xr.verdict.crossover:
-        fig.vlines.append((xr.verdict.crossover, f"changes at {human(xr.verdict.crossover)}"))
+    if xr.verdict.bracket:
+        fig.vlines.append((xr.verdict.bracket[1], f"changes at {xr.verdict.changing}"))
     return fig
 
 
@@ -240,7 +240,7 @@ def _crossover_table(xrows: list[crossover.Row]) -> str:
     for xr in xrows:
         v = xr.verdict
         rows.append((xr.config.label(), xr.collective, xr.reference, v.short, v.long,
-                     human(v.crossover) if v.crossover else "",
+                     "" if v.changing == "-" else v.changing,
                      v.scenario or ("mixed" if v.mixed else ""),
                      v.advice(xr.collective, xr.reference)))
     return _table(("configuration", "collective", "against", "short", "long",

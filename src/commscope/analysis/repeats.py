@@ -1,0 +1,193 @@
+"""Between-run statistics: a configuration is measured in several
+independent repetitions (separate launches, interleaved with the other
+configurations); its headline figure per size is the median over
+repetitions, and its uncertainty comes from the spread between them, not
+from the samples inside one run, which on a VM say nothing about the next.
+
+Also the machine's modes: every record carries the cache-line floor
+measured just before it; floors that cluster apart are the host's modes
+(SMT siblings, other cores, other sockets), and a comparison between
+configurations is drawn only from records of one mode."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+# Floors further apart than this factor belong to different modes: the
+# modes seen here are ~24, ~50 and ~200 ns, each within +-15% of itself.
+MODE_GAP = 1.3
+
+
+def t975(df: int) -> float:
+    if df < 1:
+        return math.inf
+    return _T975[df - 1] if df <= len(_T975) else 1.96 + 2.4 / df
+
+
+@dataclass(frozen=True)
+class Between:
+    """One configuration's figure at one size over its repetitions."""
+
+    n: int
+    median: float
+    lo: float  # 95% interval of a run's typical figure (t on log values)
+    hi: float
+    spread: float  # max / min over repetitions
+
+    @property
+    def half_rel(self) -> float:
+        return (self.hi - self.lo) / 2.0 / self.median if self.median > 0 else math.nan
+
+
+def between(values: Sequence[float], floor_lo: float | None = None,
+            floor_hi: float | None = None) -> Between:
+    """The median over repetitions, and a 95% interval from their spread:
+    Student's t on the logarithms (times are positive and spread by
+    factors), never narrower than [floor_lo, floor_hi] (what one run's own
+    CI and the clock already allow) and always holding the median."""
+    xs = sorted(v for v in values if v is not None and v > 0)
+    if not xs:
+        raise ValueError("no positive values")
+    med = statistics.median(xs)
+    if len(xs) == 1:
+        lo, hi = med, med
+    else:
+        logs = [math.log(v) for v in xs]
+        m = statistics.fmean(logs)
+        half = t975(len(xs) - 1) * statistics.stdev(logs) / math.sqrt(len(xs))
+        lo, hi = math.exp(m - half), math.exp(m + half)
+    lo = min(lo, med, floor_lo if floor_lo is not None else med)
+    hi = max(hi, med, floor_hi if floor_hi is not None else med)
+    return Between(len(xs), med, lo, hi, xs[-1] / xs[0])
+
+
+# -- modes --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Mode:
+    lo_ns: float
+    hi_ns: float
+    center_ns: float
+    count: int
+
+    @property
+    def label(self) -> str:
+        return f"floor~{self.center_ns:.0f}ns"
+
+    def holds(self, floor_ns: float) -> bool:
+        return self.lo_ns <= floor_ns <= self.hi_ns
+
+
+def detect_modes(floors: Iterable[float | None], gap: float = MODE_GAP) -> list[Mode]:
+    """Cluster floor readings: sorted, a new mode starts wherever a reading
+    exceeds the previous one by more than `gap`."""
+    xs = sorted(f for f in floors if f is not None and f > 0)
+    groups: list[list[float]] = []
+    for x in xs:
+        if groups and x <= groups[-1][-1] * gap:
+            groups[-1].append(x)
+        else:
+            groups.append([x])
+    return [Mode(g[0], g[-1], statistics.median(g), len(g)) for g in groups]
+
+
+def mode_of(floor_ns: float | None, modes: Sequence[Mode]) -> Mode | None:
+    if floor_ns is None:
+        return None
+    return next((m for m in modes if m.holds(floor_ns)), None)
+
+
+def mode_moved(floors: Sequence[float | None], gap: float = MODE_GAP) -> bool:
+    """Did the machine change mode within these readings?"""
+    return len(detect_modes(floors, gap)) > 1
+
+
+# -- aggregation ------------------------------------------------------------------
+RATE_KEYS = ("mb_per_s", "rate_per_s", "busbw_mb_per_s")
+TIME_KEYS = ("mean_us", "min_us", "max_us", "p5_us", "p95_us", "mean_rank_avg_us")
+
+
+def _get(r: Mapping[str, object], k: str) -> object:
+    try:
+        return r[k]
+    except (KeyError, IndexError):
+        return None
+
+
+def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
+              modes: Sequence[Mode] | None = None) -> list[dict[str, object]]:
+    """One row per (configuration, benchmark, size) from its repetitions:
+    median over runs as median_us, the between-run 95% interval as
+    ci_lo_us/ci_hi_us (so every analysis that separates CIs uses it), the
+    within-run CI kept as within_ci_us, and the runs' floors and modes.
+
+    mode: None keeps every record; "dominant" keeps, where the set spans
+    several modes, the records of the mode most of them were measured in
+    (records without a floor are kept); a mode label keeps that mode."""
+    if modes is None:
+        modes = detect_modes(_get(r, "floor_ns") for r in rows)  # type: ignore[misc]
+    keep = list(rows)
+    dropped = 0
+    if mode is not None and len(modes) > 1:
+        want = max(modes, key=lambda m: m.count).label if mode == "dominant" else mode
+        keep = []
+        for r in rows:
+            m = mode_of(_get(r, "floor_ns"), modes)  # type: ignore[arg-type]
+            if m is None or m.label == want:
+                keep.append(r)
+            else:
+                dropped += 1
+    groups: dict[tuple[object, ...], list[Mapping[str, object]]] = defaultdict(list)
+    for r in keep:
+        key = (_get(r, "config_key") or _get(r, "mpi_name"), r["bench"], r["np"], r["size_bytes"])
+        groups[key].append(r)
+    out = []
+    for rs in groups.values():
+        out.append(_combine(rs, modes))
+    if dropped:
+        for row in out:
+            row["mode_dropped"] = dropped
+    return out
+
+
+def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[str, object]:
+    valid = [r for r in rs if r["valid"] and r["median_us"]]
+    # a run measured while others took the CPU counts only when every run was
+    clean = [r for r in valid if not _get(r, "flagged")]
+    good = clean or valid
+    base = dict(rs[0]) if not good else dict(
+        sorted(good, key=lambda r: float(r["median_us"]))[(len(good) - 1) // 2])  # type: ignore[arg-type]
+    base["n_reps"] = len(rs)
+    base["valid"] = all(bool(r["valid"]) for r in rs)
+    base["flagged"] = bool(valid) and not clean
+    base["noisy_reps"] = len(valid) - len(clean)
+    base["rep_ids"] = tuple(int(r["id"]) for r in rs)  # type: ignore[call-overload]
+    floors = [_get(r, "floor_ns") for r in rs]
+    base["floors_ns"] = tuple(floors)
+    base["modes"] = tuple(sorted({m.label for f in floors
+                                  if (m := mode_of(f, modes)) is not None}))  # type: ignore[arg-type]
+    if not base["valid"] or not good:
+        return base
+    meds = [float(r["median_us"]) for r in good]  # type: ignore[arg-type]
+    within = [float(r["ci_us"]) for r in good if r["ci_us"] is not None]  # type: ignore[arg-type]
+    w = statistics.median(within) if within else 0.0
+    med = statistics.median(meds)
+    b = between(meds, med - w, med + w)
+    base["median_us"] = b.median
+    base["ci_lo_us"], base["ci_hi_us"] = b.lo, b.hi
+    base["ci_us"] = (b.hi - b.lo) / 2.0
+    base["within_ci_us"] = w
+    base["rep_medians_us"] = tuple(meds)
+    base["spread"] = b.spread
+    for k in TIME_KEYS + RATE_KEYS:
+        vals = [float(v) for r in good if (v := _get(r, k)) is not None]  # type: ignore[arg-type]
+        base[k] = statistics.median(vals) if vals else None
+    return base

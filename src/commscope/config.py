@@ -1,0 +1,170 @@
+"""A configuration is a value: what was measured on, in full, with one
+canonical key.  Two runs with equal keys measured the same thing; resume,
+"latest", comparisons, series, table columns and figure labels all go by it.
+
+The benchmark and the message size are not part of a configuration: a
+configuration is what benchmarks run on (implementation, transport, buffer
+kind, benchmark parameters, runtime settings, cluster and placement)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+
+# Parameters of the core that change what a benchmark measures (not how
+# long it samples), with their defaults: a label names only those that
+# differ from these.
+PARAM_DEFAULTS: dict[str, object] = {
+    "window": 64, "dtype": "int", "root": 0, "rotate_root": False, "loggp_n": 16,
+    "loggp_delay_us": 20.0,
+}
+
+
+def _frozen(d: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    return tuple(sorted(d.items()))
+
+
+@dataclass(frozen=True)
+class Configuration:
+    mpi: str  # the implementation's name (openmpi, mpich, ...), never the transport
+    mpi_identity: str = ""  # the wrapper and compiler it drives (build.identity)
+    transport: str = "mpi"  # mpi | chan | chan-cma: what moves the timed data
+    buffer: str = "host"  # where the buffers live (room for device memory)
+    params: tuple[tuple[str, object], ...] = ()  # benchmark parameters, sorted
+    settings: tuple[tuple[str, str], ...] = ()  # environment and launcher settings, sorted
+    cluster: str = "local"
+    nodes: int = 1
+    ppn: int = 2
+    extra: tuple[tuple[str, object], ...] = field(default=())  # later kinds of identity
+
+    @property
+    def np(self) -> int:
+        return self.nodes * self.ppn
+
+    def to_json(self) -> dict[str, object]:
+        d = asdict(self)
+        for k in ("params", "settings", "extra"):
+            d[k] = dict(getattr(self, k))
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, object]) -> Configuration:
+        return cls(mpi=str(d["mpi"]), mpi_identity=str(d.get("mpi_identity") or ""),
+                   transport=str(d.get("transport") or "mpi"),
+                   buffer=str(d.get("buffer") or "host"),
+                   params=_frozen(dict(d.get("params") or {})),  # type: ignore[arg-type]
+                   settings=_frozen(dict(d.get("settings") or {})),  # type: ignore[arg-type]
+                   cluster=str(d.get("cluster") or "local"), nodes=int(d.get("nodes") or 1),  # type: ignore[arg-type]
+                   ppn=int(d.get("ppn") or 1),  # type: ignore[arg-type]
+                   extra=_frozen(dict(d.get("extra") or {})))  # type: ignore[arg-type]
+
+    @property
+    def key(self) -> str:
+        """Canonical: the sorted JSON of every field, hashed."""
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def parts(self) -> dict[str, str]:
+        """Each field as a label would show it ('' where it says nothing)."""
+        params = dict(self.params)
+        shown = [f"{k}={v}" for k, v in sorted(params.items())
+                 if k not in PARAM_DEFAULTS or PARAM_DEFAULTS[k] != v]
+        return {
+            "mpi": self.mpi,
+            "transport": "" if self.transport == "mpi" else self.transport,
+            "buffer": "" if self.buffer == "host" else self.buffer,
+            "params": " ".join(shown),
+            "settings": " ".join(f"{k}={v}" for k, v in self.settings),
+            "cluster": "" if self.cluster == "local" else self.cluster,
+            "nodes": "" if self.nodes == 1 else f"{self.nodes} nodes",
+            "np": f"np={self.np}",
+            "extra": " ".join(f"{k}={v}" for k, v in self.extra),
+            "identity": self.mpi_identity[:8],
+        }
+
+    def label(self) -> str:
+        p = self.parts()
+        return " ".join(v for k, v in p.items() if v and k not in ("np", "identity"))
+
+
+def labels(configs: Iterable[Configuration], always: tuple[str, ...] = ("mpi",)) -> dict[
+        str, str]:
+    """Short labels that tell a set of configurations apart: the
+    implementation, plus every field that varies within the set (a build
+    identity only where nothing else tells two apart)."""
+    cs = {c.key: c for c in configs}
+    parts = {k: c.parts() for k, c in cs.items()}
+    fields = [f for f in next(iter(parts.values()), {}) if f != "identity"]
+    varying = [f for f in fields if f in always or len({p[f] for p in parts.values()}) > 1]
+    out = {k: " ".join(v for f, v in p.items() if f in varying and v) or p["mpi"]
+           for k, p in parts.items()}
+    if len(set(out.values())) < len(out):
+        out = {k: f"{out[k]} [{parts[k]['identity']}]" for k in out}
+    return out
+
+
+_CHAN = re.compile(r"^(chan(?:-cma)?)\((.+)\)$")
+
+
+def from_stored(mpi_name: str, mpi_identity: str | None, options: Mapping[str, object],
+                cluster: str, nodes: int | None, np_: int,
+                settings: Mapping[str, str] | None = None) -> Configuration:
+    """The configuration of a run stored before configurations existed
+    (schema 4 and older): the transport was written into the name then."""
+    m = _CHAN.match(mpi_name)
+    mpi, transport = (m.group(2), m.group(1)) if m else (mpi_name, str(
+        options.get("transport") or "mpi"))
+    n = int(nodes or 1)
+    return Configuration(mpi=mpi, mpi_identity=mpi_identity or "", transport=transport,
+                         params=params_of(options), settings=_frozen(dict(settings or {})),
+                         cluster=cluster or "local", nodes=n, ppn=max(1, np_ // n))
+
+
+def params_of(options: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    return _frozen({k: options.get(k, v) for k, v in PARAM_DEFAULTS.items()})
+
+
+_WHAT_CACHE: dict[tuple[str, tuple[str, ...]], str] = {}
+
+
+def _applies(param: str, row: Mapping[str, object]) -> bool:
+    """Does a benchmark parameter change what this record measured?  A
+    latency record is the same measurement whatever --root said."""
+    bench = str(row["bench"]) if "bench" in row.keys() else ""
+    if param in ("root", "rotate_root"):
+        return "root" in row.keys() and row["root"] is not None
+    if param == "dtype":
+        return "reduce" in bench
+    if param == "window":
+        return bench in ("bw", "bibw")
+    if param.startswith("loggp"):
+        return bench.startswith("loggp")
+    return True
+
+
+def what(row: Mapping[str, object], params: bool = True) -> str:
+    """What a stored record was measured with, short of where: the
+    implementation, and the transport, buffers, parameters and settings
+    where they are not the defaults ("openmpi", "openmpi chan",
+    "mpich UCX_TLS=sm"); only the parameters that apply to the record's
+    benchmark."""
+    text = None
+    try:
+        text = row["config"]
+    except (KeyError, IndexError):
+        pass
+    if not text:
+        return str(row["mpi_name"])
+    cfg = Configuration.from_json(json.loads(text))  # type: ignore[arg-type]
+    used = tuple(k for k, _ in cfg.params if params and _applies(k, row))
+    key = (str(text), used)
+    if key not in _WHAT_CACHE:
+        c = Configuration(**{**cfg.__dict__, "params": tuple(
+            (k, v) for k, v in cfg.params if k in used)})
+        p = c.parts()
+        _WHAT_CACHE[key] = " ".join(v for k, v in p.items() if v and k in (
+            "mpi", "transport", "buffer", "params", "settings", "extra"))
+    return _WHAT_CACHE[key]

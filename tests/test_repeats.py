@@ -1,0 +1,221 @@
+"""Between-run statistics, machine modes, configuration identity, the
+newest complete measurement, and comparisons that pair by configuration:
+on fixed data with known answers."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+
+import pytest
+
+from commscope.analysis import compare, repeats
+from commscope.analysis.repeats import aggregate, between, detect_modes, mode_of
+from commscope.config import Configuration, from_stored, labels, what
+from commscope.errors import CommscopeError
+from commscope.records import parse_file
+from commscope.store import FAILED, OK, Store
+
+from .test_store import GOLDEN, info
+
+
+# -- between runs ---------------------------------------------------------------
+def test_between_runs_median_and_interval_from_the_spread():
+    b = between([1.0, 1.1, 0.9])
+    assert b.median == 1.0 and b.n == 3
+    logs = [math.log(x) for x in (1.0, 1.1, 0.9)]
+    m = sum(logs) / 3
+    sd = math.sqrt(sum((x - m) ** 2 for x in logs) / 2)
+    assert b.lo == pytest.approx(math.exp(m - 4.303 * sd / math.sqrt(3)), rel=1e-4)
+    assert b.hi == pytest.approx(math.exp(m + 4.303 * sd / math.sqrt(3)), rel=1e-4)
+    assert b.spread == pytest.approx(1.1 / 0.9)
+    # runs that agree give a narrow interval, but never narrower than one run's own CI
+    tight = between([2.0, 2.0, 2.0], floor_lo=1.9, floor_hi=2.1)
+    assert (tight.lo, tight.hi) == (1.9, 2.1)
+    # the 2-3x host modes make the interval honest and wide
+    assert between([0.075, 0.19, 0.18]).half_rel > 0.5
+    one = between([3.0], 2.9, 3.2)
+    assert (one.lo, one.median, one.hi) == (2.9, 3.0, 3.2)
+
+
+def test_t_quantiles():
+    assert repeats.t975(2) == pytest.approx(4.303)
+    assert repeats.t975(1000) == pytest.approx(1.96, abs=0.01)
+    assert math.isinf(repeats.t975(0))
+
+
+# -- machine modes --------------------------------------------------------------
+def test_modes_found_in_a_synthetic_floor_series():
+    # the three modes seen on this VM: SMT siblings, other cores, far cores
+    floors = [24.1, 25.0, 23.8, 51.0, 48.3, 55.9, 58.7, 201.0, 190.2, 24.5, None]
+    modes = detect_modes(floors)
+    assert [m.count for m in modes] == [4, 4, 2]
+    assert [round(m.center_ns) for m in modes] == [24, 53, 196]
+    assert mode_of(25.0, modes).label == "floor~24ns"
+    assert mode_of(None, modes) is None
+    # one mode when the floor only wanders within itself
+    assert len(detect_modes([48.0, 52.0, 55.0, 59.0, 61.0])) == 1
+    assert repeats.mode_moved([50.0, 24.0]) and not repeats.mode_moved([50.0, 55.0, None])
+
+
+def _row(i, cfg_key, median, floor, *, bench="latency", size=8, valid=True, flagged=False,
+         ci=0.001, config=None):
+    return {"id": i, "run_id": i, "config_key": cfg_key, "bench": bench, "np": 2,
+            "size_bytes": size, "valid": valid, "median_us": median, "ci_us": ci,
+            "ci_lo_us": median and median - ci, "ci_hi_us": median and median + ci,
+            "flagged": flagged,
+            "floor_ns": floor, "mpi_name": cfg_key, "config": config, "mean_us": median,
+            "mb_per_s": None}
+
+
+def test_aggregate_is_the_median_over_runs_with_a_between_run_interval():
+    rows = [_row(1, "a", 0.20, 50.0), _row(2, "a", 0.10, 51.0), _row(3, "a", 0.18, 49.0),
+            _row(4, "b", 0.30, 50.0)]
+    got = {r["config_key"]: r for r in aggregate(rows)}
+    a = got["a"]
+    assert a["n_reps"] == 3 and a["median_us"] == 0.18 and a["rep_ids"] == (1, 2, 3)
+    assert a["ci_lo_us"] < 0.10 and a["ci_hi_us"] > 0.20  # wider than any one run's ±0.001
+    assert a["within_ci_us"] == 0.001 and a["spread"] == pytest.approx(2.0)
+    assert a["id"] == 3  # the run whose median is the median links the record
+    assert got["b"]["n_reps"] == 1 and got["b"]["ci_hi_us"] == pytest.approx(0.301)
+
+
+def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
+    rows = [_row(1, "a", 0.10, 24.0), _row(2, "a", 0.19, 50.0), _row(3, "a", 0.18, 52.0),
+            _row(4, "b", 0.25, 51.0), _row(5, "b", 0.11, 25.0)]
+    dom = {r["config_key"]: r for r in aggregate(rows, mode="dominant")}
+    assert dom["a"]["rep_ids"] == (2, 3) and dom["b"]["rep_ids"] == (4,)
+    assert dom["a"]["mode_dropped"] == 2
+    fast = {r["config_key"]: r for r in aggregate(rows, mode="floor~24ns")}
+    assert fast["a"]["rep_ids"] == (1,) and fast["b"]["rep_ids"] == (5,)
+    noisy = aggregate([_row(1, "a", 0.1, 50.0), _row(2, "a", 0.5, 50.0, flagged=True),
+                       _row(3, "a", 0.12, 50.0)])[0]
+    assert noisy["rep_medians_us"] == (0.1, 0.12) and not noisy["flagged"]
+    assert noisy["noisy_reps"] == 1
+    bad = aggregate([_row(1, "a", 0.1, 50.0), _row(2, "a", None, 50.0, valid=False)])[0]
+    assert bad["valid"] is False
+
+
+# -- configurations -------------------------------------------------------------
+def test_configuration_key_is_canonical_and_covers_every_field():
+    a = Configuration("openmpi", "id1", params=(("window", 64),), settings=(("UCX_TLS", "sm"),))
+    same = Configuration.from_json(json.loads(json.dumps(a.to_json())))
+    assert same == a and same.key == a.key
+    variants = [Configuration("mpich", "id1"), Configuration("openmpi", "id2"),
+                Configuration("openmpi", "id1", transport="chan"),
+                Configuration("openmpi", "id1", buffer="cuda"),
+                Configuration("openmpi", "id1", params=(("window", 16),)),
+                Configuration("openmpi", "id1", settings=(("UCX_TLS", "tcp"),)),
+                Configuration("openmpi", "id1", cluster="emu:a"),
+                Configuration("openmpi", "id1", nodes=2, ppn=1)]
+    assert len({v.key for v in variants} | {a.key}) == len(variants) + 1
+
+
+def test_labels_name_what_varies():
+    base = Configuration("openmpi", "i", params=(("window", 64),))
+    chan = Configuration("openmpi", "i", transport="chan", params=(("window", 64),))
+    ucx = Configuration("mpich", "j", settings=(("UCX_TLS", "sm"),))
+    got = labels([base, chan, ucx])
+    assert got[base.key] == "openmpi" and got[chan.key] == "openmpi chan"
+    assert got[ucx.key] == "mpich UCX_TLS=sm"
+    twin = Configuration("openmpi", "k", params=(("window", 64),))
+    tw = labels([base, twin])
+    assert tw[base.key] != tw[twin.key]  # only the build tells them apart, and it is shown
+
+
+def test_configuration_of_a_run_stored_before_configurations():
+    c = from_stored("chan-cma(openmpi)", "abc", {"transport": "chan-cma", "window": 8},
+                    "local", None, 2)
+    assert (c.mpi, c.transport, dict(c.params)["window"], c.np) == ("openmpi", "chan-cma", 8, 2)
+    assert from_stored("mpich", None, {}, "emu:x", 2, 4).ppn == 2
+
+
+def test_what_shows_only_the_parameters_that_apply():
+    cfg = Configuration("mpich", params=(("root", 3), ("window", 8)))
+    text = json.dumps(cfg.to_json())
+    assert what({"config": text, "bench": "latency", "root": None}) == "mpich"
+    assert what({"config": text, "bench": "bcast", "root": 3}) == "mpich root=3"
+    assert what({"config": text, "bench": "bw", "root": None}) == "mpich window=8"
+
+
+# -- the store: newest complete measurement -----------------------------------------
+def _store_run(s, status, sweep=None, **kw):
+    parsed = parse_file(GOLDEN)
+    rid = s.begin_run(info(**kw), sweep)
+    results = parsed.results if status == OK else parsed.results[:1]
+    s.finish_run(rid, status, exit_code=0 if status == OK else 1, signal=None, stderr_tail="",
+                 header=parsed.header, results=results, flags=[False] * len(results), noise={})
+    return rid
+
+
+def test_a_failed_or_partial_run_never_hides_an_earlier_complete_one(tmp_path):
+    s = Store(tmp_path / "a.db")
+    sweep = s.begin_sweep(["x"], [])
+    r1 = _store_run(s, OK, sweep)
+    r2 = _store_run(s, OK, sweep)  # the sweep's second repetition
+    r3 = _store_run(s, FAILED, s.begin_sweep(["y"], []))  # a later sweep that broke
+    assert {r["run_id"] for r in s.result_rows()} == {r1, r2}
+    r4 = _store_run(s, OK, s.begin_sweep(["z"], []))
+    assert {r["run_id"] for r in s.result_rows()} == {r4}
+    # another configuration whose only run failed still shows, failure and all
+    r5 = _store_run(s, FAILED, None, mpi_name="mpich", mpi_family="mpich")
+    assert {r["run_id"] for r in s.result_rows()} == {r4, r5}
+    assert r3 not in {r["run_id"] for r in s.result_rows()}
+
+
+def test_migration_to_5_gives_old_runs_their_configuration(tmp_path):
+    path = tmp_path / "old.db"
+    old = Store.__new__(Store)
+    old.path = path
+    old.db = sqlite3.connect(path)
+    old.db.row_factory = sqlite3.Row
+    old.db.execute("PRAGMA application_id=0x43534350")
+    old.migrate(target=4)
+    old.db.execute("""INSERT INTO runs(started_at, status, plan_key, bench, np, sizes, mpi_name,
+                      mpi_family, launch_argv, options, cluster, nodes) VALUES ('t', 'ok', 'k',
+                      'latency', 2, '8', 'chan(openmpi)', 'openmpi', '[]',
+                      '{"transport": "chan", "window": 64}', 'local', 1)""")
+    old.db.commit()
+    old.db.close()
+    s = Store(path)
+    cfg = s.config_of(1)
+    assert cfg is not None and (cfg.mpi, cfg.transport) == ("openmpi", "chan")
+    assert s.db.execute("SELECT config_key FROM runs").fetchone()[0] == cfg.key
+    assert s.db.execute("SELECT mpi_name FROM runs").fetchone()[0] == "chan(openmpi)"  # kept
+
+
+# -- compare pairs by configuration ------------------------------------------------
+def _crow(i, mpi, median, reps=(), size=8, cluster="local", transport="mpi"):
+    cfg = Configuration(mpi, cluster=cluster, transport=transport)
+    return {"id": i, "bench": "latency", "np": 2, "size_bytes": size, "valid": True,
+            "median_us": median, "ci_lo_us": median * 0.99, "ci_hi_us": median * 1.01,
+            "config": json.dumps(cfg.to_json()), "mpi_name": mpi, "cluster": cluster,
+            "rep_medians_us": tuple(reps)}
+
+
+def test_compare_across_two_implementations_pairs_each_with_its_own():
+    a = [_crow(1, "openmpi", 1.0, (1.0, 1.01, 0.99)), _crow(2, "openmpi", 2.0, (2.0, 2.0, 2.01),
+                                                          cluster="emu:g")]
+    b = [_crow(3, "mpich", 1.5, (1.5, 1.49, 1.52)), _crow(4, "mpich", 2.0, (2.01, 1.99, 2.0),
+                                                        cluster="emu:g")]
+    got = {(c.a_id, c.b_id): c for c in compare.compare_rows(a, b)}
+    assert set(got) == {(1, 3), (2, 4)}  # local with local, emulated with emulated
+    assert got[(1, 3)].verdict == "slower" and "between runs" in got[(1, 3)].test
+    assert got[(2, 4)].verdict == "same"
+
+
+def test_compare_refuses_a_set_it_cannot_pair_unambiguously():
+    a = [_crow(1, "openmpi", 1.0), _crow(2, "mpich", 1.2)]
+    b = [_crow(3, "openmpi", 1.1, transport="chan"), _crow(4, "openmpi", 1.0)]
+    with pytest.raises(CommscopeError, match="set A holds two configurations"):
+        compare.compare_rows(a, b)
+
+
+def test_compare_between_runs_needs_the_runs_to_agree():
+    # one run each would call this a 20% regression; three runs each that
+    # overlap do not
+    a = [_crow(1, "openmpi", 1.0, (0.6, 1.0, 1.9))]
+    b = [_crow(2, "mpich", 1.2, (0.7, 1.2, 2.0))]
+    (c,) = compare.compare_rows(a, b)
+    assert c.ratio == pytest.approx(1.2) and c.verdict == "same"
