@@ -3,10 +3,9 @@ rank is a stored failure and the sweep goes on; bad data is caught."""
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import sys
 import time
+from datetime import datetime
 
 import pytest
 
