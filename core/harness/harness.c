@@ -136,20 +136,35 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
   return dt / ((double)reps * ops);
 }
 
-#define VALID_SLOT_BYTES ((size_t)256 << 20) /* per buffer: 64 x 4 MiB */
+#define VALID_SLOT_BYTES ((size_t)32 << 20) /* per buffer */
 
 /* The validation run's layout: every message of a window or loop in its
- * own slot, up to VALID_SLOT_BYTES per buffer (beyond, slots are reused
- * and only the last message of each slot is checked). */
-static int slots_for(const cs_bench *b, cs_ctx *c, long *nmsgs) {
-  long reps = b->valid_reps > 0 ? b->valid_reps : 1;
-  *nmsgs = reps * (b->msgs_per_rep ? b->msgs_per_rep(c) : 1);
+ * own slot.  Where a window or loop would need more than VALID_SLOT_BYTES
+ * per buffer (64 x 1 MiB and up), the validation run moves fewer messages
+ * (a shorter window or loop), so that still every message it moves has a
+ * slot of its own and is checked. */
+static int slots_for(const cs_bench *b, cs_ctx *c, long *nmsgs, long *reps) {
+  *reps = b->valid_reps > 0 ? b->valid_reps : 1;
+  long per = b->msgs_per_rep ? b->msgs_per_rep(c) : 1;
+  *nmsgs = *reps * per;
   c->stride = 0;
   c->nslots = 1;
   if (*nmsgs <= 1 || c->size == 0) return CS_OK;
   size_t stride = (c->size + 63) / 64 * 64;
   long fit = (long)(VALID_SLOT_BYTES / stride);
-  long n = *nmsgs < fit ? *nmsgs : (fit > 0 ? fit : 1);
+  if (fit < 1) fit = 1;
+  if (*nmsgs > fit) {
+    if (*reps > 1) *reps = fit / per > 0 ? fit / per : 1; /* a shorter loop */
+    *nmsgs = *reps * per;
+    if (*nmsgs > fit) { /* and, for a window, a narrower one */
+      c->vopts = *c->opts;
+      c->vopts.window = fit < c->opts->window ? fit : c->opts->window;
+      c->opts = &c->vopts;
+      per = b->msgs_per_rep(c);
+      *nmsgs = *reps * per;
+    }
+  }
+  long n = *nmsgs;
   size_t need = (size_t)n * stride;
   if (need > c->vcap) {
     free(c->vsbuf);
@@ -170,10 +185,11 @@ static int slots_for(const cs_bench *b, cs_ctx *c, long *nmsgs) {
 /* An untimed run of the kernel that checks what it moved: prepare, sync,
  * run, check, and sync again before the next timed sample. */
 static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm, long *checked) {
-  long nmsgs = 0;
+  long nmsgs = 0, reps = 1;
   void *sbuf = c->sbuf, *rbuf = c->rbuf;
+  const cs_opts *opts = c->opts;
   int rc = CS_OK;
-  if (c->active && (rc = slots_for(b, c, &nmsgs))) return rc;
+  if (c->active && (rc = slots_for(b, c, &nmsgs, &reps))) return rc;
   int slotted = c->active && c->stride;
   if (slotted) {
     c->sbuf = c->vsbuf;
@@ -183,7 +199,6 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   if (c->active) b->prepare(c, sample);
   sync_ranks(b, c);
   if (c->active) {
-    long reps = b->valid_reps > 0 ? b->valid_reps : 1;
     if (b->run(c, reps)) {
       fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes (validation run)\n",
               c->rank, c->tp->name, b->name, c->size);
@@ -205,6 +220,7 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   sync_ranks(b, c);
   c->sbuf = sbuf;
   c->rbuf = rbuf;
+  c->opts = opts;
   c->stride = 0;
   c->nslots = 1;
   return CS_OK;

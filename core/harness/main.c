@@ -9,7 +9,7 @@
 static void list_benches(int json) {
   int n;
   const cs_bench *const *all = cs_bench_all(&n);
-  if (json) fputc('[', stdout);
+  if (json) fputs("{\"benchmarks\":[", stdout);
   for (int i = 0; i < n; i++) {
     const cs_bench *b = all[i];
     if (!json) {
@@ -35,7 +35,11 @@ static void list_benches(int json) {
     cs_json_str(stdout, b->desc);
     fputc('}', stdout);
   }
-  if (json) printf("]\n");
+  if (json) {
+    fputs("],\"options\":", stdout);
+    cs_opts_json(stdout);
+    fputs("}\n", stdout);
+  }
 }
 
 /* Callable before MPI_Init (MPI-3), so no launcher is needed. */

@@ -10,55 +10,70 @@
 
 enum opt_type { OPT_STR, OPT_LONG, OPT_DOUBLE, OPT_FLAG };
 
+/* Where an option is offered: RUN options are also `commscope run`'s (the
+ * Python side builds its arguments and its CoreOptions from this table,
+ * through `cs-core --list --json`); CORE options are the core's own. */
+enum opt_scope { CORE = 0, RUN = 1, HIDDEN = 2 };
+
 typedef struct opt_def {
   const char *name;
   enum opt_type type;
+  const char *field; /* the cs_opts member, and CoreOptions' field */
   size_t off;
   size_t len; /* for OPT_STR: capacity */
   double lo, hi;
+  enum opt_scope scope;
   const char *help;
 } opt_def;
 
-#define STR(f) OPT_STR, offsetof(cs_opts, f), sizeof(((cs_opts *)0)->f), 0, 0
-#define LNG(f, lo, hi) OPT_LONG, offsetof(cs_opts, f), 0, lo, hi
-#define DBL(f, lo, hi) OPT_DOUBLE, offsetof(cs_opts, f), 0, lo, hi
-#define FLG(f) OPT_FLAG, offsetof(cs_opts, f), 0, 0, 0
+#define STR(f, sc) OPT_STR, #f, offsetof(cs_opts, f), sizeof(((cs_opts *)0)->f), 0, 0, sc
+#define LNG(f, lo, hi, sc) OPT_LONG, #f, offsetof(cs_opts, f), 0, lo, hi, sc
+#define DBL(f, lo, hi, sc) OPT_DOUBLE, #f, offsetof(cs_opts, f), 0, lo, hi, sc
+#define FLG(f, sc) OPT_FLAG, #f, offsetof(cs_opts, f), 0, 0, 0, sc
 
 static const opt_def OPTS[] = {
-    {"bench", STR(bench), "benchmarks, comma-separated (e.g. --bench latency,bw)"},
-    {"sizes", STR(sizes), "message sizes MIN:MAX or N, suffixes K M G (e.g. --sizes 1:4M)"},
-    {"factor", LNG(factor, 2, 1L << 30), "multiplier between sizes (e.g. --factor 4)"},
-    {"min-samples", LNG(min_samples, 3, 100000000), "samples always taken per size (e.g. 20)"},
-    {"max-samples", LNG(max_samples, 3, 100000000), "samples never exceeded per size"},
-    {"target-ci", DBL(target_ci, 0.0, 1.0),
-     "stop when the 95% CI of the median is within +-this fraction (e.g. 0.02)"},
-    {"time-cap", DBL(time_cap_s, 0.001, 3600.0), "seconds of sampling per size at most (e.g. 1)"},
-    {"sample-us", DBL(sample_us, -1.0, 1e7),
-     "batch repetitions into samples of this many us (0: time each iteration; default -1: "
-     "automatic, 200 clock reads long)"},
-    {"min-time", DBL(min_time_s, 0.0, 3600.0), "seconds of sampling per size at least (0.05)"},
-    {"warmup", LNG(warmup, 0, 1000000), "samples discarded before timing, at least (e.g. 2)"},
-    {"warmup-time", DBL(warmup_s, 0.0, 60.0), "seconds of warm-up per size, at least (0.01)"},
-    {"window", LNG(window, 1, 4096), "messages in flight for bw and bibw (e.g. 64)"},
-    {"root", LNG(root, 0, 1 << 30), "root rank of rooted collectives (e.g. --root 1)"},
-    {"rotate-root", FLG(rotate_root), "rotate the root over the ranks, one per sample"},
-    {"dtype", STR(dtype), "element type of reductions: int or double (e.g. --dtype double)"},
-    {"loggp-n", LNG(loggp_n, 2, 4096), "messages per PRTT(n,d,s) train of the loggp benchmarks"},
-    {"loggp-delay-us", DBL(loggp_delay_us, 0.0, 1e6), "delay d of PRTT(n,d,s) in us (e.g. 20)"},
-    {"output", STR(output), "JSON Lines file, - for stdout (e.g. --output run.jsonl)"},
-    {"raw", FLG(raw), "include raw per-sample times in each record"},
-    {"table", FLG(table), "print a human-readable table on stdout"},
-    {"list", FLG(list), "list the benchmarks and exit"},
-    {"json", FLG(json), "with --list: print JSON"},
-    {"info", FLG(info), "print the MPI library identity as JSON and exit"},
-    {"transport", STR(transport),
-     "what moves the timed data: mpi, chan or chan-cma (seed 002's channel)"},
-    {"chan-ring", LNG(chan_ring, 0, 1L << 30), "channel: per-pair ring bytes (power of two)"},
-    {"chan-eager", LNG(chan_eager, 0, 1L << 30), "channel: largest message sent through the ring"},
-    {"chan-chunk", LNG(chan_chunk, 0, 1L << 30), "channel: bytes of one pool buffer"},
-    {"chan-nchunks", LNG(chan_nchunks, 0, 4096), "channel: pool buffers per process"},
-    {"inject", STR(inject), "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
-    {"help", FLG(help), "this text"},
+    {"bench", STR(bench, CORE), "benchmarks, comma-separated (e.g. --bench latency,bw)"},
+    {"sizes", STR(sizes, RUN), "message sizes MIN:MAX or N, suffixes K M G (e.g. --sizes 1:4M)"},
+    {"factor", LNG(factor, 2, 1L << 30, RUN), "multiplier between sizes (e.g. --factor 4)"},
+    {"min-samples", LNG(min_samples, 3, 100000000, RUN),
+     "samples always taken per size (e.g. --min-samples 50)"},
+    {"max-samples", LNG(max_samples, 3, 100000000, RUN), "samples never exceeded per size"},
+    {"target-ci", DBL(target_ci, 0.0, 1.0, RUN),
+     "stop a size when the 95% CI of its median is within +-this fraction (e.g. 0.02); the "
+     "figure's uncertainty comes from repetitions (--repeat), not from this"},
+    {"time-cap", DBL(time_cap_s, 0.001, 3600.0, RUN),
+     "seconds of sampling per size at most (e.g. --time-cap 1)"},
+    {"sample-us", DBL(sample_us, -1.0, 1e7, RUN),
+     "batch repetitions into samples of this many us (0: time each iteration; -1: automatic, "
+     "200 clock reads long)"},
+    {"min-time", DBL(min_time_s, 0.0, 3600.0, RUN),
+     "seconds of sampling per size at least (e.g. --min-time 0.05)"},
+    {"warmup", LNG(warmup, 0, 1000000, RUN), "samples discarded before timing, at least"},
+    {"warmup-time", DBL(warmup_s, 0.0, 60.0, RUN), "seconds of warm-up per size, at least"},
+    {"window", LNG(window, 1, 4096, RUN), "messages in flight for bw and bibw (e.g. 16)"},
+    {"root", LNG(root, 0, 1 << 30, RUN), "root rank of rooted collectives (e.g. --root 1)"},
+    {"rotate-root", FLG(rotate_root, RUN), "rotate the root over the ranks, one per sample"},
+    {"dtype", STR(dtype, RUN), "element type of reductions: int or double (e.g. --dtype double)"},
+    {"loggp-n", LNG(loggp_n, 2, 4096, RUN), "messages per PRTT(n,d,s) train of the loggp "
+     "benchmarks"},
+    {"loggp-delay-us", DBL(loggp_delay_us, 0.0, 1e6, RUN),
+     "delay d of PRTT(n,d,s) in us (e.g. 20)"},
+    {"output", STR(output, CORE), "JSON Lines file, - for stdout (e.g. --output run.jsonl)"},
+    {"raw", FLG(raw, RUN), "keep the raw per-sample times of every record"},
+    {"table", FLG(table, CORE), "print a human-readable table on stdout"},
+    {"list", FLG(list, CORE), "list the benchmarks and exit"},
+    {"json", FLG(json, CORE), "with --list: print JSON (benchmarks and options)"},
+    {"info", FLG(info, CORE), "print the MPI library identity as JSON and exit"},
+    {"transport", STR(transport, CORE),
+     "what moves the timed data: mpi, chan or chan-cma (the intra-node channel)"},
+    {"chan-ring", LNG(chan_ring, 0, 1L << 30, CORE), "channel: per-pair ring bytes (power of 2)"},
+    {"chan-eager", LNG(chan_eager, 0, 1L << 30, CORE),
+     "channel: largest message sent through the ring"},
+    {"chan-chunk", LNG(chan_chunk, 0, 1L << 30, CORE), "channel: bytes of one pool buffer"},
+    {"chan-nchunks", LNG(chan_nchunks, 0, 4096, CORE), "channel: pool buffers per process"},
+    {"inject", STR(inject, HIDDEN),
+     "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
+    {"help", FLG(help, CORE), "this text"},
 };
 #define NOPTS ((int)(sizeof OPTS / sizeof OPTS[0]))
 
@@ -69,12 +84,16 @@ void cs_opts_defaults(cs_opts *o) {
   o->factor = 2;
   o->min_samples = 20;
   o->max_samples = 1000000;
-  o->target_ci = 0.02;
-  o->time_cap_s = 1.0;
+  /* Within one run a size is decided once its median is known to +-5%:
+   * runs differ from each other by far more on a VM, and repetitions
+   * (commscope run --repeat) measure that; sampling longer inside one run
+   * would buy a precision the next run does not keep. */
+  o->target_ci = 0.05;
+  o->time_cap_s = 0.25;
   o->sample_us = -1.0;
-  o->min_time_s = 0.05;
+  o->min_time_s = 0.002;
   o->warmup = 2;
-  o->warmup_s = 0.01;
+  o->warmup_s = 0.001;
   o->window = 64;
   o->root = 0;
   strcpy(o->dtype, "int");
@@ -228,6 +247,34 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   if (o->max_samples < o->min_samples)
     return CS_FAIL(e, CS_EUSAGE, "--max-samples is below --min-samples");
   return CS_OK;
+}
+
+/* The option table as JSON: name, cs_opts field, type, range, default,
+ * scope and help; Python builds `commscope run`'s options from it. */
+void cs_opts_json(FILE *f) {
+  static const char *types[] = {"str", "int", "float", "flag"};
+  static const char *scopes[] = {"core", "run", "hidden"};
+  cs_opts d;
+  cs_opts_defaults(&d);
+  fputc('[', f);
+  for (int i = 0; i < NOPTS; i++) {
+    const opt_def *o = &OPTS[i];
+    const char *p = (const char *)&d + o->off;
+    fprintf(f, "%s{\"name\":\"%s\",\"field\":\"%s\",\"type\":\"%s\",\"scope\":\"%s\"",
+            i ? "," : "", o->name, o->field, types[o->type], scopes[o->scope]);
+    if (o->type == OPT_LONG || o->type == OPT_DOUBLE) fprintf(f, ",\"lo\":%.17g,\"hi\":%.17g", o->lo, o->hi);
+    fprintf(f, ",\"default\":");
+    switch (o->type) {
+      case OPT_STR: cs_json_str(f, p); break;
+      case OPT_LONG: fprintf(f, "%ld", *(const long *)p); break;
+      case OPT_DOUBLE: fprintf(f, "%.17g", *(const double *)p); break;
+      case OPT_FLAG: fputs(*(const int *)p ? "true" : "false", f); break;
+    }
+    fprintf(f, ",\"help\":");
+    cs_json_str(f, o->help);
+    fputc('}', f);
+  }
+  fputc(']', f);
 }
 
 void cs_opts_usage(FILE *f) {

@@ -94,6 +94,7 @@ class Core:
     identity: str
     info: dict[str, object]
     benches: tuple[dict[str, object], ...]
+    options: tuple[dict[str, object], ...] = ()  # the core's option table
 
     @property
     def mpi_version(self) -> str:
@@ -134,7 +135,8 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     meta = out_dir / "meta.json"
     if not force and exe.exists() and meta.exists():
         data = json.loads(meta.read_text())
-        return Core(impl, exe, ident, data["info"], tuple(data["benches"]))
+        return Core(impl, exe, ident, data["info"], tuple(data["benches"]),
+                    tuple(data.get("options", ())))
     out_dir.mkdir(parents=True, exist_ok=True)
     core = core_dir()
     fd, tmp = tempfile.mkstemp(prefix="cs-core.", dir=out_dir)
@@ -155,8 +157,24 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
         raise CommscopeError(f"building the core with {impl.name} ({impl.mpicc}) failed:\n{msg}")
     os.replace(tmp, exe)
     info = _query(exe, impl, ["--info"])
-    benches = _query(exe, impl, ["--list", "--json"])
-    assert isinstance(info, dict) and isinstance(benches, list)
-    meta.write_text(json.dumps({"info": info, "benches": benches, "identity": ident,
-                                "source_hash": src, "argv": argv}, indent=1))
-    return Core(impl, exe, ident, info, tuple(benches))
+    table = _query(exe, impl, ["--list", "--json"])
+    assert isinstance(info, dict) and isinstance(table, dict)
+    benches, options = table["benchmarks"], table["options"]
+    meta.write_text(json.dumps({"info": info, "benches": benches, "options": options,
+                                "identity": ident, "source_hash": src, "argv": argv}, indent=1))
+    return Core(impl, exe, ident, info, tuple(benches), tuple(options))
+
+
+def check_options(core: Core, argv: list[str]) -> None:
+    """The core judges its own options (one parser, one set of rules):
+    parsed, then --info prints and exits before MPI starts, so bad input is
+    one line and exit 2 before anything is launched."""
+    try:
+        p = subprocess.run([str(core.exe), *argv, "--info"], capture_output=True, text=True,
+                           timeout=60, env={**os.environ, **core.impl.env}, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"core built for {core.impl.name} does not run: {exc}") from exc
+    if p.returncode == 2:
+        raise CommscopeError(p.stderr.strip().removeprefix("cs-core: ").splitlines()[0])
+    if p.returncode != 0:
+        raise CommscopeError(f"core built for {core.impl.name} fails: {p.stderr.strip()[-300:]}")

@@ -19,7 +19,7 @@ from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
 from .config import what
 from .errors import CommscopeError
-from .runner import CoreOptions, NoisePolicy, Progress, expand, placements, run_sweep
+from .runner import CoreOptions, NoisePolicy, Progress, expand, placements, run_options, run_sweep
 from .show import export, place, run_table, tables
 from .sizes import expand_sizes
 from .store import Store
@@ -85,23 +85,14 @@ def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]],
 def cmd_run(a: argparse.Namespace) -> int:
     benches = _list(a.bench)
     nps = _ints(a.np, "--np")
-    opts = CoreOptions(sizes=a.sizes, factor=a.factor, min_samples=a.min_samples,
-                       max_samples=a.max_samples, target_ci=a.target_ci, time_cap_s=a.time_cap,
-                       min_time_s=a.min_time, sample_us=a.sample_us, warmup=a.warmup,
-                       warmup_s=a.warmup_time, root=a.root, rotate_root=a.rotate_root,
-                       dtype=a.dtype, loggp_n=a.loggp_n, loggp_delay_us=a.loggp_delay_us,
-                       window=a.window, raw=a.raw,
-                       inject=a.inject or "")
+    opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
     expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
-    if opts.max_samples < opts.min_samples:
-        raise CommscopeError("--max-samples is below --min-samples")
-    if opts.time_cap_s < opts.min_time_s:
-        raise CommscopeError("--time-cap is below --min-time")
     clusters = [cluster_mod.parse(c) for c in _list(a.cluster) or ["local"]]
     nodes, ppns = _ints(a.nodes, "--nodes"), _ints(a.ppn, "--ppn")
     places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
     impls = mpi_mod.select(_list(a.mpi))
     cores = [build_mod.build(m) for m in impls]
+    build_mod.check_options(cores[0], opts.argv())  # the core's own rules, before any launch
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
     transports = _list(a.transport) or ["mpi"]
@@ -450,6 +441,26 @@ def cmd_slurm_script(a: argparse.Namespace) -> int:
 
 
 # -- parser ---------------------------------------------------------------
+def _core_run_options(p: argparse.ArgumentParser) -> None:
+    """`run`'s options that the core takes, from the core's own table
+    (type, range, default and help are written once, in options.c)."""
+    for o in run_options():
+        name, kind, default = f"--{o['name']}", str(o["type"]), o["default"]
+        text = str(o["help"]).replace("%", "%%")
+        hidden = o["scope"] == "hidden"
+        if kind == "flag":
+            p.add_argument(name, dest=str(o["field"]), action="store_true",
+                           help=argparse.SUPPRESS if hidden else text)
+            continue
+        conv: Callable[[str], object] = str
+        if kind in ("int", "float"):
+            conv = _positive(int if kind == "int" else float, float(o["lo"]), float(o["hi"]))  # type: ignore[arg-type]
+        p.add_argument(name, dest=str(o["field"]), type=conv,
+                       default=int(default) if kind == "int" else  # type: ignore[call-overload]
+                       float(default) if kind == "float" else default,  # type: ignore[arg-type]
+                       help=argparse.SUPPRESS if hidden else f"{text} (default {default})")
+
+
 def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
     p.add_argument("--bench", action="append", help="only these benchmarks (e.g. latency,bw)")
@@ -491,45 +502,13 @@ def make_parser() -> Parser:
                    help="independent repetitions of every job, run in interleaved rounds whose "
                         "order changes; figures are medians over them with a between-run "
                         "interval (e.g. --repeat 3)")
-    r.add_argument("--sizes", default="1:4M", help="MIN:MAX or N, suffixes K M G (default 1:4M)")
-    r.add_argument("--factor", type=_positive(int, 2, 1 << 30), default=2,
-                   help="multiplier between sizes (default 2)")
     r.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
     r.add_argument("--timeout", type=_positive(float, 1, 86400), default=None,
                    help="seconds before a job is killed (default: from sizes and --time-cap)")
-    r.add_argument("--time-cap", type=_positive(float, 0.001, 3600), default=1.0,
-                   help="seconds of sampling per size at most (default 1)")
-    r.add_argument("--target-ci", type=_positive(float, 0.0, 1.0), default=0.02,
-                   help="stop a size when the median's 95%% CI is within +-this (default 0.02)")
-    r.add_argument("--min-samples", type=_positive(int, 3, 10**8), default=20,
-                   help="samples always taken per size (default 20)")
-    r.add_argument("--max-samples", type=_positive(int, 3, 10**8), default=1_000_000,
-                   help="samples never exceeded per size")
-    r.add_argument("--min-time", type=_positive(float, 0, 3600), default=0.05,
-                   help="seconds of sampling per size at least (default 0.05)")
-    r.add_argument("--sample-us", type=_positive(float, -1, 1e7), default=-1.0,
-                   help="batch iterations into samples of this many us (0: time every "
-                        "iteration, as OSU does; default -1: automatic, 200 clock reads long)")
-    r.add_argument("--warmup", type=_positive(int, 0, 10**6), default=2,
-                   help="warm-up iterations per size, at least (default 2)")
-    r.add_argument("--warmup-time", type=_positive(float, 0, 60), default=0.01,
-                   help="warm-up seconds per size, at least (default 0.01)")
-    r.add_argument("--window", type=_positive(int, 1, 4096), default=64,
-                   help="messages in flight for bw and bibw (default 64)")
+    _core_run_options(r)
     r.add_argument("--transport", action="append",
                    help="mpi (default), chan or chan-cma: Chai, Hartono and Panda's intra-node "
                         "channel design, bootstrapped by the MPI (e.g. --transport mpi,chan)")
-    r.add_argument("--root", type=_positive(int, 0, 1 << 30), default=0,
-                   help="root rank of bcast, reduce, gather, scatter (default 0)")
-    r.add_argument("--rotate-root", action="store_true",
-                   help="rotate the root over the ranks, one per iteration")
-    r.add_argument("--dtype", choices=("int", "double"), default="int",
-                   help="element type of reductions (default int)")
-    r.add_argument("--loggp-n", type=_positive(int, 2, 4096), default=16,
-                   help="messages per train of the loggp benchmarks (default 16)")
-    r.add_argument("--loggp-delay-us", type=_positive(float, 0, 1e6), default=20.0,
-                   help="delay d between messages of loggp_nd in us (default 20)")
-    r.add_argument("--raw", action="store_true", help="store raw per-sample times")
     r.add_argument("--resume", action="store_true",
                    help="skip jobs whose results are already stored")
     r.add_argument("--retry-noisy", type=_positive(int, 0, 10), default=0,
@@ -537,7 +516,6 @@ def make_parser() -> Parser:
     r.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
                    help="flag records when others used more than this many cores (default 0.1)")
     r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
-    r.add_argument("--inject", help=argparse.SUPPRESS)  # test suite: hang|crash|corrupt@SIZE
 
     s = sub.add_parser("show", help="print stored results as tables", formatter_class=fmt,
                        epilog="example: commscope show --db my.db --bench latency")

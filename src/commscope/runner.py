@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, make_dataclass, replace
 from pathlib import Path
 
 from . import noise as noise_mod
@@ -25,45 +25,49 @@ from .records import Parsed, Result, parse_file
 from .sizes import expand_sizes
 from .store import FAILED, INVALID, OK, RETRIED, TIMEOUT, RunInfo, Store
 
+# The core's option table (core/harness/options.c), as `cs-core --list
+# --json` prints it; tests check this copy against every built core.  The
+# options of scope "run" (and "hidden") are CoreOptions' fields and
+# `commscope run`'s arguments; the transport is set per job.
+CORE_OPTIONS: tuple[dict[str, object], ...] = tuple(
+    json.loads((Path(__file__).parent / "core_options.json").read_text()))
+_PY_TYPES = {"str": str, "int": int, "float": float, "flag": bool}
 
-@dataclass(frozen=True)
-class CoreOptions:
-    """Options handed to the core, the same for every job of a sweep."""
 
-    sizes: str = "1:4M"
-    factor: int = 2
-    min_samples: int = 20
-    max_samples: int = 1_000_000
-    target_ci: float = 0.02
-    time_cap_s: float = 1.0
-    min_time_s: float = 0.05
-    sample_us: float = -1.0  # automatic: samples 200 clock reads long
-    warmup: int = 2
-    warmup_s: float = 0.01
-    window: int = 64
-    raw: bool = False
-    transport: str = "mpi"  # mpi | chan | chan-cma
-    root: int = 0
-    rotate_root: bool = False
-    dtype: str = "int"
-    loggp_n: int = 16
-    loggp_delay_us: float = 20.0
-    inject: str = ""  # testing only: a fault for the core to act out
+def run_options() -> list[dict[str, object]]:
+    return [o for o in CORE_OPTIONS if o["scope"] in ("run", "hidden")]
+
+
+def _core_options_class() -> type:
+    def typed(o: dict[str, object]) -> object:
+        return _PY_TYPES[str(o["type"])](o["default"])
+
+    fields = [(str(o["field"]), _PY_TYPES[str(o["type"])], field(default=typed(o)))
+              for o in [*run_options(), *(o for o in CORE_OPTIONS if o["field"] == "transport")]]
 
     def argv(self) -> list[str]:
-        a = ["--sizes", self.sizes, "--factor", str(self.factor),
-             "--min-samples", str(self.min_samples), "--max-samples", str(self.max_samples),
-             "--target-ci", repr(self.target_ci), "--time-cap", repr(self.time_cap_s),
-             "--min-time", repr(self.min_time_s), "--sample-us", repr(self.sample_us),
-             "--warmup", str(self.warmup), "--warmup-time", repr(self.warmup_s),
-             "--window", str(self.window)]
-        a += ["--transport", self.transport, "--root", str(self.root), "--dtype", self.dtype,
-              "--loggp-n", str(self.loggp_n), "--loggp-delay-us", repr(self.loggp_delay_us)]
-        if self.rotate_root:
-            a.append("--rotate-root")
-        if self.inject:
-            a += ["--inject", self.inject]
-        return a + (["--raw"] if self.raw else [])
+        """The core's command line for these options (defaults included,
+        so that a record's header says everything)."""
+        out: list[str] = []
+        for o in CORE_OPTIONS:
+            f = str(o["field"])
+            if not hasattr(self, f):
+                continue
+            v = getattr(self, f)
+            if o["type"] == "flag":
+                out += [f"--{o['name']}"] if v else []
+            elif o["scope"] == "hidden" and v == o["default"]:
+                continue
+            else:
+                out += [f"--{o['name']}", repr(v) if isinstance(v, float) else str(v)]
+        return out
+
+    return make_dataclass("CoreOptions", fields, frozen=True, namespace={
+        "argv": argv, "__doc__": "Options handed to the core, the same for every job of a "
+                                 "sweep: the core's own table (core_options.json)."})
+
+
+CoreOptions = _core_options_class()
 
 
 @dataclass(frozen=True)

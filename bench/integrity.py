@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Do commscope's numbers hold from one run to the next, and how fast does
+it get there?  Side by side with the OSU micro-benchmarks, in one run, the
+tools alternating (A B, then B A, ...), on an idle machine.
+
+Prints:
+ (1) commscope's 8 B latency (the headline median) over osu_latency's
+     average and over a loop of 10^4 round trips timed as a whole
+     (bench/loop_ref.c), both MPIs: target 0.97-1.03;
+ (2) Open MPI allreduce, bcast and alltoall at 8 B and 64 KiB: commscope's
+     rank-averaged mean (the figure OSU prints) over OSU's: target 0.95-1.05;
+ (3) the spread (max/min) of the headline 8 B and 1 MiB latency over 5
+     invocations of `commscope run --repeat 3`, next to OSU's spread over 5
+     invocations, alternated; with the machine mode (cache-line floor) of
+     every commscope run, the spread within each mode, and the spread of
+     latency minus floor: target <= 1.05 where OSU's is > 1.5;
+ (4) wall time of the default characterization (both MPIs, p2p and
+     collectives, --repeat 3, and a single repetition) over OSU's single pass
+     over latency, bw, bibw and the nine blocking collectives: targets <= 2.0
+     and <= 1.0.
+
+The OSU suite is not part of this repository: build it outside the checkout
+against each MPI and pass its install folders:
+
+    .venv/bin/python bench/integrity.py --osu openmpi=/tmp/osu/openmpi \\
+        --osu mpich=/tmp/osu/mpich
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from commscope import build, mpi, noise, provenance
+from commscope.analysis.repeats import aggregate, detect_modes, mode_of
+from commscope.records import parse_file
+from commscope.store import Store
+from compare_osu import compare_collectives, find_exe, launch, osu_value
+
+HERE = Path(__file__).resolve().parent
+COMMSCOPE = [sys.executable, "-m", "commscope.cli"]
+OSU_PASS = ("osu_latency", "osu_bw", "osu_bibw", "osu_barrier", "osu_bcast", "osu_reduce",
+            "osu_allreduce", "osu_gather", "osu_scatter", "osu_alltoall", "osu_allgather",
+            "osu_reduce_scatter")
+
+
+def spread(xs: list[float]) -> float:
+    return max(xs) / min(xs) if xs and min(xs) > 0 else float("nan")
+
+
+def loop_ref(impl: mpi.MpiImpl, tmp: Path) -> Path:
+    exe = tmp / f"loop_ref-{impl.name}"
+    subprocess.run([impl.mpicc, "-O2", str(HERE / "loop_ref.c"), "-o", str(exe)], check=True,
+                   env={**os.environ, **impl.env})
+    return exe
+
+
+def cs_latency8(core: build.Core, tmp: Path) -> float:
+    out = tmp / "lat.jsonl"
+    launch(core.impl, core.exe, ["--bench", "latency", "--sizes", "8", "--output", str(out)])
+    rec = parse_file(out).results[0]
+    if not rec.valid or not rec.median_us:
+        sys.exit(f"integrity: commscope latency failed: {rec.error}")
+    return rec.median_us
+
+
+def figure1(cores: dict[str, build.Core], osu: dict[str, Path], rounds: int, tmp: Path) -> None:
+    print("\n(1) 8 B latency: commscope's headline median over OSU's average and over a "
+          "loop of 10^4 round trips timed whole (target 0.97-1.03)")
+    for name, core in cores.items():
+        ref = loop_ref(core.impl, tmp)
+        lat_exe = find_exe(osu[name], "osu_latency")
+        got: dict[str, list[float]] = {"cs": [], "osu": [], "loop": []}
+        for r in range(rounds):
+            order = ("cs", "osu", "loop") if r % 2 == 0 else ("loop", "osu", "cs")
+            for tool in order:
+                if tool == "cs":
+                    got["cs"].append(cs_latency8(core, tmp))
+                elif tool == "osu":
+                    got["osu"].append(osu_value(launch(core.impl, lat_exe, ["-m", "8:8"]), 8))
+                else:
+                    out = launch(core.impl, ref, ["8", "21"])
+                    got["loop"].append(json.loads(out.strip().splitlines()[-1])["median_us"])
+        # each round's ratios, then their median: a mode change between rounds
+        # moves all three tools of a round alike
+        r_osu = statistics.median(c / o for c, o in zip(got["cs"], got["osu"], strict=True))
+        r_loop = statistics.median(c / o for c, o in zip(got["cs"], got["loop"], strict=True))
+        med = {k: statistics.median(v) for k, v in got.items()}
+        print(f"  [{name}] commscope {med['cs']:.4f} us, osu {med['osu']:.4f} us, loop "
+              f"{med['loop']:.4f} us (medians over {rounds} rounds)")
+        print(f"      commscope/osu  {r_osu:.3f}  {ok(r_osu, 0.97, 1.03)}")
+        print(f"      commscope/loop {r_loop:.3f}  {ok(r_loop, 0.97, 1.03)}")
+        for k, v in got.items():
+            print(f"        {k:<5} " + " ".join(f"{x:.4f}" for x in v))
+
+
+def ok(v: float, lo: float, hi: float) -> str:
+    return "ok" if lo <= v <= hi else f"MISS (target {lo}-{hi})"
+
+
+def figure2(cores: dict[str, build.Core], osu: dict[str, Path], rounds: int, tmp: Path) -> None:
+    if "openmpi" not in cores:
+        return
+    print("\n(2) Open MPI collectives: commscope's mean of rank averages over OSU's average "
+          "(target 0.95-1.05)")
+    for bench, size, m_avg, m_med, m_osu in compare_collectives(cores["openmpi"],
+                                                                osu["openmpi"], rounds, tmp):
+        r = m_avg / m_osu
+        print(f"  {bench:<10} {size:>6} B: commscope {m_avg:8.3f} us (median of max over "
+              f"ranks {m_med:8.3f}), osu {m_osu:8.3f} us, ratio {r:.3f}  {ok(r, 0.95, 1.05)}")
+
+
+def figure3(cores: dict[str, build.Core], osu: dict[str, Path], n: int, tmp: Path) -> None:
+    print(f"\n(3) spread (max/min) of the headline over {n} invocations, alternated with OSU "
+          "(target: commscope <= 1.05 where OSU > 1.5)")
+    for name, core in cores.items():
+        lat_exe = find_exe(osu[name], "osu_latency")
+        cs: dict[int, list[float]] = {8: [], 1 << 20: []}
+        osu_v: dict[int, list[float]] = {8: [], 1 << 20: []}
+        reps: list[dict] = []
+        for i in range(n):
+            for tool in (("cs", "osu") if i % 2 == 0 else ("osu", "cs")):
+                if tool == "osu":
+                    out = launch(core.impl, lat_exe, ["-m", f"8:{1 << 20}"])
+                    for s in cs:
+                        osu_v[s].append(osu_value(out, s))
+                    continue
+                db = tmp / f"spread-{name}-{i}.db"
+                subprocess.run([*COMMSCOPE, "run", "--db", str(db), "--quiet", "--mpi", name,
+                                "--bench", "latency", "--sizes", "8:1M", "--factor", "8",
+                                "--repeat", "3"], check=True)
+                rows = Store(db).result_rows()
+                for r in aggregate(rows):
+                    if r["size_bytes"] in cs:
+                        cs[r["size_bytes"]].append(float(r["median_us"]))
+                reps.extend({"inv": i, "size": r["size_bytes"], "t": r["median_us"],
+                             "floor": r["floor_ns"]} for r in rows if r["size_bytes"] in cs)
+        modes = detect_modes(x["floor"] for x in reps)
+        for s, label in ((8, "8 B"), (1 << 20, "1 MiB")):
+            c, o = spread(cs[s]), spread(osu_v[s])
+            target = "ok" if c <= 1.05 else ("MISS" if o > 1.5 else "MISS (OSU too is "
+                                                                     f"within {o:.2f})")
+            print(f"  [{name}] {label:>5}: commscope {c:.3f} ({fmt(cs[s])}), osu {o:.3f} "
+                  f"({fmt(osu_v[s])})  {target}")
+            for m in modes:
+                one = [x["t"] for x in reps if x["size"] == s and mode_of(x["floor"], modes) == m]
+                if len(one) >= 2:
+                    over = [x["t"] * 1e3 - x["floor"] for x in reps
+                            if x["size"] == s and mode_of(x["floor"], modes) == m]
+                    line = (f"      {m.label} ({len(one)} runs): spread {spread(one):.3f}")
+                    if s == 8:
+                        line += (f"; latency minus floor {statistics.median(over):.0f} ns, "
+                                 f"spread {spread(over):.3f}")
+                    print(line)
+        allo = [x["t"] * 1e3 - x["floor"] for x in reps if x["size"] == 8]
+        allt = [x["t"] for x in reps if x["size"] == 8]
+        print(f"      every run at 8 B ({len(allt)} runs, {len(modes)} mode(s)): latency "
+              f"spread {spread(allt):.3f}, latency minus floor spread {spread(allo):.3f}")
+
+
+def fmt(xs: list[float]) -> str:
+    return " ".join(f"{x:.4g}" for x in xs)
+
+
+def figure4(cores: dict[str, build.Core], osu: dict[str, Path], tmp: Path) -> None:
+    print("\n(4) wall time of the default characterization (both MPIs, p2p + collectives) "
+          "over OSU's single pass (latency, bw, bibw, 9 collectives)")
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    times: dict[str, float] = {}
+    for tool in ("osu", "cs3", "cs1"):
+        t0 = time.monotonic()
+        if tool == "osu":
+            for name, core in cores.items():
+                for exe in OSU_PASS:
+                    launch(core.impl, find_exe(osu[name], exe), [], timeout=600)
+        else:
+            rep = "3" if tool == "cs3" else "1"
+            subprocess.run([*COMMSCOPE, "run", "--db", str(tmp / f"wall-{tool}.db"), "--quiet",
+                            "--bench", "p2p,coll", "--repeat", rep, *mpis], check=True)
+        times[tool] = time.monotonic() - t0
+    r3, r1 = times["cs3"] / times["osu"], times["cs1"] / times["osu"]
+    print(f"  OSU {times['osu']:.1f} s; commscope --repeat 3 {times['cs3']:.1f} s -> {r3:.2f} "
+          f"{ok(r3, 0, 2.0)}; one repetition {times['cs1']:.1f} s -> {r1:.2f} {ok(r1, 0, 1.0)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--osu", action="append", required=True, metavar="MPI=DIR")
+    ap.add_argument("--rounds", type=int, default=6, help="alternation rounds of (1), (2)")
+    ap.add_argument("--invocations", type=int, default=5, help="invocations of (3)")
+    ap.add_argument("--only", default="1234", help="which figures (default 1234)")
+    a = ap.parse_args()
+    impls = {m.name: m for m in mpi.discover()}
+    osu: dict[str, Path] = {}
+    for item in a.osu:
+        name, _, folder = item.partition("=")
+        if name not in impls or not folder:
+            sys.exit(f"integrity: bad --osu '{item}' (MPIs found: {', '.join(impls)})")
+        osu[name] = Path(folder)
+    cores = {n: build.build(impls[n]) for n in osu}
+    mark0, t0, wall0 = noise.mark(), os.times(), time.monotonic()
+    print(f"commscope integrity bench: {provenance.cpu_model()}, {provenance.n_cores()} cores, "
+          f"2 ranks; MPIs: {', '.join(cores)}")
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        if "1" in a.only:
+            figure1(cores, osu, a.rounds, tmp)
+        if "2" in a.only:
+            figure2(cores, osu, a.rounds, tmp)
+        if "3" in a.only:
+            figure3(cores, osu, a.invocations, tmp)
+        if "4" in a.only:
+            figure4(cores, osu, tmp)
+    t1 = os.times()
+    children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    n = noise.job_noise(mark0, noise.mark(), children, time.monotonic() - wall0)
+    if n.get("valid"):
+        print(f"\nnoise: other processes used {n['other_cpu_s']} s of CPU over {n['wall_s']} s "
+              f"({n['other_cores']} cores on average), steal {n['steal_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
