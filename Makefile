@@ -20,7 +20,7 @@ TEST_APT_PKGS := chromium slurm-wlm munge
 
 run: install
 	$(BIN)/commscope mpi list
-	$(BIN)/commscope run --db $(DB) --bench p2p,coll,coll-sends
+	$(BIN)/commscope run --db $(DB) --bench p2p,coll,coll-sends --repeat 3
 	$(BIN)/commscope analyze findings --db $(DB)
 	$(BIN)/commscope report --db $(DB) --out report
 

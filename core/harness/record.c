@@ -51,7 +51,8 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   fprintf(f, ",\"clock_overhead_ns\":%.1f,\"clock_quantum_ns\":%.1f", clock->read_ns,
           clock->quantum_ns);
   if (o->sample_us < 0)
-    fprintf(f, ",\"timing\":\"batched: samples of at least %.2f us (200 clock reads or steps)\"",
+    fprintf(f, ",\"timing\":\"batched: samples of at least %.2f us (200 clock reads or steps); "
+               "collectives one call per sample between barriers\"",
             cs_auto_sample_us(clock));
   else if (o->sample_us > 0)
     fprintf(f, ",\"timing\":\"batched: samples of at least %.2f us\"", o->sample_us);
