@@ -139,6 +139,9 @@ typedef struct cs_ctx {
   void *vsbuf, *vrbuf;   /* the validation runs' slotted buffers */
   size_t vcap;
   cs_opts vopts;         /* a validation run's options (a window that fits) */
+  cs_opts wopts;         /* a size's options when its window was narrowed */
+  double prev_sample_us; /* rank 0: the previous size's median sample length */
+  size_t prev_size;
   const cs_clock *clock;
   cs_floor *floor;
   MPI_Request *reqs;     /* 2 * window requests */
@@ -269,6 +272,7 @@ typedef struct cs_result {
   long validations;    /* untimed validation runs */
   long checked_msgs;   /* messages checked in them, by this size's receiver */
   double resolution_us; /* what the clock resolves of one op's time */
+  long window;          /* bw, bibw: the window this size ran (0: no window) */
 } cs_result;
 void cs_json_str(FILE *f, const char *s);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,

@@ -145,6 +145,7 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   num(f, "floor_ns", r->floor_ns);
   num(f, "resolution_us", r->resolution_us);
   fprintf(f, ",\"validations\":%ld,\"checked_msgs\":%ld", r->validations, r->checked_msgs);
+  if (r->window) fprintf(f, ",\"window\":%ld", r->window);
   if (raw && r->raw) {
     fprintf(f, ",\"raw_us\":[");
     for (long i = 0; i < r->nraw; i++) fprintf(f, "%s%.6g", i ? "," : "", r->raw[i]);

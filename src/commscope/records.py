@@ -66,6 +66,7 @@ class Result:
     resolution_us: float | None = None  # what the clock resolves of one op's time
     validations: int | None = None  # untimed validation runs
     checked_msgs: int | None = None  # messages checked in them
+    window: int | None = None  # bw, bibw: the window this size ran (narrowed on slow links)
 
 
 @dataclass
@@ -117,6 +118,7 @@ def parse_result(d: dict[str, object]) -> Result:
         equiv_of=str(d["equiv_of"]) if d.get("equiv_of") else None,
         floor_ns=_num(d.get("floor_ns")), resolution_us=_num(d.get("resolution_us")),
         validations=_int(d.get("validations")), checked_msgs=_int(d.get("checked_msgs")),
+        window=_int(d.get("window")),
     )
 
 

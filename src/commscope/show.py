@@ -66,6 +66,8 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
             txt += "¹"
     elif key == "mb_per_s":
         txt = f"{v:.1f}"
+        if _has(r, "window") and r["bench"] in ("bw", "bibw") and _config_window(r) > r["window"]:
+            txt += f" (window {r['window']})"
     else:
         txt = f"{v:.0f}"
     return txt + ("*" if r["flagged"] else "")
@@ -141,6 +143,13 @@ def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:
     tail = (f"; {dropped} record(s) of the other modes were left out" if dropped else
             "; show --mode dominant keeps one mode")
     return [f"machine modes (core-to-core cache-line floor): {parts}{tail}"]
+
+
+def _config_window(r: sqlite3.Row) -> int:
+    import json
+
+    cfg = json.loads(r["config"]) if _has(r, "config") else {}
+    return int(cfg.get("params", {}).get("window", 64))
 
 
 def _has(r: sqlite3.Row, k: str) -> bool:

@@ -102,6 +102,27 @@ def _failures(store: Store, run_ids: set[int]) -> str:
                      rows, {0, 4}))
 
 
+LEAD_FINDINGS = 8  # the findings shown before any fold: the ones that save most
+
+
+def _uncertainty_note(rows: Sequence[sqlite3.Row]) -> str:
+    """What the bands and intervals of this report mean, and which machine
+    mode its comparisons come from."""
+    reps = sorted({int(r["n_reps"]) for r in rows if "n_reps" in r.keys()})
+    text = ("Bands and intervals are the 95% interval between repeated runs "
+            f"({'/'.join(map(str, reps))} repetitions, interleaved)" if reps and reps[-1] > 1
+            else "Every configuration was measured once: bands and intervals are that run's "
+                 "own confidence interval, which does not hold from one run to the next on "
+                 "a VM (run with --repeat 3)")
+    dropped = max((int(r["mode_dropped"]) for r in rows
+                   if "mode_dropped" in r.keys() and r["mode_dropped"]), default=0)
+    if dropped:
+        text += (f"; {dropped} record(s) measured in another machine mode (core-to-core "
+                 "cache-line floor) were left out, so that every comparison comes from one "
+                 "mode")
+    return f"<p class=muted>{escape(text)}.</p>"
+
+
 def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
           comparison: tuple[str, str, list[compare_mod.Comparison]] | None = None,
           progress=None) -> Path:
@@ -129,17 +150,27 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
             progress.start(label)
             progress.end(label, "drawn")
 
-    # Findings first: what a reader wants, each linked to its figure.
+    # Findings first: what a reader wants, those that save most first, each
+    # linked to its figure; the rest folded away.
     rep.add("<h2 id=findings>Findings and recommendations</h2>")
+    rep.add(_uncertainty_note(rows))
     if not found:
         rep.add("<p>No statistically separated difference to report.</p>")
-    order = {"collective-slower": 0, "protocol": 1, "drop": 2}
-    for f in sorted((f for f in found if f.kind != "faster"), key=lambda f: order[f.kind]):
+    lead = [f for f in found if f.kind != "faster"]
+
+    def para(f: findings.Finding) -> str:
         anchor = _finding_anchor(f, xrows)
         recs = ", ".join(str(x) for x in f.records[:20]) + ("…" if len(f.records) > 20 else "")
-        rep.add(f'<p class=finding><span class=kind>{escape(f.kind)}</span>{escape(f.text)} '
-                f'<a href="#{escape(anchor)}">figure</a> '
+        save = f" (saves ~{100 * f.gain:.0f}%)" if f.gain >= 0.02 else ""
+        return (f'<p class=finding><span class=kind>{escape(f.kind)}</span>{escape(save)} '
+                f'{escape(f.text)} <a href="#{escape(anchor)}">figure</a> '
                 f'<span class=muted>(records {escape(recs)})</span></p>')
+
+    rep.add("".join(para(f) for f in lead[:LEAD_FINDINGS]))
+    if len(lead) > LEAD_FINDINGS:
+        rep.add(f"<details><summary>{len(lead) - LEAD_FINDINGS} more findings, each saving "
+                "less</summary>" + "".join(para(f) for f in lead[LEAD_FINDINGS:])
+                + "</details>")
     faster = [f for f in found if f.kind == "faster"]
     if faster:
         rep.add("<h3>Which implementation is faster, where</h3><p>Size ranges where one "
@@ -154,8 +185,9 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     rep.add("<h2 id=failures>Failures</h2>" + _failures(store, run_ids))
 
     if any(b in benches for b, *_ in P2P):
-        rep.add("<h2 id=p2p>Point-to-point</h2><p>Lines are medians; bands are the 95% "
-                "confidence interval of the median.</p>")
+        rep.add("<h2 id=p2p>Point-to-point</h2><p>Lines are medians over repetitions; "
+                "bands are the 95% interval between runs (one run's own CI where there was "
+                "one run).</p>")
         for bench, metric, ylabel, title in P2P:
             if bench not in benches:
                 continue
