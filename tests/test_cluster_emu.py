@@ -127,6 +127,23 @@ def test_across_two_nodes_both_mpis_use_tcp_and_inside_one_shared_memory(two, co
             assert col in head
 
 
+def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two, cores,
+                                                                           tmp_path):
+    """64 x 1 MiB take 0.57 s over 1 Gbit/s, and a size must fit five samples
+    into its 0.25 s cap: the window narrows from the size where it would not."""
+    db = tmp_path / "slow.db"
+    m = sorted(cores)[0]
+    t0 = time.monotonic()
+    assert cli.main(["run", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
+                     "--bench", "bw", "--sizes", "4K:1M", "--factor", "4", "--mpi", m,
+                     "--timeout", "120", "--quiet"]) == 0
+    assert time.monotonic() - t0 < 60
+    rows = {r["size_bytes"]: r for r in Store(db).result_rows()}
+    assert rows[4096]["window"] == 64  # 256 KiB a window: well inside the budget
+    assert rows[1 << 20]["window"] < 16
+    assert all(r["valid"] and r["mb_per_s"] > 50 for r in rows.values())  # a Gigabit link
+
+
 def test_four_nodes_p2p_and_collective(four, cores, tmp_path):
     """Four ranks on two cores: correctness only.  Debian's MPICH over UCX
     may hang in MPI_Finalize with more than two ranks over TCP; then the

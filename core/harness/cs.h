@@ -140,7 +140,7 @@ typedef struct cs_ctx {
   size_t vcap;
   cs_opts vopts;         /* a validation run's options (a window that fits) */
   cs_opts wopts;         /* a size's options when its window was narrowed */
-  double prev_sample_us; /* rank 0: the previous size's median sample length */
+  double prev_op_us;     /* rank 0: the previous size's median time per message */
   size_t prev_size;
   const cs_clock *clock;
   cs_floor *floor;

@@ -367,8 +367,8 @@ static void widen_to_clock(cs_stats *st, double res_us) {
 static long fitting_window(const cs_bench *b, const cs_ctx *c) {
   long w = c->opts->window;
   if (!b->ops_per_rep_window) return w;
-  if (c->rank == 0 && c->prev_sample_us > 0 && c->prev_size > 0) {
-    double predicted = c->prev_sample_us * (double)c->size / (double)c->prev_size;
+  if (c->rank == 0 && c->prev_op_us > 0 && c->prev_size > 0) {
+    double predicted = c->prev_op_us * (double)w * (double)c->size / (double)c->prev_size;
     double budget = c->opts->time_cap_s * 1e6 / MIN_SAMPLES_UNDER_CAP;
     if (predicted > budget) {
       long fit = (long)((double)w * budget / predicted);
@@ -511,7 +511,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   free(scratch);
   r->resolution_us = res_us;
   if (c->rank == 0 && r->st.n > 0) { /* what the next size's window is judged by */
-    c->prev_sample_us = r->st.median * (double)reps * ops;
+    c->prev_op_us = r->st.median;    /* per message */
     c->prev_size = c->size;
   }
   c->opts = o;
