@@ -134,7 +134,7 @@ const cs_bench cs_bench_latency = {
 };
 
 const cs_bench cs_bench_roundtrip = {
-    .name = "roundtrip", .group = "p2p", .metric = "round-trip time",
+    .name = "roundtrip", .group = "p2p", .metric = "round-trip time", .primary = "rate_per_s",
     .desc = "ping-pong round trips; rate = round trips per second",
     .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 0, .has_rate = 1,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
@@ -151,7 +151,7 @@ const cs_bench cs_bench_sendloop = {
 };
 
 const cs_bench cs_bench_bw = {
-    .name = "bw", .group = "p2p", .metric = "time per message in a window",
+    .name = "bw", .group = "p2p", .metric = "time per message in a window", .primary = "mb_per_s",
     .desc = "unidirectional bandwidth: window of MPI_Isend, then an acknowledgement",
     .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 1, .has_rate = 1,
     .msgs_per_rep = msgs_window,
@@ -160,6 +160,7 @@ const cs_bench cs_bench_bw = {
 
 const cs_bench cs_bench_bibw = {
     .name = "bibw", .group = "p2p", .metric = "time per message pair in a window",
+    .primary = "mb_per_s",
     .desc = "bidirectional bandwidth: both partners send a window at once",
     .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,
     .msgs_per_rep = msgs_window, .buf_bytes = one_buffer, .prepare = prep_both, .run = run_bibw, .check = check_from_peer,

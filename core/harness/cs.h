@@ -163,6 +163,7 @@ typedef struct cs_bench {
   const char *name;
   const char *group;      /* "p2p" | "coll" | "coll-sends" */
   const char *metric;     /* what median_us means */
+  const char *primary;    /* the figure a table shows: "mb_per_s", "rate_per_s" (NULL: time) */
   const char *desc;
   int min_np;
   int ops_per_rep_window; /* 1: ops_per_rep = window; 0: ops_per_rep = ops */

@@ -97,8 +97,10 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
 
 void cs_write_result(FILE *f, const cs_result *r, int raw) {
   const cs_stats *s = &r->st;
-  fprintf(f, "{\"type\":\"result\",\"bench\":\"%s\",\"group\":\"%s\",\"metric\":\"%s\"",
-          r->bench->name, r->bench->group, r->bench->metric);
+  fprintf(f, "{\"type\":\"result\",\"bench\":\"%s\",\"group\":\"%s\",\"metric\":\"%s\","
+             "\"primary\":\"%s\"",
+          r->bench->name, r->bench->group, r->bench->metric,
+          r->bench->primary ? r->bench->primary : "median_us");
   fprintf(f, ",\"size_bytes\":%zu,\"np\":%d,\"valid\":%s", r->size, r->np,
           r->valid ? "true" : "false");
   if (!r->valid) {

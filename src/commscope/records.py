@@ -67,6 +67,7 @@ class Result:
     validations: int | None = None  # untimed validation runs
     checked_msgs: int | None = None  # messages checked in them
     window: int | None = None  # bw, bibw: the window this size ran (narrowed on slow links)
+    primary: str | None = None  # the figure a table shows (median_us, mb_per_s, rate_per_s)
 
 
 @dataclass
@@ -119,6 +120,7 @@ def parse_result(d: dict[str, object]) -> Result:
         floor_ns=_num(d.get("floor_ns")), resolution_us=_num(d.get("resolution_us")),
         validations=_int(d.get("validations")), checked_msgs=_int(d.get("checked_msgs")),
         window=_int(d.get("window")),
+        primary=str(d["primary"]) if d.get("primary") in RESULT_FIELDS else None,
     )
 
 

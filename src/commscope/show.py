@@ -13,13 +13,16 @@ from collections.abc import Sequence
 from .config import what
 from .sizes import human
 
-# Which number a table shows per benchmark, and its unit.
-PRIMARY = {
-    "bw": ("mb_per_s", "MB/s"),
-    "bibw": ("mb_per_s", "MB/s"),
-    "roundtrip": ("rate_per_s", "round trips/s"),
-}
-DEFAULT_PRIMARY = ("median_us", "us")
+# Which number a table shows is the core's to say (each record names its
+# primary figure); records stored before it did fall back on these.
+UNITS = {"mb_per_s": "MB/s", "rate_per_s": "operations/s", "median_us": "us"}
+LEGACY_PRIMARY = {"bw": "mb_per_s", "bibw": "mb_per_s", "roundtrip": "rate_per_s"}
+
+
+def primary(rs: Sequence[sqlite3.Row]) -> tuple[str, str]:
+    key = next((r["primary_figure"] for r in rs if _has(r, "primary_figure")), None)
+    key = key or LEGACY_PRIMARY.get(rs[0]["bench"], "median_us")
+    return key, UNITS.get(key, key)
 
 EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "cluster",
                   "size_bytes", "median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
@@ -97,7 +100,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
     out: list[str] = []
     any_flag = any(r["flagged"] for r in rows)
     for (bench, np_), rs in sorted(groups.items()):
-        key, unit = PRIMARY.get(bench, DEFAULT_PRIMARY)
+        key, unit = primary(rs)
         if per_node and any(r["mb_per_s"] is not None for r in rs):
             key, unit = "mb_per_s", "MB/s per node"
         places = sorted({place(r) for r in rs})

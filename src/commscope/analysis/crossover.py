@@ -16,17 +16,19 @@ from dataclasses import dataclass, field
 from ..sizes import human, human_bytes
 from .series import Config, Series, separated
 
-# Seed 004: how many sends of one message a collective stands for.
-EQUIV_SENDS = {
-    "bcast": lambda n: n - 1,
-    "reduce": lambda n: n - 1,
-    "gather": lambda n: n - 1,
-    "scatter": lambda n: n - 1,
-    "alltoall": lambda n: n * (n - 1),
-}
 MIN_FACTOR = 1.05  # a separated difference under 5% is not a verdict (asv's change factor)
-MPI_NAME = {"bcast": "MPI_Bcast", "reduce": "MPI_Reduce", "gather": "MPI_Gather",
-            "scatter": "MPI_Scatter", "alltoall": "MPI_Alltoall"}
+
+
+def mpi_name(coll: str) -> str:
+    """MPI_Bcast for bcast: the call a collective benchmark times."""
+    return "MPI_" + coll.capitalize()
+
+
+def equivalent_sends(coll: Series) -> int | None:
+    """How many sends of one message a collective stands for (the
+    commodity-cluster study: n-1 for bcast, reduce, gather and scatter,
+    n(n-1) for alltoall), as the core's table says in every record."""
+    return next((p.equiv_sends for p in coll.values() if p.equiv_sends), None)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class Verdict:
     def advice(self, coll: str, ref: str) -> str:
         """What to do, over exactly the sizes where the verdict was
         separated; sizes in between are said to show no difference."""
-        name = MPI_NAME.get(coll, coll)
+        name = mpi_name(coll)
         if self.mixed:
             return f"{name} and {ref} trade places more than once: no crossover claimed"
         if self.scenario is None:
@@ -130,14 +132,14 @@ def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
     rows: list[Row] = []
     for (cfg, bench), coll in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][0].np,
                                                                       kv[0][0].cluster, kv[0][1])):
-        if bench not in EQUIV_SENDS:
+        k = equivalent_sends(coll)
+        if k is None:
             continue
         base = cfg.base or cfg.mpi
         lat = (series.get((Config(base, cfg.np, cfg.cluster, cfg.oversubscribed), "latency"))
                or series.get((Config(base, 2, cfg.cluster), "latency")))
         refs = []
         if lat:
-            k = EQUIV_SENDS[bench](cfg.np)
             refs.append((f"{k} x MPI_Send", sends_reference(lat, k)))
         hand = series.get((cfg, f"{bench}_sends"))
         if hand:

@@ -214,7 +214,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
         gain = 1.0 - 1.0 / ratios[len(ratios) // 2] if ratios else 0.0
         out.append(Finding(
             "collective-slower",
-            f"{crossover.MPI_NAME[row.collective]} under {row.config.label()} is slower than "
+            f"{crossover.mpi_name(row.collective)} under {row.config.label()} is slower than "
             f"{row.reference} {where}: {v.advice(row.collective, row.reference)}",
             recs, row.collective, row, gain=gain))
     return out

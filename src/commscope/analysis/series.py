@@ -20,6 +20,7 @@ class Point:
     hi: float
     result_id: int | None = None
     reps: tuple[float, ...] = ()  # the runs' own medians, where repetitions were made
+    equiv_sends: int | None = None  # collectives: the sends of one message it stands for
 
     def scaled(self, k: float) -> Point:
         return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id,
@@ -56,8 +57,9 @@ def point(r: sqlite3.Row) -> Point | None:
     lo = r["ci_lo_us"] if r["ci_lo_us"] is not None else r["median_us"]
     hi = r["ci_hi_us"] if r["ci_hi_us"] is not None else r["median_us"]
     reps = tuple(r["rep_medians_us"]) if "rep_medians_us" in r.keys() else ()
+    equiv = r["equiv_sends"] if "equiv_sends" in r.keys() else None
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
-                 int(r["id"]), reps)
+                 int(r["id"]), reps, int(equiv) if equiv else None)
 
 
 def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:

@@ -258,9 +258,9 @@ def _crossover_figure(xr: crossover.Row, i: int) -> Figure:
                     tuple(s[x].lo for x in sizes), tuple(s[x].hi for x in sizes),
                     tuple(s[x].result_id or 0 for x in sizes), dashed)
 
-    fig = Figure(_xfig_id(xr, i), f"{crossover.MPI_NAME[xr.collective]} vs {xr.reference}, "
+    fig = Figure(_xfig_id(xr, i), f"{crossover.mpi_name(xr.collective)} vs {xr.reference}, "
                  f"{xr.config.label()}", "time (us)",
-                 [line(crossover.MPI_NAME[xr.collective], xr.coll),
+                 [line(crossover.mpi_name(xr.collective), xr.coll),
                   line(xr.reference, xr.ref, dashed=True)])
     if xr.verdict.bracket:
         fig.vlines.append((xr.verdict.bracket[1], f"changes at {xr.verdict.changing}"))
