@@ -148,6 +148,24 @@ def compare_collectives(core: build.Core, osu_root: Path, rounds: int, tmp: Path
     return rows
 
 
+class NoiseWatch:
+    """CPU used by other processes while a bench ran: figures taken on a
+    busy machine say little, so every bench prints it."""
+
+    def __init__(self) -> None:
+        self.mark0, self.t0, self.wall0 = noise.mark(), os.times(), time.monotonic()
+
+    def line(self) -> str:
+        t1 = os.times()
+        children = ((t1.children_user - self.t0.children_user)
+                    + (t1.children_system - self.t0.children_system))
+        n = noise.job_noise(self.mark0, noise.mark(), children, time.monotonic() - self.wall0)
+        if not n.get("valid"):
+            return "noise: /proc/stat unreadable"
+        return (f"noise: other processes used {n['other_cpu_s']} s of CPU over {n['wall_s']} s "
+                f"({n['other_cores']} cores on average), steal {n['steal_s']} s")
+
+
 def verdict(key: str, value: float) -> str:
     lo, hi = TARGETS[key]
     return "ok" if lo <= value <= hi else f"MISS (target {lo}-{hi})"
@@ -168,7 +186,7 @@ def main() -> int:
         if name not in impls or not folder:
             sys.exit(f"compare_osu: bad --osu '{item}' (MPIs found: {', '.join(impls)})")
         pairs.append((name, Path(folder)))
-    mark0, t0, wall0 = noise.mark(), os.times(), time.monotonic()
+    watch = NoiseWatch()
     rows = []
     coll_rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -178,9 +196,6 @@ def main() -> int:
                 coll_rows.append((name, compare_collectives(core, folder, a.rounds, Path(tmp))))
             else:
                 rows.append(compare(name, core, folder, a.rounds, Path(tmp)))
-    t1 = os.times()
-    children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
-    n = noise.job_noise(mark0, noise.mark(), children, time.monotonic() - wall0)
     print(f"commscope vs OSU micro-benchmarks, {a.rounds} alternating rounds, medians")
     print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores, 2 ranks")
     for name, crow in coll_rows:
@@ -210,9 +225,7 @@ def main() -> int:
               f"({', '.join(f'{v:.4f}' for v in r['spread_values'])} us)")
         for k, vs in r["raw"].items():
             print(f"    {k:<16} " + " ".join(f"{v:.4g}" for v in vs))
-    if n.get("valid"):
-        print(f"\nnoise: other processes used {n['other_cpu_s']} s of CPU over {n['wall_s']} s "
-              f"({n['other_cores']} cores on average), steal {n['steal_s']} s")
+    print(f"\n{watch.line()}")
     return 0
 
 

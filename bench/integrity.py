@@ -38,11 +38,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from commscope import build, mpi, noise, provenance
+from commscope import build, mpi, provenance
 from commscope.analysis.repeats import MODE_GAP, aggregate, detect_modes, mode_of
 from commscope.records import parse_file
 from commscope.store import Store
-from compare_osu import compare_collectives, find_exe, launch, osu_value
+from compare_osu import NoiseWatch, compare_collectives, find_exe, launch, osu_value
 
 HERE = Path(__file__).resolve().parent
 COMMSCOPE = [sys.executable, "-m", "commscope.cli"]
@@ -289,7 +289,7 @@ def main() -> int:
             sys.exit(f"integrity: bad --osu '{item}' (MPIs found: {', '.join(impls)})")
         osu[name] = Path(folder)
     cores = {n: build.build(impls[n]) for n in osu}
-    mark0, t0, wall0 = noise.mark(), os.times(), time.monotonic()
+    watch = NoiseWatch()
     print(f"commscope integrity bench: {provenance.cpu_model()}, {provenance.n_cores()} cores, "
           f"2 ranks; MPIs: {', '.join(cores)}")
     with tempfile.TemporaryDirectory() as d:
@@ -302,12 +302,7 @@ def main() -> int:
             figure3(cores, osu, a.invocations, tmp)
         if "4" in a.only:
             figure4(cores, osu, tmp)
-    t1 = os.times()
-    children = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
-    n = noise.job_noise(mark0, noise.mark(), children, time.monotonic() - wall0)
-    if n.get("valid"):
-        print(f"\nnoise: other processes used {n['other_cpu_s']} s of CPU over {n['wall_s']} s "
-              f"({n['other_cores']} cores on average), steal {n['steal_s']} s")
+    print(f"\n{watch.line()}")
     return 0
 
 
