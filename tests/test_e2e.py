@@ -147,7 +147,10 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
     assert cli.main(["run", "--db", str(db), "--bench", "latency,allreduce", "--repeat", "3",
                      "--sizes", "8:1K", "--factor", "128", *mpis, *QUICK[4:]]) == 0
     out = capsys.readouterr().out
-    assert "95% interval between runs (3 repetitions, interleaved)" in out
+    import re
+
+    # 3 repetitions, fewer where some were measured in another machine mode
+    assert re.search(r"95% interval between runs \((\d/)*3 repetitions, interleaved\)", out)
     s = Store(db)
     runs = s.runs()
     assert len(runs) == 3 * len(cores)

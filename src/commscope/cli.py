@@ -110,7 +110,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if not a.quiet:
         ids = [o.run_id for o in outcomes if o.status == "ok"] or [o.run_id for o in outcomes]
         if ids:
-            print(tables(aggregate(store.result_rows(run_ids=ids))), end="")
+            print(tables(aggregate(store.result_rows(run_ids=ids), mode="dominant")), end="")
     bad = [o for o in outcomes if o.status != "ok"]
     store.close()
     if bad:
@@ -121,7 +121,18 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 # -- show / export --------------------------------------------------------
-def _filtered(a: argparse.Namespace, store: Store, mode: str | None = None) -> list:
+def aggregate_keep(rows: list, mode: str) -> list:
+    """The records of one machine mode (records without a floor stay)."""
+    from .analysis.repeats import detect_modes, mode_of
+
+    modes = detect_modes(r["floor_ns"] for r in rows)
+    if len(modes) < 2:
+        return rows
+    want = max(modes, key=lambda m: m.count).label if mode == "dominant" else mode
+    return [r for r in rows if (m := mode_of(r["floor_ns"], modes)) is None or m.label == want]
+
+
+def _filtered(a: argparse.Namespace, store: Store, mode: str = "dominant") -> list:
     """The records the filters pick, one row per configuration, benchmark
     and size, combined over its repetitions (analysis/repeats.py); `mode`
     unless --mode says otherwise."""
@@ -129,7 +140,8 @@ def _filtered(a: argparse.Namespace, store: Store, mode: str | None = None) -> l
     benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
     rows = [r for r in rows if (not benches or r["bench"] in benches)
             and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
-    return aggregate(rows, mode=getattr(a, "mode", None) or mode)
+    want = getattr(a, "mode", None) or mode
+    return aggregate(rows, mode=None if want == "all" else want)
 
 
 @command("show")
@@ -147,8 +159,17 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 @command("export")
 def cmd_export(a: argparse.Namespace) -> int:
+    """Every record of every repetition, with its configuration, repetition
+    and floor: the data itself, for a user's own analysis (the --mode filter
+    applies, all modes by default)."""
     store = Store(a.db, create=False)
-    rows = _filtered(a, store)
+    rows = store.result_rows(latest=not a.all)
+    benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
+    rows = [r for r in rows if (not benches or r["bench"] in benches)
+            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+    if a.mode and a.mode != "all":
+        keep = {id(r) for r in aggregate_keep(rows, a.mode)}
+        rows = [r for r in rows if id(r) in keep]
     text = export(rows, a.format)
     if a.output and a.output != "-":
         Path(a.output).write_text(text)
@@ -164,7 +185,7 @@ def _matching(a: argparse.Namespace) -> tuple[Store, list]:
     dominant one) unless --mode says otherwise: a comparison across modes
     would measure the host, not the MPI."""
     store = Store(a.db, create=False)
-    rows = _filtered(a, store, mode="dominant")
+    rows = _filtered(a, store)
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
     return store, rows
@@ -180,7 +201,7 @@ def cmd_crossover(a: argparse.Namespace) -> int:
     mpis = {r["mpi_name"] for r in picked}
     lat = aggregate([r for r in store.result_rows()
                      if r["bench"] == "latency" and r["mpi_name"] in mpis],
-                    mode=getattr(a, "mode", None) or "dominant")
+                    mode=None if a.mode == "all" else (a.mode or "dominant"))
     series = collect(picked)
     series.update({k: v for k, v in collect(lat).items() if k not in series})
     wanted = {(what(r), r["np"]) for r in picked}
@@ -468,9 +489,9 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--np", action="append", help="only these process counts (e.g. 2)")
     p.add_argument("--all", action="store_true",
                    help="every stored run, not only the newest per configuration")
-    p.add_argument("--mode", help="keep the records of one machine mode: 'dominant' (the mode "
-                                  "most records were measured in) or a label such as "
-                                  "floor~50ns (see show)")
+    p.add_argument("--mode", help="which machine mode's records (core-to-core cache-line "
+                                  "floor): 'dominant' (default: the mode most records were "
+                                  "measured in), a label such as floor~50ns, or 'all'")
 
 
 def make_parser() -> Parser:

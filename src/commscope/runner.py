@@ -99,7 +99,9 @@ class Job:
         what = " ".join(v for k, v in c.parts().items()
                         if v and k in ("mpi", "transport", "buffer", "params", "settings"))
         rep = f" #{self.rep}" if self.rep > 1 else ""
-        return f"{what} {self.bench} np={self.np}{where}{rep}"
+        names = self.bench.split(",")
+        benches = self.bench if len(names) <= 3 else f"{len(names)} benchmarks"
+        return f"{what} {benches} np={self.np}{where}{rep}"
 
     def plan_key(self) -> str:
         """What makes two jobs the same measurement, for --resume: the

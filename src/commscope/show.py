@@ -29,7 +29,9 @@ EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "
                   "ci_lo_us", "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "n_samples",
                   "batch", "n_iters", "valid", "converged", "stop", "flagged", "other_cpu_s",
                   "steal_s", "wall_s", "oversubscribed", "hostname", "started_at",
-                  "busbw_mb_per_s", "mean_rank_avg_us", "root", "equiv_sends", "nodes")
+                  "busbw_mb_per_s", "mean_rank_avg_us", "root", "equiv_sends", "nodes",
+                  "config_key", "repetition", "floor_ns", "resolution_us", "validations",
+                  "checked_msgs", "window")
 
 
 def export_row(r: sqlite3.Row) -> dict[str, object]:
@@ -138,14 +140,16 @@ def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:
 
     floors = [f for r in rows for f in _floors(r)]
     modes = detect_modes(floors)
-    if len(modes) < 2:
+    dropped = max((int(r["mode_dropped"]) for r in rows if _has(r, "mode_dropped")), default=0)
+    if len(modes) < 2 and not dropped:
         return []
     parts = ", ".join(f"{m.label} ({m.count} record(s), {m.lo_ns:.0f}-{m.hi_ns:.0f} ns)"
                       for m in modes)
-    dropped = max((int(r["mode_dropped"]) for r in rows if _has(r, "mode_dropped")), default=0)
-    tail = (f"; {dropped} record(s) of the other modes were left out" if dropped else
-            "; show --mode dominant keeps one mode")
-    return [f"machine modes (core-to-core cache-line floor): {parts}{tail}"]
+    if dropped:
+        return [f"machine mode (core-to-core cache-line floor): {parts}; {dropped} record(s) "
+                "measured in other modes were left out (--mode all keeps them, --mode LABEL "
+                "picks one)"]
+    return [f"machine modes (core-to-core cache-line floor): {parts}"]
 
 
 def _config_window(r: sqlite3.Row) -> int:

@@ -57,7 +57,10 @@ def point(r: sqlite3.Row) -> Point | None:
     lo = r["ci_lo_us"] if r["ci_lo_us"] is not None else r["median_us"]
     hi = r["ci_hi_us"] if r["ci_hi_us"] is not None else r["median_us"]
     reps = tuple(r["rep_medians_us"]) if "rep_medians_us" in r.keys() else ()
-    equiv = r["equiv_sends"] if "equiv_sends" in r.keys() else None
+    # a hand-written collective (equiv_of set) is itself a reference: it
+    # stands for no sends of its own
+    hand = "equiv_of" in r.keys() and r["equiv_of"]
+    equiv = r["equiv_sends"] if "equiv_sends" in r.keys() and not hand else None
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
                  int(r["id"]), reps, int(equiv) if equiv else None)
 
