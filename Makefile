@@ -11,6 +11,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 DB      ?= commscope.db
 APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python3-venv procps \
+            libopenblas-dev \
             iproute2 ethtool util-linux
 # the report's rendering test opens the page in a real browser; the Slurm tests
 # start a private single-node Slurm from Debian's packages

@@ -21,6 +21,7 @@
 #endif
 
 #define CS_MAX_BENCH 32
+#define CS_MAX_PHASES 8
 #define CS_ERRLEN 512
 
 /* Return codes used throughout the core.  Helpers return them upward;
@@ -75,6 +76,7 @@ typedef struct cs_opts {
   char output[1024];     /* JSON Lines destination, "-" for stdout */
   char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
   char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
+  char param[256];       /* applications' parameters "K=V;K=V" (a list for the swept one) */
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
 
@@ -149,7 +151,29 @@ typedef struct cs_ctx {
   const cs_transport *tp;
   cs_chan *chan;         /* the channel, when tp is the channel */
   cs_chan_req **creqs;   /* its request slots */
+  /* applications: private state (setup/teardown) and the phases of the
+   * sample being timed (cs_phase) */
+  const struct cs_bench *bench;
+  void *state;
+  double phase_mark;
+  double phase_t[CS_MAX_PHASES];
 } cs_ctx;
+
+/* A declared parameter of an application benchmark. */
+typedef struct cs_param_def {
+  const char *name;
+  const char *def;  /* default value */
+  const char *help;
+} cs_param_def;
+/* The value of parameter `name` for this run: --param, else its default. */
+const char *cs_param(const cs_ctx *c, const char *name, char *buf, size_t len);
+long cs_param_long(const cs_ctx *c, const char *name);
+struct cs_bench;
+/* Every parameter given must be declared by one of the benchmarks run. */
+int cs_params_check(const char *spec, const struct cs_bench *const *benches, int nb, cs_err *e);
+/* The swept parameter's values (e.g. N=512,1024): the sizes of the sweep. */
+int cs_param_sizes(const char *spec, const struct cs_bench *b, size_t *out, int max, int *n,
+                   cs_err *e);
 
 /* How a sample is synchronised and whose clock counts. */
 enum cs_timing {
@@ -176,6 +200,17 @@ typedef struct cs_bench {
    * them into its own slot and checked. */
   long valid_reps;
   long (*msgs_per_rep)(const struct cs_ctx *c);
+  /* Applications: the parameter the sweep runs over instead of message
+   * sizes (its values become the records' size), the declared parameters
+   * (a NULL name ends them), the phases of a sample (NULL ends them), and
+   * untimed per-size setup and teardown with private state in c->state
+   * (setup returns non-zero with a reason to refuse, e.g. memory). */
+  const char *size_param;
+  const cs_param_def *params;
+  const char *const *phases;
+  int (*setup)(struct cs_ctx *c, char *why, size_t len);
+  void (*teardown)(struct cs_ctx *c);
+  void (*corrupt)(struct cs_ctx *c); /* testing: spoil this rank's result */
   enum cs_timing timing;
   int sizeless;           /* one record at size 0 (barrier) */
   int any_transport;      /* runs over the channel too (only transport calls) */
@@ -274,6 +309,10 @@ typedef struct cs_result {
   long checked_msgs;   /* messages checked in them, by this size's receiver */
   double resolution_us; /* what the clock resolves of one op's time */
   long window;          /* bw, bibw: the window this size ran (0: no window) */
+  int nphases;
+  double phase_max[CS_MAX_PHASES]; /* median over samples of the max over ranks */
+  double *phase_rank;   /* np x nphases: each rank's median per phase (rank 0) */
+  char params[256];     /* applications: every declared parameter's value, K=V;K=V */
 } cs_result;
 void cs_json_str(FILE *f, const char *s);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
@@ -307,5 +346,17 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
 
 /* Clock: CLOCK_MONOTONIC in microseconds. */
 double cs_now_us(void);
+
+static inline void cs_phase(cs_ctx *c, int k) {
+  double t = cs_now_us();
+  c->phase_t[k] += t - c->phase_mark;
+  c->phase_mark = t;
+}
+
+static inline int cs_nphases(const cs_bench *b) {
+  int n = 0;
+  while (b->phases && b->phases[n]) n++;
+  return n;
+}
 
 #endif

@@ -86,6 +86,8 @@ static int root_of(const cs_ctx *c, long sample) {
 }
 
 typedef struct sampler {
+  double *ph;          /* applications: this rank's phase times, nphases per sample */
+  long nph, phcap;
   double *x;
   double avg_sum;      /* sum of per-sample rank averages (collectives) */
   double *local;       /* collectives: this rank's times not yet reduced */
@@ -99,7 +101,7 @@ typedef struct sampler {
  * corrupt@SIZE flips a byte of the first message's slot: with a window or
  * a loop, that message is not the last to land, so only a check of every
  * message catches it. */
-static void inject(cs_ctx *c, long sample) {
+static void inject(const cs_bench *b, cs_ctx *c, long sample) {
   enum cs_fault kind;
   size_t at;
   if (!c->opts->inject[0] || c->rank != c->np - 1 || sample != 0) return;
@@ -107,7 +109,10 @@ static void inject(cs_ctx *c, long sample) {
   if (kind == CS_FAULT_HANG)
     for (;;) pause();
   if (kind == CS_FAULT_CRASH) raise(SIGSEGV);
-  if (kind == CS_FAULT_CORRUPT && c->size > 0) ((unsigned char *)c->rbuf)[c->size / 2] ^= 0x40;
+  if (kind == CS_FAULT_CORRUPT && b->corrupt)
+    b->corrupt(c);
+  else if (kind == CS_FAULT_CORRUPT && c->size > 0)
+    ((unsigned char *)c->rbuf)[c->size / 2] ^= 0x40;
 }
 
 /* Validation runs happen before timed samples 0, 1, 2, 4, 8, ...: enough
@@ -122,6 +127,10 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
   c->root = root_of(c, sample);
   if (c->active) {
     double t0 = cs_now_us();
+    if (b->phases) {
+      memset(c->phase_t, 0, sizeof c->phase_t);
+      c->phase_mark = t0;
+    }
     int rc = b->run(c, reps);
     dt = cs_now_us() - t0;
     if (rc) { /* MPI errors abort by themselves; the channel's come back here */
@@ -207,7 +216,7 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   }
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
   if (c->active) {
-    inject(c, sample);
+    inject(b, c, sample);
     char why[CS_ERRLEN / 2];
     if (!sm->err && b->check(c, sample, why, sizeof why)) {
       sm->err = 1;
@@ -359,6 +368,39 @@ static void widen_to_clock(cs_stats *st, double res_us) {
   if (st->ci_hi < st->median + res_us) st->ci_hi = st->median + res_us;
 }
 
+static double median_of(double *x, long n) {
+  if (n <= 0) return NAN;
+  cs_sort(x, n);
+  return cs_quantile_sorted(x, n, 0.5);
+}
+
+/* Applications: each phase reduced across ranks two ways, untimed, once a
+ * size is done: per sample the slowest rank's time (its median over
+ * samples is the phase's headline, as a collective's is), and each rank's
+ * own median (rank 0 gathers them: where the time goes rank by rank). */
+static void reduce_phases(cs_ctx *c, sampler *sm, int nph, cs_result *r) {
+  r->nphases = nph;
+  r->phase_rank = NULL;
+  if (nph == 0) return;
+  long n = sm->nph / nph;
+  double *mx = c->rank == 0 ? malloc((size_t)(sm->nph ? sm->nph : 1) * sizeof *mx) : NULL;
+  double *col = malloc((size_t)(n ? n : 1) * sizeof *col);
+  double mine[CS_MAX_PHASES];
+  MPI_Reduce(sm->ph, mx, (int)sm->nph, MPI_DOUBLE, MPI_MAX, 0, c->comm);
+  for (int k = 0; k < nph; k++) {
+    for (long i = 0; i < n; i++) col[i] = sm->ph[i * nph + k];
+    mine[k] = median_of(col, n);
+    if (c->rank == 0) {
+      for (long i = 0; i < n; i++) col[i] = mx[i * nph + k];
+      r->phase_max[k] = median_of(col, n);
+    }
+  }
+  if (c->rank == 0) r->phase_rank = malloc((size_t)c->np * (size_t)nph * sizeof(double));
+  MPI_Gather(mine, nph, MPI_DOUBLE, r->phase_rank, nph, MPI_DOUBLE, 0, c->comm);
+  free(mx);
+  free(col);
+}
+
 /* Every sample is bounded by time: a window of 64 x 4 MiB takes 20 ms
  * through shared memory but 21 s over 100 Mbit/s.  When the previous size's
  * samples predict (time grows with the bytes) that one window would not
@@ -388,6 +430,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
     c->opts = &c->wopts;
   }
   r->window = b->ops_per_rep_window ? window : 0;
+  int nph = cs_nphases(b);
   double ops = b->ops_per_rep_window ? (double)window : b->ops_per_rep;
   sampler sm = {0};
   double t_size0 = cs_now_us();
@@ -439,6 +482,8 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
     }
     double v = one_sample(b, c, reps, ops, s);
     long taken = s + 1;
+    for (int k = 0; k < nph && rc == CS_OK; k++)
+      rc = append(&sm.ph, &sm.nph, &sm.phcap, c->phase_t[k], 1L << 40);
     if (rc == CS_OK)
       rc = coll ? keep_local(&sm, v) : (c->rank == 0 ? push(&sm, v, o->max_samples) : CS_OK);
     if (rc == CS_OK && (taken >= next_check || taken >= o->max_samples))
@@ -446,6 +491,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
     if (rc) {
       free(sm.x);
       free(sm.local);
+      free(sm.ph);
       free(scratch);
       return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", taken);
     }
@@ -523,6 +569,8 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   r->batch = reps;
   r->ops_per_rep = ops;
   free(sm.local);
+  reduce_phases(c, &sm, nph, r);
+  free(sm.ph);
   r->raw = sm.x; /* caller frees */
   r->nraw = sm.n;
   r->converged = converged;
@@ -531,12 +579,42 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   return CS_OK;
 }
 
+/* Every declared parameter with the value this run uses (the swept one
+ * with this size's value). */
+static void resolved_params(const cs_ctx *c, char *out, size_t len) {
+  out[0] = 0;
+  size_t used = 0;
+  for (const cs_param_def *d = c->bench->params; d && d->name && used < len; d++) {
+    char v[64];
+    if (c->bench->size_param && !strcmp(d->name, c->bench->size_param))
+      snprintf(v, sizeof v, "%zu", c->size);
+    else
+      cs_param(c, d->name, v, sizeof v);
+    used += (size_t)snprintf(out + used, len - used, "%s%s=%s", used ? ";" : "", d->name, v);
+  }
+}
+
+/* An application's untimed set-up for one size; a refusal on any rank
+ * (memory that will not fit, a grid that does not divide) is every rank's,
+ * with the first refusing rank's reason. */
+static int app_setup(const cs_bench *b, cs_ctx *c, cs_err *e) {
+  if (!b->setup) return CS_OK;
+  char why[CS_ERRLEN / 2] = "";
+  int mine = b->setup(c, why, sizeof why) ? c->rank : c->np, first = c->np;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm);
+  if (first == c->np) return CS_OK;
+  MPI_Bcast(why, sizeof why, MPI_CHAR, first, c->comm);
+  return CS_FAIL(e, CS_EUSAGE, "%s", why);
+}
+
 int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_env *env,
                  FILE *out, int *ninvalid, int *nresults, cs_err *e) {
   cs_chan *chan = env->chan;
   size_t sizes[128];
   int nsizes, rc;
-  if ((rc = cs_sizes_expand(o, sizes, 128, &nsizes, e))) return rc;
+  rc = b->size_param ? cs_param_sizes(o->param, b, sizes, 128, &nsizes, e)
+                     : cs_sizes_expand(o, sizes, 128, &nsizes, e);
+  if (rc) return rc;
 
   cs_ctx c = {0};
   c.comm = world;
@@ -549,6 +627,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   c.chan = chan;
   c.clock = env->clock;
   c.floor = env->floor;
+  c.bench = b;
   c.nslots = 1;
   c.tp = chan ? &cs_transport_chan : &cs_transport_mpi;
   if (chan && !b->any_transport)
@@ -587,7 +666,10 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     c.size = b->size_fix ? b->size_fix(&c, sizes[i]) : sizes[i];
     if (b->size_fix && (c.size == 0 || (i > 0 && c.size == b->size_fix(&c, sizes[i - 1]))))
       continue; /* e.g. 1 or 2 bytes of ints */
-    rc = measure_size(b, &c, env->machine, &r, e);
+    resolved_params(&c, r.params, sizeof r.params);
+    rc = app_setup(b, &c, e);
+    if (rc == CS_OK) rc = measure_size(b, &c, env->machine, &r, e);
+    if (b->teardown) b->teardown(&c);
     if (rc == CS_OK && c.rank == 0) {
       cs_write_result(out, &r, o->raw);
       if (o->table) cs_table_row(stdout, &r);
@@ -595,6 +677,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
       if (!r.valid) (*ninvalid)++;
     }
     free((void *)r.raw);
+    free(r.phase_rank);
   }
   free(c.sbuf);
   free(c.rbuf);

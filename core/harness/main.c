@@ -28,6 +28,26 @@ static void list_benches(int json) {
       cs_json_str(stdout, b->equiv_of);
     else
       fputs("null", stdout);
+    if (b->size_param) {
+      printf(",\"size_param\":");
+      cs_json_str(stdout, b->size_param);
+    }
+    printf(",\"params\":[");
+    for (const cs_param_def *d = b->params; d && d->name; d++) {
+      printf("%s{\"name\":", d == b->params ? "" : ",");
+      cs_json_str(stdout, d->name);
+      printf(",\"default\":");
+      cs_json_str(stdout, d->def);
+      printf(",\"help\":");
+      cs_json_str(stdout, d->help);
+      putchar('}');
+    }
+    printf("],\"phases\":[");
+    for (int k = 0; b->phases && b->phases[k]; k++) {
+      if (k) putchar(',');
+      cs_json_str(stdout, b->phases[k]);
+    }
+    putchar(']');
     printf(",\"equiv_sends\":\"%s\",\"metric\":",
            !b->equiv_sends ? "" : (b->equiv_sends(4) == 12 ? "n(n-1)" : "n-1"));
     cs_json_str(stdout, b->metric);
@@ -234,21 +254,27 @@ int main(int argc, char **argv) {
     list_benches(o.json);
     return 0;
   }
-  if (o.info) {
-    print_info();
-    return 0;
-  }
   const cs_bench *benches[CS_MAX_BENCH];
   int nb;
   size_t sizes[128];
   int nsizes;
-  if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, 128, &nsizes, &e)) {
+  if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, 128, &nsizes, &e) ||
+      cs_params_check(o.param, benches, nb, &e)) {
     fprintf(stderr, "cs-core: %s\n", e.msg);
     return CS_EUSAGE;
   }
+  for (int i = 0; i < nb; i++)
+    if (benches[i]->size_param && cs_param_sizes(o.param, benches[i], sizes, 128, &nsizes, &e)) {
+      fprintf(stderr, "cs-core: %s\n", e.msg);
+      return CS_EUSAGE;
+    }
   if (sizes[nsizes - 1] > (size_t)1 << 30) {
     fprintf(stderr, "cs-core: sizes above 1 GiB are not supported\n");
     return CS_EUSAGE;
+  }
+  if (o.info) { /* after every check: `--info` with options is how they are judged */
+    print_info();
+    return 0;
   }
   MPI_Init(&argc, &argv);
   int rc = run_all(&o, benches, nb, argc, argv);

@@ -71,6 +71,9 @@ static const opt_def OPTS[] = {
      "channel: largest message sent through the ring"},
     {"chan-chunk", LNG(chan_chunk, 0, 1L << 30, CORE), "channel: bytes of one pool buffer"},
     {"chan-nchunks", LNG(chan_nchunks, 0, 4096, CORE), "channel: pool buffers per process"},
+    {"param", STR(param, RUN),
+     "applications' parameters K=V;K=V, a list for the swept one (e.g. --param "
+     "'N=1000,2000;impl=naive'; see --list)"},
     {"inject", STR(inject, HIDDEN),
      "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
     {"help", FLG(help, CORE), "this text"},

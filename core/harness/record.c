@@ -148,6 +148,26 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   num(f, "resolution_us", r->resolution_us);
   fprintf(f, ",\"validations\":%ld,\"checked_msgs\":%ld", r->validations, r->checked_msgs);
   if (r->window) fprintf(f, ",\"window\":%ld", r->window);
+  if (r->bench->size_param) {
+    fprintf(f, ",\"size_param\":");
+    cs_json_str(f, r->bench->size_param);
+  }
+  if (r->params[0]) {
+    fprintf(f, ",\"params\":");
+    cs_json_str(f, r->params);
+  }
+  if (r->nphases) {
+    fprintf(f, ",\"phases\":{");
+    for (int k = 0; k < r->nphases; k++) {
+      fprintf(f, "%s", k ? "," : "");
+      cs_json_str(f, r->bench->phases[k]);
+      fprintf(f, ":{\"max_us\":%.6g,\"ranks_us\":[", r->phase_max[k]);
+      for (int i = 0; r->phase_rank && i < r->np; i++)
+        fprintf(f, "%s%.6g", i ? "," : "", r->phase_rank[(size_t)i * (size_t)r->nphases + (size_t)k]);
+      fprintf(f, "]}");
+    }
+    fputc('}', f);
+  }
   if (raw && r->raw) {
     fprintf(f, ",\"raw_us\":[");
     for (long i = 0; i < r->nraw; i++) fprintf(f, "%s%.6g", i ? "," : "", r->raw[i]);

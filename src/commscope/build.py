@@ -16,6 +16,17 @@ from .errors import CommscopeError
 from .mpi import MpiImpl
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror"]
+# Debian's OpenBLAS (libopenblas-dev): the applications' compute.  Without it
+# the core still builds, and matmul's impl=blas refuses with the reason.
+OPENBLAS_INC = Path("/usr/include/x86_64-linux-gnu/openblas-pthread")
+OPENBLAS_LIB = Path("/usr/lib/x86_64-linux-gnu/libopenblas.so")
+
+
+def blas_flags() -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) for OpenBLAS, or nothing."""
+    if (OPENBLAS_INC / "cblas.h").exists() and OPENBLAS_LIB.exists():
+        return ["-DCS_HAVE_OPENBLAS", f"-I{OPENBLAS_INC}"], ["-lopenblas"]
+    return [], []
 
 
 def core_dir() -> Path:
@@ -55,7 +66,7 @@ def source_hash(core: Path | None = None) -> str:
         h.update(str(p.relative_to(core.parent)).encode())
         h.update(b"\0")
         h.update(p.read_bytes())
-    h.update(" ".join(CFLAGS).encode())
+    h.update(" ".join(CFLAGS + blas_flags()[0]).encode())
     h.update(__version__.encode())
     return h.hexdigest()
 
@@ -141,9 +152,10 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     core = core_dir()
     fd, tmp = tempfile.mkstemp(prefix="cs-core.", dir=out_dir)
     os.close(fd)
-    argv = [impl.mpicc, *CFLAGS, f'-DCS_VERSION="{__version__}"', f"-I{core / 'harness'}",
-            f"-I{channel_dir(core)}",
-            *[str(p) for p in core_sources(core) if p.suffix == ".c"], "-o", tmp, "-lm"]
+    blas_c, blas_l = blas_flags()
+    argv = [impl.mpicc, *CFLAGS, *blas_c, f'-DCS_VERSION="{__version__}"',
+            f"-I{core / 'harness'}", f"-I{channel_dir(core)}",
+            *[str(p) for p in core_sources(core) if p.suffix == ".c"], "-o", tmp, *blas_l, "-lm"]
     env = {**os.environ, **impl.env}
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,

@@ -92,9 +92,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
     impls = mpi_mod.select(_list(a.mpi))
     cores = [build_mod.build(m) for m in impls]
-    build_mod.check_options(cores[0], opts.argv())  # the core's own rules, before any launch
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
+    jobs = expand(cores, benches, [], opts, clusters[0], places[clusters[0].label])
+    # the core's own rules for its options and parameters, before any launch
+    build_mod.check_options(cores[0], ["--bench", jobs[0].bench, *opts.argv()])
     transports = _list(a.transport) or ["mpi"]
     for t in transports:
         if t not in ("mpi", "chan", "chan-cma"):

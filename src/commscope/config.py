@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 # differ from these.
 PARAM_DEFAULTS: dict[str, object] = {
     "window": 64, "dtype": "int", "root": 0, "rotate_root": False, "loggp_n": 16,
-    "loggp_delay_us": 20.0,
+    "loggp_delay_us": 20.0, "param": "",
 }
 
 
@@ -142,6 +142,8 @@ def _applies(param: str, row: Mapping[str, object]) -> bool:
         return bench in ("bw", "bibw")
     if param.startswith("loggp"):
         return bench.startswith("loggp")
+    if param == "param":  # applications' own parameters
+        return "params" in row.keys() and bool(row["params"])
     return True
 
 

@@ -68,6 +68,9 @@ class Result:
     checked_msgs: int | None = None  # messages checked in them
     window: int | None = None  # bw, bibw: the window this size ran (narrowed on slow links)
     primary: str | None = None  # the figure a table shows (median_us, mb_per_s, rate_per_s)
+    size_param: str | None = None  # applications: what size_bytes is (matmul: N)
+    params: str | None = None  # applications: every parameter's value, K=V;K=V
+    phases: dict[str, dict[str, object]] | None = field(default=None, hash=False)
 
 
 @dataclass
@@ -121,6 +124,9 @@ def parse_result(d: dict[str, object]) -> Result:
         validations=_int(d.get("validations")), checked_msgs=_int(d.get("checked_msgs")),
         window=_int(d.get("window")),
         primary=str(d["primary"]) if d.get("primary") in RESULT_FIELDS else None,
+        size_param=str(d["size_param"]) if d.get("size_param") else None,
+        params=str(d["params"]) if d.get("params") else None,
+        phases=dict(d["phases"]) if isinstance(d.get("phases"), dict) else None,  # type: ignore[arg-type]
     )
 
 

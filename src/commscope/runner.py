@@ -86,8 +86,10 @@ class Job:
 
     @property
     def config(self) -> Configuration:
+        opts = asdict(self.opts)
+        opts["param"] = without_swept(self.opts.param, self.core)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
-                             transport=self.opts.transport, params=params_of(asdict(self.opts)),
+                             transport=self.opts.transport, params=params_of(opts),
                              settings=self.settings, cluster=self.cluster.label,
                              nodes=self.place.nodes, ppn=self.place.ppn)
 
@@ -109,6 +111,14 @@ class Job:
         how = {k: v for k, v in asdict(self.opts).items() if k not in PARAM_DEFAULTS}
         key = {"config": self.config.key, "bench": self.bench, "sampling": how, "rep": self.rep}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def without_swept(spec: str, core: Core) -> str:
+    """Applications' parameters less the swept one (matmul's N): its values
+    are the sizes of the records, not part of what identifies them."""
+    swept = {str(b["size_param"]) for b in core.benches if b.get("size_param")}
+    items = [x for x in spec.split(";") if x and x.split("=", 1)[0] not in swept]
+    return ";".join(sorted(items))
 
 
 def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:

@@ -116,11 +116,13 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
         out.append(f"{bench}, {np_} processes{where}: {unit}{over}")
         w = max(8, *(len(h) for h in cols),
                 *(len(v) for row in cells.values() for v in row.values())) + 2
-        out.append(f"{'size':>8}  " + "  ".join(f"{m:>{w}}" for m in cols))
+        axis = next((str(r["size_param"]) for r in rs if _has(r, "size_param")), None)
+        out.append(f"{axis or 'size':>8}  " + "  ".join(f"{m:>{w}}" for m in cols))
         for size in sorted(cells):
-            out.append(f"{human(size):>8}  "
+            out.append(f"{(str(size) if axis else human(size)):>8}  "
                        + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in cols))
         out.append("")
+        out.extend(phase_table(rs, col, axis or "size"))
     reps = sorted({_n_reps(r) for r in rows})
     if reps and reps[-1] > 1:
         out.append(f"± is the 95% interval between runs ({'/'.join(map(str, reps))} "
@@ -132,6 +134,32 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
     if any_flag:
         out.append("* measured while other processes used the CPU (see export: other_cpu_s)")
     return "\n".join(out).rstrip() + "\n"
+
+
+def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> list[str]:
+    """Applications: where the time of one sample goes, phase by phase (the
+    slowest rank's median per phase, ms), one block per column."""
+    import json
+
+    out: list[str] = []
+    by_col: dict[str, list[sqlite3.Row]] = defaultdict(list)
+    for r in rs:
+        if _has(r, "phases") and r["valid"]:
+            by_col[col[id(r)]].append(r)
+    for name, group in sorted(by_col.items()):
+        phases = json.loads(group[0]["phases"]) if isinstance(group[0]["phases"], str) else (
+            group[0]["phases"])
+        names = list(phases)
+        out.append(f"  phases of {name}: ms, slowest rank's median per phase; total is the "
+                   "slowest rank's whole sample")
+        out.append(f"  {axis:>8} " + " ".join(f"{n:>10}" for n in [*names, "total"]))
+        for r in sorted(group, key=lambda r: r["size_bytes"]):
+            ph = json.loads(r["phases"]) if isinstance(r["phases"], str) else r["phases"]
+            vals = [ph[n]["max_us"] / 1e3 if n in ph else float("nan") for n in names]
+            out.append(f"  {r['size_bytes']:>8} " + " ".join(f"{v:>10.3f}" for v in vals)
+                       + f" {r['median_us'] / 1e3:>10.3f}")
+        out.append("")
+    return out
 
 
 def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:

@@ -129,6 +129,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE results ADD COLUMN checked_msgs INTEGER;
     ALTER TABLE results ADD COLUMN window INTEGER;
     ALTER TABLE results ADD COLUMN primary_figure TEXT;
+    ALTER TABLE results ADD COLUMN size_param TEXT;
+    ALTER TABLE results ADD COLUMN params TEXT;
+    ALTER TABLE results ADD COLUMN phases TEXT;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -310,9 +313,10 @@ class Store:
                        ci_hi_us, ci_us, mb_per_s, rate_per_s, valid, error, converged, stop,
                        raw_us, other_cpu_s, steal_s, wall_s, flagged, busbw_mb_per_s,
                        mean_rank_avg_us, root, equiv_sends, equiv_of, floor_ns, resolution_us,
-                       validations, checked_msgs, window, primary_figure)
+                       validations, checked_msgs, window, primary_figure, size_param, params,
+                       phases)
                        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
-                               ?,?,?,?,?,?)""",
+                               ?,?,?,?,?,?,?,?,?)""",
                     (run_id, r.bench, r.size_bytes, r.np, r.n_samples, r.batch, r.n_iters,
                      r.median_us, r.mean_us, r.min_us, r.max_us, r.p5_us, r.p95_us, r.ci_lo_us,
                      r.ci_hi_us, r.ci_us, r.mb_per_s, r.rate_per_s, int(r.valid), r.error,
@@ -320,7 +324,9 @@ class Store:
                      json.dumps(list(r.raw_us)) if r.raw_us is not None else None,
                      r.other_cpu_s, r.steal_s, r.wall_s, int(flagged), r.busbw_mb_per_s,
                      r.mean_rank_avg_us, r.root, r.equiv_sends, r.equiv_of, r.floor_ns,
-                     r.resolution_us, r.validations, r.checked_msgs, r.window, r.primary))
+                     r.resolution_us, r.validations, r.checked_msgs, r.window, r.primary,
+                     r.size_param, r.params,
+                     json.dumps(r.phases) if r.phases is not None else None))
 
     def save_fit(self, run_id: int, model: str, params: dict[str, object]) -> None:
         """Fitted model parameters, stored with the run they came from; a newer

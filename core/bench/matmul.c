@@ -1,0 +1,272 @@
+/* The distributed matrix multiply of the IIT Bombay cluster study
+ * ("Performance Analysis of MPI over Cluster"): C = A B for N x N
+ * matrices, rank 0 holding A, B and C.  A sample is one product in four
+ * phases: rank 0 broadcasts B, sends every rank its block of rows of A,
+ * every rank computes its block of C, and rank 0 gathers C.  N need not
+ * divide by the process count: the first N mod np ranks get one row more.
+ *
+ * The entries are small integers, so every product and sum is exact in
+ * double precision whatever the summation order: the check C x = A (B x)
+ * with an integer vector x of nonzero entries holds with tolerance 0, and
+ * a corrupted element is always caught.  Each rank checks its own block; rank 0 also checks
+ * the gathered C. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+
+#ifdef CS_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+enum { PH_BCAST_B, PH_SEND_A, PH_COMPUTE, PH_GATHER_C };
+
+typedef struct mm {
+  size_t n;
+  int naive;
+  int *counts, *displs; /* rows per rank, in elements of N doubles */
+  size_t rows, row0;    /* this rank's block */
+  double *a, *b, *c;    /* rank 0: N x N each (b on every rank) */
+  double *al, *cl;      /* this rank's rows of A and C */
+} mm;
+
+static size_t rows_of(size_t n, int np, int r) {
+  return n / (size_t)np + ((size_t)r < n % (size_t)np ? 1 : 0);
+}
+
+/* Bytes this node will hold: rank 0's A and C, everybody's B, each rank's
+ * block of A and C. */
+static double node_bytes(size_t n, int np) {
+  double nn = (double)n * (double)n * sizeof(double);
+  return nn * (2.0 + np) + 2.0 * nn;
+}
+
+static double mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[256];
+  double kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb * 1024.0;
+}
+
+static void *zalloc(size_t n) {
+  void *p = NULL;
+  if (posix_memalign(&p, 64, n ? n : 64)) return NULL;
+  memset(p, 0, n ? n : 64); /* first touch outside any timed region */
+  return p;
+}
+
+static void mm_teardown(cs_ctx *c) {
+  mm *m = c->state;
+  if (!m) return;
+  free(m->counts);
+  free(m->displs);
+  free(m->a);
+  free(m->b);
+  free(m->c);
+  free(m->al);
+  free(m->cl);
+  free(m);
+  c->state = NULL;
+}
+
+static int mm_setup(cs_ctx *c, char *why, size_t len) {
+  size_t n = c->size;
+  char impl[16];
+  cs_param(c, "impl", impl, sizeof impl);
+  if (strcmp(impl, "blas") && strcmp(impl, "naive")) {
+    snprintf(why, len, "matmul impl must be blas or naive, got '%s'", impl);
+    return 1;
+  }
+#ifndef CS_HAVE_OPENBLAS
+  if (!strcmp(impl, "blas")) {
+    snprintf(why, len, "matmul impl=blas: this core was built without OpenBLAS "
+             "(install libopenblas-dev, or use impl=naive)");
+    return 1;
+  }
+#else
+  long threads = cs_param_long(c, "threads");
+  if (threads < 1 || threads > 1024) {
+    snprintf(why, len, "matmul threads must be 1 to 1024, got %ld", threads);
+    return 1;
+  }
+  openblas_set_num_threads((int)threads);
+#endif
+  double need = node_bytes(n, c->np), have = mem_available();
+  if (have > 0 && need > 0.8 * have) {
+    snprintf(why, len, "matmul N=%zu with %d processes needs %.1f GiB on this node, %.1f GiB "
+             "are available: refused", n, c->np, need / 1073741824.0, have / 1073741824.0);
+    return 1;
+  }
+  mm *m = calloc(1, sizeof *m);
+  c->state = m;
+  if (!m) goto nomem;
+  m->n = n;
+  m->naive = !strcmp(impl, "naive");
+  m->counts = calloc((size_t)c->np, sizeof *m->counts);
+  m->displs = calloc((size_t)c->np, sizeof *m->displs);
+  if (!m->counts || !m->displs) goto nomem;
+  size_t off = 0;
+  for (int r = 0; r < c->np; r++) {
+    size_t k = rows_of(n, c->np, r);
+    if (k * n > (size_t)1 << 31 || off * n > (size_t)1 << 31) {
+      snprintf(why, len, "matmul N=%zu: a block of rows exceeds MPI's int counts", n);
+      return 1;
+    }
+    m->counts[r] = (int)(k * n);
+    m->displs[r] = (int)(off * n);
+    if (r == c->rank) {
+      m->rows = k;
+      m->row0 = off;
+    }
+    off += k;
+  }
+  m->b = zalloc(n * n * sizeof(double));
+  m->al = zalloc(m->rows * n * sizeof(double));
+  m->cl = zalloc(m->rows * n * sizeof(double));
+  if (c->rank == 0) {
+    m->a = zalloc(n * n * sizeof(double));
+    m->c = zalloc(n * n * sizeof(double));
+  }
+  if (!m->b || !m->al || !m->cl || (c->rank == 0 && (!m->a || !m->c))) goto nomem;
+  return 0;
+nomem:
+  snprintf(why, len, "matmul N=%zu: out of memory", n);
+  return 1;
+}
+
+/* Entry (i, j) of A or B for a sample: an integer in -2..2. */
+static double entry(uint64_t seed, size_t i, size_t j) {
+  uint64_t z = seed ^ (i * 0x9E3779B97F4A7C15ull) ^ (j * 0xC2B2AE3D27D4EB4Full);
+  z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+  return (double)((int)((z >> 33) % 5) - 2);
+}
+
+static void mm_prepare(cs_ctx *c, long sample) {
+  mm *m = c->state;
+  size_t n = m->n;
+  cs_poison(m->al, m->rows * n * sizeof(double));
+  cs_poison(m->cl, m->rows * n * sizeof(double));
+  if (c->rank != 0) {
+    cs_poison(m->b, n * n * sizeof(double));
+    return;
+  }
+  uint64_t sa = cs_seed(n, 1, sample), sb = cs_seed(n, 2, sample);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      m->a[i * n + j] = entry(sa, i, j);
+      m->b[i * n + j] = entry(sb, i, j);
+    }
+  cs_poison(m->c, n * n * sizeof(double));
+}
+
+static void naive_block(const mm *m) {
+  size_t n = m->n;
+  for (size_t i = 0; i < m->rows; i++) {
+    double *ci = m->cl + i * n;
+    for (size_t j = 0; j < n; j++) ci[j] = 0;
+    for (size_t k = 0; k < n; k++) {
+      double aik = m->al[i * n + k];
+      const double *bk = m->b + k * n;
+      for (size_t j = 0; j < n; j++) ci[j] += aik * bk[j];
+    }
+  }
+}
+
+static int mm_run(cs_ctx *c, long reps) {
+  mm *m = c->state;
+  int nn = (int)(m->n * m->n);
+  for (long r = 0; r < reps; r++) {
+    MPI_Bcast(m->b, nn, MPI_DOUBLE, 0, c->comm);
+    cs_phase(c, PH_BCAST_B);
+    MPI_Scatterv(m->a, m->counts, m->displs, MPI_DOUBLE, m->al, m->counts[c->rank], MPI_DOUBLE,
+                 0, c->comm);
+    cs_phase(c, PH_SEND_A);
+    if (m->naive) {
+      naive_block(m);
+    } else if (m->rows) {
+#ifdef CS_HAVE_OPENBLAS
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m->rows, (int)m->n,
+                  (int)m->n, 1.0, m->al, (int)m->n, m->b, (int)m->n, 0.0, m->cl, (int)m->n);
+#endif
+    }
+    cs_phase(c, PH_COMPUTE);
+    MPI_Gatherv(m->cl, m->counts[c->rank], MPI_DOUBLE, m->c, m->counts, m->displs, MPI_DOUBLE,
+                0, c->comm);
+    cs_phase(c, PH_GATHER_C);
+  }
+  return 0;
+}
+
+/* y = M x for `rows` rows of an N-column row-major M. */
+static void matvec(const double *mat, size_t rows, size_t n, const double *x, double *y) {
+  for (size_t i = 0; i < rows; i++) {
+    double s = 0;
+    for (size_t j = 0; j < n; j++) s += mat[i * n + j] * x[j];
+    y[i] = s;
+  }
+}
+
+/* C x against A (B x), exactly: every value is an integer below 2^53. */
+static int check_rows(const double *cm, const double *am, const double *bm, size_t rows,
+                      size_t row0, size_t n, long sample, char *why, size_t len) {
+  double *x = malloc(n * sizeof *x), *bx = malloc(n * sizeof *bx);
+  double *abx = malloc((rows ? rows : 1) * sizeof *abx), *cx = malloc((rows ? rows : 1) * 8);
+  int bad = 0;
+  if (!x || !bx || !abx || !cx) {
+    snprintf(why, len, "out of memory for the check");
+    bad = 1;
+  } else {
+    /* x has no zero entry: a single wrong element of C always shows */
+    uint64_t sx = cs_seed(n, 3, sample);
+    for (size_t j = 0; j < n; j++) x[j] = entry(sx, 0, j) + 3.0;
+    matvec(bm, n, n, x, bx);
+    matvec(am, rows, n, bx, abx);
+    matvec(cm, rows, n, x, cx);
+    for (size_t i = 0; i < rows && !bad; i++)
+      if (cx[i] != abx[i]) {
+        snprintf(why, len, "row %zu of C: (C x) is %.17g, A (B x) is %.17g (tolerance 0: "
+                 "integer entries make every product exact)", row0 + i, cx[i], abx[i]);
+        bad = 1;
+      }
+  }
+  free(x);
+  free(bx);
+  free(abx);
+  free(cx);
+  return bad;
+}
+
+static int mm_check(cs_ctx *c, long sample, char *why, size_t len) {
+  mm *m = c->state;
+  if (check_rows(m->cl, m->al, m->b, m->rows, m->row0, m->n, sample, why, len)) return 1;
+  return c->rank == 0 && check_rows(m->c, m->a, m->b, m->n, 0, m->n, sample, why, len);
+}
+
+static void mm_corrupt(cs_ctx *c) {
+  mm *m = c->state;
+  if (m->rows) m->cl[(m->rows / 2) * m->n + m->n / 3] += 1.0;
+}
+
+static size_t mm_buf(const cs_ctx *c) { (void)c; return 64; }
+
+static const cs_param_def MM_PARAMS[] = {
+    {"N", "256", "matrix order; a comma-separated list is the sweep (e.g. N=2000,4000)"},
+    {"impl", "blas", "compute with OpenBLAS's dgemm (blas) or a plain triple loop (naive)"},
+    {"threads", "1", "BLAS threads per rank"},
+    {NULL, NULL, NULL},
+};
+static const char *const MM_PHASES[] = {"bcast_B", "send_A", "compute", "gather_C", NULL};
+
+const cs_bench cs_bench_matmul = {
+    .name = "matmul", .group = "apps", .metric = "time per product (max over ranks)",
+    .desc = "C = A B: rank 0 broadcasts B, scatters rows of A, all compute, rank 0 gathers C",
+    .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
+    .params = MM_PARAMS, .phases = MM_PHASES, .setup = mm_setup, .teardown = mm_teardown,
+    .corrupt = mm_corrupt, .buf_bytes = mm_buf, .prepare = mm_prepare, .run = mm_run,
+    .check = mm_check,
+};
