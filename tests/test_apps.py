@@ -116,3 +116,48 @@ def test_a_product_that_will_not_fit_is_refused_with_the_figure(tmp_path, cores)
     assert run["status"] == "failed"
     assert "needs" in run["stderr_tail"] and "GiB" in run["stderr_tail"]
     assert "refused" in run["stderr_tail"]
+
+
+@pytest.fixture(scope="module")
+def jac_db(tmp_path_factory, cores):
+    db = tmp_path_factory.mktemp("jacobi") / "j.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    for param in ("N=33,64", "N=33,64;halo=datatype;mode=overlap", "N=20;py=1;scale=weak"):
+        assert cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "1,2,4",
+                         "--param", param, *mpis, *QUICK]) == 0
+    return db, sorted(cores)
+
+
+def test_jacobi_every_decomposition_matches_the_serial_sweeps(jac_db):
+    db, mpis = jac_db
+    rows = Store(db).result_rows()
+    # (implementations x 3 process counts) x (2 sizes, 2 sizes, 1 size)
+    assert len(rows) == len(mpis) * 3 * 5
+    assert all(r["valid"] and r["validations"] >= 1 for r in rows)
+    kinds = {r["params"].split(";", 1)[1] for r in rows}
+    assert kinds == {"px=0;py=0;iters=20;reduce_every=10;halo=packed;mode=blocking;scale=strong",
+                     "px=0;py=0;iters=20;reduce_every=10;halo=datatype;mode=overlap;"
+                     "scale=strong",
+                     "px=0;py=1;iters=20;reduce_every=10;halo=packed;mode=blocking;scale=weak"}
+    for r in rows:
+        ph = json.loads(r["phases"])
+        assert list(ph) == ["pack", "exchange", "unpack", "compute", "reduce"]
+        assert ph["compute"]["max_us"] > 0 and ph["reduce"]["max_us"] > 0
+
+
+@pytest.mark.parametrize("param", ["N=64", "N=64;halo=datatype;mode=overlap"])
+def test_jacobi_a_corrupted_halo_is_caught(param, tmp_path, cores):
+    db = tmp_path / "bad.db"
+    rc = cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "2", "--param", param,
+                   "--inject", "corrupt@64", "--mpi", sorted(cores)[0], *QUICK])
+    assert rc == 1
+    (r,) = Store(db).result_rows()
+    assert not r["valid"] and "the serial sweeps give" in r["error"]
+
+
+def test_jacobi_a_grid_that_does_not_decompose_is_refused(tmp_path, cores):
+    db = tmp_path / "grid.db"
+    rc = cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "2",
+                   "--param", "N=64;px=3", "--mpi", sorted(cores)[0], *QUICK])
+    assert rc == 1
+    assert "does not decompose 2 processes" in Store(db).runs()[0]["stderr_tail"]

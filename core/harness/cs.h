@@ -211,6 +211,7 @@ typedef struct cs_bench {
   int (*setup)(struct cs_ctx *c, char *why, size_t len);
   void (*teardown)(struct cs_ctx *c);
   void (*corrupt)(struct cs_ctx *c); /* testing: spoil this rank's result */
+  int corrupt_before;                /* ... at the start of the run (a halo in flight) */
   enum cs_timing timing;
   int sizeless;           /* one record at size 0 (barrier) */
   int any_transport;      /* runs over the channel too (only transport calls) */

@@ -206,6 +206,7 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   }
   c->root = root_of(c, sample);
   if (c->active) b->prepare(c, sample);
+  if (c->active && b->corrupt_before) inject(b, c, sample);
   sync_ranks(b, c);
   if (c->active) {
     if (b->run(c, reps)) {
@@ -216,7 +217,7 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   }
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
   if (c->active) {
-    inject(b, c, sample);
+    if (!b->corrupt_before) inject(b, c, sample);
     char why[CS_ERRLEN / 2];
     if (!sm->err && b->check(c, sample, why, sizeof why)) {
       sm->err = 1;

@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""The applications measured against what the machine can do, in one run.
+
+Prints, on an idle machine:
+ (1) matmul's compute phase in GFLOP/s per rank over a one-rank DGEMM of the
+     same BLAS at the same block size (bench/dgemm_ref.c), 2 ranks, N = 2000
+     (target >= 0.9);
+ (2) jacobi's compute phase in bytes per second (16 B per point and sweep:
+     one read of u, one write of u_new) over a copy bandwidth measured in the
+     same run (numpy, 256 MiB, read + write counted) (target >= 0.6);
+ (3) matmul at N = 2000 and 4000 on this machine against emulated Gigabit
+     and 100Base-T nodes (root), phase by phase: the IIT Bombay study's
+     comparison of shared memory against Ethernet.
+
+    .venv/bin/python bench/apps.py [--mpi openmpi] [--no-clusters]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from commscope import build
+from commscope.analysis.repeats import aggregate
+from commscope.store import Store
+from compare_osu import NoiseWatch
+
+HERE = Path(__file__).resolve().parent
+COMMSCOPE = [sys.executable, "-m", "commscope.cli"]
+
+
+def run(db: Path, *args: str) -> None:
+    subprocess.run([*COMMSCOPE, "run", "--db", str(db), "--quiet", *args], check=True)
+
+
+def phases(db: Path, bench: str) -> list:
+    """Each configuration and size over its repetitions (the median run's
+    phases), one machine mode."""
+    rows = aggregate([r for r in Store(db).result_rows() if r["bench"] == bench],
+                     mode="dominant")
+    return [(r, json.loads(r["phases"])) for r in rows if r["valid"]]
+
+
+def dgemm_gflops(m: int, n: int, k: int, tmp: Path) -> float:
+    exe = tmp / "dgemm_ref"
+    if not exe.exists():
+        flags, libs = build.blas_flags()
+        subprocess.run(["cc", "-O2", *flags[1:], str(HERE / "dgemm_ref.c"), "-o", str(exe),
+                        *libs], check=True)
+    out = subprocess.run([str(exe), str(m), str(n), str(k), "5"], capture_output=True,
+                         text=True, check=True).stdout
+    return float(json.loads(out)["gflops_median"])
+
+
+def copy_bandwidth(mib: int = 256, reps: int = 7) -> float:
+    """Bytes read plus bytes written per second by one core's copy."""
+    src = np.ones(mib << 17)  # float64: 8 B each
+    dst = np.empty_like(src)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    return 2 * src.nbytes / statistics.median(times)
+
+
+def figure1(mpi: str, tmp: Path) -> None:
+    n, np_ = 2000, 2
+    db = tmp / "mm.db"
+    run(db, "--bench", "matmul", "--np", str(np_), "--mpi", mpi, "--param", f"N={n}",
+        "--repeat", "3")
+    ((r, ph),) = [(r, ph) for r, ph in phases(db, "matmul") if r["size_bytes"] == n]
+    rows = n // np_
+    per_rank = [2.0 * rows * n * n / (t * 1e-6) / 1e9 for t in ph["compute"]["ranks_us"]]
+    ref = dgemm_gflops(rows, n, n, tmp)
+    ratio = statistics.median(per_rank) / ref
+    print(f"\n(1) matmul N={n}, {np_} ranks ({mpi}): compute phase "
+          f"{statistics.median(per_rank):.1f} GFLOP/s per rank (ranks: "
+          f"{', '.join(f'{g:.1f}' for g in per_rank)}), one-rank DGEMM {rows}x{n}x{n}: "
+          f"{ref:.1f} GFLOP/s -> {ratio:.2f} {'ok' if ratio >= 0.9 else 'MISS (target >= 0.9)'}")
+    print("    phases (slowest rank, ms): " + ", ".join(
+        f"{k} {v['max_us'] / 1e3:.2f}" for k, v in ph.items())
+        + f"; total {r['median_us'] / 1e3:.2f}")
+
+
+def figure2(mpi: str, tmp: Path) -> None:
+    n, np_, iters = 2048, 2, 20
+    db = tmp / "jac.db"
+    run(db, "--bench", "jacobi", "--np", str(np_), "--mpi", mpi, "--param",
+        f"N={n};iters={iters}", "--repeat", "3")
+    ((r, ph),) = phases(db, "jacobi")
+    points = n * n / np_
+    per_rank = [16.0 * points * iters / (t * 1e-6) for t in ph["compute"]["ranks_us"]]
+    copy = copy_bandwidth()
+    ratio = statistics.median(per_rank) / copy
+    print(f"\n(2) jacobi {n}x{n}, {np_} ranks ({mpi}), {iters} sweeps: compute phase "
+          f"{statistics.median(per_rank) / 1e9:.2f} GB/s per rank (16 B per point and sweep), "
+          f"copy {copy / 1e9:.2f} GB/s (read + write, one core) -> {ratio:.2f} "
+          f"{'ok' if ratio >= 0.6 else 'MISS (target >= 0.6)'}")
+    print(f"    lattice updates: {n * n * iters / (r['median_us'] * 1e-6) / 1e6:.0f} M/s in all; "
+          "phases (slowest rank, ms): " + ", ".join(
+              f"{k} {v['max_us'] / 1e3:.2f}" for k, v in ph.items()))
+
+
+def figure3(mpi: str, tmp: Path) -> None:
+    if os.geteuid() != 0:
+        print("\n(3) skipped: emulated clusters need root")
+        return
+    names = {"1gbit": "bgiga", "100mbit": "bfast"}
+    try:
+        for link, name in names.items():
+            subprocess.run([*COMMSCOPE, "cluster", "up", "--nodes", "2", "--link", link,
+                            "--name", name], check=True, capture_output=True)
+        db = tmp / "clusters.db"
+        run(db, "--bench", "matmul", "--np", "2", "--mpi", mpi, "--param", "N=2000,4000",
+            "--cluster", "local", "--cluster", "emu:bgiga", "--cluster", "emu:bfast",
+            "--timeout", "1200")
+        print(f"\n(3) matmul, 2 ranks ({mpi}): this machine against 2 emulated nodes (ms, "
+              "slowest rank per phase)")
+        for r, ph in sorted(phases(db, "matmul"), key=lambda x: (x[0]["size_bytes"],
+                                                                 x[0]["cluster"])):
+            print(f"    N={r['size_bytes']:<5} {r['cluster']:<10} total "
+                  f"{r['median_us'] / 1e3:9.1f}  " + "  ".join(
+                      f"{k} {v['max_us'] / 1e3:8.1f}" for k, v in ph.items()))
+    finally:
+        for name in names.values():
+            subprocess.run([*COMMSCOPE, "cluster", "down", name], capture_output=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mpi", default="openmpi")
+    ap.add_argument("--no-clusters", action="store_true")
+    a = ap.parse_args()
+    watch = NoiseWatch()
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        figure1(a.mpi, tmp)
+        figure2(a.mpi, tmp)
+        if not a.no_clusters:
+            figure3(a.mpi, tmp)
+    print(f"\n{watch.line()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,427 @@
+/* Poisson's equation on the unit square by Jacobi iteration, on a 2D
+ * domain decomposition with halo exchange: the CUDA-aware MPI post's
+ * ("Benchmarking CUDA-Aware MPI") Jacobi solver, here on CPUs.  -Δu = f
+ * with f = -4 and Dirichlet boundaries u = x² + y², whose discrete solution
+ * is x² + y² exactly (the 5-point stencil is exact on quadratics).
+ *
+ * A sample is `iters` sweeps.  Each sweep exchanges halos (top and bottom
+ * rows are contiguous; left and right columns are packed into buffers or
+ * sent with an MPI_Type_vector), updates every point, and every
+ * `reduce_every` sweeps the residual is summed with MPI_Allreduce.  With
+ * mode=overlap the interior is computed while the halos travel.
+ *
+ * Validation: every point's update is the same expression whatever the
+ * decomposition, so after `iters` sweeps from the initial state the
+ * gathered grid must equal, bit for bit, a serial Jacobi on rank 0. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+
+enum { PH_PACK, PH_EXCHANGE, PH_UNPACK, PH_COMPUTE, PH_REDUCE };
+enum { UP, DOWN, LEFT, RIGHT };
+
+typedef struct jac {
+  size_t nx, ny;        /* global interior points */
+  int px, py, cx, cy;   /* process grid and this rank's coordinates */
+  size_t lx, ly, x0, y0; /* this rank's block and its first global point */
+  size_t w;             /* row length with ghosts: ly + 2 */
+  int iters, every, overlap, datatype;
+  int nbr[4];
+  MPI_Comm cart;
+  MPI_Datatype col;     /* one interior column (halo=datatype) */
+  double *u, *un, *sbuf[2], *rbuf[2];
+  double hx2, hy2, inv, src; /* the update's constants (see update) */
+  int want_res;         /* this sweep sums the residual (reduction sweeps only) */
+  double residual;
+  int spoil;            /* testing: corrupt the next halo received */
+} jac;
+
+static double g(double x, double y) { return x * x + y * y; }
+
+/* Rows, or columns, of an uneven split: the first (n mod p) parts get one more. */
+static void split(size_t n, int p, int k, size_t *len, size_t *first) {
+  size_t base = n / (size_t)p, extra = n % (size_t)p;
+  *len = base + ((size_t)k < extra ? 1 : 0);
+  *first = (size_t)k * base + ((size_t)k < extra ? (size_t)k : extra);
+}
+
+static double mem_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  char line[256];
+  double kb = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
+  if (f) fclose(f);
+  return kb * 1024.0;
+}
+
+static void jac_teardown(cs_ctx *c) {
+  jac *j = c->state;
+  if (!j) return;
+  if (j->col != MPI_DATATYPE_NULL) MPI_Type_free(&j->col);
+  if (j->cart != MPI_COMM_NULL) MPI_Comm_free(&j->cart);
+  free(j->u);
+  free(j->un);
+  for (int k = 0; k < 2; k++) {
+    free(j->sbuf[k]);
+    free(j->rbuf[k]);
+  }
+  free(j);
+  c->state = NULL;
+}
+
+/* Ghost cells on the physical boundary hold the boundary condition. */
+static void set_boundary(jac *j, double *u) {
+  double hx = 1.0 / (double)(j->nx + 1), hy = 1.0 / (double)(j->ny + 1);
+  for (size_t i = 0; i < j->lx + 2; i++)
+    for (size_t k = 0; k < j->ly + 2; k++) {
+      long gi = (long)(j->x0 + i) - 1, gk = (long)(j->y0 + k) - 1;
+      int edge = gi < 0 || gi >= (long)j->nx || gk < 0 || gk >= (long)j->ny;
+      if (edge) u[i * j->w + k] = g((double)(gi + 1) * hx, (double)(gk + 1) * hy);
+    }
+}
+
+static void initial_state(jac *j) {
+  memset(j->u, 0, (j->lx + 2) * j->w * sizeof(double));
+  memset(j->un, 0, (j->lx + 2) * j->w * sizeof(double));
+  set_boundary(j, j->u);
+  set_boundary(j, j->un);
+}
+
+static int jac_setup(cs_ctx *c, char *why, size_t len) {
+  char mode[16], halo[16], scale[16];
+  cs_param(c, "mode", mode, sizeof mode);
+  cs_param(c, "halo", halo, sizeof halo);
+  cs_param(c, "scale", scale, sizeof scale);
+  long px = cs_param_long(c, "px"), py = cs_param_long(c, "py");
+  long iters = cs_param_long(c, "iters"), every = cs_param_long(c, "reduce_every");
+  if (strcmp(mode, "blocking") && strcmp(mode, "overlap")) {
+    snprintf(why, len, "jacobi mode must be blocking or overlap, got '%s'", mode);
+    return 1;
+  }
+  if (strcmp(halo, "packed") && strcmp(halo, "datatype")) {
+    snprintf(why, len, "jacobi halo must be packed or datatype, got '%s'", halo);
+    return 1;
+  }
+  if (strcmp(scale, "strong") && strcmp(scale, "weak")) {
+    snprintf(why, len, "jacobi scale must be strong or weak, got '%s'", scale);
+    return 1;
+  }
+  if (iters < 1 || every < 1 || px < 0 || py < 0) {
+    snprintf(why, len, "jacobi iters and reduce_every must be at least 1, px and py 0 or more");
+    return 1;
+  }
+  int dims[2] = {(int)px, (int)py};
+  if ((px && py && px * py != c->np) || (px && c->np % px) || (py && c->np % py)) {
+    snprintf(why, len, "jacobi grid px=%ld x py=%ld does not decompose %d processes", px, py,
+             c->np);
+    return 1;
+  }
+  MPI_Dims_create(c->np, 2, dims);
+  size_t n = c->size;
+  size_t nx = !strcmp(scale, "weak") ? n * (size_t)dims[0] : n;
+  size_t ny = !strcmp(scale, "weak") ? n * (size_t)dims[1] : n;
+  if (nx < (size_t)dims[0] || ny < (size_t)dims[1]) {
+    snprintf(why, len, "jacobi N=%zu cannot be split over a %d x %d grid", n, dims[0], dims[1]);
+    return 1;
+  }
+  /* every rank's two grids and halo buffers, and rank 0's gathered grid and
+   * serial reference for the check */
+  double local = 2.0 * ((double)nx / dims[0] + 3) * ((double)ny / dims[1] + 3) * 8.0;
+  double need = local * c->np + 3.0 * (double)(nx + 2) * (double)(ny + 2) * 8.0;
+  double have = mem_available();
+  if (have > 0 && need > 0.8 * have) {
+    snprintf(why, len, "jacobi %zu x %zu with %d processes needs %.1f GiB on this node, %.1f "
+             "GiB are available: refused", nx, ny, c->np, need / 1073741824.0,
+             have / 1073741824.0);
+    return 1;
+  }
+  jac *j = calloc(1, sizeof *j);
+  c->state = j;
+  if (!j) goto nomem;
+  j->col = MPI_DATATYPE_NULL;
+  j->cart = MPI_COMM_NULL;
+  j->nx = nx;
+  j->ny = ny;
+  j->px = dims[0];
+  j->py = dims[1];
+  j->iters = (int)iters;
+  j->every = (int)every;
+  j->overlap = !strcmp(mode, "overlap");
+  j->datatype = !strcmp(halo, "datatype");
+  int periods[2] = {0, 0}, coords[2];
+  MPI_Cart_create(c->comm, 2, dims, periods, 0, &j->cart);
+  MPI_Cart_coords(j->cart, c->rank, 2, coords);
+  j->cx = coords[0];
+  j->cy = coords[1];
+  MPI_Cart_shift(j->cart, 0, 1, &j->nbr[UP], &j->nbr[DOWN]);
+  MPI_Cart_shift(j->cart, 1, 1, &j->nbr[LEFT], &j->nbr[RIGHT]);
+  split(nx, j->px, j->cx, &j->lx, &j->x0);
+  split(ny, j->py, j->cy, &j->ly, &j->y0);
+  j->w = j->ly + 2;
+  double hx = 1.0 / (double)(nx + 1), hy = 1.0 / (double)(ny + 1);
+  j->hx2 = hx * hx;
+  j->hy2 = hy * hy;
+  j->inv = 1.0 / (2.0 * (j->hx2 + j->hy2));
+  j->src = 4.0 * j->hx2 * j->hy2;
+  size_t cells = (j->lx + 2) * j->w;
+  j->u = malloc(cells * sizeof(double));
+  j->un = malloc(cells * sizeof(double));
+  for (int k = 0; k < 2; k++) {
+    j->sbuf[k] = calloc(j->lx ? j->lx : 1, sizeof(double));
+    j->rbuf[k] = calloc(j->lx ? j->lx : 1, sizeof(double));
+  }
+  if (!j->u || !j->un || !j->sbuf[0] || !j->sbuf[1] || !j->rbuf[0] || !j->rbuf[1]) goto nomem;
+  MPI_Type_vector((int)j->lx, 1, (int)j->w, MPI_DOUBLE, &j->col);
+  MPI_Type_commit(&j->col);
+  initial_state(j);
+  return 0;
+nomem:
+  snprintf(why, len, "jacobi N=%zu: out of memory", n);
+  return 1;
+}
+
+/* A point's update, (hy² (u_N + u_S) + hx² (u_W + u_E) - 4 hx² hy²) /
+ * (2 (hx² + hy²)), is the same expression on every decomposition, written
+ * with a multiplication (not a division) so that the loop streams. */
+/* Rows i0..i1 and columns k0..k1 (inclusive, 1-based local).  Only the
+ * sweeps whose residual is reduced sum it: a sum in the loop keeps the
+ * compiler from vectorising it (no reassociation without -ffast-math). */
+/* GCC 12 at -O2 vectorises only loops that need no epilogue: this one does. */
+__attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+static double sweep(jac *j, size_t i0, size_t i1, size_t k0, size_t k1) {
+  double res = 0;
+  const size_t w = j->w;
+  const double hx2 = j->hx2, hy2 = j->hy2, src = j->src, inv = j->inv;
+  for (size_t i = i0; i <= i1; i++) {
+    const double *restrict u = j->u + i * w, *restrict up = u - w, *restrict dn = u + w;
+    double *restrict un = j->un + i * w;
+    if (j->want_res) {
+      for (size_t k = k0; k <= k1; k++) {
+        double v = (hy2 * (up[k] + dn[k]) + hx2 * (u[k - 1] + u[k + 1]) - src) * inv;
+        double d = v - u[k];
+        un[k] = v;
+        res += d * d;
+      }
+    } else { /* the same expression as update(), written for the vectoriser */
+      for (size_t k = k0; k <= k1; k++)
+        un[k] = (hy2 * (up[k] + dn[k]) + hx2 * (u[k - 1] + u[k + 1]) - src) * inv;
+    }
+  }
+  return res;
+}
+
+#define TAG_H 40
+
+static void pack(jac *j) {
+  for (size_t i = 0; i < j->lx; i++) {
+    j->sbuf[0][i] = j->u[(i + 1) * j->w + 1];     /* to LEFT */
+    j->sbuf[1][i] = j->u[(i + 1) * j->w + j->ly]; /* to RIGHT */
+  }
+}
+
+static void unpack(jac *j) {
+  for (size_t i = 0; i < j->lx; i++) {
+    if (j->nbr[LEFT] != MPI_PROC_NULL) j->u[(i + 1) * j->w] = j->rbuf[0][i];
+    if (j->nbr[RIGHT] != MPI_PROC_NULL) j->u[(i + 1) * j->w + j->ly + 1] = j->rbuf[1][i];
+  }
+}
+
+/* Post every halo transfer: rows directly, columns packed or as vectors. */
+static void post(jac *j, MPI_Request *rq) {
+  int ly = (int)j->ly, lx = (int)j->lx;
+  double *u = j->u;
+  MPI_Irecv(u + 1, ly, MPI_DOUBLE, j->nbr[UP], TAG_H, j->cart, &rq[0]);
+  MPI_Irecv(u + (j->lx + 1) * j->w + 1, ly, MPI_DOUBLE, j->nbr[DOWN], TAG_H, j->cart, &rq[1]);
+  MPI_Isend(u + j->w + 1, ly, MPI_DOUBLE, j->nbr[UP], TAG_H, j->cart, &rq[2]);
+  MPI_Isend(u + j->lx * j->w + 1, ly, MPI_DOUBLE, j->nbr[DOWN], TAG_H, j->cart, &rq[3]);
+  if (j->datatype) {
+    MPI_Irecv(u + j->w, 1, j->col, j->nbr[LEFT], TAG_H + 1, j->cart, &rq[4]);
+    MPI_Irecv(u + j->w + j->ly + 1, 1, j->col, j->nbr[RIGHT], TAG_H + 1, j->cart, &rq[5]);
+    MPI_Isend(u + j->w + 1, 1, j->col, j->nbr[LEFT], TAG_H + 1, j->cart, &rq[6]);
+    MPI_Isend(u + j->w + j->ly, 1, j->col, j->nbr[RIGHT], TAG_H + 1, j->cart, &rq[7]);
+  } else {
+    MPI_Irecv(j->rbuf[0], lx, MPI_DOUBLE, j->nbr[LEFT], TAG_H + 1, j->cart, &rq[4]);
+    MPI_Irecv(j->rbuf[1], lx, MPI_DOUBLE, j->nbr[RIGHT], TAG_H + 1, j->cart, &rq[5]);
+    MPI_Isend(j->sbuf[0], lx, MPI_DOUBLE, j->nbr[LEFT], TAG_H + 1, j->cart, &rq[6]);
+    MPI_Isend(j->sbuf[1], lx, MPI_DOUBLE, j->nbr[RIGHT], TAG_H + 1, j->cart, &rq[7]);
+  }
+}
+
+/* The rim: points next to a ghost cell, computed once the halos are in. */
+static double rim(jac *j) {
+  size_t lx = j->lx, ly = j->ly;
+  if (lx <= 2 || ly <= 2) return sweep(j, 1, lx, 1, ly);
+  return sweep(j, 1, 1, 1, ly) + sweep(j, lx, lx, 1, ly) + sweep(j, 2, lx - 1, 1, 1) +
+         sweep(j, 2, lx - 1, ly, ly);
+}
+
+/* Testing: one received ghost value is wrong, as a broken exchange would
+ * leave it; with no neighbour (one rank), an interior point instead. */
+static void spoil_halo(jac *j) {
+  j->spoil = 0;
+  if (j->nbr[UP] != MPI_PROC_NULL)
+    j->u[j->ly / 2 + 1] += 1e-3;
+  else if (j->nbr[DOWN] != MPI_PROC_NULL)
+    j->u[(j->lx + 1) * j->w + j->ly / 2 + 1] += 1e-3;
+  else if (j->nbr[LEFT] != MPI_PROC_NULL)
+    j->u[(j->lx / 2 + 1) * j->w] += 1e-3;
+  else if (j->nbr[RIGHT] != MPI_PROC_NULL)
+    j->u[(j->lx / 2 + 1) * j->w + j->ly + 1] += 1e-3;
+  else
+    j->u[(j->lx / 2 + 1) * j->w + j->ly / 2 + 1] += 1e-3;
+}
+
+static double one_sweep(cs_ctx *c, jac *j) {
+  MPI_Request rq[8];
+  MPI_Status st[8]; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's (size 0) */
+  double res;
+  if (!j->datatype) pack(j);
+  cs_phase(c, PH_PACK);
+  post(j, rq);
+  if (j->overlap) {
+    cs_phase(c, PH_EXCHANGE);
+    res = j->lx > 2 && j->ly > 2 ? sweep(j, 2, j->lx - 1, 2, j->ly - 1) : 0;
+    cs_phase(c, PH_COMPUTE);
+    MPI_Waitall(8, rq, st);
+    cs_phase(c, PH_EXCHANGE);
+    if (!j->datatype) unpack(j);
+    if (j->spoil) spoil_halo(j);
+    cs_phase(c, PH_UNPACK);
+    res += rim(j);
+  } else {
+    MPI_Waitall(8, rq, st);
+    cs_phase(c, PH_EXCHANGE);
+    if (!j->datatype) unpack(j);
+    if (j->spoil) spoil_halo(j);
+    cs_phase(c, PH_UNPACK);
+    res = sweep(j, 1, j->lx, 1, j->ly);
+  }
+  cs_phase(c, PH_COMPUTE);
+  double *t = j->u;
+  j->u = j->un;
+  j->un = t;
+  return res;
+}
+
+static int jac_run(cs_ctx *c, long reps) {
+  jac *j = c->state;
+  for (long r = 0; r < reps; r++)
+    for (int it = 1; it <= j->iters; it++) {
+      int reduce = it % j->every == 0 || it == j->iters;
+      j->want_res = reduce;
+      double res = one_sweep(c, j);
+      if (reduce) {
+        MPI_Allreduce(&res, &j->residual, 1, MPI_DOUBLE, MPI_SUM, j->cart);
+        cs_phase(c, PH_REDUCE);
+      }
+    }
+  return 0;
+}
+
+static void jac_prepare(cs_ctx *c, long sample) {
+  (void)sample;
+  initial_state(c->state);
+}
+
+/* Rank 0 gathers the grid and runs the same sweeps serially. */
+static int jac_check(cs_ctx *c, long sample, char *why, size_t len) {
+  (void)sample;
+  jac *j = c->state;
+  size_t nx = j->nx, ny = j->ny, w = ny + 2;
+  double *all = NULL, *ref = NULL, *tmp = NULL, *blk = malloc((j->lx * j->ly + 1) * 8);
+  int bad = !blk;
+  for (size_t i = 0; i < j->lx && blk; i++)
+    memcpy(blk + i * j->ly, j->u + (i + 1) * j->w + 1, j->ly * sizeof(double));
+  long meta[4] = {(long)j->x0, (long)j->lx, (long)j->y0, (long)j->ly}, *metas = NULL;
+  if (c->rank == 0) {
+    all = calloc((nx + 2) * w, sizeof(double));
+    metas = calloc((size_t)c->np * 4, sizeof(long));
+  }
+  MPI_Gather(meta, 4, MPI_LONG, metas, 4, MPI_LONG, 0, j->cart);
+  if (c->rank != 0) {
+    MPI_Send(blk, (int)(j->lx * j->ly), MPI_DOUBLE, 0, TAG_H + 2, j->cart);
+  } else {
+    for (int r = 0; r < c->np; r++) {
+      size_t x0 = (size_t)metas[r * 4], lx = (size_t)metas[r * 4 + 1];
+      size_t y0 = (size_t)metas[r * 4 + 2], ly = (size_t)metas[r * 4 + 3];
+      double *part = r == 0 ? blk : malloc((lx * ly + 1) * sizeof(double));
+      if (r != 0)
+        MPI_Recv(part, (int)(lx * ly), MPI_DOUBLE, r, TAG_H + 2, j->cart, MPI_STATUS_IGNORE);
+      for (size_t i = 0; i < lx && all; i++)
+        memcpy(all + (x0 + i + 1) * w + y0 + 1, part + i * ly, ly * sizeof(double));
+      if (r != 0) free(part);
+    }
+    /* the serial reference: the whole grid as one block */
+    jac s = *j;
+    s.x0 = s.y0 = 0;
+    s.lx = nx;
+    s.ly = ny;
+    s.w = w;
+    ref = calloc((nx + 2) * w, sizeof(double));
+    tmp = calloc((nx + 2) * w, sizeof(double));
+    bad = bad || !all || !ref || !tmp;
+    if (!bad) {
+      s.u = ref;
+      s.un = tmp;
+      set_boundary(&s, s.u);
+      set_boundary(&s, s.un);
+      s.want_res = 0;
+      for (int it = 0; it < j->iters; it++) {
+        sweep(&s, 1, nx, 1, ny);
+        double *t = s.u;
+        s.u = s.un;
+        s.un = t;
+      }
+      for (size_t i = 1; i <= nx && !bad; i++)
+        for (size_t k = 1; k <= ny && !bad; k++)
+          if (all[i * w + k] != s.u[i * w + k]) {
+            snprintf(why, len, "point (%zu, %zu) after %d sweeps is %.17g, the serial sweeps "
+                     "give %.17g (tolerance 0: the same expression per point)", i - 1, k - 1,
+                     j->iters, all[i * w + k], s.u[i * w + k]);
+            bad = 1;
+          }
+    } else {
+      snprintf(why, len, "out of memory for the check");
+    }
+  }
+  free(all);
+  free(ref);
+  free(tmp);
+  free(blk);
+  free(metas);
+  return bad;
+}
+
+static void jac_corrupt(cs_ctx *c) { ((jac *)c->state)->spoil = 1; }
+
+static size_t jac_buf(const cs_ctx *c) { (void)c; return 64; }
+
+static const cs_param_def JAC_PARAMS[] = {
+    {"N", "256", "grid points per side (scale=weak: per rank and side); a list is the sweep"},
+    {"px", "0", "process rows (0: MPI_Dims_create chooses)"},
+    {"py", "0", "process columns (0: MPI_Dims_create chooses; py=1 is a 1D row decomposition)"},
+    {"iters", "20", "Jacobi sweeps per sample"},
+    {"reduce_every", "10", "sweeps between residual reductions (MPI_Allreduce)"},
+    {"halo", "packed", "left/right columns packed into buffers, or sent as an MPI_Type_vector "
+     "(datatype)"},
+    {"mode", "blocking", "exchange, then compute (blocking), or compute the interior while "
+     "the halos travel (overlap)"},
+    {"scale", "strong", "strong: N is the global grid; weak: N per rank, the grid grows"},
+    {NULL, NULL, NULL},
+};
+static const char *const JAC_PHASES[] = {"pack", "exchange", "unpack", "compute", "reduce",
+                                         NULL};
+
+const cs_bench cs_bench_jacobi = {
+    .name = "jacobi", .group = "apps", .metric = "time per sample of iters sweeps",
+    .desc = "Poisson by Jacobi on a 2D decomposition with halo exchange (packed or datatype, "
+            "blocking or overlapped)",
+    .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
+    .params = JAC_PARAMS, .phases = JAC_PHASES, .setup = jac_setup, .teardown = jac_teardown,
+    .corrupt = jac_corrupt, .corrupt_before = 1, .buf_bytes = jac_buf, .prepare = jac_prepare, .run = jac_run,
+    .check = jac_check,
+};
