@@ -235,3 +235,54 @@ def test_a_smooth_curve_is_no_protocol_switch_and_a_step_is():
     step = series(lambda s: (0.2 + s / 3000.0) if s < 16384 else (4.0 + s / 6000.0))
     got = findings.protocol_switches({(cfg, "latency"): step})
     assert len(got) == 1 and "between 4 KiB and 16 KiB" in got[0].text
+
+
+# -- prediction of application phases ---------------------------------------------
+def test_prediction_arithmetic_on_synthetic_models():
+    import json as _json
+
+    from commscope.analysis import predict
+    from commscope.config import Configuration
+
+    cfg2 = Config("openmpi", 2, "local", False, "openmpi")
+    sizes = [2**k for k in range(0, 23)]
+
+    def line(alpha, beta):  # Hockney: alpha + m / beta (bytes per us)
+        return {s: Point(s, alpha + s / beta, (alpha + s / beta) * 0.99,
+                         (alpha + s / beta) * 1.01) for s in sizes}
+
+    models = {(cfg2, "bcast"): line(1.0, 1000.0), (cfg2, "scatter"): line(2.0, 2000.0),
+              (cfg2, "gather"): line(3.0, 4000.0), (cfg2, "allreduce"): line(0.5, 500.0),
+              (Config("openmpi", 2, "local"), "latency"): line(0.25, 8000.0)}
+    conf = _json.dumps(Configuration("openmpi", params=(("param", "iters=20"),)).to_json())
+
+    def app(i, bench, n, params, phases):
+        return {"id": i, "bench": bench, "np": 2, "size_bytes": n, "valid": True,
+                "median_us": 1000.0, "ci_lo_us": 990.0, "ci_hi_us": 1010.0, "flagged": False,
+                "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "config": conf,
+                "params": params, "root": None, "phases": _json.dumps(
+                    {k: {"max_us": v * 1.5, "ranks_us": [v, v * 1.5]} for k, v in phases.items()})}
+
+    n = 1000
+    rows = [app(1, "matmul", n, f"N={n};impl=blas;threads=1",
+                {"bcast_B": 9000.0, "send_A": 2002.0, "gather_C": 100.0}),
+            app(2, "jacobi", 4096, "N=4096;px=0;py=0;iters=20;reduce_every=10;halo=packed;"
+                "mode=blocking;scale=strong", {"exchange": 82.0, "reduce": 2.0})]
+    got = {(p.bench, p.phase): p for p in predict.predict(rows, models)}
+    bb, blk = 8 * n * n, 8 * 500 * n
+    assert got[("matmul", "bcast_B")].predicted_us == pytest.approx(1.0 + bb / 1000.0, rel=1e-3)
+    assert got[("matmul", "send_A")].predicted_us == pytest.approx(2.0 + blk / 2000.0, rel=1e-3)
+    assert got[("matmul", "gather_C")].predicted_us == pytest.approx(3.0 + blk / 4000.0,
+                                                                     rel=1e-3)
+    # 2 ranks: a 2 x 1 grid, blocks of 2048 x 4096: 20 sweeps of one row exchange
+    assert got[("jacobi", "exchange")].predicted_us == pytest.approx(
+        20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
+    assert got[("jacobi", "reduce")].predicted_us == pytest.approx(2 * (0.5 + 8 / 500.0),
+                                                                   rel=1e-3)
+    # measured is the rank that waited least; the verdict follows the tolerance
+    assert got[("matmul", "bcast_B")].measured_us == 9000.0
+    assert got[("matmul", "bcast_B")].verdict == "ok"  # 8001 / 9000
+    assert got[("matmul", "gather_C")].verdict == "MISS"  # 1003 / 100
+    assert "extrapolated" in got[("matmul", "bcast_B")].note
+    assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
+    assert predict._dims(8, 0, 0) == (4, 2)

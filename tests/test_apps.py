@@ -161,3 +161,23 @@ def test_jacobi_a_grid_that_does_not_decompose_is_refused(tmp_path, cores):
                    "--param", "N=64;px=3", "--mpi", sorted(cores)[0], *QUICK])
     assert rc == 1
     assert "does not decompose 2 processes" in Store(db).runs()[0]["stderr_tail"]
+
+
+def test_predict_sets_every_communication_phase_against_the_models(tmp_path, cores, capsys):
+    db = tmp_path / "pred.db"
+    m = sorted(cores)[0]
+    assert cli.main(["run", "--db", str(db), "--bench", "latency,bcast,scatter,gather,"
+                     "allreduce,matmul,jacobi", "--np", "2", "--mpi", m, "--param", "N=200",
+                     *QUICK]) == 0
+    assert cli.main(["analyze", "predict", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    for phase in ("bcast_B", "send_A", "gather_C", "exchange", "reduce"):
+        assert f" {phase} " in out
+    assert "5 phases:" in out and "without a model" in out
+    # without the collectives there is nothing to predict from: said, not guessed
+    db2 = tmp_path / "alone.db"
+    assert cli.main(["run", "--db", str(db2), "--bench", "matmul", "--np", "2", "--mpi", m,
+                     "--param", "N=64", *QUICK]) == 0
+    assert cli.main(["analyze", "predict", "--db", str(db2)]) == 0
+    out = capsys.readouterr().out
+    assert "3 phases: 0 within" in out and "no bcast series" in out

@@ -226,6 +226,23 @@ def cmd_findings(a: argparse.Namespace) -> int:
     return 0
 
 
+@command("analyze predict")
+def cmd_predict(a: argparse.Namespace) -> int:
+    from .analysis import predict
+    from .analysis.series import collect
+
+    store, picked = _matching(a)
+    apps = [r for r in picked if r["phases"]]
+    if not apps:
+        raise CommscopeError("no application records (matmul, jacobi) match: run them, and "
+                             "the collectives and latency of the same configuration, first "
+                             "(e.g. --bench matmul,jacobi,latency,coll)")
+    mode = None if a.mode == "all" else (a.mode or "dominant")
+    models = collect(aggregate(store.result_rows(), mode=mode))
+    print(predict.table(predict.predict(apps, models)), end="")
+    return 0
+
+
 @command("fit")
 def cmd_fit(a: argparse.Namespace) -> int:
     from .analysis import hockney, loggp
@@ -566,6 +583,10 @@ def make_parser() -> Parser:
     _filters(af)
     af.add_argument("--limit", type=_positive(int, 0, 100000), default=10,
                     help="show the N findings that save most (default 10; 0: all)")
+    ap_ = asub.add_parser("predict", help="each application phase predicted from the models "
+                          "of the same configuration, against its measurement",
+                          epilog="example: commscope analyze predict --db my.db --np 2")
+    _filters(ap_)
     ft = sub.add_parser("fit", help="fit Hockney and LogGP models and store them",
                         epilog="example: commscope fit --db my.db --model hockney --bench latency")
     _filters(ft)
@@ -665,7 +686,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = f"{name} {action}"
         elif name == "analyze":
             if a.anacmd is None:
-                raise CommscopeError("commscope analyze: choose crossover or findings")
+                raise CommscopeError("commscope analyze: choose crossover, findings or predict")
             name = f"analyze {a.anacmd}"
         return COMMANDS[name](a)
     except CommscopeError as exc:

@@ -1,0 +1,204 @@
+"""Each communication phase of an application predicted from the models of
+the same configuration: Hockney fits (piecewise, extrapolated with their
+last piece) of the collective or point-to-point series that the phase is
+made of, set against the phase as measured.
+
+matmul (N, p ranks, blocks of r = ceil(N/p) rows):
+  bcast_B  = T_bcast(8 N^2)          send_A  = T_scatter(8 r N)
+  gather_C = T_gather(8 r N)         (Scatterv/Gatherv taken as their plain kin)
+jacobi (a rank's block lx x ly, `iters` sweeps, a reduction every K):
+  exchange = iters x (T_p2p(8 ly) [rows, when the grid has >1 process row]
+                      + T_p2p(8 lx) [columns, when it has >1 process column])
+  reduce   = ceil(iters / K) x T_allreduce(8)
+where T_p2p is the one-way latency (all four transfers of a sweep are in
+flight at once, so a sweep pays about one transfer per direction)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from . import hockney
+from .series import Config, Series
+
+MIN_TOLERANCE = 0.25  # the goal: within 25% where the machine is not oversubscribed
+
+
+@dataclass(frozen=True)
+class Prediction:
+    config: Config
+    bench: str
+    size: int  # the application's N
+    phase: str
+    measured_us: float  # the rank that waited least: the transfer itself
+    predicted_us: float | None
+    tolerance: float  # relative: the models' own uncertainty, at least MIN_TOLERANCE
+    note: str = ""
+    slowest_us: float | None = None  # the slowest rank's, waiting included
+
+    @property
+    def ratio(self) -> float | None:
+        return self.predicted_us / self.measured_us if self.predicted_us else None
+
+    @property
+    def verdict(self) -> str:
+        r = self.ratio
+        if r is None:
+            return "no model"
+        return "ok" if 1 / (1 + self.tolerance) <= r <= 1 + self.tolerance else "MISS"
+
+
+@dataclass(frozen=True)
+class Model:
+    fit: hockney.Fit
+    lo: int  # the measured range
+    hi: int
+    rel_ci: float  # median relative half-width of the points' intervals
+
+    def predict(self, size: float) -> tuple[float, str]:
+        note = ""
+        if size > self.hi * 1.01:
+            note = f"extrapolated from {self.hi} B to {int(size)} B"
+        return self.fit.predict(size), note
+
+
+def model(series: Series | None) -> Model | None:
+    if not series:
+        return None
+    sizes = sorted(s for s in series if s > 0)
+    if len(sizes) < 2:
+        return None
+    f = hockney.fit(sizes, [series[s].median for s in sizes])
+    cis = sorted((series[s].hi - series[s].lo) / 2 / series[s].median for s in sizes)
+    return Model(f, sizes[0], sizes[-1], cis[len(cis) // 2])
+
+
+def _params(text: str | None) -> dict[str, str]:
+    return dict(x.split("=", 1) for x in (text or "").split(";") if "=" in x)
+
+
+def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
+    """MPI_Dims_create's answer for two dimensions: as square as can be,
+    larger first; given factors kept."""
+    if px and py:
+        return px, py
+    if px:
+        return px, np_ // px
+    if py:
+        return np_ // py, py
+    best = (np_, 1)
+    for a in range(1, int(math.isqrt(np_)) + 1):
+        if np_ % a == 0:
+            best = (np_ // a, a)
+    return best
+
+
+def predict(app_rows: Sequence[Mapping[str, object]],
+            series: Mapping[tuple[Config, str], Series]) -> list[Prediction]:
+    """Every communication phase of the matmul and jacobi records given,
+    from the series of the same configuration (implementation and its
+    settings, process count, cluster)."""
+    from .series import collect
+
+    out: list[Prediction] = []
+    apps = collect(app_rows)
+    phases_of = {(int(r["id"])): json.loads(str(r["phases"])) for r in app_rows  # type: ignore[call-overload]
+                 if r["phases"]}
+    params_of = {int(r["id"]): _params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
+    models: dict[tuple[Config, str], Model | None] = {}
+
+    def m(cfg: Config, bench: str) -> Model | None:
+        key = Config(cfg.base or cfg.mpi, cfg.np if bench != "latency" else 2, cfg.cluster,
+                     cfg.oversubscribed if bench != "latency" else False)
+        if (key, bench) not in models:
+            models[(key, bench)] = model(series.get((key, bench)))
+        return models[(key, bench)]
+
+    for (cfg, bench), s in sorted(apps.items(), key=lambda kv: (kv[0][0].mpi, kv[0][0].np,
+                                                                 kv[0][1])):
+        for n, p in sorted(s.items()):
+            if p.result_id is None or p.result_id not in phases_of:
+                continue
+            ph, par = phases_of[p.result_id], params_of[p.result_id]
+            terms = _terms(bench, n, cfg.np, par)
+            for phase, parts in terms.items():
+                # a phase that synchronises (a collective, a wait for halos)
+                # also holds the time a rank waits for slower ones: the rank
+                # that waited least is the transfer itself; the slowest is
+                # shown beside it
+                ranks = ph.get(phase, {}).get("ranks_us") or []
+                measured = min(ranks) if ranks else None
+                if not measured:
+                    continue
+                total, notes, tol = 0.0, [], MIN_TOLERANCE
+                for coll, size, times in parts:
+                    mod = m(cfg, coll)
+                    if mod is None:
+                        total = math.nan
+                        notes.append(f"no {coll} series for this configuration")
+                        break
+                    t, note = mod.predict(size)
+                    total += times * t
+                    tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
+                    if note:
+                        notes.append(f"{coll} {note}")
+                if bench == "jacobi" and phase == "exchange" and par.get("mode") == "overlap":
+                    notes.append("overlapped with the interior: the wait is what shows")
+                if cfg.oversubscribed:
+                    notes.append("oversubscribed: correctness only")
+                out.append(Prediction(cfg, bench, n, phase, float(measured),  # type: ignore[arg-type]
+                                      None if math.isnan(total) else total, tol,
+                                      "; ".join(notes), ph[phase].get("max_us")))
+    return out
+
+
+def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[
+        str, list[tuple[str, float, float]]]:
+    """phase -> [(series, message bytes, how many times)]."""
+    if bench == "matmul":
+        if np_ < 2:
+            return {}
+        rows = math.ceil(n / np_)
+        return {"bcast_B": [("bcast", 8.0 * n * n, 1.0)],
+                "send_A": [("scatter", 8.0 * rows * n, 1.0)],
+                "gather_C": [("gather", 8.0 * rows * n, 1.0)]}
+    if bench == "jacobi":
+        px, py = _dims(np_, int(par.get("px", 0)), int(par.get("py", 0)))
+        weak = par.get("scale") == "weak"
+        nx, ny = (n * px, n * py) if weak else (n, n)
+        lx, ly = math.ceil(nx / px), math.ceil(ny / py)
+        iters, every = int(par.get("iters", 20)), int(par.get("reduce_every", 10))
+        exchange = []
+        if px > 1:
+            exchange.append(("latency", 8.0 * ly, float(iters)))
+        if py > 1:
+            exchange.append(("latency", 8.0 * lx, float(iters)))
+        out: dict[str, list[tuple[str, float, float]]] = {}
+        if exchange:
+            out["exchange"] = exchange
+        if np_ > 1:
+            out["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)))]
+        return out
+    return {}
+
+
+def table(rows: Sequence[Prediction]) -> str:
+    lines = ["measured: the rank that waited least (the transfer itself); slowest: the rank "
+             "that waited most (skew and imbalance included)",
+             f"{'configuration':<36} {'bench':<7} {'N':>6} {'phase':<9} {'measured_ms':>11} "
+             f"{'slowest_ms':>10} {'predicted_ms':>12} {'pred/meas':>9}  verdict  note"]
+    for p in rows:
+        pred = f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-"
+        ratio = f"{p.ratio:.2f}" if p.ratio else "-"
+        slow = f"{p.slowest_us / 1e3:.3f}" if p.slowest_us else "-"
+        lines.append(f"{p.config.label():<36} {p.bench:<7} {p.size:>6} {p.phase:<9} "
+                     f"{p.measured_us / 1e3:>11.3f} {slow:>10} {pred:>12} {ratio:>9}  "
+                     f"{p.verdict:<7}  {p.note}")
+    n_ok = sum(p.verdict == "ok" for p in rows)
+    n_miss = sum(p.verdict == "MISS" for p in rows)
+    lines.append(f"{len(rows)} phases: {n_ok} within the models' uncertainty (at least "
+                 f"{MIN_TOLERANCE:.0%}), {n_miss} missed, {len(rows) - n_ok - n_miss} without "
+                 "a model")
+    return "\n".join(lines) + "\n"
