@@ -15,6 +15,7 @@ from .. import __version__
 from ..analysis import compare as compare_mod
 from ..analysis import crossover, findings, hockney
 from ..analysis.series import collect
+from ..config import what
 from ..show import place
 from ..sizes import human
 from ..store import Store
@@ -205,6 +206,31 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                               lines_for(rows, c, "time", label_np=True)),
                        f"{c}: one line per implementation, process count and cluster.")
             tick(c)
+    apps = sorted({str(r["bench"]) for r in rows if r["phases"]})
+    if apps:
+        rep.add("<h2 id=applications>Applications</h2><p>Time per sample (one product, or "
+                "<code>iters</code> Jacobi sweeps) against the problem size N, one line per "
+                "implementation, process count and cluster; then where the time goes, phase "
+                "by phase, and each communication phase against the prediction of the "
+                "same configuration's micro-benchmarks.</p>")
+        for app in apps:
+            rep.figure(Figure(f"fig-{app}", f"{app}: time per sample", "time (us)",
+                              lines_for(rows, app, "time", label_np=True)),
+                       f"{app}: one line per implementation, process count and cluster.")
+            tick(app)
+        rep.add(_phase_table([r for r in rows if r["phases"]]))
+        from ..analysis import predict as predict_mod
+
+        preds = predict_mod.predict([r for r in rows if r["phases"]], series)
+        if any(p.predicted_us for p in preds):
+            rep.add("<h3>Predicted against measured</h3>" + _table(
+                ("configuration", "bench", "N", "phase", "measured ms (least-waiting rank)",
+                 "slowest rank ms", "predicted ms", "predicted / measured", "verdict", "note"),
+                [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
+                  f"{(p.slowest_us or 0) / 1e3:.3f}",
+                  f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
+                  f"{p.ratio:.2f}" if p.ratio else "-", p.verdict, p.note) for p in preds],
+                {2, 4, 5, 6, 7}))
     if xrows:
         rep.add("<h2 id=crossover>Collectives against sends (the commodity-cluster study)</h2>"
                 "<p>H: the collective is slower, L: faster, =: not told apart (95% CIs "
@@ -277,6 +303,20 @@ def _crossover_table(xrows: list[crossover.Row]) -> str:
                      v.advice(xr.collective, xr.reference)))
     return _table(("configuration", "collective", "against", "short", "long",
                    "changing length", "scenario", "advice"), rows)
+
+
+def _phase_table(rows: Sequence[sqlite3.Row]) -> str:
+    """Each application record's phases: the slowest rank's median, ms."""
+    import json
+
+    out = []
+    for r in sorted(rows, key=lambda r: (r["bench"], what(r), r["np"], r["size_bytes"])):
+        ph = json.loads(r["phases"])
+        out.append((r["bench"], f"{what(r)}, {r['np']} ranks ({place(r)})", r["size_bytes"],
+                    " · ".join(f"{k} {v['max_us'] / 1e3:.3f}" for k, v in ph.items()),
+                    f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-"))
+    return ("<h3>Phases (slowest rank's median, ms)</h3>"
+            + _table(("bench", "configuration", "N", "phases", "total ms"), out, {2, 4}))
 
 
 def _hockney_table(series) -> str:
