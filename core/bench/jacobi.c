@@ -48,16 +48,6 @@ static void split(size_t n, int p, int k, size_t *len, size_t *first) {
   *first = (size_t)k * base + ((size_t)k < extra ? (size_t)k : extra);
 }
 
-static double mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  char line[256];
-  double kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb * 1024.0;
-}
-
 static void jac_teardown(cs_ctx *c) {
   jac *j = c->state;
   if (!j) return;
@@ -132,7 +122,7 @@ static int jac_setup(cs_ctx *c, char *why, size_t len) {
    * serial reference for the check */
   double local = 2.0 * ((double)nx / dims[0] + 3) * ((double)ny / dims[1] + 3) * 8.0;
   double need = local * c->np + 3.0 * (double)(nx + 2) * (double)(ny + 2) * 8.0;
-  double have = mem_available();
+  double have = cs_mem_available();
   if (have > 0 && need > 0.8 * have) {
     snprintf(why, len, "jacobi %zu x %zu with %d processes needs %.1f GiB on this node, %.1f "
              "GiB are available: refused", nx, ny, c->np, need / 1073741824.0,

@@ -43,16 +43,6 @@ static double node_bytes(size_t n, int np) {
   return nn * (2.0 + np) + 2.0 * nn;
 }
 
-static double mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  char line[256];
-  double kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb * 1024.0;
-}
-
 static void *zalloc(size_t n) {
   void *p = NULL;
   if (posix_memalign(&p, 64, n ? n : 64)) return NULL;
@@ -96,7 +86,7 @@ static int mm_setup(cs_ctx *c, char *why, size_t len) {
   }
   openblas_set_num_threads((int)threads);
 #endif
-  double need = node_bytes(n, c->np), have = mem_available();
+  double need = node_bytes(n, c->np), have = cs_mem_available();
   if (have > 0 && need > 0.8 * have) {
     snprintf(why, len, "matmul N=%zu with %d processes needs %.1f GiB on this node, %.1f GiB "
              "are available: refused", n, c->np, need / 1073741824.0, have / 1073741824.0);

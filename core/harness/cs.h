@@ -284,6 +284,7 @@ typedef struct cs_noise {
   int valid;
 } cs_noise;
 void cs_noise_mark_now(cs_noise_mark *m, int leader);
+double cs_mem_available(void);
 void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm machine,
                      MPI_Comm world, double wall_s, cs_noise *out);
 

@@ -123,6 +123,15 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 # -- show / export --------------------------------------------------------
+def _picked(a: argparse.Namespace, store: Store) -> list:
+    """Every stored record (of the newest complete sweeps, without --all)
+    that --bench, --mpi and --np pick."""
+    rows = store.result_rows(latest=not a.all)
+    benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
+    return [r for r in rows if (not benches or r["bench"] in benches)
+            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+
+
 def aggregate_keep(rows: list, mode: str) -> list:
     """The records of one machine mode (records without a floor stay)."""
     from .analysis.repeats import detect_modes, mode_of
@@ -138,10 +147,7 @@ def _filtered(a: argparse.Namespace, store: Store, mode: str = "dominant") -> li
     """The records the filters pick, one row per configuration, benchmark
     and size, combined over its repetitions (analysis/repeats.py); `mode`
     unless --mode says otherwise."""
-    rows = store.result_rows(latest=not a.all)
-    benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
-    rows = [r for r in rows if (not benches or r["bench"] in benches)
-            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+    rows = _picked(a, store)
     want = getattr(a, "mode", None) or mode
     return aggregate(rows, mode=None if want == "all" else want)
 
@@ -165,10 +171,7 @@ def cmd_export(a: argparse.Namespace) -> int:
     and floor: the data itself, for a user's own analysis (the --mode filter
     applies, all modes by default)."""
     store = Store(a.db, create=False)
-    rows = store.result_rows(latest=not a.all)
-    benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
-    rows = [r for r in rows if (not benches or r["bench"] in benches)
-            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+    rows = _picked(a, store)
     if a.mode and a.mode != "all":
         keep = {id(r) for r in aggregate_keep(rows, a.mode)}
         rows = [r for r in rows if id(r) in keep]
