@@ -145,6 +145,18 @@ def test_jacobi_every_decomposition_matches_the_serial_sweeps(jac_db):
         assert ph["compute"]["max_us"] > 0 and ph["reduce"]["max_us"] > 0
 
 
+def test_jacobi_scaling_table(jac_db, capsys):
+    db, mpis = jac_db
+    assert cli.main(["show", "--db", str(db), "--bench", "jacobi"]) == 0
+    out = capsys.readouterr().out
+    for m in mpis:
+        assert f"jacobi scaling, {m}, local, N=64 (strong, 20 sweeps a sample;" in out
+        assert f"jacobi scaling, {m}, local, N=20 (weak: N per rank" in out
+    # the one-rank run is the efficiency's reference: 1.00 by definition, and 4
+    # ranks on 2 cores are marked
+    assert out.count("      1 ") >= 1 and "1.00" in out and "(oversubscribed)" in out
+
+
 @pytest.mark.parametrize("param", ["N=64", "N=64;halo=datatype;mode=overlap"])
 def test_jacobi_a_corrupted_halo_is_caught(param, tmp_path, cores):
     db = tmp_path / "bad.db"

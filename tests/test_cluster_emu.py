@@ -144,6 +144,22 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
     assert all(r["valid"] and r["mb_per_s"] > 50 for r in rows.values())  # a Gigabit link
 
 
+def test_both_applications_across_two_emulated_nodes(two, cores, tmp_path):
+    db = tmp_path / "apps.db"
+    assert cli.main(["run", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
+                     "--bench", "matmul,jacobi", "--param", "N=96", "--timeout", "120",
+                     *[x for m in cores for x in ("--mpi", m)], *FAST]) == 0
+    runs = runs_of(db)
+    assert len(runs) == len(cores)
+    for r in runs:
+        assert r["status"] == "ok" and json.loads(r["transport_check"])["verdict"] == (
+            "network between nodes"), r
+    rows = Store(db).result_rows()
+    assert {(x["mpi_name"], x["bench"]) for x in rows} == {
+        (m, b) for m in cores for b in ("matmul", "jacobi")}
+    assert all(x["valid"] and x["nodes"] == 2 and json.loads(x["phases"]) for x in rows)
+
+
 def test_four_nodes_p2p_and_collective(four, cores, tmp_path):
     """Four ranks on two cores: correctness only.  Debian's MPICH over UCX
     may hang in MPI_Finalize with more than two ranks over TCP; then the

@@ -89,6 +89,9 @@ def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
     assert dom["a"]["mode_dropped"] == 2
     fast = {r["config_key"]: r for r in aggregate(rows, mode="floor~24ns")}
     assert fast["a"]["rep_ids"] == (1,) and fast["b"]["rep_ids"] == (5,)
+    # two records in two modes: neither is the machine's usual state, both stay
+    even = aggregate([_row(1, "a", 0.10, 24.0), _row(2, "a", 0.19, 50.0)], mode="dominant")
+    assert even[0]["rep_ids"] == (1, 2) and "mode_dropped" not in even[0]
     noisy = aggregate([_row(1, "a", 0.1, 50.0), _row(2, "a", 0.5, 50.0, flagged=True),
                        _row(3, "a", 0.12, 50.0)])[0]
     assert noisy["rep_medians_us"] == (0.1, 0.12) and not noisy["flagged"]

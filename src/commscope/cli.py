@@ -134,12 +134,12 @@ def _picked(a: argparse.Namespace, store: Store) -> list:
 
 def aggregate_keep(rows: list, mode: str) -> list:
     """The records of one machine mode (records without a floor stay)."""
-    from .analysis.repeats import detect_modes, mode_of
+    from .analysis.repeats import detect_modes, mode_of, pick_mode
 
     modes = detect_modes(r["floor_ns"] for r in rows)
-    if len(modes) < 2:
+    want = pick_mode(modes, mode)
+    if want is None:
         return rows
-    want = max(modes, key=lambda m: m.count).label if mode == "dominant" else mode
     return [r for r in rows if (m := mode_of(r["floor_ns"], modes)) is None or m.label == want]
 
 

@@ -123,6 +123,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
                        + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in cols))
         out.append("")
         out.extend(phase_table(rs, col, axis or "size"))
+    out.extend(scaling_table(rows))
     reps = sorted({_n_reps(r) for r in rows})
     if reps and reps[-1] > 1:
         out.append(f"± is the 95% interval between runs ({'/'.join(map(str, reps))} "
@@ -158,6 +159,41 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
             vals = [ph[n]["max_us"] / 1e3 if n in ph else float("nan") for n in names]
             out.append(f"  {r['size_bytes']:>8} " + " ".join(f"{v:>10.3f}" for v in vals)
                        + f" {r['median_us'] / 1e3:>10.3f}")
+        out.append("")
+    return out
+
+
+def scaling_table(rows: Sequence[sqlite3.Row]) -> list[str]:
+    """Jacobi: lattice updates per second, in all and per rank, and the
+    parallel efficiency against the one-rank run of the same configuration
+    in the same data (strong: T1 / (p Tp) at the same N; weak: T1 / Tp at
+    the same N per rank)."""
+    groups: dict[tuple[str, str, str, int], dict[int, sqlite3.Row]] = defaultdict(dict)
+    for r in rows:
+        if r["bench"] != "jacobi" or not r["valid"] or not r["median_us"]:
+            continue
+        par = dict(x.split("=", 1) for x in (r["params"] or "").split(";") if "=" in x)
+        rest = ";".join(f"{k}={v}" for k, v in par.items() if k not in ("N", "px", "py"))
+        groups[(what(r, params=False), place(r), rest, int(r["size_bytes"]))][int(r["np"])] = r
+    out: list[str] = []
+    for (name, where, rest, n), by_np in sorted(groups.items()):
+        par = dict(x.split("=", 1) for x in rest.split(";") if "=" in x)
+        weak, iters = par.get("scale") == "weak", int(par.get("iters", 20))
+        base = by_np.get(1)
+        kind = "weak: N per rank" if weak else "strong"
+        shown = ";".join(f"{k}={v}" for k, v in par.items() if k not in ("scale", "iters"))
+        out.append(f"jacobi scaling, {name}, {where}, N={n} ({kind}, {iters} sweeps a sample; "
+                   f"{shown})")
+        out.append(f"  {'ranks':>5} {'MLUP/s':>10} {'per rank':>10} {'efficiency':>10}")
+        for np_, r in sorted(by_np.items()):
+            points = float(n * n * (np_ if weak else 1))
+            lups = points * iters / (r["median_us"] * 1e-6)
+            eff = "-"
+            if base is not None:
+                t1 = base["median_us"]
+                eff = f"{(t1 / r['median_us'] if weak else t1 / (np_ * r['median_us'])):.2f}"
+            over = " (oversubscribed)" if r["oversubscribed"] else ""
+            out.append(f"  {np_:>5} {lups / 1e6:>10.1f} {lups / 1e6 / np_:>10.1f} {eff:>10}{over}")
         out.append("")
     return out
 

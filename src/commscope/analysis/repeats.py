@@ -122,6 +122,18 @@ def _get(r: Mapping[str, object], k: str) -> object:
         return None
 
 
+def pick_mode(modes: Sequence[Mode], mode: str | None) -> str | None:
+    """The label of the mode to keep, or None to keep every record: a
+    "dominant" mode must hold more than half of the records with a floor
+    (with two records in two modes, neither is the machine's usual state)."""
+    if mode is None or len(modes) < 2:
+        return None
+    if mode != "dominant":
+        return mode
+    top = max(modes, key=lambda m: m.count)
+    return top.label if 2 * top.count > sum(m.count for m in modes) else None
+
+
 def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
               modes: Sequence[Mode] | None = None) -> list[dict[str, object]]:
     """One row per (configuration, benchmark, size) from its repetitions:
@@ -131,13 +143,14 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
 
     mode: None keeps every record; "dominant" keeps, where the set spans
     several modes, the records of the mode most of them were measured in
-    (records without a floor are kept); a mode label keeps that mode."""
+    (records without a floor are kept), when one holds more than half of
+    them; a mode label keeps that mode."""
     if modes is None:
         modes = detect_modes(_get(r, "floor_ns") for r in rows)  # type: ignore[misc]
     keep = list(rows)
     dropped = 0
-    if mode is not None and len(modes) > 1:
-        want = max(modes, key=lambda m: m.count).label if mode == "dominant" else mode
+    want = pick_mode(modes, mode)
+    if want is not None:
         keep = []
         for r in rows:
             m = mode_of(_get(r, "floor_ns"), modes)  # type: ignore[arg-type]
