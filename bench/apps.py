@@ -10,7 +10,10 @@ Prints, on an idle machine:
      same run (numpy, 256 MiB, read + write counted) (target >= 0.6);
  (3) matmul at N = 2000 and 4000 on this machine against emulated Gigabit
      and 100Base-T nodes (root), phase by phase: the IIT Bombay study's
-     comparison of shared memory against Ethernet.
+     comparison of shared memory against Ethernet;
+ (4) predicted over measured for each communication phase of matmul and
+     jacobi, 2 ranks, on this machine and across 2 emulated Gigabit nodes
+     (root) (target 0.75-1.25).
 
     .venv/bin/python bench/apps.py [--mpi openmpi] [--no-clusters]
 """
@@ -136,6 +139,29 @@ def figure3(mpi: str, tmp: Path) -> None:
             subprocess.run([*COMMSCOPE, "cluster", "down", name], capture_output=True)
 
 
+def figure4(mpi: str, tmp: Path) -> None:
+    from commscope.analysis import predict
+    from commscope.analysis.series import collect
+
+    clusters = ["local"] + (["emu:bpred"] if os.geteuid() == 0 else [])
+    try:
+        if len(clusters) > 1:
+            subprocess.run([*COMMSCOPE, "cluster", "up", "--nodes", "2", "--link", "1gbit",
+                            "--name", "bpred"], check=True, capture_output=True)
+        db = tmp / "pred.db"
+        run(db, "--bench", "latency,bcast,scatter,gather,allreduce,matmul,jacobi", "--np", "2",
+            "--mpi", mpi, "--param", "N=1000", "--repeat", "3", "--timeout", "900",
+            *[x for c in clusters for x in ("--cluster", c)])
+        rows = aggregate(Store(db).result_rows(), mode="dominant")
+        preds = predict.predict([r for r in rows if r["phases"]], collect(rows))
+        print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), N=1000 "
+              "(target 0.75-1.25)")
+        print(predict.table(preds), end="")
+    finally:
+        if len(clusters) > 1:
+            subprocess.run([*COMMSCOPE, "cluster", "down", "bpred"], capture_output=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", default="openmpi")
@@ -148,6 +174,7 @@ def main() -> int:
         figure2(a.mpi, tmp)
         if not a.no_clusters:
             figure3(a.mpi, tmp)
+        figure4(a.mpi, tmp)
     print(f"\n{watch.line()}")
     return 0
 

@@ -32,11 +32,11 @@ class Prediction:
     bench: str
     size: int  # the application's N
     phase: str
-    measured_us: float  # the rank that waited least: the transfer itself
+    measured_us: float  # the slowest rank's (the models' own definition)
     predicted_us: float | None
     tolerance: float  # relative: the models' own uncertainty, at least MIN_TOLERANCE
     note: str = ""
-    slowest_us: float | None = None  # the slowest rank's, waiting included
+    least_us: float | None = None  # the rank that waited least
 
     @property
     def ratio(self) -> float | None:
@@ -124,12 +124,13 @@ def predict(app_rows: Sequence[Mapping[str, object]],
             ph, par = phases_of[p.result_id], params_of[p.result_id]
             terms = _terms(bench, n, cfg.np, par)
             for phase, parts in terms.items():
-                # a phase that synchronises (a collective, a wait for halos)
-                # also holds the time a rank waits for slower ones: the rank
-                # that waited least is the transfer itself; the slowest is
-                # shown beside it
+                # the slowest rank's time, as the collective benchmarks the
+                # models come from define theirs; the rank that waited least
+                # is shown beside it (a rooted collective over TCP returns on
+                # the root long before the data has arrived, a gather's
+                # senders long before the root has it)
                 ranks = ph.get(phase, {}).get("ranks_us") or []
-                measured = min(ranks) if ranks else None
+                measured = ph.get(phase, {}).get("max_us")
                 if not measured:
                     continue
                 total, notes, tol = 0.0, [], MIN_TOLERANCE
@@ -150,7 +151,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     notes.append("oversubscribed: correctness only")
                 out.append(Prediction(cfg, bench, n, phase, float(measured),  # type: ignore[arg-type]
                                       None if math.isnan(total) else total, tol,
-                                      "; ".join(notes), ph[phase].get("max_us")))
+                                      "; ".join(notes), min(ranks) if ranks else None))
     return out
 
 
@@ -185,16 +186,16 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[
 
 
 def table(rows: Sequence[Prediction]) -> str:
-    lines = ["measured: the rank that waited least (the transfer itself); slowest: the rank "
-             "that waited most (skew and imbalance included)",
-             f"{'configuration':<36} {'bench':<7} {'N':>6} {'phase':<9} {'measured_ms':>11} "
-             f"{'slowest_ms':>10} {'predicted_ms':>12} {'pred/meas':>9}  verdict  note"]
+    lines = ["measured: the slowest rank's median (as the micro-benchmarks define theirs); "
+             "least: the rank that waited least",
+             f"{'configuration':<40} {'bench':<7} {'N':>6} {'phase':<9} {'measured_ms':>11} "
+             f"{'least_ms':>9} {'predicted_ms':>12} {'pred/meas':>9}  verdict  note"]
     for p in rows:
         pred = f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-"
         ratio = f"{p.ratio:.2f}" if p.ratio else "-"
-        slow = f"{p.slowest_us / 1e3:.3f}" if p.slowest_us else "-"
-        lines.append(f"{p.config.label():<36} {p.bench:<7} {p.size:>6} {p.phase:<9} "
-                     f"{p.measured_us / 1e3:>11.3f} {slow:>10} {pred:>12} {ratio:>9}  "
+        least = f"{p.least_us / 1e3:.3f}" if p.least_us else "-"
+        lines.append(f"{p.config.label():<40} {p.bench:<7} {p.size:>6} {p.phase:<9} "
+                     f"{p.measured_us / 1e3:>11.3f} {least:>9} {pred:>12} {ratio:>9}  "
                      f"{p.verdict:<7}  {p.note}")
     n_ok = sum(p.verdict == "ok" for p in rows)
     n_miss = sum(p.verdict == "MISS" for p in rows)

@@ -224,10 +224,11 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         preds = predict_mod.predict([r for r in rows if r["phases"]], series)
         if any(p.predicted_us for p in preds):
             rep.add("<h3>Predicted against measured</h3>" + _table(
-                ("configuration", "bench", "N", "phase", "measured ms (least-waiting rank)",
-                 "slowest rank ms", "predicted ms", "predicted / measured", "verdict", "note"),
+                ("configuration", "bench", "N", "phase", "measured ms (slowest rank)",
+                 "least-waiting rank ms", "predicted ms", "predicted / measured", "verdict",
+                 "note"),
                 [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
-                  f"{(p.slowest_us or 0) / 1e3:.3f}",
+                  f"{(p.least_us or 0) / 1e3:.3f}",
                   f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
                   f"{p.ratio:.2f}" if p.ratio else "-", p.verdict, p.note) for p in preds],
                 {2, 4, 5, 6, 7}))
