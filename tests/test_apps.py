@@ -193,3 +193,31 @@ def test_predict_sets_every_communication_phase_against_the_models(tmp_path, cor
     assert cli.main(["analyze", "predict", "--db", str(db2)]) == 0
     out = capsys.readouterr().out
     assert "3 phases: 0 within" in out and "no bcast series" in out
+
+
+def test_summa_on_every_grid_matches_the_product(tmp_path, cores):
+    db = tmp_path / "summa.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    # 257 splits unevenly over a 2 x 2 grid; panels of 16 cross no block edge
+    assert cli.main(["run", "--db", str(db), "--bench", "summa,matmul", "--np", "1,2,4",
+                     "--param", "N=64,257;nb=16", *mpis, *QUICK]) == 0
+    rows = Store(db).result_rows()
+    summa = [r for r in rows if r["bench"] == "summa"]
+    assert len(summa) == len(cores) * 3 * 2 and all(r["valid"] for r in summa)
+    assert all(list(json.loads(r["phases"])) == ["send_AB", "bcast_A", "bcast_B", "compute",
+                                                 "gather_C"] for r in summa)
+    # the 1D scheme and SUMMA side by side: one configuration, two benchmarks
+    for m in cores:
+        keys = {(r["config_key"], r["bench"]) for r in rows if r["mpi_name"] == m
+                and r["np"] == 4}
+        assert {b for _, b in keys} == {"summa", "matmul"} and len({k for k, _ in keys}) == 1
+
+
+def test_summa_a_corrupted_block_is_caught(tmp_path, cores):
+    db = tmp_path / "bad.db"
+    rc = cli.main(["run", "--db", str(db), "--bench", "summa", "--np", "4",
+                   "--param", "N=129;nb=7", "--inject", "corrupt@129",
+                   "--mpi", sorted(cores)[0], *QUICK])
+    assert rc == 1
+    (r,) = Store(db).result_rows()
+    assert not r["valid"] and "A (B x)" in r["error"]

@@ -1,0 +1,305 @@
+/* The same product as matmul, C = A B for N x N matrices held by rank 0,
+ * on a 2D process grid with SUMMA (van de Geijn and Watts): rank 0 sends
+ * every rank its block of A and of B, then for each panel of width nb of
+ * the inner dimension the panel's owners broadcast it along their process
+ * row (A) and column (B), and every rank adds the product of the two panels
+ * to its block of C; rank 0 gathers C.  At the same N and process count as
+ * matmul, the two schemes compare side by side.  Entries are small
+ * integers, so C x = A (B x) is checked exactly on rank 0. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+
+#ifdef CS_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+enum { PH_SEND_AB, PH_BCAST_A, PH_BCAST_B, PH_COMPUTE, PH_GATHER_C };
+#define TAG_S 60
+
+typedef struct su {
+  size_t n, nb;
+  int pr, pc, r, q;          /* grid and this rank's row and column */
+  size_t *rlen, *rfirst;     /* rows of each process row */
+  size_t *clen, *cfirst;     /* columns of each process column */
+  MPI_Comm row, col;
+  double *a, *b, *c;         /* rank 0: whole matrices */
+  double *al, *bl, *cl;      /* this rank's blocks: rlen[r] x clen[q] */
+  double *ap, *bp;           /* panels: rlen[r] x nb, nb x clen[q] */
+  double *pack;              /* rank 0: one block at a time */
+  int naive, spoil;
+} su;
+
+static void split(size_t n, int p, size_t *len, size_t *first) {
+  for (int k = 0; k < p; k++) {
+    len[k] = n / (size_t)p + ((size_t)k < n % (size_t)p ? 1 : 0);
+    first[k] = k ? first[k - 1] + len[k - 1] : 0;
+  }
+}
+
+static void su_teardown(cs_ctx *c) {
+  su *s = c->state;
+  if (!s) return;
+  if (s->row != MPI_COMM_NULL) MPI_Comm_free(&s->row);
+  if (s->col != MPI_COMM_NULL) MPI_Comm_free(&s->col);
+  void *p[] = {s->rlen, s->rfirst, s->clen, s->cfirst, s->a, s->b, s->c, s->al, s->bl, s->cl,
+               s->ap, s->bp, s->pack};
+  for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+  free(s);
+  c->state = NULL;
+}
+
+static int su_setup(cs_ctx *c, char *why, size_t len) {
+  size_t n = c->size;
+  long nb = cs_param_long(c, "nb");
+  char impl[16];
+  cs_param(c, "impl", impl, sizeof impl);
+  if (nb < 1) {
+    snprintf(why, len, "summa nb (panel width) must be at least 1, got %ld", nb);
+    return 1;
+  }
+  if (strcmp(impl, "blas") && strcmp(impl, "naive")) {
+    snprintf(why, len, "summa impl must be blas or naive, got '%s'", impl);
+    return 1;
+  }
+#ifndef CS_HAVE_OPENBLAS
+  if (!strcmp(impl, "blas")) {
+    snprintf(why, len, "summa impl=blas: this core was built without OpenBLAS");
+    return 1;
+  }
+#else
+  openblas_set_num_threads(1);
+#endif
+  int dims[2] = {0, 0};
+  MPI_Dims_create(c->np, 2, dims);
+  if (n < (size_t)dims[0] || n < (size_t)dims[1]) {
+    snprintf(why, len, "summa N=%zu cannot be split over a %d x %d grid", n, dims[0], dims[1]);
+    return 1;
+  }
+  double nn = (double)n * (double)n * 8.0, need = 4.0 * nn + 3.0 * nn * 1.5;
+  double have = cs_mem_available();
+  if (have > 0 && need > 0.8 * have) {
+    snprintf(why, len, "summa N=%zu needs %.1f GiB on this node, %.1f GiB are available: "
+             "refused", n, need / 1073741824.0, have / 1073741824.0);
+    return 1;
+  }
+  su *s = calloc(1, sizeof *s);
+  c->state = s;
+  if (!s) goto nomem;
+  s->row = s->col = MPI_COMM_NULL;
+  s->n = n;
+  s->nb = (size_t)nb;
+  s->naive = !strcmp(impl, "naive");
+  s->pr = dims[0];
+  s->pc = dims[1];
+  s->r = c->rank / s->pc;
+  s->q = c->rank % s->pc;
+  MPI_Comm_split(c->comm, s->r, s->q, &s->row); /* my process row: ranked by column */
+  MPI_Comm_split(c->comm, s->q, s->r, &s->col); /* my process column: ranked by row */
+  s->rlen = calloc((size_t)s->pr, sizeof(size_t));
+  s->rfirst = calloc((size_t)s->pr, sizeof(size_t));
+  s->clen = calloc((size_t)s->pc, sizeof(size_t));
+  s->cfirst = calloc((size_t)s->pc, sizeof(size_t));
+  if (!s->rlen || !s->rfirst || !s->clen || !s->cfirst) goto nomem;
+  split(n, s->pr, s->rlen, s->rfirst);
+  split(n, s->pc, s->clen, s->cfirst);
+  size_t mr = s->rlen[s->r], mc = s->clen[s->q], w = s->nb < n ? s->nb : n;
+  /* A's block is rows of my process row x columns of my process column, and
+   * so are B's and C's: the inner dimension is split like the columns */
+  s->al = calloc(mr * mc + 1, 8);
+  s->bl = calloc(mr * mc + 1, 8);
+  s->cl = calloc(mr * mc + 1, 8);
+  s->ap = calloc(mr * w + 1, 8);
+  s->bp = calloc(w * mc + 1, 8);
+  if (!s->al || !s->bl || !s->cl || !s->ap || !s->bp) goto nomem;
+  if (c->rank == 0) {
+    s->a = calloc(n * n, 8);
+    s->b = calloc(n * n, 8);
+    s->c = calloc(n * n, 8);
+    s->pack = calloc(s->rlen[0] * s->clen[0] + 1, 8);
+    if (!s->a || !s->b || !s->c || !s->pack) goto nomem;
+  }
+  return 0;
+nomem:
+  snprintf(why, len, "summa N=%zu: out of memory", n);
+  return 1;
+}
+
+static double entry(uint64_t seed, size_t i, size_t j) {
+  uint64_t z = seed ^ (i * 0x9E3779B97F4A7C15ull) ^ (j * 0xC2B2AE3D27D4EB4Full);
+  z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+  return (double)((int)((z >> 33) % 5) - 2);
+}
+
+static void su_prepare(cs_ctx *c, long sample) {
+  su *s = c->state;
+  size_t n = s->n, m = s->rlen[s->r] * s->clen[s->q];
+  cs_poison(s->al, m * 8);
+  cs_poison(s->bl, m * 8);
+  cs_poison(s->cl, m * 8);
+  if (c->rank != 0) return;
+  uint64_t sa = cs_seed(n, 1, sample), sb = cs_seed(n, 2, sample);
+  for (size_t i = 0; i < n; i++)
+    for (size_t j = 0; j < n; j++) {
+      s->a[i * n + j] = entry(sa, i, j);
+      s->b[i * n + j] = entry(sb, i, j);
+    }
+  cs_poison(s->c, n * n * 8);
+}
+
+/* Block (pr_, pc_) of an N x N matrix, as a contiguous rows x cols copy. */
+static void copy_block(const su *s, const double *m, int pr_, int pc_, double *out) {
+  for (size_t i = 0; i < s->rlen[pr_]; i++)
+    memcpy(out + i * s->clen[pc_], m + (s->rfirst[pr_] + i) * s->n + s->cfirst[pc_],
+           s->clen[pc_] * 8);
+}
+
+static void put_block(const su *s, double *m, int pr_, int pc_, const double *in) {
+  for (size_t i = 0; i < s->rlen[pr_]; i++)
+    memcpy(m + (s->rfirst[pr_] + i) * s->n + s->cfirst[pc_], in + i * s->clen[pc_],
+           s->clen[pc_] * 8);
+}
+
+static void distribute(cs_ctx *c, su *s) {
+  if (c->rank == 0) {
+    for (int k = 0; k < c->np; k++) {
+      int r = k / s->pc, q = k % s->pc;
+      int cnt = (int)(s->rlen[r] * s->clen[q]);
+      for (int which = 0; which < 2; which++) {
+        double *dst = k == 0 ? (which ? s->bl : s->al) : s->pack;
+        copy_block(s, which ? s->b : s->a, r, q, dst);
+        if (k) MPI_Send(s->pack, cnt, MPI_DOUBLE, k, TAG_S + which, c->comm);
+      }
+    }
+  } else {
+    int cnt = (int)(s->rlen[s->r] * s->clen[s->q]);
+    MPI_Recv(s->al, cnt, MPI_DOUBLE, 0, TAG_S, c->comm, MPI_STATUS_IGNORE);
+    MPI_Recv(s->bl, cnt, MPI_DOUBLE, 0, TAG_S + 1, c->comm, MPI_STATUS_IGNORE);
+  }
+}
+
+static void gather(cs_ctx *c, su *s) {
+  if (c->rank == 0) {
+    put_block(s, s->c, 0, 0, s->cl);
+    for (int k = 1; k < c->np; k++) {
+      int r = k / s->pc, q = k % s->pc;
+      MPI_Recv(s->pack, (int)(s->rlen[r] * s->clen[q]), MPI_DOUBLE, k, TAG_S + 2, c->comm,
+               MPI_STATUS_IGNORE);
+      put_block(s, s->c, r, q, s->pack);
+    }
+  } else {
+    MPI_Send(s->cl, (int)(s->rlen[s->r] * s->clen[s->q]), MPI_DOUBLE, 0, TAG_S + 2, c->comm);
+  }
+}
+
+/* C += Ap (mr x w) Bp (w x mc). */
+static void panel_product(const su *s, size_t mr, size_t mc, size_t w) {
+  if (s->naive || !mr || !mc) {
+    for (size_t i = 0; i < mr; i++)
+      for (size_t k = 0; k < w; k++) {
+        double a = s->ap[i * w + k];
+        for (size_t j = 0; j < mc; j++) s->cl[i * mc + j] += a * s->bp[k * mc + j];
+      }
+    return;
+  }
+#ifdef CS_HAVE_OPENBLAS
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)mr, (int)mc, (int)w, 1.0, s->ap,
+              (int)w, s->bp, (int)mc, 1.0, s->cl, (int)mc);
+#endif
+}
+
+static int su_run(cs_ctx *c, long reps) {
+  su *s = c->state;
+  size_t mr = s->rlen[s->r], mc = s->clen[s->q];
+  for (long rep = 0; rep < reps; rep++) {
+    distribute(c, s);
+    cs_phase(c, PH_SEND_AB);
+    memset(s->cl, 0, mr * mc * 8);
+    for (size_t k0 = 0; k0 < s->n;) {
+      /* the owners of inner index k0: a process column for A, a row for B */
+      int oq = 0, orow = 0;
+      while (s->cfirst[oq] + s->clen[oq] <= k0) oq++;
+      while (s->rfirst[orow] + s->rlen[orow] <= k0) orow++;
+      size_t w = s->nb;
+      size_t end_q = s->cfirst[oq] + s->clen[oq], end_r = s->rfirst[orow] + s->rlen[orow];
+      if (k0 + w > end_q) w = end_q - k0;
+      if (k0 + w > end_r) w = end_r - k0;
+      if (s->q == oq) /* my columns k0.. of A, as a panel */
+        for (size_t i = 0; i < mr; i++)
+          memcpy(s->ap + i * w, s->al + i * mc + (k0 - s->cfirst[oq]), w * 8);
+      MPI_Bcast(s->ap, (int)(mr * w), MPI_DOUBLE, oq, s->row);
+      cs_phase(c, PH_BCAST_A);
+      if (s->r == orow) /* my rows k0.. of B (B's block has my columns) */
+        memcpy(s->bp, s->bl + (k0 - s->rfirst[orow]) * mc, w * mc * 8);
+      MPI_Bcast(s->bp, (int)(w * mc), MPI_DOUBLE, orow, s->col);
+      cs_phase(c, PH_BCAST_B);
+      panel_product(s, mr, mc, w);
+      cs_phase(c, PH_COMPUTE);
+      k0 += w;
+    }
+    if (s->spoil && c->rank == c->np - 1 && mr && mc) s->cl[(mr / 2) * mc + mc / 3] += 1.0;
+    s->spoil = 0;
+    gather(c, s);
+    cs_phase(c, PH_GATHER_C);
+  }
+  return 0;
+}
+
+static void matvec(const double *m, size_t rows, size_t n, const double *x, double *y) {
+  for (size_t i = 0; i < rows; i++) {
+    double t = 0;
+    for (size_t j = 0; j < n; j++) t += m[i * n + j] * x[j];
+    y[i] = t;
+  }
+}
+
+static int su_check(cs_ctx *c, long sample, char *why, size_t len) {
+  su *s = c->state;
+  if (c->rank != 0) return 0;
+  size_t n = s->n;
+  double *x = malloc(n * 8), *bx = malloc(n * 8), *abx = malloc(n * 8), *cx = malloc(n * 8);
+  int bad = !x || !bx || !abx || !cx;
+  if (bad) snprintf(why, len, "out of memory for the check");
+  if (!bad) {
+    uint64_t sx = cs_seed(n, 3, sample);
+    for (size_t j = 0; j < n; j++) x[j] = entry(sx, 0, j) + 3.0; /* no zero entry */
+    matvec(s->b, n, n, x, bx);
+    matvec(s->a, n, n, bx, abx);
+    matvec(s->c, n, n, x, cx);
+    for (size_t i = 0; i < n && !bad; i++)
+      if (cx[i] != abx[i]) {
+        snprintf(why, len, "row %zu of C: (C x) is %.17g, A (B x) is %.17g (tolerance 0)", i,
+                 cx[i], abx[i]);
+        bad = 1;
+      }
+  }
+  free(x);
+  free(bx);
+  free(abx);
+  free(cx);
+  return bad;
+}
+
+static void su_corrupt(cs_ctx *c) { ((su *)c->state)->spoil = 1; }
+static size_t su_buf(const cs_ctx *c) { (void)c; return 64; }
+
+static const cs_param_def SU_PARAMS[] = {
+    {"N", "256", "matrix order; a comma-separated list is the sweep (e.g. N=2000,4000)"},
+    {"nb", "64", "panel width of the broadcasts (columns of A, rows of B)"},
+    {"impl", "blas", "compute with OpenBLAS's dgemm (blas) or a plain loop (naive)"},
+    {NULL, NULL, NULL},
+};
+static const char *const SU_PHASES[] = {"send_AB", "bcast_A", "bcast_B", "compute", "gather_C",
+                                        NULL};
+
+const cs_bench cs_bench_summa = {
+    .name = "summa", .group = "apps", .metric = "time per product (max over ranks)",
+    .desc = "C = A B by SUMMA on a 2D grid: blocks sent, panels broadcast along rows and "
+            "columns, C gathered",
+    .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
+    .params = SU_PARAMS, .phases = SU_PHASES, .setup = su_setup, .teardown = su_teardown,
+    .corrupt = su_corrupt, .corrupt_before = 1, .buf_bytes = su_buf, .prepare = su_prepare,
+    .run = su_run, .check = su_check,
+};
