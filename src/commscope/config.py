@@ -127,7 +127,7 @@ def params_of(options: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
     return _frozen({k: options.get(k, v) for k, v in PARAM_DEFAULTS.items()})
 
 
-_WHAT_CACHE: dict[tuple[str, tuple[str, ...]], str] = {}
+_WHAT_CACHE: dict[tuple[str, tuple[str, ...], str], str] = {}
 
 
 def _applies(param: str, row: Mapping[str, object]) -> bool:
@@ -162,10 +162,18 @@ def what(row: Mapping[str, object], params: bool = True) -> str:
         return str(row["mpi_name"])
     cfg = Configuration.from_json(json.loads(text))  # type: ignore[arg-type]
     used = tuple(k for k, _ in cfg.params if params and _applies(k, row))
-    key = (str(text), used)
+    declared = str(row["params"] or "") if "params" in row.keys() else ""
+    key = (str(text), used, declared)
     if key not in _WHAT_CACHE:
+        def own(k: str, v: object) -> object:
+            """An application's --param, less what its benchmark does not declare."""
+            if k != "param":
+                return v
+            mine = {x.split("=", 1)[0] for x in declared.split(";") if "=" in x}
+            return ";".join(x for x in str(v).split(";") if x.split("=", 1)[0] in mine)
+
         c = Configuration(**{**cfg.__dict__, "params": tuple(
-            (k, v) for k, v in cfg.params if k in used)})
+            (k, own(k, v)) for k, v in cfg.params if k in used)})
         p = c.parts()
         _WHAT_CACHE[key] = " ".join(v for k, v in p.items() if v and k in (
             "mpi", "transport", "buffer", "params", "settings", "extra"))
