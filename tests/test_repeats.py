@@ -89,6 +89,12 @@ def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
     assert dom["a"]["mode_dropped"] == 2
     fast = {r["config_key"]: r for r in aggregate(rows, mode="floor~24ns")}
     assert fast["a"]["rep_ids"] == (1,) and fast["b"]["rep_ids"] == (5,)
+    # a point measured only in another mode keeps its runs, marked: no hole
+    lone = {r["size_bytes"]: r for r in aggregate(
+        [_row(1, "a", 0.10, 50.0), _row(2, "a", 0.11, 52.0), _row(3, "a", 0.12, 51.0),
+         _row(4, "a", 0.30, 24.0, size=64)], mode="dominant")}
+    assert lone[64]["rep_ids"] == (4,) and lone[64]["other_mode"]
+    assert not lone[8]["other_mode"] and "mode_dropped" not in lone[8]
     # two records in two modes: neither is the machine's usual state, both stay
     even = aggregate([_row(1, "a", 0.10, 24.0), _row(2, "a", 0.19, 50.0)], mode="dominant")
     assert even[0]["rep_ids"] == (1, 2) and "mode_dropped" not in even[0]

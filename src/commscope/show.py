@@ -75,7 +75,8 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
             txt += f" (window {r['window']})"
     else:
         txt = f"{v:.0f}"
-    return txt + ("*" if r["flagged"] else "")
+    return txt + ("*" if r["flagged"] else "") + ("†" if _has(r, "other_mode") and r["other_mode"]
+                                                  else "")
 
 
 def _n_reps(r: sqlite3.Row) -> int:
@@ -132,6 +133,8 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
         out.append("¹ one run only: ± is that run's own CI, which does not hold from one run "
                    "to the next here (use --repeat 3 or more)")
     out.extend(mode_lines(rows))
+    if any(_has(r, "other_mode") and r["other_mode"] for r in rows):
+        out.append("† every run of this point was measured in another machine mode")
     if any_flag:
         out.append("* measured while other processes used the CPU (see export: other_cpu_s)")
     return "\n".join(out).rstrip() + "\n"

@@ -142,29 +142,32 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
     within-run CI kept as within_ci_us, and the runs' floors and modes.
 
     mode: None keeps every record; "dominant" keeps, where the set spans
-    several modes, the records of the mode most of them were measured in
-    (records without a floor are kept), when one holds more than half of
-    them; a mode label keeps that mode."""
+    several modes, the runs measured in the mode most records were (when
+    one holds more than half of them; records without a floor are kept); a
+    mode label keeps that mode.  A point none of whose runs was measured in
+    that mode keeps them all, marked other_mode."""
     if modes is None:
         modes = detect_modes(_get(r, "floor_ns") for r in rows)  # type: ignore[misc]
-    keep = list(rows)
-    dropped = 0
     want = pick_mode(modes, mode)
-    if want is not None:
-        keep = []
-        for r in rows:
-            m = mode_of(_get(r, "floor_ns"), modes)  # type: ignore[arg-type]
-            if m is None or m.label == want:
-                keep.append(r)
-            else:
-                dropped += 1
     groups: dict[tuple[object, ...], list[Mapping[str, object]]] = defaultdict(list)
-    for r in keep:
+    for r in rows:
         key = (_get(r, "config_key") or _get(r, "mpi_name"), r["bench"], r["np"], r["size_bytes"])
         groups[key].append(r)
     out = []
+    dropped = 0
     for rs in groups.values():
-        out.append(_combine(rs, modes))
+        other = False
+        if want is not None:
+            mine = [r for r in rs if (m := mode_of(_get(r, "floor_ns"), modes)) is None  # type: ignore[arg-type]
+                    or m.label == want]
+            # a point measured only in other modes keeps its runs (and says so):
+            # a hole in a series would say nothing at all
+            other = not mine
+            dropped += 0 if other else len(rs) - len(mine)
+            rs = mine or rs
+        row = _combine(rs, modes)
+        row["other_mode"] = other
+        out.append(row)
     if dropped:
         for row in out:
             row["mode_dropped"] = dropped
