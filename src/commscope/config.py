@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 # Parameters of the core that change what a benchmark measures (not how
@@ -88,22 +88,6 @@ class Configuration:
     def label(self) -> str:
         p = self.parts()
         return " ".join(v for k, v in p.items() if v and k not in ("np", "identity"))
-
-
-def labels(configs: Iterable[Configuration], always: tuple[str, ...] = ("mpi",)) -> dict[
-        str, str]:
-    """Short labels that tell a set of configurations apart: the
-    implementation, plus every field that varies within the set (a build
-    identity only where nothing else tells two apart)."""
-    cs = {c.key: c for c in configs}
-    parts = {k: c.parts() for k, c in cs.items()}
-    fields = [f for f in next(iter(parts.values()), {}) if f != "identity"]
-    varying = [f for f in fields if f in always or len({p[f] for p in parts.values()}) > 1]
-    out = {k: " ".join(v for f, v in p.items() if f in varying and v) or p["mpi"]
-           for k, p in parts.items()}
-    if len(set(out.values())) < len(out):
-        out = {k: f"{out[k]} [{parts[k]['identity']}]" for k in out}
-    return out
 
 
 _CHAN = re.compile(r"^(chan(?:-cma)?)\((.+)\)$")

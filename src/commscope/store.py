@@ -355,10 +355,6 @@ class Store:
                              "WHERE status=?", (FAILED, RUNNING))
             return cur.rowcount
 
-    def config_of(self, run_id: int) -> Configuration | None:
-        row = self.db.execute("SELECT config FROM runs WHERE id=?", (run_id,)).fetchone()
-        return Configuration.from_json(json.loads(row[0])) if row and row[0] else None
-
     def has_ok_run(self, plan_key: str) -> bool:
         row = self.db.execute("SELECT 1 FROM runs WHERE plan_key=? AND status=? LIMIT 1",
                               (plan_key, OK)).fetchone()

@@ -105,11 +105,6 @@ def mode_of(floor_ns: float | None, modes: Sequence[Mode]) -> Mode | None:
     return next((m for m in modes if m.holds(floor_ns)), None)
 
 
-def mode_moved(floors: Sequence[float | None], gap: float = MODE_GAP) -> bool:
-    """Did the machine change mode within these readings?"""
-    return len(detect_modes(floors, gap)) > 1
-
-
 # -- aggregation ------------------------------------------------------------------
 RATE_KEYS = ("mb_per_s", "rate_per_s", "busbw_mb_per_s")
 TIME_KEYS = ("mean_us", "min_us", "max_us", "p5_us", "p95_us", "mean_rank_avg_us")
