@@ -61,7 +61,6 @@ def test_show_prints_where_the_time_goes(mm_db, capsys):
     assert cli.main(["show", "--db", str(db), "--bench", "matmul", "--np", "2"]) == 0
     out = capsys.readouterr().out
     assert "matmul, 2 processes, local: us" in out
-    assert out.count("bcast_B    send_A") == 0  # columns are padded apart
     for m in mpis:
         assert f"phases of {m}:" in out
     assert "       N " in out and "compute" in out and "gather_C" in out
@@ -154,7 +153,11 @@ def test_jacobi_scaling_table(jac_db, capsys):
         assert f"jacobi scaling, {m}, local, N=20 (weak: N per rank" in out
     # the one-rank run is the efficiency's reference: 1.00 by definition, and 4
     # ranks on 2 cores are marked
-    assert out.count("      1 ") >= 1 and "1.00" in out and "(oversubscribed)" in out
+    lines = out.splitlines()
+    ones = [x.split() for x in lines if x.startswith("      1 ")]
+    assert ones and all(x[-1] == "1.00" for x in ones)
+    fours = [x for x in lines if x.startswith("      4 ")]
+    assert fours and all(x.endswith("(oversubscribed)") for x in fours)
 
 
 @pytest.mark.parametrize("param", ["N=64", "N=64;halo=datatype;mode=overlap"])

@@ -41,13 +41,6 @@ typedef struct jac {
 
 static double g(double x, double y) { return x * x + y * y; }
 
-/* Rows, or columns, of an uneven split: the first (n mod p) parts get one more. */
-static void split(size_t n, int p, int k, size_t *len, size_t *first) {
-  size_t base = n / (size_t)p, extra = n % (size_t)p;
-  *len = base + ((size_t)k < extra ? 1 : 0);
-  *first = (size_t)k * base + ((size_t)k < extra ? (size_t)k : extra);
-}
-
 static void jac_teardown(cs_ctx *c) {
   jac *j = c->state;
   if (!j) return;
@@ -149,8 +142,8 @@ static int jac_setup(cs_ctx *c, char *why, size_t len) {
   j->cy = coords[1];
   MPI_Cart_shift(j->cart, 0, 1, &j->nbr[UP], &j->nbr[DOWN]);
   MPI_Cart_shift(j->cart, 1, 1, &j->nbr[LEFT], &j->nbr[RIGHT]);
-  split(nx, j->px, j->cx, &j->lx, &j->x0);
-  split(ny, j->py, j->cy, &j->ly, &j->y0);
+  cs_block(nx, j->px, j->cx, &j->lx, &j->x0);
+  cs_block(ny, j->py, j->cy, &j->ly, &j->y0);
   j->w = j->ly + 2;
   double hx = 1.0 / (double)(nx + 1), hy = 1.0 / (double)(ny + 1);
   j->hx2 = hx * hx;

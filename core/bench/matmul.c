@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cs.h"
+#include "product.h"
 
 #ifdef CS_HAVE_OPENBLAS
 #include <cblas.h>
@@ -31,10 +32,6 @@ typedef struct mm {
   double *a, *b, *c;    /* rank 0: N x N each (b on every rank) */
   double *al, *cl;      /* this rank's rows of A and C */
 } mm;
-
-static size_t rows_of(size_t n, int np, int r) {
-  return n / (size_t)np + ((size_t)r < n % (size_t)np ? 1 : 0);
-}
 
 /* Bytes this node will hold: rank 0's A and C, everybody's B, each rank's
  * block of A and C. */
@@ -100,20 +97,19 @@ static int mm_setup(cs_ctx *c, char *why, size_t len) {
   m->counts = calloc((size_t)c->np, sizeof *m->counts);
   m->displs = calloc((size_t)c->np, sizeof *m->displs);
   if (!m->counts || !m->displs) goto nomem;
-  size_t off = 0;
   for (int r = 0; r < c->np; r++) {
-    size_t k = rows_of(n, c->np, r);
-    if (k * n > (size_t)1 << 31 || off * n > (size_t)1 << 31) {
+    size_t k, first;
+    cs_block(n, c->np, r, &k, &first);
+    if ((first + k) * n > (size_t)1 << 31) {
       snprintf(why, len, "matmul N=%zu: a block of rows exceeds MPI's int counts", n);
       return 1;
     }
     m->counts[r] = (int)(k * n);
-    m->displs[r] = (int)(off * n);
+    m->displs[r] = (int)(first * n);
     if (r == c->rank) {
       m->rows = k;
-      m->row0 = off;
+      m->row0 = first;
     }
-    off += k;
   }
   m->b = zalloc(n * n * sizeof(double));
   m->al = zalloc(m->rows * n * sizeof(double));
@@ -129,13 +125,6 @@ nomem:
   return 1;
 }
 
-/* Entry (i, j) of A or B for a sample: an integer in -2..2. */
-static double entry(uint64_t seed, size_t i, size_t j) {
-  uint64_t z = seed ^ (i * 0x9E3779B97F4A7C15ull) ^ (j * 0xC2B2AE3D27D4EB4Full);
-  z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
-  return (double)((int)((z >> 33) % 5) - 2);
-}
-
 static void mm_prepare(cs_ctx *c, long sample) {
   mm *m = c->state;
   size_t n = m->n;
@@ -145,12 +134,7 @@ static void mm_prepare(cs_ctx *c, long sample) {
     cs_poison(m->b, n * n * sizeof(double));
     return;
   }
-  uint64_t sa = cs_seed(n, 1, sample), sb = cs_seed(n, 2, sample);
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < n; j++) {
-      m->a[i * n + j] = entry(sa, i, j);
-      m->b[i * n + j] = entry(sb, i, j);
-    }
+  cs_product_fill(m->a, m->b, n, sample);
   cs_poison(m->c, n * n * sizeof(double));
 }
 
@@ -192,49 +176,10 @@ static int mm_run(cs_ctx *c, long reps) {
   return 0;
 }
 
-/* y = M x for `rows` rows of an N-column row-major M. */
-static void matvec(const double *mat, size_t rows, size_t n, const double *x, double *y) {
-  for (size_t i = 0; i < rows; i++) {
-    double s = 0;
-    for (size_t j = 0; j < n; j++) s += mat[i * n + j] * x[j];
-    y[i] = s;
-  }
-}
-
-/* C x against A (B x), exactly: every value is an integer below 2^53. */
-static int check_rows(const double *cm, const double *am, const double *bm, size_t rows,
-                      size_t row0, size_t n, long sample, char *why, size_t len) {
-  double *x = malloc(n * sizeof *x), *bx = malloc(n * sizeof *bx);
-  double *abx = malloc((rows ? rows : 1) * sizeof *abx), *cx = malloc((rows ? rows : 1) * 8);
-  int bad = 0;
-  if (!x || !bx || !abx || !cx) {
-    snprintf(why, len, "out of memory for the check");
-    bad = 1;
-  } else {
-    /* x has no zero entry: a single wrong element of C always shows */
-    uint64_t sx = cs_seed(n, 3, sample);
-    for (size_t j = 0; j < n; j++) x[j] = entry(sx, 0, j) + 3.0;
-    matvec(bm, n, n, x, bx);
-    matvec(am, rows, n, bx, abx);
-    matvec(cm, rows, n, x, cx);
-    for (size_t i = 0; i < rows && !bad; i++)
-      if (cx[i] != abx[i]) {
-        snprintf(why, len, "row %zu of C: (C x) is %.17g, A (B x) is %.17g (tolerance 0: "
-                 "integer entries make every product exact)", row0 + i, cx[i], abx[i]);
-        bad = 1;
-      }
-  }
-  free(x);
-  free(bx);
-  free(abx);
-  free(cx);
-  return bad;
-}
-
 static int mm_check(cs_ctx *c, long sample, char *why, size_t len) {
   mm *m = c->state;
-  if (check_rows(m->cl, m->al, m->b, m->rows, m->row0, m->n, sample, why, len)) return 1;
-  return c->rank == 0 && check_rows(m->c, m->a, m->b, m->n, 0, m->n, sample, why, len);
+  if (cs_product_check(m->cl, m->al, m->b, m->rows, m->row0, m->n, sample, why, len)) return 1;
+  return c->rank == 0 && cs_product_check(m->c, m->a, m->b, m->n, 0, m->n, sample, why, len);
 }
 
 static void mm_corrupt(cs_ctx *c) {

@@ -5,12 +5,13 @@
  * row (A) and column (B), and every rank adds the product of the two panels
  * to its block of C; rank 0 gathers C.  At the same N and process count as
  * matmul, the two schemes compare side by side.  Entries are small
- * integers, so C x = A (B x) is checked exactly on rank 0. */
+ * integers, so C x = A (B x) is checked exactly on rank 0 (product.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cs.h"
+#include "product.h"
 
 #ifdef CS_HAVE_OPENBLAS
 #include <cblas.h>
@@ -33,10 +34,7 @@ typedef struct su {
 } su;
 
 static void split(size_t n, int p, size_t *len, size_t *first) {
-  for (int k = 0; k < p; k++) {
-    len[k] = n / (size_t)p + ((size_t)k < n % (size_t)p ? 1 : 0);
-    first[k] = k ? first[k - 1] + len[k - 1] : 0;
-  }
+  for (int k = 0; k < p; k++) cs_block(n, p, k, &len[k], &first[k]);
 }
 
 static void su_teardown(cs_ctx *c) {
@@ -127,12 +125,6 @@ nomem:
   return 1;
 }
 
-static double entry(uint64_t seed, size_t i, size_t j) {
-  uint64_t z = seed ^ (i * 0x9E3779B97F4A7C15ull) ^ (j * 0xC2B2AE3D27D4EB4Full);
-  z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
-  return (double)((int)((z >> 33) % 5) - 2);
-}
-
 static void su_prepare(cs_ctx *c, long sample) {
   su *s = c->state;
   size_t n = s->n, m = s->rlen[s->r] * s->clen[s->q];
@@ -140,12 +132,7 @@ static void su_prepare(cs_ctx *c, long sample) {
   cs_poison(s->bl, m * 8);
   cs_poison(s->cl, m * 8);
   if (c->rank != 0) return;
-  uint64_t sa = cs_seed(n, 1, sample), sb = cs_seed(n, 2, sample);
-  for (size_t i = 0; i < n; i++)
-    for (size_t j = 0; j < n; j++) {
-      s->a[i * n + j] = entry(sa, i, j);
-      s->b[i * n + j] = entry(sb, i, j);
-    }
+  cs_product_fill(s->a, s->b, n, sample);
   cs_poison(s->c, n * n * 8);
 }
 
@@ -247,39 +234,9 @@ static int su_run(cs_ctx *c, long reps) {
   return 0;
 }
 
-static void matvec(const double *m, size_t rows, size_t n, const double *x, double *y) {
-  for (size_t i = 0; i < rows; i++) {
-    double t = 0;
-    for (size_t j = 0; j < n; j++) t += m[i * n + j] * x[j];
-    y[i] = t;
-  }
-}
-
 static int su_check(cs_ctx *c, long sample, char *why, size_t len) {
   su *s = c->state;
-  if (c->rank != 0) return 0;
-  size_t n = s->n;
-  double *x = malloc(n * 8), *bx = malloc(n * 8), *abx = malloc(n * 8), *cx = malloc(n * 8);
-  int bad = !x || !bx || !abx || !cx;
-  if (bad) snprintf(why, len, "out of memory for the check");
-  if (!bad) {
-    uint64_t sx = cs_seed(n, 3, sample);
-    for (size_t j = 0; j < n; j++) x[j] = entry(sx, 0, j) + 3.0; /* no zero entry */
-    matvec(s->b, n, n, x, bx);
-    matvec(s->a, n, n, bx, abx);
-    matvec(s->c, n, n, x, cx);
-    for (size_t i = 0; i < n && !bad; i++)
-      if (cx[i] != abx[i]) {
-        snprintf(why, len, "row %zu of C: (C x) is %.17g, A (B x) is %.17g (tolerance 0)", i,
-                 cx[i], abx[i]);
-        bad = 1;
-      }
-  }
-  free(x);
-  free(bx);
-  free(abx);
-  free(cx);
-  return bad;
+  return c->rank == 0 && cs_product_check(s->c, s->a, s->b, s->n, 0, s->n, sample, why, len);
 }
 
 static void su_corrupt(cs_ctx *c) { ((su *)c->state)->spoil = 1; }

@@ -355,6 +355,14 @@ static inline void cs_phase(cs_ctx *c, int k) {
   c->phase_mark = t;
 }
 
+/* Part k of n items split over p parts as evenly as can be: the first
+ * (n mod p) parts get one more (matmul's rows, summa's and jacobi's blocks). */
+static inline void cs_block(size_t n, int p, int k, size_t *len, size_t *first) {
+  size_t base = n / (size_t)p, extra = n % (size_t)p;
+  *len = base + ((size_t)k < extra ? 1 : 0);
+  *first = (size_t)k * base + ((size_t)k < extra ? (size_t)k : extra);
+}
+
 static inline int cs_nphases(const cs_bench *b) {
   int n = 0;
   while (b->phases && b->phases[n]) n++;

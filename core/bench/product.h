@@ -1,0 +1,18 @@
+/* What matmul and summa share: the same product C = A B of integer-valued
+ * N x N matrices, filled and checked the same way. */
+#ifndef CS_PRODUCT_H
+#define CS_PRODUCT_H
+
+#include <stddef.h>
+
+/* A and B (row-major, N x N) for a sample: integers in -2..2, so every
+ * product and sum is exact in double precision whatever the order. */
+void cs_product_fill(double *a, double *b, size_t n, long sample);
+
+/* Rows row0.. (`rows` of them) of C against A (B x) for an integer vector
+ * x with no zero entry: exact (tolerance 0), so one wrong element always
+ * shows.  am and cm hold those rows; bm is all of B.  0 when good. */
+int cs_product_check(const double *cm, const double *am, const double *bm, size_t rows,
+                     size_t row0, size_t n, long sample, char *why, size_t len);
+
+#endif
