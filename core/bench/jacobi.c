@@ -74,7 +74,17 @@ static void initial_state(jac *j) {
   set_boundary(j, j->un);
 }
 
-static int jac_setup(cs_ctx *c, char *why, size_t len) {
+/* The grid a run uses: scale=weak grows N by the process grid. */
+static void jac_grid(const cs_ctx *c, int *px, int *py, size_t *nx, size_t *ny) {
+  char scale[16];
+  cs_param(c, "scale", scale, sizeof scale);
+  if (!cs_grid2(c->np, cs_param_long(c, "px"), cs_param_long(c, "py"), px, py)) *px = *py = 0;
+  int weak = !strcmp(scale, "weak");
+  *nx = weak ? c->size * (size_t)*px : c->size;
+  *ny = weak ? c->size * (size_t)*py : c->size;
+}
+
+static int jac_judge(const cs_ctx *c, char *why, size_t len) {
   char mode[16], halo[16], scale[16];
   cs_param(c, "mode", mode, sizeof mode);
   cs_param(c, "halo", halo, sizeof halo);
@@ -97,31 +107,48 @@ static int jac_setup(cs_ctx *c, char *why, size_t len) {
     snprintf(why, len, "jacobi iters and reduce_every must be at least 1, px and py 0 or more");
     return 1;
   }
-  int dims[2] = {(int)px, (int)py};
-  if ((px && py && px * py != c->np) || (px && c->np % px) || (py && c->np % py)) {
+  int gx = 0, gy = 0;
+  size_t nx, ny;
+  jac_grid(c, &gx, &gy, &nx, &ny);
+  if (!gx) {
     snprintf(why, len, "jacobi grid px=%ld x py=%ld does not decompose %d processes", px, py,
              c->np);
     return 1;
   }
-  MPI_Dims_create(c->np, 2, dims);
-  size_t n = c->size;
-  size_t nx = !strcmp(scale, "weak") ? n * (size_t)dims[0] : n;
-  size_t ny = !strcmp(scale, "weak") ? n * (size_t)dims[1] : n;
-  if (nx < (size_t)dims[0] || ny < (size_t)dims[1]) {
-    snprintf(why, len, "jacobi N=%zu cannot be split over a %d x %d grid", n, dims[0], dims[1]);
+  if (nx < (size_t)gx || ny < (size_t)gy) {
+    snprintf(why, len, "jacobi N=%zu cannot be split over a %d x %d grid", c->size, gx, gy);
     return 1;
   }
-  /* every rank's two grids and halo buffers, and rank 0's gathered grid and
-   * serial reference for the check */
-  double local = 2.0 * ((double)nx / dims[0] + 3) * ((double)ny / dims[1] + 3) * 8.0;
-  double need = local * c->np + 3.0 * (double)(nx + 2) * (double)(ny + 2) * 8.0;
-  double have = cs_mem_available();
-  if (have > 0 && need > 0.8 * have) {
-    snprintf(why, len, "jacobi %zu x %zu with %d processes needs %.1f GiB on this node, %.1f "
-             "GiB are available: refused", nx, ny, c->np, need / 1073741824.0,
-             have / 1073741824.0);
+  if ((nx / (size_t)gx + 3) * (ny / (size_t)gy + 3) > (size_t)1 << 31) {
+    snprintf(why, len, "jacobi N=%zu: a rank's block exceeds MPI's int counts", c->size);
     return 1;
   }
+  return 0;
+}
+
+/* Bytes rank `rank` holds: its two grids with ghosts and four halo
+ * buffers; rank 0 also the gathered grid and the serial reference's two
+ * for the check. */
+static double jac_mem(const cs_ctx *c, int rank) {
+  int px = 0, py = 0;
+  size_t nx, ny, lx, ly, f;
+  jac_grid(c, &px, &py, &nx, &ny);
+  if (!px) return 0;
+  cs_block(nx, px, rank / py, &lx, &f);
+  cs_block(ny, py, rank % py, &ly, &f);
+  double mine = 8.0 * (2.0 * (double)(lx + 2) * (double)(ly + 2) + 4.0 * (double)lx);
+  if (rank == 0) mine += 8.0 * 3.0 * (double)(nx + 2) * (double)(ny + 2);
+  return mine;
+}
+
+static int jac_setup(cs_ctx *c, char *why, size_t len) {
+  char mode[16], halo[16];
+  cs_param(c, "mode", mode, sizeof mode);
+  cs_param(c, "halo", halo, sizeof halo);
+  long iters = cs_param_long(c, "iters"), every = cs_param_long(c, "reduce_every");
+  int dims[2] = {1, 1};
+  size_t nx, ny, n = c->size;
+  jac_grid(c, &dims[0], &dims[1], &nx, &ny);
   jac *j = calloc(1, sizeof *j);
   c->state = j;
   if (!j) goto nomem;
@@ -379,14 +406,32 @@ static int jac_check(cs_ctx *c, long sample, char *why, size_t len) {
   return bad;
 }
 
+/* Useful bytes per sample of `iters` sweeps: the columns packed and
+ * unpacked (read + written), the halos sent plus received, the grid read
+ * and written by the stencil (each point's value once: 16 B), and the
+ * residual's 8 B each way per reduction. */
+static void jac_bytes(const cs_ctx *c, double *bytes) {
+  const jac *j = c->state;
+  double it = j->iters, lx = (double)j->lx, ly = (double)j->ly;
+  int lr = (j->nbr[LEFT] != MPI_PROC_NULL) + (j->nbr[RIGHT] != MPI_PROC_NULL);
+  int ud = (j->nbr[UP] != MPI_PROC_NULL) + (j->nbr[DOWN] != MPI_PROC_NULL);
+  double moved = j->datatype ? 0 : 16.0 * lx * lr;
+  bytes[PH_PACK] = it * moved;
+  bytes[PH_UNPACK] = it * moved;
+  bytes[PH_EXCHANGE] = it * 2.0 * 8.0 * (ly * ud + lx * lr);
+  bytes[PH_COMPUTE] = it * 16.0 * lx * ly;
+  long reductions = j->iters / j->every + (j->iters % j->every ? 1 : 0);
+  bytes[PH_REDUCE] = c->np > 1 ? 16.0 * (double)reductions : 0;
+}
+
 static void jac_corrupt(cs_ctx *c) { ((jac *)c->state)->spoil = 1; }
 
 static size_t jac_buf(const cs_ctx *c) { (void)c; return 64; }
 
 static const cs_param_def JAC_PARAMS[] = {
     {"N", "256", "grid points per side (scale=weak: per rank and side); a list is the sweep"},
-    {"px", "0", "process rows (0: MPI_Dims_create chooses)"},
-    {"py", "0", "process columns (0: MPI_Dims_create chooses; py=1 is a 1D row decomposition)"},
+    {"px", "0", "process rows (0: as square a grid as np allows)"},
+    {"py", "0", "process columns (0: as square a grid as np allows; py=1: 1D row slabs)"},
     {"iters", "20", "Jacobi sweeps per sample"},
     {"reduce_every", "10", "sweeps between residual reductions (MPI_Allreduce)"},
     {"halo", "packed", "left/right columns packed into buffers, or sent as an MPI_Type_vector "
@@ -405,6 +450,7 @@ const cs_bench cs_bench_jacobi = {
             "blocking or overlapped)",
     .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
     .params = JAC_PARAMS, .phases = JAC_PHASES, .setup = jac_setup, .teardown = jac_teardown,
+    .judge = jac_judge, .mem_bytes = jac_mem, .phase_bytes = jac_bytes,
     .corrupt = jac_corrupt, .corrupt_before = 1, .buf_bytes = jac_buf, .prepare = jac_prepare, .run = jac_run,
     .check = jac_check,
 };

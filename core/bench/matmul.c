@@ -33,11 +33,13 @@ typedef struct mm {
   double *al, *cl;      /* this rank's rows of A and C */
 } mm;
 
-/* Bytes this node will hold: rank 0's A and C, everybody's B, each rank's
- * block of A and C. */
-static double node_bytes(size_t n, int np) {
-  double nn = (double)n * (double)n * sizeof(double);
-  return nn * (2.0 + np) + 2.0 * nn;
+/* Bytes rank `rank` holds: everybody's B and block of A and C; rank 0's
+ * whole A and C. */
+static double mm_mem(const cs_ctx *c, int rank) {
+  size_t rows, first;
+  cs_block(c->size, c->np, rank, &rows, &first);
+  double nn = (double)c->size * (double)c->size * 8.0, blk = 8.0 * (double)rows * (double)c->size;
+  return nn + 2.0 * blk + (rank == 0 ? 2.0 * nn : 0.0);
 }
 
 static void *zalloc(size_t n) {
@@ -61,10 +63,10 @@ static void mm_teardown(cs_ctx *c) {
   c->state = NULL;
 }
 
-static int mm_setup(cs_ctx *c, char *why, size_t len) {
-  size_t n = c->size;
+static int mm_judge(const cs_ctx *c, char *why, size_t len) {
   char impl[16];
   cs_param(c, "impl", impl, sizeof impl);
+  long threads = cs_param_long(c, "threads");
   if (strcmp(impl, "blas") && strcmp(impl, "naive")) {
     snprintf(why, len, "matmul impl must be blas or naive, got '%s'", impl);
     return 1;
@@ -75,20 +77,25 @@ static int mm_setup(cs_ctx *c, char *why, size_t len) {
              "(install libopenblas-dev, or use impl=naive)");
     return 1;
   }
-#else
-  long threads = cs_param_long(c, "threads");
+#endif
   if (threads < 1 || threads > 1024) {
     snprintf(why, len, "matmul threads must be 1 to 1024, got %ld", threads);
     return 1;
   }
-  openblas_set_num_threads((int)threads);
-#endif
-  double need = node_bytes(n, c->np), have = cs_mem_available();
-  if (have > 0 && need > 0.8 * have) {
-    snprintf(why, len, "matmul N=%zu with %d processes needs %.1f GiB on this node, %.1f GiB "
-             "are available: refused", n, c->np, need / 1073741824.0, have / 1073741824.0);
+  if (c->size * c->size > (size_t)1 << 31) {
+    snprintf(why, len, "matmul N=%zu: the matrices exceed MPI's int counts", c->size);
     return 1;
   }
+  return 0;
+}
+
+static int mm_setup(cs_ctx *c, char *why, size_t len) {
+  size_t n = c->size;
+  char impl[16];
+  cs_param(c, "impl", impl, sizeof impl);
+#ifdef CS_HAVE_OPENBLAS
+  openblas_set_num_threads((int)cs_param_long(c, "threads"));
+#endif
   mm *m = calloc(1, sizeof *m);
   c->state = m;
   if (!m) goto nomem;
@@ -100,10 +107,6 @@ static int mm_setup(cs_ctx *c, char *why, size_t len) {
   for (int r = 0; r < c->np; r++) {
     size_t k, first;
     cs_block(n, c->np, r, &k, &first);
-    if ((first + k) * n > (size_t)1 << 31) {
-      snprintf(why, len, "matmul N=%zu: a block of rows exceeds MPI's int counts", n);
-      return 1;
-    }
     m->counts[r] = (int)(k * n);
     m->displs[r] = (int)(first * n);
     if (r == c->rank) {
@@ -182,6 +185,18 @@ static int mm_check(cs_ctx *c, long sample, char *why, size_t len) {
   return c->rank == 0 && cs_product_check(m->c, m->a, m->b, m->n, 0, m->n, sample, why, len);
 }
 
+/* Payload each rank sends plus receives: B from the root (the root sends
+ * it, whatever the broadcast's tree forwards), its rows of A and of C. */
+static void mm_bytes(const cs_ctx *c, double *bytes) {
+  const mm *m = c->state;
+  double nn = (double)m->n * (double)m->n * 8.0, blk = 8.0 * (double)m->rows * (double)m->n;
+  int root = c->rank == 0;
+  bytes[PH_BCAST_B] = c->np > 1 ? nn : 0;
+  bytes[PH_SEND_A] = root ? (c->np > 1 ? nn - blk : 0) : blk;
+  bytes[PH_COMPUTE] = 0;
+  bytes[PH_GATHER_C] = root ? (c->np > 1 ? nn - blk : 0) : blk;
+}
+
 static void mm_corrupt(cs_ctx *c) {
   mm *m = c->state;
   if (m->rows) m->cl[(m->rows / 2) * m->n + m->n / 3] += 1.0;
@@ -202,6 +217,7 @@ const cs_bench cs_bench_matmul = {
     .desc = "C = A B: rank 0 broadcasts B, scatters rows of A, all compute, rank 0 gathers C",
     .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
     .params = MM_PARAMS, .phases = MM_PHASES, .setup = mm_setup, .teardown = mm_teardown,
+    .judge = mm_judge, .mem_bytes = mm_mem, .phase_bytes = mm_bytes,
     .corrupt = mm_corrupt, .buf_bytes = mm_buf, .prepare = mm_prepare, .run = mm_run,
     .check = mm_check,
 };

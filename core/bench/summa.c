@@ -49,11 +49,12 @@ static void su_teardown(cs_ctx *c) {
   c->state = NULL;
 }
 
-static int su_setup(cs_ctx *c, char *why, size_t len) {
+static int su_judge(const cs_ctx *c, char *why, size_t len) {
   size_t n = c->size;
   long nb = cs_param_long(c, "nb");
   char impl[16];
   cs_param(c, "impl", impl, sizeof impl);
+  int pr = 1, pc = 1;
   if (nb < 1) {
     snprintf(why, len, "summa nb (panel width) must be at least 1, got %ld", nb);
     return 1;
@@ -67,22 +68,43 @@ static int su_setup(cs_ctx *c, char *why, size_t len) {
     snprintf(why, len, "summa impl=blas: this core was built without OpenBLAS");
     return 1;
   }
-#else
+#endif
+  cs_grid2(c->np, 0, 0, &pr, &pc);
+  if (n < (size_t)pr || n < (size_t)pc) {
+    snprintf(why, len, "summa N=%zu cannot be split over a %d x %d grid", n, pr, pc);
+    return 1;
+  }
+  if ((n / (size_t)pr + 1) * (n / (size_t)pc + 1) > (size_t)1 << 31) {
+    snprintf(why, len, "summa N=%zu: a block exceeds MPI's int counts", n);
+    return 1;
+  }
+  return 0;
+}
+
+/* Bytes rank `rank` holds: its blocks of A, B and C and one panel of each
+ * (rank 0: also the whole A, B and C, and one block to pack). */
+static double su_mem(const cs_ctx *c, int rank) {
+  int pr = 1, pc = 1;
+  cs_grid2(c->np, 0, 0, &pr, &pc);
+  size_t n = c->size, mr, mc, f, w = (size_t)cs_param_long(c, "nb");
+  cs_block(n, pr, rank / pc, &mr, &f);
+  cs_block(n, pc, rank % pc, &mc, &f);
+  w = w < n ? w : n;
+  double mine = 8.0 * (3.0 * (double)mr * (double)mc + (double)w * (double)(mr + mc));
+  if (rank == 0) mine += 8.0 * (3.0 * (double)n * (double)n + (double)mr * (double)mc);
+  return mine;
+}
+
+static int su_setup(cs_ctx *c, char *why, size_t len) {
+  size_t n = c->size;
+  long nb = cs_param_long(c, "nb");
+  char impl[16];
+  cs_param(c, "impl", impl, sizeof impl);
+#ifdef CS_HAVE_OPENBLAS
   openblas_set_num_threads(1);
 #endif
-  int dims[2] = {0, 0};
-  MPI_Dims_create(c->np, 2, dims);
-  if (n < (size_t)dims[0] || n < (size_t)dims[1]) {
-    snprintf(why, len, "summa N=%zu cannot be split over a %d x %d grid", n, dims[0], dims[1]);
-    return 1;
-  }
-  double nn = (double)n * (double)n * 8.0, need = 4.0 * nn + 3.0 * nn * 1.5;
-  double have = cs_mem_available();
-  if (have > 0 && need > 0.8 * have) {
-    snprintf(why, len, "summa N=%zu needs %.1f GiB on this node, %.1f GiB are available: "
-             "refused", n, need / 1073741824.0, have / 1073741824.0);
-    return 1;
-  }
+  int dims[2] = {1, 1};
+  cs_grid2(c->np, 0, 0, &dims[0], &dims[1]);
   su *s = calloc(1, sizeof *s);
   c->state = s;
   if (!s) goto nomem;
@@ -239,6 +261,22 @@ static int su_check(cs_ctx *c, long sample, char *why, size_t len) {
   return c->rank == 0 && cs_product_check(s->c, s->a, s->b, s->n, 0, s->n, sample, why, len);
 }
 
+/* Payload each rank sends plus receives per product: its blocks of A and
+ * B (rank 0: everybody else's), the panels of A broadcast along its
+ * process row and of B along its column (each panel counted once, sent by
+ * its owner or received), and its block of C. */
+static void su_bytes(const cs_ctx *c, double *bytes) {
+  const su *s = c->state;
+  double mine = 8.0 * (double)s->rlen[s->r] * (double)s->clen[s->q];
+  double all = 8.0 * (double)s->n * (double)s->n, others = c->np > 1 ? all - mine : 0;
+  int root = c->rank == 0;
+  bytes[PH_SEND_AB] = 2.0 * (root ? others : mine);
+  bytes[PH_BCAST_A] = s->pc > 1 ? 8.0 * (double)s->rlen[s->r] * (double)s->n : 0;
+  bytes[PH_BCAST_B] = s->pr > 1 ? 8.0 * (double)s->n * (double)s->clen[s->q] : 0;
+  bytes[PH_COMPUTE] = 0;
+  bytes[PH_GATHER_C] = root ? others : mine;
+}
+
 static void su_corrupt(cs_ctx *c) { ((su *)c->state)->spoil = 1; }
 static size_t su_buf(const cs_ctx *c) { (void)c; return 64; }
 
@@ -257,6 +295,7 @@ const cs_bench cs_bench_summa = {
             "columns, C gathered",
     .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
     .params = SU_PARAMS, .phases = SU_PHASES, .setup = su_setup, .teardown = su_teardown,
+    .judge = su_judge, .mem_bytes = su_mem, .phase_bytes = su_bytes,
     .corrupt = su_corrupt, .corrupt_before = 1, .buf_bytes = su_buf, .prepare = su_prepare,
     .run = su_run, .check = su_check,
 };

@@ -74,6 +74,8 @@ typedef struct cs_opts {
   int info;              /* print MPI library info as JSON and exit */
   int help;
   char output[1024];     /* JSON Lines destination, "-" for stdout */
+  long plan_np;          /* with info: judge applications at this many processes */
+  int plan_mem;          /* ... all on this machine: and their memory */
   char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
   char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
   char param[256];       /* applications' parameters "K=V;K=V" (a list for the swept one) */
@@ -209,6 +211,19 @@ typedef struct cs_bench {
   const cs_param_def *params;
   const char *const *phases;
   int (*setup)(struct cs_ctx *c, char *why, size_t len);
+  /* The rules a size's parameters must follow at c->np processes, judged
+   * from c->size, c->np and the parameters alone, without MPI: before any
+   * launch (--info --plan-np) and again in the job before setup. */
+  int (*judge)(const struct cs_ctx *c, char *why, size_t len);
+  /* Bytes rank `rank` will allocate at this size: summed over each node's
+   * ranks and refused, with the figures, when above 80% of what the node
+   * has available (before the launch where every rank runs on this
+   * machine, and in the job on every node). */
+  double (*mem_bytes)(const struct cs_ctx *c, int rank);
+  /* Useful bytes this rank moves per repetition in each phase, after
+   * setup: message payload sent plus received, or for a memory phase the
+   * bytes read plus written (NULL: not counted). */
+  void (*phase_bytes)(const struct cs_ctx *c, double *bytes);
   void (*teardown)(struct cs_ctx *c);
   void (*corrupt)(struct cs_ctx *c); /* testing: spoil this rank's result */
   int corrupt_before;                /* ... at the start of the run (a halo in flight) */
@@ -285,6 +300,10 @@ typedef struct cs_noise {
 } cs_noise;
 void cs_noise_mark_now(cs_noise_mark *m, int leader);
 double cs_mem_available(void);
+/* Memory refusal: `need` bytes for `nranks` processes on one node that
+ * has `have` available (<= 0: unknown, never refused); 1 with the reason. */
+int cs_mem_refuse(const struct cs_bench *b, const cs_ctx *c, double need, int nranks,
+                  double have, char *why, size_t len);
 void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm machine,
                      MPI_Comm world, double wall_s, cs_noise *out);
 
@@ -314,6 +333,9 @@ typedef struct cs_result {
   int nphases;
   double phase_max[CS_MAX_PHASES]; /* median over samples of the max over ranks */
   double *phase_rank;   /* np x nphases: each rank's median per phase (rank 0) */
+  double *phase_bytes;  /* np x nphases: each rank's useful bytes per phase (rank 0) */
+  double copy_gbs;      /* applications: one rank's copy bandwidth with every rank
+                         * copying at once, bytes read + written per ns (NAN: none) */
   char params[256];     /* applications: every declared parameter's value, K=V;K=V */
 } cs_result;
 void cs_json_str(FILE *f, const char *s);
@@ -361,6 +383,33 @@ static inline void cs_block(size_t n, int p, int k, size_t *len, size_t *first) 
   size_t base = n / (size_t)p, extra = n % (size_t)p;
   *len = base + ((size_t)k < extra ? 1 : 0);
   *first = (size_t)k * base + ((size_t)k < extra ? (size_t)k : extra);
+}
+
+/* A 2D process grid for np processes, as square as can be with rows >=
+ * columns, either side given or 0 (free); 0 when np does not decompose
+ * so.  Usable before MPI_Init, and the same under every MPI: MPICH's
+ * MPI_Dims_create agrees for np <= 256, Open MPI 4.1's does not at 180
+ * and 240 (18 x 10 and 20 x 12). */
+static inline int cs_grid2(int np, long want_r, long want_c, int *rows, int *cols) {
+  if (want_r < 0 || want_c < 0 || np < 1) return 0;
+  if (want_r && want_c) {
+    *rows = (int)want_r;
+    *cols = (int)want_c;
+    return want_r * want_c == np;
+  }
+  if (want_r || want_c) {
+    long fixed = want_r ? want_r : want_c;
+    if (np % fixed) return 0;
+    *rows = want_r ? (int)want_r : (int)(np / want_c);
+    *cols = want_c ? (int)want_c : (int)(np / want_r);
+    return 1;
+  }
+  int c = 1;
+  for (int k = 1; (long)k * k <= np; k++)
+    if (np % k == 0) c = k;
+  *rows = np / c;
+  *cols = c;
+  return 1;
 }
 
 static inline int cs_nphases(const cs_bench *b) {

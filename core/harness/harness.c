@@ -396,6 +396,12 @@ static void reduce_phases(cs_ctx *c, sampler *sm, int nph, cs_result *r) {
   }
   if (c->rank == 0) r->phase_rank = malloc((size_t)c->np * (size_t)nph * sizeof(double));
   MPI_Gather(mine, nph, MPI_DOUBLE, r->phase_rank, nph, MPI_DOUBLE, 0, c->comm);
+  if (c->bench->phase_bytes) {
+    double bytes[CS_MAX_PHASES] = {0};
+    c->bench->phase_bytes(c, bytes);
+    if (c->rank == 0) r->phase_bytes = malloc((size_t)c->np * (size_t)nph * sizeof(double));
+    MPI_Gather(bytes, nph, MPI_DOUBLE, r->phase_bytes, nph, MPI_DOUBLE, 0, c->comm);
+  }
   free(mx);
   free(col);
 }
@@ -593,17 +599,76 @@ static void resolved_params(const cs_ctx *c, char *out, size_t len) {
   }
 }
 
+/* An application's size judged as before the launch (every rank judges
+ * the same inputs), then its memory on this rank's node: the node's ranks'
+ * bytes summed against what the node has available. */
+static int app_refuse(const cs_bench *b, cs_ctx *c, MPI_Comm node, char *why, size_t len) {
+  if (b->judge && b->judge(c, why, len)) return 1;
+  if (!b->mem_bytes) return 0;
+  double mine = b->mem_bytes(c, c->rank), here = 0;
+  int nranks;
+  MPI_Allreduce(&mine, &here, 1, MPI_DOUBLE, MPI_SUM, node);
+  MPI_Comm_size(node, &nranks);
+  return cs_mem_refuse(b, c, here, nranks, cs_mem_available(), why, len);
+}
+
+int cs_mem_refuse(const cs_bench *b, const cs_ctx *c, double need, int nranks, double have,
+                  char *why, size_t len) {
+  if (have <= 0 || need <= 0.8 * have) return 0;
+  snprintf(why, len, "%s N=%zu: %d process(es) on one node need %.2f GiB, the node has %.2f "
+           "GiB available (80%% may be used): refused", b->name, c->size, nranks,
+           need / 1073741824.0, have / 1073741824.0);
+  return 1;
+}
+
 /* An application's untimed set-up for one size; a refusal on any rank
  * (memory that will not fit, a grid that does not divide) is every rank's,
  * with the first refusing rank's reason. */
-static int app_setup(const cs_bench *b, cs_ctx *c, cs_err *e) {
+static int app_setup(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_err *e) {
   if (!b->setup) return CS_OK;
   char why[CS_ERRLEN / 2] = "";
-  int mine = b->setup(c, why, sizeof why) ? c->rank : c->np, first = c->np;
+  int bad = app_refuse(b, c, node, why, sizeof why);
+  int mine = bad || b->setup(c, why, sizeof why) ? c->rank : c->np, first = c->np;
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm);
   if (first == c->np) return CS_OK;
   MPI_Bcast(why, sizeof why, MPI_CHAR, first, c->comm);
   return CS_FAIL(e, CS_EUSAGE, "%s", why);
+}
+
+/* The copy an application's memory-bound phase is held against: every
+ * rank copies 64 MiB (twice the last-level cache of most nodes; memory,
+ * not cache) at once with plain loads and stores, as a stencil does (no
+ * non-temporal stores, so each line written is read first, as the
+ * stencil's are).  Per rank, bytes read + written per ns, the median of 5;
+ * the slowest rank's.  Untimed for the records: it runs before the first
+ * size. */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void
+plain_copy(double *restrict dst, const double *restrict src, size_t n) {
+  for (size_t i = 0; i < n; i++) dst[i] = src[i];
+}
+
+static double copy_bandwidth(const cs_ctx *c) {
+  size_t n = (size_t)64 << 17; /* 64 MiB of doubles */
+  double *a = alloc_aligned(n * 8), *b = alloc_aligned(n * 8), t[5], mine = NAN, worst = NAN;
+  int ok = a && b, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
+  if (all) {
+    for (size_t i = 0; i < n; i++) a[i] = (double)i;
+    memset(b, 0, n * 8);
+    plain_copy(b, a, n); /* warm: pages mapped, TLB */
+    for (int k = 0; k < 5; k++) {
+      MPI_Barrier(c->comm);
+      double t0 = cs_now_us();
+      plain_copy(b, a, n);
+      t[k] = cs_now_us() - t0;
+    }
+    mine = 16.0 * (double)n / (median_of(t, 5) * 1e3);
+    if (b[n - 1] != a[n - 1]) mine = NAN; /* the copy must have happened */
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MIN, c->comm);
+  }
+  free(a);
+  free(b);
+  return worst;
 }
 
 int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_env *env,
@@ -660,13 +725,20 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     free(c.reqs);
     return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu-byte buffers", c.buf_bytes);
   }
+  MPI_Comm node = MPI_COMM_NULL;
+  double copy_gbs = NAN;
+  if (b->setup) {
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    copy_gbs = copy_bandwidth(&c);
+  }
   for (int i = 0; i < nsizes && rc == CS_OK; i++) {
     cs_result r = {0};
     c.size = b->size_fix ? b->size_fix(&c, sizes[i]) : sizes[i];
     if (b->size_fix && (c.size == 0 || (i > 0 && c.size == b->size_fix(&c, sizes[i - 1]))))
       continue; /* e.g. 1 or 2 bytes of ints */
     resolved_params(&c, r.params, sizeof r.params);
-    rc = app_setup(b, &c, e);
+    r.copy_gbs = copy_gbs;
+    rc = app_setup(b, &c, node, e);
     if (rc == CS_OK) rc = measure_size(b, &c, env->machine, &r, e);
     if (b->teardown) b->teardown(&c);
     if (rc == CS_OK && c.rank == 0) {
@@ -677,7 +749,9 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     }
     free((void *)r.raw);
     free(r.phase_rank);
+    free(r.phase_bytes);
   }
+  if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
   free(c.sbuf);
   free(c.rbuf);
   free(c.vsbuf);

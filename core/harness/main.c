@@ -74,6 +74,35 @@ static void print_info(void) {
          minor, CS_VERSION, CS_SCHEMA_VERSION);
 }
 
+/* Before a launch: every application size judged at o->plan_np
+ * processes as the job would judge it, and with --plan-mem the memory of
+ * all of them on this machine (an emulated cluster's nodes share it). */
+static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err *e) {
+  for (int i = 0; i < nb; i++) {
+    const cs_bench *b = benches[i];
+    size_t sizes[128];
+    int n = 0;
+    if (!b->size_param || cs_param_sizes(o->param, b, sizes, 128, &n, e)) continue;
+    cs_ctx c = {0};
+    c.opts = o;
+    c.bench = b;
+    c.np = (int)o->plan_np;
+    if (c.np < b->min_np)
+      return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
+                     b->min_np, c.np);
+    for (int k = 0; k < n; k++) {
+      char why[CS_ERRLEN / 2] = "";
+      double need = 0;
+      c.size = sizes[k];
+      if (b->judge && b->judge(&c, why, sizeof why)) return CS_FAIL(e, CS_EUSAGE, "%s", why);
+      for (int r = 0; o->plan_mem && b->mem_bytes && r < c.np; r++) need += b->mem_bytes(&c, r);
+      if (cs_mem_refuse(b, &c, need, c.np, cs_mem_available(), why, sizeof why))
+        return CS_FAIL(e, CS_EUSAGE, "%s", why);
+    }
+  }
+  return CS_OK;
+}
+
 /* Every benchmark named must exist: checked before MPI starts. */
 static int resolve(const char *list, const cs_bench **out, int *n, cs_err *e) {
   char buf[sizeof ((cs_opts *)0)->bench];
@@ -273,6 +302,10 @@ int main(int argc, char **argv) {
     return CS_EUSAGE;
   }
   if (o.info) { /* after every check: `--info` with options is how they are judged */
+    if (o.plan_np && plan(&o, benches, nb, &e)) {
+      fprintf(stderr, "cs-core: %s\n", e.msg);
+      return CS_EUSAGE;
+    }
     print_info();
     return 0;
   }

@@ -76,6 +76,10 @@ static const opt_def OPTS[] = {
      "'N=1000,2000;impl=naive'; see --list)"},
     {"inject", STR(inject, HIDDEN),
      "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
+    {"plan-np", LNG(plan_np, 0, 1 << 20, HIDDEN),
+     "with --info: judge every application size at this many processes before a launch"},
+    {"plan-mem", FLG(plan_mem, HIDDEN),
+     "with --plan-np: every process runs on this machine; refuse what its memory cannot hold"},
     {"help", FLG(help, CORE), "this text"},
 };
 #define NOPTS ((int)(sizeof OPTS / sizeof OPTS[0]))

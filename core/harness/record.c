@@ -164,9 +164,18 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
       fprintf(f, ":{\"max_us\":%.6g,\"ranks_us\":[", r->phase_max[k]);
       for (int i = 0; r->phase_rank && i < r->np; i++)
         fprintf(f, "%s%.6g", i ? "," : "", r->phase_rank[(size_t)i * (size_t)r->nphases + (size_t)k]);
-      fprintf(f, "]}");
+      fputc(']', f);
+      if (r->phase_bytes) {
+        fprintf(f, ",\"bytes_ranks\":[");
+        for (int i = 0; i < r->np; i++)
+          fprintf(f, "%s%.17g", i ? "," : "",
+                  r->phase_bytes[(size_t)i * (size_t)r->nphases + (size_t)k]);
+        fputc(']', f);
+      }
+      fputc('}', f);
     }
     fputc('}', f);
+    if (isfinite(r->copy_gbs)) fprintf(f, ",\"copy_gbs\":%.4g", r->copy_gbs);
   }
   if (raw && r->raw) {
     fprintf(f, ",\"raw_us\":[");

@@ -19,7 +19,17 @@ from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
 from .config import what
 from .errors import CommscopeError
-from .runner import CoreOptions, NoisePolicy, Progress, expand, placements, run_options, run_sweep
+from .runner import (
+    CoreOptions,
+    Job,
+    NoisePolicy,
+    Progress,
+    expand,
+    param_variants,
+    placements,
+    run_options,
+    run_sweep,
+)
 from .show import export, place, run_table, tables
 from .sizes import expand_sizes
 from .store import Store
@@ -96,14 +106,20 @@ def cmd_run(a: argparse.Namespace) -> int:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
     jobs = expand(cores, benches, [], opts, clusters[0], places[clusters[0].label])
     # the core's own rules for its options and parameters, before any launch
-    build_mod.check_options(cores[0], ["--bench", jobs[0].bench, *opts.argv()])
+    for pv in param_variants(opts.param, cores[0]):
+        build_mod.check_options(cores[0], ["--bench", jobs[0].bench,
+                                           *replace(opts, param=pv).argv()])
     transports = _list(a.transport) or ["mpi"]
     for t in transports:
         if t not in ("mpi", "chan", "chan-cma"):
             raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
     settings = tuple(provenance.settings().items())
+    variants = param_variants(opts.param, cores[0])
     jobs = [replace(j, settings=settings) for cl in clusters for t in transports
-            for j in expand(cores, benches, [], replace(opts, transport=t), cl, places[cl.label])]
+            for pv in variants
+            for j in expand(cores, benches, [], replace(opts, transport=t, param=pv), cl,
+                            places[cl.label])]
+    _plan_check(jobs)
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
     progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet)
@@ -120,6 +136,24 @@ def cmd_run(a: argparse.Namespace) -> int:
               + ", ".join(f"{o.job.label} ({o.status})" for o in bad), file=sys.stderr)
         return 1
     return 0
+
+
+def _plan_check(jobs: Sequence[Job]) -> None:
+    """Applications judged before any launch at each job's process count,
+    by the core's own rules (a grid that does not decompose, a value not
+    allowed), and their memory where every rank runs on this machine (local
+    runs and emulated clusters, whose nodes share it): one line, exit 2."""
+    seen = set()
+    for j in jobs:
+        apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
+        one_host = j.cluster.kind in ("local", "emu")
+        key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
+        if not apps or key in seen:
+            continue
+        seen.add(key)
+        build_mod.check_options(j.core, ["--bench", ",".join(apps), *j.opts.argv(),
+                                         "--plan-np", str(j.np),
+                                         *(["--plan-mem"] if one_host else [])])
 
 
 # -- show / export --------------------------------------------------------

@@ -71,6 +71,7 @@ class Result:
     size_param: str | None = None  # applications: what size_bytes is (matmul: N)
     params: str | None = None  # applications: every parameter's value, K=V;K=V
     phases: dict[str, dict[str, object]] | None = field(default=None, hash=False)
+    copy_gbs: float | None = None  # applications: each rank's copy, all copying (bytes/ns)
 
 
 @dataclass
@@ -127,6 +128,7 @@ def parse_result(d: dict[str, object]) -> Result:
         size_param=str(d["size_param"]) if d.get("size_param") else None,
         params=str(d["params"]) if d.get("params") else None,
         phases=dict(d["phases"]) if isinstance(d.get("phases"), dict) else None,  # type: ignore[arg-type]
+        copy_gbs=_num(d.get("copy_gbs")),
     )
 
 

@@ -4,6 +4,7 @@ job's records as soon as it ends, flag (and optionally retry) noisy ones."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -119,6 +120,19 @@ def without_swept(spec: str, core: Core) -> str:
     swept = {str(b["size_param"]) for b in core.benches if b.get("size_param")}
     items = [x for x in spec.split(";") if x and x.split("=", 1)[0] not in swept]
     return ";".join(sorted(items))
+
+
+def param_variants(spec: str, core: Core) -> list[str]:
+    """A parameter given a list that is not the swept one (jacobi's
+    mode=blocking,overlap) makes one job per value: the combinations of all
+    such lists, each a configuration of its own."""
+    swept = {str(b["size_param"]) for b in core.benches if b.get("size_param")}
+    choices: list[list[str]] = []
+    for item in (x for x in spec.split(";") if x):
+        key, _, value = item.partition("=")
+        values = value.split(",") if key not in swept else [value]
+        choices.append([f"{key}={v}" for v in values])
+    return [";".join(c) for c in itertools.product(*choices)] if choices else [spec]
 
 
 def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:

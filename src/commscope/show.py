@@ -10,6 +10,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Sequence
 
+from .analysis import apps
 from .config import what
 from .sizes import human
 
@@ -125,6 +126,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
         out.append("")
         out.extend(phase_table(rs, col, axis or "size"))
     out.extend(scaling_table(rows))
+    out.extend(overlap_table(rows))
     reps = sorted({_n_reps(r) for r in rows})
     if reps and reps[-1] > 1:
         out.append(f"± is the 95% interval between runs ({'/'.join(map(str, reps))} "
@@ -157,46 +159,66 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
         out.append(f"  phases of {name}: ms, slowest rank's median per phase; total is the "
                    "slowest rank's whole sample")
         out.append(f"  {axis:>8} " + " ".join(f"{n:>10}" for n in [*names, "total"]))
-        for r in sorted(group, key=lambda r: r["size_bytes"]):
+        ordered = sorted(group, key=lambda r: r["size_bytes"])
+        for r in ordered:
             ph = json.loads(r["phases"]) if isinstance(r["phases"], str) else r["phases"]
             vals = [ph[n]["max_us"] / 1e3 if n in ph else float("nan") for n in names]
             out.append(f"  {r['size_bytes']:>8} " + " ".join(f"{v:>10.3f}" for v in vals)
                        + f" {r['median_us'] / 1e3:>10.3f}")
+        if any(any(v) for r in ordered for v in apps.phase_bytes(r).values()):
+            out.append("  MB each rank moved per sample (payload sent + received, or memory "
+                       "read + written; busiest/least busy rank where they differ)")
+            for r in ordered:
+                pb = apps.phase_bytes(r)
+                out.append(f"  {r['size_bytes']:>8} " + " ".join(
+                    f"{_mb(pb.get(n, ())):>10}" for n in names))
+        for r in ordered:
+            if (m := apps.memory_rate(r)) is not None:
+                out.append(f"  {r['size_bytes']:>8} {m.text()}")
         out.append("")
+    return out
+
+
+def _mb(per_rank: Sequence[float]) -> str:
+    if not per_rank:
+        return "-"
+    hi, lo = max(per_rank) / 1e6, min(per_rank) / 1e6
+    return f"{hi:.3g}" if hi - lo <= 1e-3 * max(hi, 1e-9) else f"{hi:.3g}/{lo:.3g}"
+
+
+def overlap_table(rows: Sequence[sqlite3.Row]) -> list[str]:
+    """Jacobi: how much of the halo time the overlapped exchange hides."""
+    pairs = apps.overlaps(rows, lambda r: f"{what(r, params=False)}, {place(r)}")
+    if not pairs:
+        return []
+    out = ["jacobi overlap: the fraction of the blocking run's halo time (pack + exchange + "
+           "unpack) that computing the interior meanwhile hides",
+           f"  {'ranks':>5} {'N':>6} {'blocking ms':>12} {'overlap ms':>11} {'halo ms':>9} "
+           f"{'hidden':>7}  configuration"]
+    for p in pairs:
+        over = " (oversubscribed)" if p.oversubscribed else ""
+        out.append(f"  {p.np:>5} {p.n:>6} {p.blocking_us / 1e3:>12.3f} "
+                   f"{p.overlap_us / 1e3:>11.3f} {p.halo_us / 1e3:>9.3f} {p.hidden:>7.2f}  "
+                   f"{p.label}{over}")
+    out.append("  hidden = (blocking - overlap) / halo: 1 hides all of it, 0 nothing, below 0 "
+               "the overlap costs more than it hides")
+    out.append("")
     return out
 
 
 def scaling_table(rows: Sequence[sqlite3.Row]) -> list[str]:
     """Jacobi: lattice updates per second, in all and per rank, and the
-    parallel efficiency against the one-rank run of the same configuration
-    in the same data (strong: T1 / (p Tp) at the same N; weak: T1 / Tp at
-    the same N per rank)."""
-    groups: dict[tuple[str, str, str, int], dict[int, sqlite3.Row]] = defaultdict(dict)
-    for r in rows:
-        if r["bench"] != "jacobi" or not r["valid"] or not r["median_us"]:
-            continue
-        par = dict(x.split("=", 1) for x in (r["params"] or "").split(";") if "=" in x)
-        rest = ";".join(f"{k}={v}" for k, v in par.items() if k not in ("N", "px", "py"))
-        groups[(what(r, params=False), place(r), rest, int(r["size_bytes"]))][int(r["np"])] = r
+    parallel efficiency against the one-rank run (analysis.apps.scaling)."""
     out: list[str] = []
-    for (name, where, rest, n), by_np in sorted(groups.items()):
-        par = dict(x.split("=", 1) for x in rest.split(";") if "=" in x)
-        weak, iters = par.get("scale") == "weak", int(par.get("iters", 20))
-        base = by_np.get(1)
-        kind = "weak: N per rank" if weak else "strong"
-        shown = ";".join(f"{k}={v}" for k, v in par.items() if k not in ("scale", "iters"))
-        out.append(f"jacobi scaling, {name}, {where}, N={n} ({kind}, {iters} sweeps a sample; "
-                   f"{shown})")
+    for sc in apps.scaling(rows, lambda r: f"{what(r, params=False)}, {place(r)}"):
+        kind = "weak: N per rank" if sc.weak else "strong"
+        out.append(f"jacobi scaling, {sc.label}, N={sc.n} ({kind}, {sc.iters} sweeps a "
+                   f"sample; {sc.rest})")
         out.append(f"  {'ranks':>5} {'MLUP/s':>10} {'per rank':>10} {'efficiency':>10}")
-        for np_, r in sorted(by_np.items()):
-            points = float(n * n * (np_ if weak else 1))
-            lups = points * iters / (r["median_us"] * 1e-6)
-            eff = "-"
-            if base is not None:
-                t1 = base["median_us"]
-                eff = f"{(t1 / r['median_us'] if weak else t1 / (np_ * r['median_us'])):.2f}"
-            over = " (oversubscribed)" if r["oversubscribed"] else ""
-            out.append(f"  {np_:>5} {lups / 1e6:>10.1f} {lups / 1e6 / np_:>10.1f} {eff:>10}{over}")
+        for p in sc.points:
+            eff = "-" if p.efficiency is None else f"{p.efficiency:.2f}"
+            over = " (oversubscribed)" if p.oversubscribed else ""
+            out.append(f"  {p.np:>5} {p.mlups:>10.1f} {p.mlups / p.np:>10.1f} {eff:>10}{over}")
         out.append("")
     return out
 

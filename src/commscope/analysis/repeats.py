@@ -11,6 +11,7 @@ configurations is drawn only from records of one mode."""
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections import defaultdict
@@ -201,4 +202,10 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[
     for k in TIME_KEYS + RATE_KEYS:
         vals = [float(v) for r in good if (v := _get(r, k)) is not None]  # type: ignore[arg-type]
         base[k] = statistics.median(vals) if vals else None
+    if _get(base, "phases"):  # each phase's slowest-rank time: its median over the runs
+        runs = [json.loads(str(r["phases"])) for r in good if _get(r, "phases")]
+        ph = json.loads(str(base["phases"]))
+        for name, v in ph.items():
+            v["max_us"] = statistics.median(float(x[name]["max_us"]) for x in runs if name in x)
+        base["phases"] = json.dumps(ph)
     return base

@@ -37,6 +37,7 @@ class Figure:
     xlabel: str = "message size (bytes)"
     vlines: list[tuple[int, str]] = field(default_factory=list)  # (size, label)
     logy: bool = True
+    xbytes: bool = True  # x is a size in bytes (ticks 1K, 1M); else a count (N, ranks)
 
 
 def _value(r: sqlite3.Row, metric: str) -> tuple[float, float, float] | None:
@@ -83,6 +84,40 @@ def lines_for(rows: Sequence[sqlite3.Row], bench: str, metric: str,
     return out
 
 
+def line_of(label: str, pts: Sequence[tuple[int, float, float, float, int]],
+            dashed: bool = False) -> Line:
+    """A line from (x, value, low, high, record id) points, in x order."""
+    pts = sorted(pts)
+    return Line(label, tuple(p[0] for p in pts), tuple(p[1] for p in pts),
+                tuple(p[2] for p in pts), tuple(p[3] for p in pts), tuple(p[4] for p in pts),
+                dashed)
+
+
+def phase_lines(rows: Sequence[sqlite3.Row], benches: Sequence[str], np_: int,
+                phase: str) -> list[Line]:
+    """An application phase (the slowest rank's median; "total": the whole
+    sample with its between-run interval) against N at one process count,
+    one line per benchmark x configuration x cluster."""
+    from ..analysis.apps import phases
+
+    groups: dict[str, list[tuple[int, float, float, float, int]]] = defaultdict(list)
+    for r in rows:
+        if r["bench"] not in benches or r["np"] != np_ or not r["valid"] or not r["median_us"]:
+            continue
+        label = f"{r['bench']} {what(r)} ({place(r)})" if len(benches) > 1 else (
+            f"{what(r)} ({place(r)})")
+        if phase == "total":
+            v = _value(r, "time")
+            if v:
+                groups[label].append((int(r["size_bytes"]), *v, int(r["id"])))
+            continue
+        ph = phases(r).get(phase)
+        if ph and float(ph["max_us"]) > 0:  # type: ignore[arg-type]
+            t = float(ph["max_us"])  # type: ignore[arg-type]
+            groups[label].append((int(r["size_bytes"]), t, t, t, int(r["id"])))
+    return [line_of(k, v) for k, v in sorted(groups.items())]
+
+
 def render_svg(fig: Figure) -> str:
     """The figure as an SVG document (no script, fonts as paths)."""
     import matplotlib
@@ -107,7 +142,11 @@ def render_svg(fig: Figure) -> str:
     from ..sizes import human
 
     sizes = sorted({x for ln in fig.lines for x in ln.sizes})
-    if sizes:
+    if sizes and not fig.xbytes:
+        ax.xaxis.set_major_locator(FixedLocator(sizes))
+        ax.xaxis.set_minor_locator(FixedLocator([]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v)}"))
+    elif sizes:
         ticks = [2**k for k in range(0, 41, 3) if sizes[0] <= 2**k <= sizes[-1]]
         ax.xaxis.set_major_locator(FixedLocator(ticks or sizes))
         ax.xaxis.set_minor_locator(FixedLocator([]))

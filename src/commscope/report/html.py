@@ -12,8 +12,8 @@ from html import escape
 from pathlib import Path
 
 from .. import __version__
+from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
-from ..analysis import crossover, findings, hockney
 from ..analysis.series import collect
 from ..config import what
 from ..show import place
@@ -142,6 +142,7 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     found = findings.all_findings(series)
     xrows = crossover.analyze(series)
     steps = [b for b, *_ in P2P if b in benches] + [c for c in COLLECTIVES if c in benches]
+    steps += sorted({str(r["bench"]) for r in rows if r["phases"]})
     steps += [f"{xr.collective} vs {xr.reference} ({xr.config.label()})" for xr in xrows]
     if progress:
         progress.total = len(steps)
@@ -206,32 +207,8 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                               lines_for(rows, c, "time", label_np=True)),
                        f"{c}: one line per implementation, process count and cluster.")
             tick(c)
-    apps = sorted({str(r["bench"]) for r in rows if r["phases"]})
-    if apps:
-        rep.add("<h2 id=applications>Applications</h2><p>Time per sample (one product, or "
-                "<code>iters</code> Jacobi sweeps) against the problem size N, one line per "
-                "implementation, process count and cluster; then where the time goes, phase "
-                "by phase, and each communication phase against the prediction of the "
-                "same configuration's micro-benchmarks.</p>")
-        for app in apps:
-            rep.figure(Figure(f"fig-{app}", f"{app}: time per sample", "time (us)",
-                              lines_for(rows, app, "time", label_np=True)),
-                       f"{app}: one line per implementation, process count and cluster.")
-            tick(app)
-        rep.add(_phase_table([r for r in rows if r["phases"]]))
-        from ..analysis import predict as predict_mod
-
-        preds = predict_mod.predict([r for r in rows if r["phases"]], series)
-        if any(p.predicted_us for p in preds):
-            rep.add("<h3>Predicted against measured</h3>" + _table(
-                ("configuration", "bench", "N", "phase", "measured ms (slowest rank)",
-                 "least-waiting rank ms", "predicted ms", "predicted / measured", "verdict",
-                 "note"),
-                [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
-                  f"{(p.least_us or 0) / 1e3:.3f}",
-                  f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
-                  f"{p.ratio:.2f}" if p.ratio else "-", p.verdict, p.note) for p in preds],
-                {2, 4, 5, 6, 7}))
+    if any(r["phases"] for r in rows):
+        _applications(rep, [r for r in rows if r["phases"]], series, tick)
     if xrows:
         rep.add("<h2 id=crossover>Collectives against sends (the commodity-cluster study)</h2>"
                 "<p>H: the collective is slower, L: faster, =: not told apart (95% CIs "
@@ -262,6 +239,90 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         [{"id": f.fig_id, "title": f.title, "lines": [ln.__dict__ for ln in f.lines]}
          for f in rep.figures]))
     return index
+
+
+def _applications(rep: Report, rows: Sequence[sqlite3.Row], series, tick) -> None:
+    """The applications: the IIT Bombay study's figures (total, broadcast of
+    B, sending A, gathering C against N, one panel per process count),
+    1D against SUMMA, Jacobi's scaling and its variants, and each
+    communication phase against its prediction."""
+    from ..analysis import apps as apps_mod
+    from ..analysis import predict as predict_mod
+    from ..show import overlap_table, scaling_table
+    from .figures import line_of, phase_lines
+
+    rep.add("<h2 id=applications>Applications</h2><p>Time per sample (one product, or "
+            "<code>iters</code> Jacobi sweeps) against the problem size N, one panel per "
+            "process count and one line per implementation, parameters and cluster; each "
+            "phase is the slowest rank's median, the total carries the between-run interval. "
+            "Then where the time goes, Jacobi's scaling, and each communication phase against "
+            "the prediction of the same configuration's micro-benchmarks.</p>")
+    benches = sorted({str(r["bench"]) for r in rows})
+    for app in benches:
+        mine = [r for r in rows if r["bench"] == app]
+        names = list(apps_mod.phases(mine[0]))
+        for np_ in sorted({int(r["np"]) for r in mine}):
+            over = " (oversubscribed: correctness only)" if any(
+                r["oversubscribed"] for r in mine if r["np"] == np_) else ""
+            for ph in ["total", *names]:
+                lines = phase_lines(mine, [app], np_, ph)
+                if not lines:
+                    continue
+                rep.figure(Figure(f"fig-{app}-{np_}-{ph}", f"{app}, {np_} ranks: {ph}",
+                                  "time (us)", lines, xlabel="N", xbytes=False),
+                           f"{app} {ph} against N at {np_} ranks{over}.")
+        tick(app)
+    if {"matmul", "summa"} <= set(benches):
+        rep.add("<h3>Row blocks (1D) against SUMMA (2D)</h3>")
+        for np_ in sorted({int(r["np"]) for r in rows if r["bench"] == "summa"}):
+            lines = phase_lines(rows, ["matmul", "summa"], np_, "total")
+            if len({ln.label.split()[0] for ln in lines}) == 2:
+                rep.figure(Figure(f"fig-1d-summa-{np_}", f"matmul against summa, {np_} ranks",
+                                  "time per product (us)", lines, xlabel="N", xbytes=False),
+                           f"The same product by row blocks and by SUMMA at {np_} ranks.")
+    scaling = scaling_table(rows)
+    if scaling:
+        rep.add("<h3>Jacobi scaling</h3>")
+        eff = {f"{sc.label}, N={sc.n}{' weak' if sc.weak else ''} {sc.rest}":
+               [(p.np, p.efficiency, p.efficiency, p.efficiency, p.record_id)
+                for p in sc.points if p.efficiency is not None]
+               for sc in apps.scaling(rows, lambda r: f"{what(r, params=False)}, {place(r)}")}
+        lines = [line_of(k, v) for k, v in sorted(eff.items()) if len(v) > 1]
+        if lines:
+            rep.figure(Figure("fig-jacobi-efficiency", "Jacobi parallel efficiency",
+                              "efficiency (1 = perfect)", lines, xlabel="ranks", xbytes=False,
+                              logy=False),
+                       "Strong: T1 / (p Tp) at the same N; weak: T1 / Tp at the same N per "
+                       "rank; against the one-rank run of the same configuration.")
+        rep.add("<pre>" + escape("\n".join(scaling + overlap_table(rows))) + "</pre>")
+    rep.add(_phase_table(rows))
+    preds = predict_mod.predict(rows, series)
+    if not any(p.predicted_us for p in preds):
+        return
+    by: dict[tuple[str, str], dict[str, list]] = {}
+    for p in preds:
+        if p.predicted_us:
+            d = by.setdefault((p.bench, p.phase), {})
+            d.setdefault(f"{p.config.label()} measured", []).append(
+                (p.size, p.measured_us, p.measured_us, p.measured_us, 0))
+            d.setdefault(f"{p.config.label()} predicted", []).append(
+                (p.size, p.predicted_us, p.predicted_us / (1 + p.tolerance),
+                 p.predicted_us * (1 + p.tolerance), 0))
+    rep.add("<h3>Predicted against measured</h3>")
+    for (bench, phase), d in sorted(by.items()):
+        lines = [line_of(k, v, dashed=k.endswith("predicted")) for k, v in sorted(d.items())]
+        rep.figure(Figure(f"fig-predict-{bench}-{phase}", f"{bench} {phase}: predicted and "
+                          "measured", "time (us)", lines, xlabel="N", xbytes=False),
+                   f"{bench} {phase}: measured (slowest rank) and predicted from the "
+                   "micro-benchmarks (dashed, band: the models' tolerance).")
+    rep.add(_table(
+        ("configuration", "bench", "N", "phase", "measured ms (slowest rank)",
+         "least-waiting rank ms", "predicted ms", "predicted / measured", "verdict", "note"),
+        [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
+          f"{(p.least_us or 0) / 1e3:.3f}",
+          f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
+          f"{p.ratio:.2f}" if p.ratio else "-", p.verdict, p.note) for p in preds],
+        {2, 4, 5, 6, 7}))
 
 
 def _finding_anchor(f: findings.Finding, xrows: list[crossover.Row]) -> str:
@@ -313,11 +374,17 @@ def _phase_table(rows: Sequence[sqlite3.Row]) -> str:
     out = []
     for r in sorted(rows, key=lambda r: (r["bench"], what(r), r["np"], r["size_bytes"])):
         ph = json.loads(r["phases"])
+        moved = " · ".join(f"{k} {max(v) / 1e6:.3g}" + (f"/{min(v) / 1e6:.3g}"
+                                                         if max(v) > min(v) else "")
+                           for k, v in apps.phase_bytes(r).items() if any(v))
+        m = apps.memory_rate(r)
         out.append((r["bench"], f"{what(r)}, {r['np']} ranks ({place(r)})", r["size_bytes"],
                     " · ".join(f"{k} {v['max_us'] / 1e3:.3f}" for k, v in ph.items()),
-                    f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-"))
+                    f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-",
+                    moved or "-", m.text() if m else "-"))
     return ("<h3>Phases (slowest rank's median, ms)</h3>"
-            + _table(("bench", "configuration", "N", "phases", "total ms"), out, {2, 4}))
+            + _table(("bench", "configuration", "N", "phases", "total ms",
+                      "MB moved per rank (busiest/least busy)", "memory rate"), out, {2, 4}))
 
 
 def _hockney_table(series) -> str:

@@ -1,0 +1,170 @@
+"""What the applications' records say beyond their times: the bytes each
+rank moved per phase, the compute phase's memory rate against the copy
+bandwidth measured in the same job, and how much of the halo time Jacobi's
+overlapped exchange hides."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+
+def phases(r: Mapping[str, object]) -> dict[str, dict[str, object]]:
+    try:
+        text = r["phases"]
+    except (KeyError, IndexError):
+        return {}
+    if not text:
+        return {}
+    return json.loads(text) if isinstance(text, str) else dict(text)  # type: ignore[arg-type]
+
+
+def phase_bytes(r: Mapping[str, object]) -> dict[str, tuple[float, ...]]:
+    """Each phase's useful bytes per rank (payload sent + received, or
+    memory read + written), per sample; phases the core did not count are
+    left out."""
+    return {k: tuple(float(x) for x in v["bytes_ranks"])  # type: ignore[union-attr]
+            for k, v in phases(r).items() if v.get("bytes_ranks")}
+
+
+@dataclass(frozen=True)
+class MemoryRate:
+    """A memory-bound phase's bytes per second on its ranks, against one
+    rank's copy with every rank copying at once (plain stores, as the
+    stencil's), both read + written bytes per ns (GB/s)."""
+
+    phase: str
+    gbs: float  # the median over ranks of each rank's bytes / its own median time
+    copy_gbs: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        return self.gbs / self.copy_gbs if self.copy_gbs else None
+
+    def text(self) -> str:
+        if self.ratio is None:
+            return f"{self.phase} {self.gbs:.2f} GB/s per rank"
+        where = (" (faster than the copy from memory: the data sit in cache, this is not a "
+                 "memory bandwidth)" if self.ratio > 1.05 else "")
+        return (f"{self.phase} {self.gbs:.2f} GB/s per rank = {self.ratio:.2f} x the copy "
+                f"measured in the same job ({self.copy_gbs:.2f} GB/s per rank, every rank "
+                f"copying){where}")
+
+
+def memory_rate(r: Mapping[str, object], phase: str = "compute") -> MemoryRate | None:
+    ph = phases(r).get(phase)
+    if not ph or not ph.get("bytes_ranks") or not ph.get("ranks_us"):
+        return None
+    rates = [b / (t * 1e3) for b, t in zip(ph["bytes_ranks"], ph["ranks_us"],  # type: ignore[arg-type]
+                                                  strict=True)
+             if b and t]
+    if not rates:
+        return None
+    copy = r["copy_gbs"] if "copy_gbs" in r.keys() else None  # type: ignore[attr-defined]
+    return MemoryRate(phase, statistics.median(rates), float(copy) if copy else None)
+
+
+def params_of(r: Mapping[str, object]) -> dict[str, str]:
+    return dict(x.split("=", 1) for x in str(r["params"] or "").split(";") if "=" in x)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Jacobi with mode=overlap against mode=blocking, everything else the
+    same: the fraction of the blocking run's halo time (pack, exchange,
+    unpack) that computing the interior meanwhile took off the total."""
+
+    label: str
+    np: int
+    n: int
+    blocking_us: float
+    overlap_us: float
+    halo_us: float
+    oversubscribed: bool = False
+
+    @property
+    def hidden(self) -> float:
+        return (self.blocking_us - self.overlap_us) / self.halo_us if self.halo_us else 0.0
+
+
+HALO = ("pack", "exchange", "unpack")
+
+
+def overlaps(rows: Sequence[Mapping[str, object]],
+             label: Callable[[Mapping[str, object]], str]) -> list[Overlap]:
+    """Every blocking/overlap pair of Jacobi records; label(r) names the
+    configuration short of the mode (implementation, placement, the other
+    parameters)."""
+    pairs: dict[tuple[object, ...], dict[str, Mapping[str, object]]] = defaultdict(dict)
+    for r in rows:
+        if r["bench"] != "jacobi" or not r["valid"] or not r["median_us"]:
+            continue
+        par = params_of(r)
+        rest = ";".join(f"{k}={v}" for k, v in sorted(par.items()) if k not in ("mode", "N"))
+        pairs[(label(r), rest, r["np"], r["size_bytes"])][par.get("mode", "blocking")] = r
+    out = []
+    for (lab, rest, np_, n), by in sorted(pairs.items(), key=lambda kv: str(kv[0])):
+        if "blocking" not in by or "overlap" not in by or np_ == 1:
+            continue  # one rank has no halo to hide
+        b, o = by["blocking"], by["overlap"]
+        halo = sum(float(phases(b)[k]["max_us"]) for k in HALO if k in phases(b))  # type: ignore[arg-type]
+        out.append(Overlap(f"{lab} {rest}".strip(), int(np_), int(n),  # type: ignore[call-overload]
+                           float(b["median_us"]), float(o["median_us"]), halo,  # type: ignore[arg-type]
+                           bool(b["oversubscribed"])))
+    return out
+
+
+@dataclass(frozen=True)
+class ScalePoint:
+    np: int
+    mlups: float  # million lattice updates per second, all ranks
+    efficiency: float | None  # against the one-rank run; None without one
+    oversubscribed: bool
+    record_id: int
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Jacobi at one N (per rank when weak) over process counts: lattice
+    updates per second and the parallel efficiency against the one-rank
+    run of the same configuration in the same data (strong: T1 / (p Tp);
+    weak: T1 / Tp)."""
+
+    label: str  # implementation, placement
+    n: int
+    weak: bool
+    iters: int
+    rest: str  # the other parameters
+    points: tuple[ScalePoint, ...]
+
+
+def scaling(rows: Sequence[Mapping[str, object]],
+            label: Callable[[Mapping[str, object]], str]) -> list[Scaling]:
+    groups: dict[tuple[str, str, int], dict[int, Mapping[str, object]]] = defaultdict(dict)
+    for r in rows:
+        if r["bench"] != "jacobi" or not r["valid"] or not r["median_us"]:
+            continue
+        par = params_of(r)
+        rest = ";".join(f"{k}={v}" for k, v in par.items() if k not in ("N", "px", "py"))
+        groups[(label(r), rest, int(r["size_bytes"]))][int(r["np"])] = r  # type: ignore[call-overload]
+    out = []
+    for (lab, rest, n), by_np in sorted(groups.items()):
+        par = dict(x.split("=", 1) for x in rest.split(";") if "=" in x)
+        weak, iters = par.get("scale") == "weak", int(par.get("iters", 20))
+        base = by_np.get(1)
+        pts = []
+        for np_, r in sorted(by_np.items()):
+            t = float(r["median_us"])  # type: ignore[arg-type]
+            lups = float(n * n * (np_ if weak else 1)) * iters / (t * 1e-6)
+            eff = None
+            if base is not None:
+                t1 = float(base["median_us"])  # type: ignore[arg-type]
+                eff = t1 / t if weak else t1 / (np_ * t)
+            pts.append(ScalePoint(np_, lups / 1e6, eff, bool(r["oversubscribed"]),
+                                  int(r["id"])))  # type: ignore[call-overload]
+        shown = ";".join(f"{k}={v}" for k, v in par.items() if k not in ("scale", "iters"))
+        out.append(Scaling(lab, n, weak, iters, shown, tuple(pts)))
+    return out
