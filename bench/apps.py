@@ -13,8 +13,8 @@ Prints, on an idle machine:
  (3) matmul at N = 2000 and 4000 on this machine against emulated Gigabit
      and 100Base-T nodes (root), phase by phase: the IIT Bombay study's
      comparison of shared memory against Ethernet;
- (4) predicted over measured for each communication phase of matmul and
-     jacobi, 2 ranks, on this machine and across 2 emulated Gigabit nodes
+ (4) predicted over measured for each communication phase of matmul,
+     summa and jacobi, 2 ranks, on this machine and across 2 emulated Gigabit nodes
      (root) (target 0.75-1.25).
 
     .venv/bin/python bench/apps.py [--mpi openmpi] [--no-clusters]
@@ -154,8 +154,8 @@ def figure4(mpi: str, tmp: Path) -> None:
             subprocess.run([*COMMSCOPE, "cluster", "up", "--nodes", "2", "--link", "1gbit",
                             "--name", "bpred"], check=True, capture_output=True)
         db = tmp / "pred.db"
-        run(db, "--bench", "latency,bcast,scatter,gather,allreduce,matmul,jacobi", "--np", "2",
-            "--mpi", mpi, "--param", "N=1000", "--repeat", "3", "--timeout", "900",
+        run(db, "--bench", "latency,bcast,scatter,gather,allreduce,matmul,summa,jacobi",
+            "--np", "2", "--mpi", mpi, "--param", "N=1000", "--repeat", "3", "--timeout", "900",
             *[x for c in clusters for x in ("--cluster", c)])
         rows = aggregate(Store(db).result_rows(), mode="dominant")
         preds = predict.predict([r for r in rows if r["phases"]], collect(rows))

@@ -267,7 +267,9 @@ def test_prediction_arithmetic_on_synthetic_models():
     rows = [app(1, "matmul", n, f"N={n};impl=blas;threads=1",
                 {"bcast_B": 6000.0, "send_A": 2002.0, "gather_C": 100.0}),
             app(2, "jacobi", 4096, "N=4096;px=0;py=0;iters=20;reduce_every=10;halo=packed;"
-                "mode=blocking;scale=strong", {"exchange": 82.0, "reduce": 2.0})]
+                "mode=blocking;scale=strong", {"exchange": 82.0, "reduce": 2.0}),
+            app(3, "summa", 999, "N=999;nb=100;impl=blas",
+                {"send_AB": 50.0, "bcast_A": 1.0, "bcast_B": 70.0, "gather_C": 30.0})]
     got = {(p.bench, p.phase): p for p in predict.predict(rows, models)}
     bb, blk = 8 * n * n, 8 * 500 * n
     assert got[("matmul", "bcast_B")].predicted_us == pytest.approx(1.0 + bb / 1000.0, rel=1e-3)
@@ -279,10 +281,27 @@ def test_prediction_arithmetic_on_synthetic_models():
         20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
     assert got[("jacobi", "reduce")].predicted_us == pytest.approx(2 * (0.5 + 8 / 500.0),
                                                                    rel=1e-3)
+    # summa on 2 ranks: a 2 x 1 grid, blocks of 500 x 999, 10 panels of 100 rows of B
+    # broadcast down the column of 2; no row broadcast (one process column)
+    sb = 8 * 500 * 999
+    assert got[("summa", "send_AB")].predicted_us == pytest.approx(2 * (0.25 + sb / 8000.0),
+                                                                   rel=1e-3)
+    assert got[("summa", "bcast_B")].predicted_us == pytest.approx(
+        10 * (1.0 + 8 * 100 * 999 / 1000.0), rel=1e-3)
+    assert got[("summa", "gather_C")].predicted_us == pytest.approx(0.25 + sb / 8000.0,
+                                                                    rel=1e-3)
+    assert ("summa", "bcast_A") not in got
     # measured is the slowest rank's, the least-waiting one beside it; the verdict
     # follows the tolerance
     assert got[("matmul", "bcast_B")].measured_us == 9000.0
     assert got[("matmul", "bcast_B")].least_us == 6000.0
+    # where a miss shows its reason in the record, it is said: send_A's least-waiting
+    # rank (2002 us) is the model's 2002 us, the slowest (3003 us) waited
+    assert got[("matmul", "send_A")].verdict == "MISS"
+    assert "the rank that waited least matches" in got[("matmul", "send_A")].note
+    assert got[("jacobi", "reduce")].verdict == "MISS"
+    assert "each waits for the slower rank" in got[("jacobi", "reduce")].note
+    assert got[("matmul", "gather_C")].note == ""  # predicted above measured: no story
     assert got[("matmul", "bcast_B")].verdict == "ok"  # 8001 / 9000
     assert got[("matmul", "gather_C")].verdict == "MISS"  # 1003 / 150
     assert "extrapolated" in got[("matmul", "bcast_B")].note

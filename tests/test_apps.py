@@ -317,3 +317,21 @@ def test_report_draws_the_applications_from_the_store(tmp_path, cores):
         assert ln["values"][1] == pytest.approx(jac[(1, n)] / (2 * jac[(2, n)]))
     page = (out / "index.html").read_text()
     assert "Row blocks (1D) against SUMMA (2D)" in page and "Jacobi scaling" in page
+
+
+def test_three_by_three_and_four_by_four_grids_are_exact(tmp_path, cores):
+    """9 and 16 ranks (oversubscribed: correctness only) make 3 x 3 and 4 x 4
+    grids; N = 13 splits unevenly over both (5+4+4, 4+3+3+3)."""
+    db = tmp_path / "grids.db"
+    m = "openmpi" if "openmpi" in cores else sorted(cores)[0]
+    assert cli.main(["run", "--db", str(db), "--bench", "jacobi,summa", "--np", "9,16",
+                     "--mpi", m, "--param", "N=13;nb=2", "--min-samples", "3",
+                     "--time-cap", "0.05", "--min-time", "0", "--quiet"]) == 0
+    rows = Store(db).result_rows()
+    assert sorted((r["bench"], r["np"]) for r in rows) == [
+        ("jacobi", 9), ("jacobi", 16), ("summa", 9), ("summa", 16)]
+    assert all(r["valid"] and r["oversubscribed"] for r in rows)
+    for r in rows:
+        if r["bench"] == "jacobi":  # every rank has neighbours on 2 to 4 sides
+            ex = json.loads(r["phases"])["exchange"]["bytes_ranks"]
+            assert len(ex) == r["np"] and min(ex) > 0

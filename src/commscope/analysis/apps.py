@@ -47,8 +47,8 @@ class MemoryRate:
     def text(self) -> str:
         if self.ratio is None:
             return f"{self.phase} {self.gbs:.2f} GB/s per rank"
-        where = (" (faster than the copy from memory: the data sit in cache, this is not a "
-                 "memory bandwidth)" if self.ratio > 1.05 else "")
+        where = (" (above the copy from memory: part of the data came from cache, so this "
+                 "is not a memory bandwidth)" if self.ratio > 1.05 else "")
         return (f"{self.phase} {self.gbs:.2f} GB/s per rank = {self.ratio:.2f} x the copy "
                 f"measured in the same job ({self.copy_gbs:.2f} GB/s per rank, every rank "
                 f"copying){where}")

@@ -6,6 +6,10 @@ made of, set against the phase as measured.
 matmul (N, p ranks, blocks of r = ceil(N/p) rows):
   bcast_B  = T_bcast(8 N^2)          send_A  = T_scatter(8 r N)
   gather_C = T_gather(8 r N)         (Scatterv/Gatherv taken as their plain kin)
+summa (a pr x pc grid, blocks of mr x mc = ceil(N/pr) x ceil(N/pc), panels nb):
+  send_AB  = 2 (p-1) T_p2p(8 mr mc)  (rank 0 sends both blocks to each rank in turn)
+  bcast_A  = ceil(N/nb) T_bcast,pc(8 mr nb)   bcast_B = ceil(N/nb) T_bcast,pr(8 nb mc)
+  gather_C = (p-1) T_p2p(8 mr mc)    (T_bcast,q: the bcast measured at q ranks)
 jacobi (a rank's block lx x ly, `iters` sweeps, a reduction every K):
   exchange = iters x (T_p2p(8 ly) [rows, when the grid has >1 process row]
                       + T_p2p(8 lx) [columns, when it has >1 process column])
@@ -109,9 +113,10 @@ def predict(app_rows: Sequence[Mapping[str, object]],
     params_of = {int(r["id"]): _params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
     models: dict[tuple[Config, str], Model | None] = {}
 
-    def m(cfg: Config, bench: str) -> Model | None:
-        key = Config(cfg.base or cfg.mpi, cfg.np if bench != "latency" else 2, cfg.cluster,
-                     cfg.oversubscribed if bench != "latency" else False)
+    def m(cfg: Config, bench: str, ranks: int | None = None) -> Model | None:
+        np_ = 2 if bench == "latency" else ranks or cfg.np
+        key = Config(cfg.base or cfg.mpi, np_, cfg.cluster,
+                     cfg.oversubscribed if np_ == cfg.np else False)
         if (key, bench) not in models:
             models[(key, bench)] = model(series.get((key, bench)))
         return models[(key, bench)]
@@ -134,11 +139,12 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 if not measured:
                     continue
                 total, notes, tol = 0.0, [], MIN_TOLERANCE
-                for coll, size, times in parts:
-                    mod = m(cfg, coll)
+                for coll, size, times, comm in parts:
+                    mod = m(cfg, coll, comm)
                     if mod is None:
                         total = math.nan
-                        notes.append(f"no {coll} series for this configuration")
+                        at = f" at {comm} ranks" if comm and comm != cfg.np else ""
+                        notes.append(f"no {coll} series{at} for this configuration")
                         break
                     t, note = mod.predict(size)
                     total += times * t
@@ -147,6 +153,9 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                         notes.append(f"{coll} {note}")
                 if bench == "jacobi" and phase == "exchange" and par.get("mode") == "overlap":
                     notes.append("overlapped with the interior: the wait is what shows")
+                if not math.isnan(total) and total > 0:
+                    notes.extend(_why(total, float(measured), min(ranks) if ranks else None,  # type: ignore[arg-type]
+                                      tol, cfg, parts))
                 if cfg.oversubscribed:
                     notes.append("oversubscribed: correctness only")
                 out.append(Prediction(cfg, bench, n, phase, float(measured),  # type: ignore[arg-type]
@@ -155,33 +164,67 @@ def predict(app_rows: Sequence[Mapping[str, object]],
     return out
 
 
-def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[
-        str, list[tuple[str, float, float]]]:
-    """phase -> [(series, message bytes, how many times)]."""
+def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Config,
+         parts: Sequence[tuple[str, float, float, int | None]]) -> list[str]:
+    """Why a phase misses, where the record itself shows it."""
+    lo, hi = 1 / (1 + tol), 1 + tol
+    if lo <= pred / measured <= hi:
+        return []
+    if least and lo <= pred / least <= hi:
+        return ["the rank that waited least matches the model: the slowest one waited for "
+                "the other (skew carried from the phase before, or a root returning early)"]
+    big = max(size for _, size, _, _ in parts)
+    if pred < measured and cfg.cluster == "local" and big >= 1 << 20:
+        return ["every rank slower than the model: the application's matrices come cold from "
+                "memory, the benchmark resends one buffer from cache"]
+    if pred < measured and big < 1 << 16:
+        return ["small messages slower than the model: each waits for the slower rank "
+                "(the ranks drift apart between synchronisations), which a ping-pong never does"]
+    return []
+
+
+Term = tuple[str, float, float, "int | None"]  # series, bytes, how many times, its ranks
+
+
+def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[str, list[Term]]:
+    """phase -> [(series, message bytes, how many times, the communicator's
+    ranks when not the job's)]."""
+    if np_ < 2:
+        return {}
     if bench == "matmul":
-        if np_ < 2:
-            return {}
         rows = math.ceil(n / np_)
-        return {"bcast_B": [("bcast", 8.0 * n * n, 1.0)],
-                "send_A": [("scatter", 8.0 * rows * n, 1.0)],
-                "gather_C": [("gather", 8.0 * rows * n, 1.0)]}
+        return {"bcast_B": [("bcast", 8.0 * n * n, 1.0, None)],
+                "send_A": [("scatter", 8.0 * rows * n, 1.0, None)],
+                "gather_C": [("gather", 8.0 * rows * n, 1.0, None)]}
+    if bench == "summa":
+        pr, pc = _dims(np_, 0, 0)
+        mr, mc = math.ceil(n / pr), math.ceil(n / pc)
+        nb = min(int(par.get("nb", 64)), n)
+        panels = float(math.ceil(n / nb))
+        out: dict[str, list[Term]] = {
+            "send_AB": [("latency", 8.0 * mr * mc, 2.0 * (np_ - 1), None)],
+            "gather_C": [("latency", 8.0 * mr * mc, float(np_ - 1), None)]}
+        if pc > 1:
+            out["bcast_A"] = [("bcast", 8.0 * mr * nb, panels, pc)]
+        if pr > 1:
+            out["bcast_B"] = [("bcast", 8.0 * nb * mc, panels, pr)]
+        return out
     if bench == "jacobi":
         px, py = _dims(np_, int(par.get("px", 0)), int(par.get("py", 0)))
         weak = par.get("scale") == "weak"
         nx, ny = (n * px, n * py) if weak else (n, n)
         lx, ly = math.ceil(nx / px), math.ceil(ny / py)
         iters, every = int(par.get("iters", 20)), int(par.get("reduce_every", 10))
-        exchange = []
+        exchange: list[Term] = []
         if px > 1:
-            exchange.append(("latency", 8.0 * ly, float(iters)))
+            exchange.append(("latency", 8.0 * ly, float(iters), None))
         if py > 1:
-            exchange.append(("latency", 8.0 * lx, float(iters)))
-        out: dict[str, list[tuple[str, float, float]]] = {}
+            exchange.append(("latency", 8.0 * lx, float(iters), None))
+        jac: dict[str, list[Term]] = {}
         if exchange:
-            out["exchange"] = exchange
-        if np_ > 1:
-            out["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)))]
-        return out
+            jac["exchange"] = exchange
+        jac["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)), None)]
+        return jac
     return {}
 
 
