@@ -331,6 +331,8 @@ def test_three_by_three_and_four_by_four_grids_are_exact(tmp_path, cores):
     assert sorted((r["bench"], r["np"]) for r in rows) == [
         ("jacobi", 9), ("jacobi", 16), ("summa", 9), ("summa", 16)]
     assert all(r["valid"] and r["oversubscribed"] for r in rows)
+    # a copy sharing its core with other ranks says nothing: not measured
+    assert all(r["copy_gbs"] is None for r in rows)
     for r in rows:
         if r["bench"] == "jacobi":  # every rank has neighbours on 2 to 4 sides
             ex = json.loads(r["phases"])["exchange"]["bytes_ranks"]

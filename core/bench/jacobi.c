@@ -178,8 +178,8 @@ static int jac_setup(cs_ctx *c, char *why, size_t len) {
   j->inv = 1.0 / (2.0 * (j->hx2 + j->hy2));
   j->src = 4.0 * j->hx2 * j->hy2;
   size_t cells = (j->lx + 2) * j->w;
-  j->u = malloc(cells * sizeof(double));
-  j->un = malloc(cells * sizeof(double));
+  j->u = cs_alloc(cells * sizeof(double));
+  j->un = cs_alloc(cells * sizeof(double));
   for (int k = 0; k < 2; k++) {
     j->sbuf[k] = calloc(j->lx ? j->lx : 1, sizeof(double));
     j->rbuf[k] = calloc(j->lx ? j->lx : 1, sizeof(double));
@@ -426,8 +426,6 @@ static void jac_bytes(const cs_ctx *c, double *bytes) {
 
 static void jac_corrupt(cs_ctx *c) { ((jac *)c->state)->spoil = 1; }
 
-static size_t jac_buf(const cs_ctx *c) { (void)c; return 64; }
-
 static const cs_param_def JAC_PARAMS[] = {
     {"N", "256", "grid points per side (scale=weak: per rank and side); a list is the sweep"},
     {"px", "0", "process rows (0: as square a grid as np allows)"},
@@ -451,6 +449,6 @@ const cs_bench cs_bench_jacobi = {
     .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
     .params = JAC_PARAMS, .phases = JAC_PHASES, .setup = jac_setup, .teardown = jac_teardown,
     .judge = jac_judge, .mem_bytes = jac_mem, .phase_bytes = jac_bytes,
-    .corrupt = jac_corrupt, .corrupt_before = 1, .buf_bytes = jac_buf, .prepare = jac_prepare, .run = jac_run,
+    .corrupt = jac_corrupt, .corrupt_before = 1, .prepare = jac_prepare, .run = jac_run,
     .check = jac_check,
 };

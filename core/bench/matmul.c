@@ -42,13 +42,6 @@ static double mm_mem(const cs_ctx *c, int rank) {
   return nn + 2.0 * blk + (rank == 0 ? 2.0 * nn : 0.0);
 }
 
-static void *zalloc(size_t n) {
-  void *p = NULL;
-  if (posix_memalign(&p, 64, n ? n : 64)) return NULL;
-  memset(p, 0, n ? n : 64); /* first touch outside any timed region */
-  return p;
-}
-
 static void mm_teardown(cs_ctx *c) {
   mm *m = c->state;
   if (!m) return;
@@ -64,20 +57,8 @@ static void mm_teardown(cs_ctx *c) {
 }
 
 static int mm_judge(const cs_ctx *c, char *why, size_t len) {
-  char impl[16];
-  cs_param(c, "impl", impl, sizeof impl);
   long threads = cs_param_long(c, "threads");
-  if (strcmp(impl, "blas") && strcmp(impl, "naive")) {
-    snprintf(why, len, "matmul impl must be blas or naive, got '%s'", impl);
-    return 1;
-  }
-#ifndef CS_HAVE_OPENBLAS
-  if (!strcmp(impl, "blas")) {
-    snprintf(why, len, "matmul impl=blas: this core was built without OpenBLAS "
-             "(install libopenblas-dev, or use impl=naive)");
-    return 1;
-  }
-#endif
+  if (cs_product_judge_impl(c, why, len)) return 1;
   if (threads < 1 || threads > 1024) {
     snprintf(why, len, "matmul threads must be 1 to 1024, got %ld", threads);
     return 1;
@@ -114,12 +95,12 @@ static int mm_setup(cs_ctx *c, char *why, size_t len) {
       m->row0 = first;
     }
   }
-  m->b = zalloc(n * n * sizeof(double));
-  m->al = zalloc(m->rows * n * sizeof(double));
-  m->cl = zalloc(m->rows * n * sizeof(double));
+  m->b = cs_alloc(n * n * sizeof(double));
+  m->al = cs_alloc(m->rows * n * sizeof(double));
+  m->cl = cs_alloc(m->rows * n * sizeof(double));
   if (c->rank == 0) {
-    m->a = zalloc(n * n * sizeof(double));
-    m->c = zalloc(n * n * sizeof(double));
+    m->a = cs_alloc(n * n * sizeof(double));
+    m->c = cs_alloc(n * n * sizeof(double));
   }
   if (!m->b || !m->al || !m->cl || (c->rank == 0 && (!m->a || !m->c))) goto nomem;
   return 0;
@@ -202,8 +183,6 @@ static void mm_corrupt(cs_ctx *c) {
   if (m->rows) m->cl[(m->rows / 2) * m->n + m->n / 3] += 1.0;
 }
 
-static size_t mm_buf(const cs_ctx *c) { (void)c; return 64; }
-
 static const cs_param_def MM_PARAMS[] = {
     {"N", "256", "matrix order; a comma-separated list is the sweep (e.g. N=2000,4000)"},
     {"impl", "blas", "compute with OpenBLAS's dgemm (blas) or a plain triple loop (naive)"},
@@ -218,6 +197,6 @@ const cs_bench cs_bench_matmul = {
     .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
     .params = MM_PARAMS, .phases = MM_PHASES, .setup = mm_setup, .teardown = mm_teardown,
     .judge = mm_judge, .mem_bytes = mm_mem, .phase_bytes = mm_bytes,
-    .corrupt = mm_corrupt, .buf_bytes = mm_buf, .prepare = mm_prepare, .run = mm_run,
+    .corrupt = mm_corrupt, .prepare = mm_prepare, .run = mm_run,
     .check = mm_check,
 };

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cs.h"
 
@@ -11,6 +12,23 @@ static double entry(uint64_t seed, size_t i, size_t j) {
   uint64_t z = seed ^ (i * 0x9E3779B97F4A7C15ull) ^ (j * 0xC2B2AE3D27D4EB4Full);
   z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
   return (double)((int)((z >> 33) % 5) - 2);
+}
+
+int cs_product_judge_impl(const cs_ctx *c, char *why, size_t len) {
+  char impl[16];
+  cs_param(c, "impl", impl, sizeof impl);
+  if (strcmp(impl, "blas") && strcmp(impl, "naive")) {
+    snprintf(why, len, "%s impl must be blas or naive, got '%s'", c->bench->name, impl);
+    return 1;
+  }
+#ifndef CS_HAVE_OPENBLAS
+  if (!strcmp(impl, "blas")) {
+    snprintf(why, len, "%s impl=blas: this core was built without OpenBLAS (install "
+             "libopenblas-dev, or use impl=naive)", c->bench->name);
+    return 1;
+  }
+#endif
+  return 0;
 }
 
 void cs_product_fill(double *a, double *b, size_t n, long sample) {

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+struct cs_ctx;
+
 /* A and B (row-major, N x N) for a sample: integers in -2..2, so every
  * product and sum is exact in double precision whatever the order. */
 void cs_product_fill(double *a, double *b, size_t n, long sample);
@@ -14,5 +16,9 @@ void cs_product_fill(double *a, double *b, size_t n, long sample);
  * shows.  am and cm hold those rows; bm is all of B.  0 when good. */
 int cs_product_check(const double *cm, const double *am, const double *bm, size_t rows,
                      size_t row0, size_t n, long sample, char *why, size_t len);
+
+/* The `impl` parameter both declare: blas (OpenBLAS's dgemm, when the core
+ * was built with it) or naive.  0 when good, else 1 with the reason. */
+int cs_product_judge_impl(const struct cs_ctx *c, char *why, size_t len);
 
 #endif

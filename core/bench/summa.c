@@ -52,23 +52,12 @@ static void su_teardown(cs_ctx *c) {
 static int su_judge(const cs_ctx *c, char *why, size_t len) {
   size_t n = c->size;
   long nb = cs_param_long(c, "nb");
-  char impl[16];
-  cs_param(c, "impl", impl, sizeof impl);
   int pr = 1, pc = 1;
   if (nb < 1) {
     snprintf(why, len, "summa nb (panel width) must be at least 1, got %ld", nb);
     return 1;
   }
-  if (strcmp(impl, "blas") && strcmp(impl, "naive")) {
-    snprintf(why, len, "summa impl must be blas or naive, got '%s'", impl);
-    return 1;
-  }
-#ifndef CS_HAVE_OPENBLAS
-  if (!strcmp(impl, "blas")) {
-    snprintf(why, len, "summa impl=blas: this core was built without OpenBLAS");
-    return 1;
-  }
-#endif
+  if (cs_product_judge_impl(c, why, len)) return 1;
   cs_grid2(c->np, 0, 0, &pr, &pc);
   if (n < (size_t)pr || n < (size_t)pc) {
     snprintf(why, len, "summa N=%zu cannot be split over a %d x %d grid", n, pr, pc);
@@ -128,17 +117,17 @@ static int su_setup(cs_ctx *c, char *why, size_t len) {
   size_t mr = s->rlen[s->r], mc = s->clen[s->q], w = s->nb < n ? s->nb : n;
   /* A's block is rows of my process row x columns of my process column, and
    * so are B's and C's: the inner dimension is split like the columns */
-  s->al = calloc(mr * mc + 1, 8);
-  s->bl = calloc(mr * mc + 1, 8);
-  s->cl = calloc(mr * mc + 1, 8);
-  s->ap = calloc(mr * w + 1, 8);
-  s->bp = calloc(w * mc + 1, 8);
+  s->al = cs_alloc(mr * mc * 8);
+  s->bl = cs_alloc(mr * mc * 8);
+  s->cl = cs_alloc(mr * mc * 8);
+  s->ap = cs_alloc(mr * w * 8);
+  s->bp = cs_alloc(w * mc * 8);
   if (!s->al || !s->bl || !s->cl || !s->ap || !s->bp) goto nomem;
   if (c->rank == 0) {
-    s->a = calloc(n * n, 8);
-    s->b = calloc(n * n, 8);
-    s->c = calloc(n * n, 8);
-    s->pack = calloc(s->rlen[0] * s->clen[0] + 1, 8);
+    s->a = cs_alloc(n * n * 8);
+    s->b = cs_alloc(n * n * 8);
+    s->c = cs_alloc(n * n * 8);
+    s->pack = cs_alloc(s->rlen[0] * s->clen[0] * 8);
     if (!s->a || !s->b || !s->c || !s->pack) goto nomem;
   }
   return 0;
@@ -278,8 +267,6 @@ static void su_bytes(const cs_ctx *c, double *bytes) {
 }
 
 static void su_corrupt(cs_ctx *c) { ((su *)c->state)->spoil = 1; }
-static size_t su_buf(const cs_ctx *c) { (void)c; return 64; }
-
 static const cs_param_def SU_PARAMS[] = {
     {"N", "256", "matrix order; a comma-separated list is the sweep (e.g. N=2000,4000)"},
     {"nb", "64", "panel width of the broadcasts (columns of A, rows of B)"},
@@ -296,6 +283,6 @@ const cs_bench cs_bench_summa = {
     .min_np = 1, .ops_per_rep = 1, .timing = CS_TIME_MAX, .size_param = "N",
     .params = SU_PARAMS, .phases = SU_PHASES, .setup = su_setup, .teardown = su_teardown,
     .judge = su_judge, .mem_bytes = su_mem, .phase_bytes = su_bytes,
-    .corrupt = su_corrupt, .corrupt_before = 1, .buf_bytes = su_buf, .prepare = su_prepare,
+    .corrupt = su_corrupt, .corrupt_before = 1, .prepare = su_prepare,
     .run = su_run, .check = su_check,
 };

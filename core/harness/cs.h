@@ -239,7 +239,8 @@ typedef struct cs_bench {
   double (*bus_factor)(int np);
   /* The size actually used for a requested size (0: skip this size). */
   size_t (*size_fix)(const cs_ctx *c, size_t size);
-  /* Bytes to allocate for each of sbuf and rbuf for a message size. */
+  /* Bytes to allocate for each of sbuf and rbuf for a message size (NULL:
+   * a token 64, for applications, whose data live in their state). */
   size_t (*buf_bytes)(const cs_ctx *c);
   /* Untimed: fill what this rank sends with the pattern for `sample`,
    * poison what it receives. */
@@ -300,6 +301,9 @@ typedef struct cs_noise {
 } cs_noise;
 void cs_noise_mark_now(cs_noise_mark *m, int leader);
 double cs_mem_available(void);
+/* Page-aligned, zeroed memory whose pages are touched now, outside any
+ * timed region (NULL when out of memory; free() releases it). */
+void *cs_alloc(size_t n);
 /* Memory refusal: `need` bytes for `nranks` processes on one node that
  * has `have` available (<= 0: unknown, never refused); 1 with the reason. */
 int cs_mem_refuse(const struct cs_bench *b, const cs_ctx *c, double need, int nranks,

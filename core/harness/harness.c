@@ -56,7 +56,7 @@ double cs_auto_sample_us(const cs_clock *k) {
   return by_read > by_step ? by_read : by_step;
 }
 
-static void *alloc_aligned(size_t n) {
+void *cs_alloc(size_t n) {
   void *p = NULL;
   if (posix_memalign(&p, 4096, n ? n : 64)) return NULL;
   memset(p, 0, n ? n : 64); /* first touch outside any timed region */
@@ -641,15 +641,21 @@ static int app_setup(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_err *e) {
  * non-temporal stores, so each line written is read first, as the
  * stencil's are).  Per rank, bytes read + written per ns, the median of 5;
  * the slowest rank's.  Untimed for the records: it runs before the first
- * size. */
+ * size; not at all where a node has more ranks than cores. */
 __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void
 plain_copy(double *restrict dst, const double *restrict src, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = src[i];
 }
 
-static double copy_bandwidth(const cs_ctx *c) {
+static double copy_bandwidth(const cs_ctx *c, MPI_Comm node) {
+  /* more ranks than cores on a node: a copy that shares a core says nothing */
+  int here = 0, crowded = 0;
+  MPI_Comm_size(node, &here);
+  here = here > (int)sysconf(_SC_NPROCESSORS_ONLN);
+  MPI_Allreduce(&here, &crowded, 1, MPI_INT, MPI_MAX, c->comm);
+  if (crowded) return NAN;
   size_t n = (size_t)64 << 17; /* 64 MiB of doubles */
-  double *a = alloc_aligned(n * 8), *b = alloc_aligned(n * 8), t[5], mine = NAN, worst = NAN;
+  double *a = cs_alloc(n * 8), *b = cs_alloc(n * 8), t[5], mine = NAN, worst = NAN;
   int ok = a && b, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
   if (all) {
@@ -710,9 +716,9 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   c.active = b->timing == CS_TIME_MAX || c.peer >= 0;
   c.size = sizes[nsizes - 1];
   if (b->size_fix) c.size = b->size_fix(&c, c.size);
-  c.buf_bytes = b->buf_bytes(&c);
-  c.sbuf = alloc_aligned(c.buf_bytes);
-  c.rbuf = alloc_aligned(c.buf_bytes);
+  c.buf_bytes = b->buf_bytes ? b->buf_bytes(&c) : 64;
+  c.sbuf = cs_alloc(c.buf_bytes);
+  c.rbuf = cs_alloc(c.buf_bytes);
   size_t nreq = (size_t)(2 * o->window > c.np ? 2 * o->window : c.np) + 2;
   c.reqs = calloc(nreq, sizeof *c.reqs);
   c.stats = calloc(nreq, sizeof *c.stats);
@@ -729,7 +735,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   double copy_gbs = NAN;
   if (b->setup) {
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    copy_gbs = copy_bandwidth(&c);
+    copy_gbs = copy_bandwidth(&c, node);
   }
   for (int i = 0; i < nsizes && rc == CS_OK; i++) {
     cs_result r = {0};

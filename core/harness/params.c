@@ -33,11 +33,17 @@ static const cs_param_def *declared(const cs_bench *b, const char *name, size_t 
   return NULL;
 }
 
-const char *cs_param(const cs_ctx *c, const char *name, char *buf, size_t len) {
-  if (lookup(c->opts->param, name, buf, len)) return buf;
-  const cs_param_def *d = declared(c->bench, name, strlen(name));
+/* Parameter `name` of benchmark b: given in spec, else its default. */
+static const char *value(const char *spec, const cs_bench *b, const char *name, char *buf,
+                         size_t len) {
+  if (lookup(spec, name, buf, len)) return buf;
+  const cs_param_def *d = declared(b, name, strlen(name));
   snprintf(buf, len, "%s", d ? d->def : "");
   return buf;
+}
+
+const char *cs_param(const cs_ctx *c, const char *name, char *buf, size_t len) {
+  return value(c->opts->param, c->bench, name, buf, len);
 }
 
 long cs_param_long(const cs_ctx *c, const char *name) {
@@ -66,10 +72,7 @@ int cs_params_check(const char *spec, const cs_bench *const *benches, int nb, cs
 int cs_param_sizes(const char *spec, const cs_bench *b, size_t *out, int max, int *n,
                    cs_err *e) {
   char buf[256];
-  if (!lookup(spec, b->size_param, buf, sizeof buf)) {
-    const cs_param_def *d = declared(b, b->size_param, strlen(b->size_param));
-    snprintf(buf, sizeof buf, "%s", d ? d->def : "");
-  }
+  value(spec, b, b->size_param, buf, sizeof buf);
   *n = 0;
   for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     char *end;

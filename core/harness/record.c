@@ -95,6 +95,16 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   fflush(f);
 }
 
+/* Column k of an np x nph per-rank table, as "key":[...] (nothing when
+ * the table was not gathered). */
+static void rank_column(FILE *f, const char *key, const double *t, int np, int nph, int k,
+                        const char *fmt) {
+  if (!t) return;
+  fprintf(f, ",\"%s\":[", key);
+  for (int i = 0; i < np; i++) fprintf(f, fmt, i ? "," : "", t[(size_t)i * (size_t)nph + (size_t)k]);
+  fputc(']', f);
+}
+
 void cs_write_result(FILE *f, const cs_result *r, int raw) {
   const cs_stats *s = &r->st;
   fprintf(f, "{\"type\":\"result\",\"bench\":\"%s\",\"group\":\"%s\",\"metric\":\"%s\","
@@ -161,17 +171,9 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
     for (int k = 0; k < r->nphases; k++) {
       fprintf(f, "%s", k ? "," : "");
       cs_json_str(f, r->bench->phases[k]);
-      fprintf(f, ":{\"max_us\":%.6g,\"ranks_us\":[", r->phase_max[k]);
-      for (int i = 0; r->phase_rank && i < r->np; i++)
-        fprintf(f, "%s%.6g", i ? "," : "", r->phase_rank[(size_t)i * (size_t)r->nphases + (size_t)k]);
-      fputc(']', f);
-      if (r->phase_bytes) {
-        fprintf(f, ",\"bytes_ranks\":[");
-        for (int i = 0; i < r->np; i++)
-          fprintf(f, "%s%.17g", i ? "," : "",
-                  r->phase_bytes[(size_t)i * (size_t)r->nphases + (size_t)k]);
-        fputc(']', f);
-      }
+      fprintf(f, ":{\"max_us\":%.6g", r->phase_max[k]);
+      rank_column(f, "ranks_us", r->phase_rank, r->np, r->nphases, k, "%s%.6g");
+      rank_column(f, "bytes_ranks", r->phase_bytes, r->np, r->nphases, k, "%s%.17g");
       fputc('}', f);
     }
     fputc('}', f);
