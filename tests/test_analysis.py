@@ -307,3 +307,39 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert "extrapolated" in got[("matmul", "bcast_B")].note
     assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
     assert predict._dims(8, 0, 0) == (4, 2)
+
+
+def test_overlap_and_efficiency_carry_the_times_intervals():
+    """hidden and efficiency come with the range the totals' intervals allow;
+    the one-rank reference is 1 exactly, with no range."""
+    import json as _json
+
+    from commscope.analysis import apps
+
+    def jac(i, np_, mode, med, lo, hi, halo=0.0):
+        ph = {"pack": {"max_us": halo / 2, "ranks_us": []},
+              "exchange": {"max_us": halo / 2, "ranks_us": []}}
+        return {"id": i, "bench": "jacobi", "np": np_, "size_bytes": 100, "valid": True,
+                "median_us": med, "ci_lo_us": lo, "ci_hi_us": hi, "oversubscribed": False,
+                "params": f"N=100;iters=20;mode={mode};scale=strong", "phases": _json.dumps(ph)}
+
+    rows = [jac(1, 1, "blocking", 1000.0, 900.0, 1100.0),
+            jac(2, 2, "blocking", 600.0, 550.0, 700.0, halo=100.0),
+            jac(3, 2, "overlap", 560.0, 540.0, 600.0)]
+    (ov,) = apps.overlaps(rows, lambda r: "x")
+    assert ov.hidden == pytest.approx(0.4)
+    assert ov.hidden_range == pytest.approx(((550 - 600) / 100, (700 - 540) / 100))
+    (sc,) = [s for s in apps.scaling(rows, lambda r: "x") if "blocking" in s.rest]
+    one, two = sc.points
+    assert one.efficiency == 1.0 and one.eff_range is None
+    assert two.efficiency == pytest.approx(1000 / (2 * 600))
+    assert two.eff_range == pytest.approx((900 / (2 * 700), 1100 / (2 * 550)))
+
+
+def test_a_memory_rate_says_cache_only_well_above_the_copy():
+    from commscope.analysis.apps import MemoryRate
+
+    assert "from cache" in MemoryRate("compute", 20.0, 10.0).text()
+    # 1.2 x: within how far one copy measurement moves between runs here
+    assert "from cache" not in MemoryRate("compute", 12.0, 10.0).text()
+    assert "1.2 x the copy" in MemoryRate("compute", 12.0, 10.0).text()

@@ -105,8 +105,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
     jobs = expand(cores, benches, [], opts, clusters[0], places[clusters[0].label])
+    variants = param_variants(opts.param, cores[0])
     # the core's own rules for its options and parameters, before any launch
-    for pv in param_variants(opts.param, cores[0]):
+    for pv in variants:
         build_mod.check_options(cores[0], ["--bench", jobs[0].bench,
                                            *replace(opts, param=pv).argv()])
     transports = _list(a.transport) or ["mpi"]
@@ -114,7 +115,6 @@ def cmd_run(a: argparse.Namespace) -> int:
         if t not in ("mpi", "chan", "chan-cma"):
             raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
     settings = tuple(provenance.settings().items())
-    variants = param_variants(opts.param, cores[0])
     jobs = [replace(j, settings=settings) for cl in clusters for t in transports
             for pv in variants
             for j in expand(cores, benches, [], replace(opts, transport=t, param=pv), cl,

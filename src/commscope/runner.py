@@ -114,10 +114,15 @@ class Job:
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def _swept(core: Core) -> set[str]:
+    """The parameters applications sweep instead of message sizes (N)."""
+    return {str(b["size_param"]) for b in core.benches if b.get("size_param")}
+
+
 def without_swept(spec: str, core: Core) -> str:
     """Applications' parameters less the swept one (matmul's N): its values
     are the sizes of the records, not part of what identifies them."""
-    swept = {str(b["size_param"]) for b in core.benches if b.get("size_param")}
+    swept = _swept(core)
     items = [x for x in spec.split(";") if x and x.split("=", 1)[0] not in swept]
     return ";".join(sorted(items))
 
@@ -126,7 +131,7 @@ def param_variants(spec: str, core: Core) -> list[str]:
     """A parameter given a list that is not the swept one (jacobi's
     mode=blocking,overlap) makes one job per value: the combinations of all
     such lists, each a configuration of its own."""
-    swept = {str(b["size_param"]) for b in core.benches if b.get("size_param")}
+    swept = _swept(core)
     choices: list[list[str]] = []
     for item in (x for x in spec.split(";") if x):
         key, _, value = item.partition("=")

@@ -145,24 +145,21 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
 def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> list[str]:
     """Applications: where the time of one sample goes, phase by phase (the
     slowest rank's median per phase, ms), one block per column."""
-    import json
-
     out: list[str] = []
     by_col: dict[str, list[sqlite3.Row]] = defaultdict(list)
     for r in rs:
         if _has(r, "phases") and r["valid"]:
             by_col[col[id(r)]].append(r)
     for name, group in sorted(by_col.items()):
-        phases = json.loads(group[0]["phases"]) if isinstance(group[0]["phases"], str) else (
-            group[0]["phases"])
-        names = list(phases)
+        names = list(apps.phases(group[0]))
         out.append(f"  phases of {name}: ms, slowest rank's median per phase; total is the "
                    "slowest rank's whole sample")
         out.append(f"  {axis:>8} " + " ".join(f"{n:>10}" for n in [*names, "total"]))
         ordered = sorted(group, key=lambda r: r["size_bytes"])
         for r in ordered:
-            ph = json.loads(r["phases"]) if isinstance(r["phases"], str) else r["phases"]
-            vals = [ph[n]["max_us"] / 1e3 if n in ph else float("nan") for n in names]
+            ph = apps.phases(r)
+            vals = [float(ph[n]["max_us"]) / 1e3 if n in ph else float("nan")  # type: ignore[arg-type]
+                    for n in names]
             out.append(f"  {r['size_bytes']:>8} " + " ".join(f"{v:>10.3f}" for v in vals)
                        + f" {r['median_us'] / 1e3:>10.3f}")
         if any(any(v) for r in ordered for v in apps.phase_bytes(r).values()):
@@ -171,7 +168,7 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
             for r in ordered:
                 pb = apps.phase_bytes(r)
                 out.append(f"  {r['size_bytes']:>8} " + " ".join(
-                    f"{_mb(pb.get(n, ())):>10}" for n in names))
+                    f"{apps.bytes_text(pb.get(n, ())):>10}" for n in names))
         for r in ordered:
             if (m := apps.memory_rate(r)) is not None:
                 out.append(f"  {r['size_bytes']:>8} {m.text()}")
@@ -179,29 +176,30 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
     return out
 
 
-def _mb(per_rank: Sequence[float]) -> str:
-    if not per_rank:
-        return "-"
-    hi, lo = max(per_rank) / 1e6, min(per_rank) / 1e6
-    return f"{hi:.3g}" if hi - lo <= 1e-3 * max(hi, 1e-9) else f"{hi:.3g}/{lo:.3g}"
+def where(r: sqlite3.Row) -> str:
+    """An application record's configuration short of its parameters, and
+    where it ran: what its scaling and overlap tables group by."""
+    return f"{what(r, params=False)}, {place(r)}"
 
 
 def overlap_table(rows: Sequence[sqlite3.Row]) -> list[str]:
     """Jacobi: how much of the halo time the overlapped exchange hides."""
-    pairs = apps.overlaps(rows, lambda r: f"{what(r, params=False)}, {place(r)}")
+    pairs = apps.overlaps(rows, where)
     if not pairs:
         return []
     out = ["jacobi overlap: the fraction of the blocking run's halo time (pack + exchange + "
            "unpack) that computing the interior meanwhile hides",
            f"  {'ranks':>5} {'N':>6} {'blocking ms':>12} {'overlap ms':>11} {'halo ms':>9} "
-           f"{'hidden':>7}  configuration"]
+           f"{'hidden':>7} {'interval':>14}  configuration"]
     for p in pairs:
         over = " (oversubscribed)" if p.oversubscribed else ""
+        lo, hi = p.hidden_range
         out.append(f"  {p.np:>5} {p.n:>6} {p.blocking_us / 1e3:>12.3f} "
-                   f"{p.overlap_us / 1e3:>11.3f} {p.halo_us / 1e3:>9.3f} {p.hidden:>7.2f}  "
-                   f"{p.label}{over}")
+                   f"{p.overlap_us / 1e3:>11.3f} {p.halo_us / 1e3:>9.3f} {p.hidden:>7.2f} "
+                   f"{f'{lo:.2f}..{hi:.2f}':>14}  {p.label}{over}")
     out.append("  hidden = (blocking - overlap) / halo: 1 hides all of it, 0 nothing, below 0 "
-               "the overlap costs more than it hides")
+               "the overlap costs more than it hides; the interval comes from the two totals' "
+               "intervals (between runs where repeated)")
     out.append("")
     return out
 
@@ -209,16 +207,23 @@ def overlap_table(rows: Sequence[sqlite3.Row]) -> list[str]:
 def scaling_table(rows: Sequence[sqlite3.Row]) -> list[str]:
     """Jacobi: lattice updates per second, in all and per rank, and the
     parallel efficiency against the one-rank run (analysis.apps.scaling)."""
+    return scaling_lines(apps.scaling(rows, where))
+
+
+def scaling_lines(scs: Sequence[apps.Scaling]) -> list[str]:
     out: list[str] = []
-    for sc in apps.scaling(rows, lambda r: f"{what(r, params=False)}, {place(r)}"):
+    for sc in scs:
         kind = "weak: N per rank" if sc.weak else "strong"
         out.append(f"jacobi scaling, {sc.label}, N={sc.n} ({kind}, {sc.iters} sweeps a "
                    f"sample; {sc.rest})")
-        out.append(f"  {'ranks':>5} {'MLUP/s':>10} {'per rank':>10} {'efficiency':>10}")
+        out.append(f"  {'ranks':>5} {'MLUP/s':>10} {'per rank':>10} {'efficiency':>10} "
+                   f"{'interval':>12}")
         for p in sc.points:
             eff = "-" if p.efficiency is None else f"{p.efficiency:.2f}"
+            rng = "" if p.eff_range is None else f"{p.eff_range[0]:.2f}..{p.eff_range[1]:.2f}"
             over = " (oversubscribed)" if p.oversubscribed else ""
-            out.append(f"  {p.np:>5} {p.mlups:>10.1f} {p.mlups / p.np:>10.1f} {eff:>10}{over}")
+            out.append(f"  {p.np:>5} {p.mlups:>10.1f} {p.mlups / p.np:>10.1f} {eff:>10} "
+                       f"{rng:>12}{over}")
         out.append("")
     return out
 

@@ -19,12 +19,12 @@ flight at once, so a sweep pays about one transfer per direction)."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from . import hockney
+from .apps import parse_params, phases
 from .series import Config, Series
 
 MIN_TOLERANCE = 0.25  # the goal: within 25% where the machine is not oversubscribed
@@ -79,10 +79,6 @@ def model(series: Series | None) -> Model | None:
     return Model(f, sizes[0], sizes[-1], cis[len(cis) // 2])
 
 
-def _params(text: str | None) -> dict[str, str]:
-    return dict(x.split("=", 1) for x in (text or "").split(";") if "=" in x)
-
-
 def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
     """MPI_Dims_create's answer for two dimensions: as square as can be,
     larger first; given factors kept."""
@@ -108,9 +104,8 @@ def predict(app_rows: Sequence[Mapping[str, object]],
 
     out: list[Prediction] = []
     apps = collect(app_rows)
-    phases_of = {(int(r["id"])): json.loads(str(r["phases"])) for r in app_rows  # type: ignore[call-overload]
-                 if r["phases"]}
-    params_of = {int(r["id"]): _params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
+    phases_of = {int(r["id"]): phases(r) for r in app_rows if r["phases"]}  # type: ignore[call-overload]
+    params_of = {int(r["id"]): parse_params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
     models: dict[tuple[Config, str], Model | None] = {}
 
     def m(cfg: Config, bench: str, ranks: int | None = None) -> Model | None:

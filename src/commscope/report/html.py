@@ -246,9 +246,8 @@ def _applications(rep: Report, rows: Sequence[sqlite3.Row], series, tick) -> Non
     B, sending A, gathering C against N, one panel per process count),
     1D against SUMMA, Jacobi's scaling and its variants, and each
     communication phase against its prediction."""
-    from ..analysis import apps as apps_mod
     from ..analysis import predict as predict_mod
-    from ..show import overlap_table, scaling_table
+    from ..show import overlap_table, scaling_lines, where
     from .figures import line_of, phase_lines
 
     rep.add("<h2 id=applications>Applications</h2><p>Time per sample (one product, or "
@@ -260,7 +259,7 @@ def _applications(rep: Report, rows: Sequence[sqlite3.Row], series, tick) -> Non
     benches = sorted({str(r["bench"]) for r in rows})
     for app in benches:
         mine = [r for r in rows if r["bench"] == app]
-        names = list(apps_mod.phases(mine[0]))
+        names = list(apps.phases(mine[0]))
         for np_ in sorted({int(r["np"]) for r in mine}):
             over = " (oversubscribed: correctness only)" if any(
                 r["oversubscribed"] for r in mine if r["np"] == np_) else ""
@@ -280,21 +279,23 @@ def _applications(rep: Report, rows: Sequence[sqlite3.Row], series, tick) -> Non
                 rep.figure(Figure(f"fig-1d-summa-{np_}", f"matmul against summa, {np_} ranks",
                                   "time per product (us)", lines, xlabel="N", xbytes=False),
                            f"The same product by row blocks and by SUMMA at {np_} ranks.")
-    scaling = scaling_table(rows)
-    if scaling:
+    scs = apps.scaling(rows, where)
+    if scs:
         rep.add("<h3>Jacobi scaling</h3>")
         eff = {f"{sc.label}, N={sc.n}{' weak' if sc.weak else ''} {sc.rest}":
-               [(p.np, p.efficiency, p.efficiency, p.efficiency, p.record_id)
-                for p in sc.points if p.efficiency is not None]
-               for sc in apps.scaling(rows, lambda r: f"{what(r, params=False)}, {place(r)}")}
+               [(p.np, p.efficiency, *(p.eff_range or (p.efficiency, p.efficiency)),
+                 p.record_id) for p in sc.points if p.efficiency is not None]
+               for sc in scs}
         lines = [line_of(k, v) for k, v in sorted(eff.items()) if len(v) > 1]
         if lines:
             rep.figure(Figure("fig-jacobi-efficiency", "Jacobi parallel efficiency",
                               "efficiency (1 = perfect)", lines, xlabel="ranks", xbytes=False,
                               logy=False),
                        "Strong: T1 / (p Tp) at the same N; weak: T1 / Tp at the same N per "
-                       "rank; against the one-rank run of the same configuration.")
-        rep.add("<pre>" + escape("\n".join(scaling + overlap_table(rows))) + "</pre>")
+                       "rank; against the one-rank run of the same configuration; the band "
+                       "from the two times' intervals.")
+        rep.add("<pre>" + escape("\n".join(scaling_lines(scs) + overlap_table(rows)))
+                + "</pre>")
     rep.add(_phase_table(rows))
     preds = predict_mod.predict(rows, series)
     if not any(p.predicted_us for p in preds):
@@ -369,17 +370,15 @@ def _crossover_table(xrows: list[crossover.Row]) -> str:
 
 def _phase_table(rows: Sequence[sqlite3.Row]) -> str:
     """Each application record's phases: the slowest rank's median, ms."""
-    import json
-
     out = []
     for r in sorted(rows, key=lambda r: (r["bench"], what(r), r["np"], r["size_bytes"])):
-        ph = json.loads(r["phases"])
-        moved = " · ".join(f"{k} {max(v) / 1e6:.3g}" + (f"/{min(v) / 1e6:.3g}"
-                                                         if max(v) > min(v) else "")
-                           for k, v in apps.phase_bytes(r).items() if any(v))
+        ph = apps.phases(r)
+        moved = " · ".join(f"{k} {apps.bytes_text(v)}" for k, v in apps.phase_bytes(r).items()
+                           if any(v))
         m = apps.memory_rate(r)
         out.append((r["bench"], f"{what(r)}, {r['np']} ranks ({place(r)})", r["size_bytes"],
-                    " · ".join(f"{k} {v['max_us'] / 1e3:.3f}" for k, v in ph.items()),
+                    " · ".join(f"{k} {float(v['max_us']) / 1e3:.3f}"  # type: ignore[arg-type]
+                               for k, v in ph.items()),
                     f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-",
                     moved or "-", m.text() if m else "-"))
     return ("<h3>Phases (slowest rank's median, ms)</h3>"
