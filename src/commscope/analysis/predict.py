@@ -80,8 +80,8 @@ def model(series: Series | None) -> Model | None:
 
 
 def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
-    """MPI_Dims_create's answer for two dimensions: as square as can be,
-    larger first; given factors kept."""
+    """The core's grid (cs_grid2 in core/harness/cs.h): as square as can
+    be, rows first and larger; given factors kept."""
     if px and py:
         return px, py
     if px:
