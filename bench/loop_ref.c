@@ -1,8 +1,9 @@
 /* The plainest latency figure there is: a blocking ping-pong of 8 B (or
  * argv[1] bytes) between ranks 0 and 1, timed as whole loops of 10^4 round
  * trips, so one clock read is spread over 2 x 10^4 one-way trips.  Prints
- * the median and minimum over rounds of the one-way time in us.  A
- * reference for bench/integrity.py, not part of commscope. */
+ * the median and minimum over rounds of the one-way time in us; after
+ * each round, untimed, rank 0 checks the echo.  A reference for
+ * bench/integrity.py, not part of commscope. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,14 @@ int main(int argc, char **argv) {
   enum { LOOP = 10000 };
   char *buf = calloc(size ? size : 1, 1);
   double *t = calloc((size_t)rounds, sizeof *t);
+  int bad = 0;
   for (int r = -2; r < rounds; r++) { /* two rounds of warm-up */
+    /* untimed: rank 0 sends this round's pattern, rank 1 echoes what it
+     * received, so what comes back last must be the pattern */
+    if (rank == 0)
+      for (size_t i = 0; i < size; i++) buf[i] = (char)(i * 7 + (size_t)r + 3);
+    else
+      memset(buf, 0, size);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now_us();
     for (int i = 0; i < LOOP; i++) {
@@ -42,6 +50,11 @@ int main(int argc, char **argv) {
       }
     }
     if (r >= 0) t[r] = (now_us() - t0) / (2.0 * LOOP);
+    for (size_t i = 0; rank == 0 && i < size; i++) bad |= buf[i] != (char)(i * 7 + (size_t)r + 3);
+  }
+  if (bad) {
+    fprintf(stderr, "loop_ref: the echoed message differs from what was sent\n");
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (rank == 0) {
     qsort(t, (size_t)rounds, sizeof *t, cmp);
