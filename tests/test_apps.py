@@ -90,7 +90,9 @@ def test_naive_and_blas_are_two_configurations(tmp_path, cores, capsys):
     assert len({r["config_key"] for r in rows}) == 2 and all(r["valid"] for r in rows)
     assert cli.main(["show", "--db", str(db), "--bench", "matmul"]) == 0
     out = capsys.readouterr().out
-    assert f"{m} param=impl=naive" in out and f"{m} " in out
+    # one column each, named by the parameter given
+    header = next(ln for ln in out.splitlines() if ln.split()[:1] == ["N"])
+    assert header.split() == ["N", m, "param=impl=blas", m, "param=impl=naive"], header
 
 
 @pytest.mark.parametrize("bench,np_,param,says", [
