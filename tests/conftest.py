@@ -43,7 +43,10 @@ def cores(impls: dict[str, mpi.MpiImpl]) -> dict[str, build.Core]:
 
 def mpi_processes() -> list[str]:
     """Processes an MPI job could leave behind."""
-    out = subprocess.run(["ps", "-eo", "pid,comm"], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-eo", "pid,comm,stat,ppid"], capture_output=True,
+                         text=True).stdout
     names = ("cs-core", "orted", "mpirun", "mpiexec", "hydra_pmi_proxy", "prterun")
-    return [line for line in out.splitlines()[1:]
+    # state and parent in the line, so that a failure tells a dying or unreaped
+    # process from a live one
+    return [" ".join(line.split()) for line in out.splitlines()[1:]
             if any(line.split()[1].startswith(n) for n in names)]

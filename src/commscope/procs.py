@@ -112,7 +112,11 @@ def kill_family(leader: int, grace_s: float = 2.0,
     the shared-memory files they had mapped.  Returns the pids killed."""
     segments = shm_files(family(leader, exclude))
     killed: list[int] = []
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+    # A SIGKILLed process still has to leave the kernel (unmap its memory,
+    # finish a copy), which under load can take seconds.  Waiting for it
+    # matters, since once we exit its zombie is no longer ours to reap.
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0),
+                      (signal.SIGKILL, 20.0)):
         pids = family(leader, exclude)
         if not pids:
             break
@@ -150,6 +154,7 @@ class Outcome:
     cpu_s: float  # CPU used by the job's processes (reaped children)
     leftovers: int  # processes still alive after the launcher exited
     hung_at_exit: bool = False  # finished its work, then did not exit within the grace
+    survivors: int = 0  # processes still alive after every kill: not ours to reap now
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float, finished: Callable[[], bool] | None,
@@ -197,6 +202,7 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
         if timed_out or leftovers:
             kill_family(proc.pid, exclude=ours)
         proc.wait()
+        survivors = family(proc.pid, ours)
     reap_adopted()
     after = os.times()
     rc = proc.returncode
@@ -210,4 +216,5 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
         + (after.children_system - before.children_system),
         leftovers=len(leftovers),
         hung_at_exit=hung,
+        survivors=len(survivors),
     )

@@ -366,6 +366,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             raise
         job_noise = noise_mod.job_noise(mark0, noise_mod.mark(), outcome.cpu_s, outcome.wall_s)
         job_noise["leftover_processes"] = outcome.leftovers
+        if outcome.survivors:
+            job_noise["unkillable_processes"] = outcome.survivors
         parsed = parse_file(out_path)
         transport = transport_check(job.place, links0, job.cluster.link_bytes(job.place),
                                     payload_bytes(parsed.results))
@@ -395,6 +397,9 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             tail = msg
         elif msg:
             tail = f"{msg}\n{tail}"
+        if outcome.survivors:
+            tail += (f"\n{outcome.survivors} process(es) of this job were still alive "
+                     f"30 s after SIGKILL")
         noisy_job = policy.flag_job(job_noise)
         flags = [noisy_job or policy.flag(r) for r in parsed.results]
         store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
