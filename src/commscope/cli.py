@@ -263,6 +263,20 @@ def cmd_findings(a: argparse.Namespace) -> int:
     return 0
 
 
+@command("analyze guidelines")
+def cmd_guidelines(a: argparse.Namespace) -> int:
+    from .analysis import guidelines
+    from .analysis.series import collect
+
+    res = guidelines.check(collect(_matching(a)[1]))
+    if not res.checked:
+        raise CommscopeError("no guideline can be checked: it needs a collective and the "
+                             "collectives it is composed of at matching sizes, or two sizes "
+                             "of one benchmark (e.g. --bench coll --repeat 3)")
+    print(guidelines.table(res), end="")
+    return 0
+
+
 @command("analyze predict")
 def cmd_predict(a: argparse.Namespace) -> int:
     from .analysis import predict
@@ -620,6 +634,10 @@ def make_parser() -> Parser:
     _filters(af)
     af.add_argument("--limit", type=_positive(int, 0, 100000), default=10,
                     help="show the N findings that save most (default 10; 0: all)")
+    ag = asub.add_parser("guidelines", help="collectives slower than a composition of others "
+                         "that does the same job, or slower on a smaller message",
+                         epilog="example: commscope analyze guidelines --db my.db --np 4")
+    _filters(ag)
     ap_ = asub.add_parser("predict", help="each application phase predicted from the models "
                           "of the same configuration, against its measurement",
                           epilog="example: commscope analyze predict --db my.db --np 2")
@@ -723,7 +741,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = f"{name} {action}"
         elif name == "analyze":
             if a.anacmd is None:
-                raise CommscopeError("commscope analyze: choose crossover, findings or predict")
+                raise CommscopeError("commscope analyze: choose crossover, findings, guidelines or predict")
             name = f"analyze {a.anacmd}"
         return COMMANDS[name](a)
     except CommscopeError as exc:

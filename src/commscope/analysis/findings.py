@@ -28,7 +28,7 @@ FDR = 0.05  # Benjamini-Hochberg false discovery rate over one family of compari
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # faster | drop | protocol | collective-slower
+    kind: str  # faster | drop | protocol | collective-slower | guideline
     text: str
     records: tuple[int, ...] = field(default=())
     bench: str = ""  # the benchmark whose figure shows it
@@ -220,6 +220,19 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
     return out
 
 
+def guideline_violations(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
+    from . import guidelines
+
+    out: list[Finding] = []
+    for v in guidelines.check(series).violations:
+        out.append(Finding(
+            "guideline",
+            f"under {v.config.label()}, {v.guideline} does not hold {v.where()} "
+            f"({v.ratio:.2f}x): {v.advice}",
+            v.records(), v.lhs, gain=1.0 - 1.0 / v.ratio))
+    return out
+
+
 def merged(found: list[Finding]) -> list[Finding]:
     """Findings that say the same thing of several benchmarks (one
     implementation faster over the same sizes in latency and roundtrip, say)
@@ -245,7 +258,8 @@ def all_findings(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
     not the communication: no finding is drawn from them."""
     series = {k: s for k, s in series.items() if not k[0].oversubscribed}
     return merged(faster_implementation(series) + bandwidth_drops(series)
-                  + protocol_switches(series) + collectives_vs_sends(series))
+                  + protocol_switches(series) + collectives_vs_sends(series)
+                  + guideline_violations(series))
 
 
 def text(findings: list[Finding], limit: int | None = 10) -> str:
