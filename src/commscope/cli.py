@@ -14,6 +14,7 @@ from . import __version__, provenance
 from . import build as build_mod
 from . import cluster as cluster_mod
 from . import mpi as mpi_mod
+from . import probe as probe_mod
 from .analysis.repeats import aggregate
 from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
@@ -123,12 +124,18 @@ def cmd_run(a: argparse.Namespace) -> int:
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
     progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet)
+    # the probe describes this machine: where every rank runs on it
+    here = not a.no_probe and all(c.kind in ("local", "emu") for c in clusters)
     outcomes = run_sweep(jobs, store, argv=sys.argv, resume=a.resume, timeout_s=a.timeout,
-                         policy=policy, progress=progress, repeat=a.repeat)
+                         policy=policy, progress=progress, repeat=a.repeat,
+                         probe=(lambda: probe_mod.run(pair_ms=20.0)) if here else None)
     if not a.quiet:
         ids = [o.run_id for o in outcomes if o.status == "ok"] or [o.run_id for o in outcomes]
         if ids:
-            print(tables(aggregate(store.result_rows(run_ids=ids), mode="dominant")), end="")
+            agg = aggregate(store.result_rows(run_ids=ids), mode="dominant")
+            print(tables(agg), end="")
+            for line in probe_mod.lines_for(store, agg):
+                print(line)
     bad = [o for o in outcomes if o.status != "ok"]
     store.close()
     if bad:
@@ -196,6 +203,8 @@ def cmd_show(a: argparse.Namespace) -> int:
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
     print(tables(rows, per_node=a.per_node), end="")
+    for line in probe_mod.lines_for(store, rows):
+        print(line)
     return 0
 
 
@@ -408,6 +417,23 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+# -- probe ----------------------------------------------------------------
+@command("probe")
+def cmd_probe(a: argparse.Namespace) -> int:
+    """The machine's own figures, without MPI: printed, and stored unless
+    --no-store."""
+    data = probe_mod.run(cpus=a.cpus, pair_ms=a.pair_ms)
+    if not a.no_store:
+        store = Store(a.db)
+        store.add_probe(data, provenance.machine().get("hostname") or "")
+        store.close()
+    if a.json:
+        print(json.dumps(data, indent=1))
+    else:
+        print(probe_mod.text(data), end="")
+    return 0
+
+
 # -- mpi ------------------------------------------------------------------
 @command("mpi list")
 def cmd_mpi_list(a: argparse.Namespace) -> int:
@@ -607,6 +633,8 @@ def make_parser() -> Parser:
     r.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
                    help="flag records when others used more than this many cores (default 0.1)")
     r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    r.add_argument("--no-probe", action="store_true",
+                   help="do not take the machine probe (about half a second) at the start")
 
     s = sub.add_parser("show", help="print stored results as tables", formatter_class=fmt,
                        epilog="example: commscope show --db my.db --bench latency")
@@ -664,6 +692,17 @@ def make_parser() -> Parser:
     cp.add_argument("--b", required=True, help="candidate, same forms as --a")
     cp.add_argument("--factor", type=_positive(float, 1.0, 100.0), default=1.05,
                     help="smallest change that counts (default 1.05 = 5%%)")
+
+    pr = sub.add_parser("probe", help="this machine's own figures, without MPI",
+                        formatter_class=fmt,
+                        epilog="example: commscope probe --cpus 0-3 --json")
+    pr.add_argument("--db", default="commscope.db", help="store file (default ./commscope.db)")
+    pr.add_argument("--no-store", action="store_true", help="print only, store nothing")
+    pr.add_argument("--json", action="store_true", help="the probe's JSON")
+    pr.add_argument("--cpus", help="the cores to measure between (default: every core this "
+                                   "process may use), e.g. 0-3,8")
+    pr.add_argument("--pair-ms", type=_positive(float, 0.1, 10000), default=40.0,
+                    help="milliseconds of cache-line bounces per pair of cores (default 40)")
 
     m = sub.add_parser("mpi", help="find, describe and add MPI implementations",
                        formatter_class=fmt, epilog="example: commscope mpi list")
@@ -741,7 +780,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = f"{name} {action}"
         elif name == "analyze":
             if a.anacmd is None:
-                raise CommscopeError("commscope analyze: choose crossover, findings, guidelines or predict")
+                raise CommscopeError("commscope analyze: choose crossover, findings, "
+                                     "guidelines or predict")
             name = f"analyze {a.anacmd}"
         return COMMANDS[name](a)
     except CommscopeError as exc:

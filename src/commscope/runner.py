@@ -11,7 +11,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, make_dataclass, replace
 from pathlib import Path
 
@@ -426,15 +426,24 @@ def rounds(jobs: Sequence[Job], repeat: int, seed: int = 0) -> list[list[Job]]:
 def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume: bool,
               timeout_s: float | None, policy: NoisePolicy, progress: Progress,
               on_done: Callable[[JobOutcome], None] | None = None,
-              repeat: int = 1) -> list[JobOutcome]:
+              repeat: int = 1,
+              probe: Callable[[], Mapping[str, object]] | None = None) -> list[JobOutcome]:
     """Run every job `repeat` times in interleaved rounds; a failure is
-    stored and the sweep goes on."""
+    stored and the sweep goes on.  `probe`: the machine probe, taken once
+    before the first job and stored with the sweep (a probe that fails is
+    said and the sweep goes on without it)."""
     store.abandon_running()
     plan_rounds = rounds(jobs, repeat)
     plan = [{"mpi": j.core.impl.name, "config": j.config.key, "bench": j.bench, "np": j.np,
              "cluster": j.cluster.label, "nodes": j.place.nodes, "rep": j.rep,
              "key": j.plan_key()} for rnd in plan_rounds for j in rnd]
     sweep_id = store.begin_sweep(argv, plan)
+    if probe is not None:
+        try:
+            store.add_probe(probe(), provenance.machine().get("hostname") or "", sweep_id)
+        except CommscopeError as exc:
+            print(f"commscope: the machine probe failed, the sweep goes on without it: "
+                  f"{str(exc).splitlines()[0]}", file=sys.stderr)
     outcomes: list[JobOutcome] = []
     try:
         for rnd in plan_rounds:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -138,6 +138,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE results ADD COLUMN copy_gbs REAL;
     """,
+    # 7: the machine probe (core-to-core, copy, process_vm_readv, pages, NUMA,
+    # clock), standalone or taken at the start of a sweep
+    """
+    CREATE TABLE probes (
+      id INTEGER PRIMARY KEY,
+      taken_at TEXT NOT NULL,
+      sweep_id INTEGER REFERENCES sweeps(id),
+      hostname TEXT,
+      data TEXT NOT NULL
+    );
+    CREATE INDEX probes_sweep ON probes(sweep_id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -258,6 +270,30 @@ class Store:
     def end_sweep(self, sweep_id: int) -> None:
         with self.tx() as db:
             db.execute("UPDATE sweeps SET finished_at=? WHERE id=?", (now_iso(), sweep_id))
+
+    # -- probes ---------------------------------------------------------
+    def add_probe(self, data: Mapping[str, object], hostname: str,
+                  sweep_id: int | None = None) -> int:
+        with self.tx() as db:
+            cur = db.execute("INSERT INTO probes(taken_at, sweep_id, hostname, data) "
+                             "VALUES (?, ?, ?, ?)",
+                             (now_iso(), sweep_id, hostname, json.dumps(dict(data))))
+            return int(cur.lastrowid or 0)
+
+    def probes(self) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM probes ORDER BY id"))
+
+    def probe_for(self, run_ids: Iterable[int]) -> sqlite3.Row | None:
+        """The latest probe taken with the sweeps of these runs; failing
+        that, the latest probe of the store."""
+        ids = sorted(set(run_ids))
+        found = None
+        if ids:
+            marks = ",".join("?" * len(ids))
+            found = self.db.execute(
+                f"SELECT p.* FROM probes p WHERE p.sweep_id IN (SELECT sweep_id FROM runs "
+                f"WHERE id IN ({marks})) ORDER BY p.id DESC LIMIT 1", ids).fetchone()
+        return found or self.db.execute("SELECT * FROM probes ORDER BY id DESC LIMIT 1").fetchone()
 
     # -- runs -----------------------------------------------------------
     def begin_run(self, info: RunInfo, sweep_id: int | None) -> int:

@@ -143,14 +143,14 @@ def _compose(g: Guideline, m: int, n: int, lhs: Point,
     if sizes is None:
         return None
     pts = []
-    for (name, _), s in zip(g.parts, sizes):
+    for (name, _), s in zip(g.parts, sizes, strict=True):
         p = series.get(name, {}).get(s)
         if p is None:
             return None
         pts.append(p)
+    names = tuple((nm, s) for (nm, _), s in zip(g.parts, sizes, strict=True))
     return Check(m, lhs, sum(p.median for p in pts), sum(p.lo for p in pts),
-                 sum(p.hi for p in pts), tuple((nm, s) for (nm, _), s in zip(g.parts, sizes)),
-                 _repeated(lhs, *pts))
+                 sum(p.hi for p in pts), names, _repeated(lhs, *pts))
 
 
 def _repeated(*pts: Point) -> bool:
@@ -201,7 +201,8 @@ def check(series: Mapping[tuple[Config, str], Series]) -> Result:
                 v = _monotony(cfg, name, s)
                 checked += len(s) - 1
                 ordered = [s[k] for k in sorted(s)]
-                one_run += sum(not _repeated(x, y) for x, y in zip(ordered, ordered[1:]))
+                one_run += sum(not _repeated(x, y)
+                               for x, y in zip(ordered, ordered[1:], strict=False))
                 if v:
                     out.append(v)
     return Result(out, checked, one_run)

@@ -12,6 +12,7 @@ from html import escape
 from pathlib import Path
 
 from .. import __version__
+from .. import probe as probe_mod
 from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
 from ..analysis.series import collect
@@ -138,6 +139,16 @@ def build(store: Store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
             f"{len(rows)} records"
             + (f", {flagged} measured while the machine was busy (marked in the tables of "
                "<code>commscope show</code>)" if flagged else "") + "</p>")
+
+    prow = store.probe_for(run_ids)
+    if prow is not None:
+        pdata = json.loads(prow["data"])
+        over = probe_mod.beside_latency(rows, pdata)
+        rep.add("<h2 id=machine>This machine, without MPI</h2><p class=muted>The probe taken "
+                + ("with these runs" if prow["sweep_id"] is not None else "on its own")
+                + f" ({escape(str(prow['taken_at']))}): what the hardware and kernel allow "
+                "before any library adds its cost.</p><pre>" + escape(probe_mod.text(pdata))
+                + "</pre>" + "".join(f"<p>{escape(x)}</p>" for x in over))
 
     found = findings.all_findings(series)
     xrows = crossover.analyze(series)
