@@ -1,6 +1,7 @@
 /* One writer for records: JSON Lines for machines, and a table for people
  * built from the same cs_result. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -61,6 +62,8 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   fprintf(f, ",\"validation\":\"untimed runs before samples 0,1,2,4,8,... of every size, "
              "every message in its own slot, ranks resynchronised after the check\"");
   num(f, "floor_ns", floor_ns);
+  const char *cvars = getenv("COMMSCOPE_CVARS"); /* settings to read back (tune, --settings) */
+  if (cvars && *cvars) cs_cvars_json(f, cvars);
   fprintf(f, ",\"transport\":");
   cs_json_str(f, o->transport);
   if (strcmp(o->transport, "mpi")) {

@@ -15,6 +15,7 @@ from . import build as build_mod
 from . import cluster as cluster_mod
 from . import mpi as mpi_mod
 from . import probe as probe_mod
+from . import settings as settings_mod
 from .analysis.repeats import aggregate
 from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
@@ -116,7 +117,15 @@ def cmd_run(a: argparse.Namespace) -> int:
         if t not in ("mpi", "chan", "chan-cma"):
             raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
     settings = tuple(provenance.settings().items())
-    jobs = [replace(j, settings=settings) for cl in clusters for t in transports
+    strict = False
+    if a.settings:
+        if any(c.kind != "local" for c in clusters):
+            raise CommscopeError("--settings applies to local runs only (the launchers of "
+                                 "clusters would need each variable forwarded)")
+        settings = tuple(sorted({**dict(settings),
+                                 **dict(settings_mod.parse_file(a.settings))}.items()))
+        strict = True
+    jobs = [replace(j, settings=settings, strict=strict) for cl in clusters for t in transports
             for pv in variants
             for j in expand(cores, benches, [], replace(opts, transport=t, param=pv), cl,
                             places[cl.label])]
@@ -140,7 +149,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     store.close()
     if bad:
         print(f"commscope: {len(bad)} of {len(outcomes)} job(s) did not finish cleanly: "
-              + ", ".join(f"{o.job.label} ({o.status})" for o in bad), file=sys.stderr)
+              + ", ".join(f"{o.job.label} ({o.status}"
+                          + (f": {o.message[:200]}" if o.message.startswith("settings") else "")
+                          + ")" for o in bad), file=sys.stderr)
         return 1
     return 0
 
@@ -633,6 +644,10 @@ def make_parser() -> Parser:
     r.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
                    help="flag records when others used more than this many cores (default 0.1)")
     r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    r.add_argument("--settings", metavar="FILE",
+                   help="NAME=VALUE lines of MPI settings (e.g. from commscope tune --write), "
+                        "applied to every job and read back inside it; a setting not taken "
+                        "fails the job")
     r.add_argument("--no-probe", action="store_true",
                    help="do not take the machine probe (about half a second) at the start")
 

@@ -27,6 +27,8 @@ class Header:
     clock_read_ns: float | None = None
     clock_quantum_ns: float | None = None
     floor_ns: float | None = None  # cache-line floor at the job's start
+    # control variables read back through MPI_T after MPI_Init (None: no such variable)
+    cvars: dict[str, object] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,8 @@ def parse_header(d: dict[str, object]) -> Header:
                   argv=tuple(d.get("argv", ())),  # type: ignore[arg-type]
                   clock_read_ns=_num(d.get("clock_overhead_ns")),
                   clock_quantum_ns=_num(d.get("clock_quantum_ns")),
-                  floor_ns=_num(d.get("floor_ns")))
+                  floor_ns=_num(d.get("floor_ns")),
+                  cvars=dict(d["cvars"]) if isinstance(d.get("cvars"), dict) else None)  # type: ignore[arg-type]
 
 
 def parse_result(d: dict[str, object]) -> Result:

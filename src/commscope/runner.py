@@ -17,6 +17,7 @@ from pathlib import Path
 
 from . import noise as noise_mod
 from . import provenance
+from . import settings as settings_mod
 from .build import Core
 from .cluster import Cluster, Local, Placement, transport_check
 from .config import PARAM_DEFAULTS, Configuration, params_of
@@ -80,6 +81,9 @@ class Job:
     cluster: Cluster = field(default_factory=Local, compare=False)
     settings: tuple[tuple[str, str], ...] = ()  # the user's behaviour-changing environment
     rep: int = 1  # repetition: the round of the sweep this job belongs to
+    # settings handed over explicitly (--settings, tune): a job whose read-back
+    # disagrees fails; the environment's own are only warned about
+    strict: bool = field(default=False, compare=False)
 
     @property
     def np(self) -> int:
@@ -337,7 +341,10 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         for name, text in launch.files.items():
             (tmpd / name).write_text(text)
         argv = launch.argv
-        env = {**os.environ, **impl.env, **launch.env}
+        env = {**os.environ, **impl.env, **launch.env, **dict(job.settings)}
+        names = [n for k, _ in job.settings if (n := settings_mod.cvar_name(k))]
+        if names:
+            env["COMMSCOPE_CVARS"] = ",".join(names)
         placement = {**job.cluster.describe(), "label": job.cluster.label,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
@@ -393,6 +400,12 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             msg = "core ended without a complete record stream"
         else:
             status, msg = OK, ""
+        refused = settings_mod.refused(dict(job.settings), parsed.header.cvars
+                                       if parsed.header else None) if names else []
+        if refused and job.strict and status == OK:
+            status, msg = FAILED, "settings not taken: " + "; ".join(refused)
+        elif refused:
+            tail += "\nwarning: " + "; ".join(refused)
         if msg and not tail.strip():
             tail = msg
         elif msg:

@@ -1,0 +1,157 @@
+/* The implementation's control variables, read through the MPI tool
+ * interface after MPI_Init: what a setting really became.  Open MPI silently
+ * ignores a misspelled MCA name and MPICH a misspelled MPIR_CVAR; both expose
+ * their variables here (Open MPI's MCA parameters once their component is
+ * open, hence after MPI_Init), so a job can say which of the settings it was
+ * given took effect, and with which value. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cs.h"
+
+enum { NAME_MAX_ = 256, VALUE_MAX = 1024 };
+
+/* The value of cvar i as text (an enumeration's item name where it has
+ * one); 0 when read, -1 when it cannot be read without an object. */
+static int read_value(int i, MPI_Datatype dt, MPI_T_enum et, char *out, size_t n) {
+  MPI_T_cvar_handle h;
+  int count = 0;
+  if (MPI_T_cvar_handle_alloc(i, NULL, &h, &count) != MPI_SUCCESS) return -1;
+  int rc = 0;
+  if (dt == MPI_CHAR) {
+    char *buf = calloc((size_t)count + 1, 1);
+    if (buf && MPI_T_cvar_read(h, buf) == MPI_SUCCESS)
+      snprintf(out, n, "%s", buf);
+    else
+      rc = -1;
+    free(buf);
+  } else if (count == 1) {
+    union {
+      int i;
+      unsigned u;
+      unsigned long ul;
+      unsigned long long ull;
+      long long ll;
+      double d;
+      MPI_Count c;
+    } v;
+    memset(&v, 0, sizeof v);
+    if (MPI_T_cvar_read(h, &v) != MPI_SUCCESS)
+      rc = -1;
+    else if (dt == MPI_INT) {
+      snprintf(out, n, "%d", v.i);
+      if (et != MPI_T_ENUM_NULL) { /* the item whose value it is */
+        int items = 0, len = NAME_MAX_;
+        char en[NAME_MAX_];
+        MPI_T_enum_get_info(et, &items, en, &len);
+        for (int k = 0; k < items; k++) {
+          int val = 0;
+          len = NAME_MAX_;
+          if (MPI_T_enum_get_item(et, k, &val, en, &len) == MPI_SUCCESS && val == v.i) {
+            snprintf(out, n, "%s", en);
+            break;
+          }
+        }
+      }
+    } else if (dt == MPI_UNSIGNED)
+      snprintf(out, n, "%u", v.u);
+    else if (dt == MPI_UNSIGNED_LONG)
+      snprintf(out, n, "%lu", v.ul);
+    else if (dt == MPI_UNSIGNED_LONG_LONG)
+      snprintf(out, n, "%llu", v.ull);
+    else if (dt == MPI_LONG_LONG)
+      snprintf(out, n, "%lld", v.ll);
+    else if (dt == MPI_COUNT)
+      snprintf(out, n, "%lld", (long long)v.c);
+    else if (dt == MPI_DOUBLE)
+      snprintf(out, n, "%g", v.d);
+    else
+      rc = -1;
+  } else {
+    rc = -1;
+  }
+  MPI_T_cvar_handle_free(&h);
+  return rc;
+}
+
+static void enum_items(FILE *f, MPI_T_enum et) {
+  int items = 0, len = NAME_MAX_;
+  char en[NAME_MAX_];
+  fputc('[', f);
+  if (MPI_T_enum_get_info(et, &items, en, &len) == MPI_SUCCESS)
+    for (int k = 0; k < items; k++) {
+      int val = 0;
+      len = NAME_MAX_;
+      if (MPI_T_enum_get_item(et, k, &val, en, &len) != MPI_SUCCESS) continue;
+      if (k) fputc(',', f);
+      cs_json_str(f, en);
+    }
+  fputc(']', f);
+}
+
+/* `"cvars":{...}` for the comma-separated names (null for a name the
+ * implementation does not have, or whose value needs an object), or every
+ * readable variable with its enumeration when names is "*". */
+void cs_cvars_json(FILE *f, const char *names) {
+  int provided = 0, num = 0;
+  fprintf(f, ",\"cvars\":{");
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+    fprintf(f, "}");
+    return;
+  }
+  MPI_T_cvar_get_num(&num);
+  int all = !strcmp(names, "*"), first = 1;
+  char *list = all ? NULL : strdup(names);
+  for (char *tok = all ? NULL : strtok(list, ","); all ? 0 : tok != NULL; tok = strtok(NULL, ",")) {
+    int found = 0;
+    for (int i = 0; i < num && !found; i++) {
+      char name[NAME_MAX_], desc[8];
+      int nlen = NAME_MAX_, dlen = sizeof desc, verb, bind, scope;
+      MPI_Datatype dt;
+      MPI_T_enum et;
+      if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &dt, &et, desc, &dlen, &bind, &scope) !=
+          MPI_SUCCESS || strcmp(name, tok))
+        continue;
+      found = 1;
+      char val[VALUE_MAX];
+      fprintf(f, "%s", first ? "" : ",");
+      cs_json_str(f, tok);
+      if (bind == MPI_T_BIND_NO_OBJECT && read_value(i, dt, et, val, sizeof val) == 0) {
+        fputc(':', f);
+        cs_json_str(f, val);
+      } else {
+        fprintf(f, ":null");
+      }
+      first = 0;
+    }
+    if (!found) {
+      fprintf(f, "%s", first ? "" : ",");
+      cs_json_str(f, tok);
+      fprintf(f, ":null");
+      first = 0;
+    }
+  }
+  for (int i = 0; all && i < num; i++) {
+    char name[NAME_MAX_], desc[8], val[VALUE_MAX];
+    int nlen = NAME_MAX_, dlen = sizeof desc, verb, bind, scope;
+    MPI_Datatype dt;
+    MPI_T_enum et;
+    if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &dt, &et, desc, &dlen, &bind, &scope) !=
+            MPI_SUCCESS ||
+        bind != MPI_T_BIND_NO_OBJECT || read_value(i, dt, et, val, sizeof val))
+      continue;
+    fprintf(f, "%s", first ? "" : ",");
+    cs_json_str(f, name);
+    fprintf(f, ":{\"value\":");
+    cs_json_str(f, val);
+    if (et != MPI_T_ENUM_NULL) {
+      fprintf(f, ",\"enum\":");
+      enum_items(f, et);
+    }
+    fputc('}', f);
+    first = 0;
+  }
+  free(list);
+  fputc('}', f);
+  MPI_T_finalize();
+}

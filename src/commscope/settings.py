@@ -1,0 +1,90 @@
+"""Runtime settings a user (or the tuning advisor) hands to an MPI: the
+environment variables of its control variables, read from a file, applied
+to a job, and read back from inside the job through MPI_T, so that a
+misspelled name or a value the implementation turned into another is
+refused instead of measured as if it had been taken."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from .errors import CommscopeError
+from .provenance import SETTING_PREFIXES
+
+
+def parse_file(path: str | Path) -> tuple[tuple[str, str], ...]:
+    """KEY=VALUE lines (`export ` allowed, # comments); only the variables
+    of MPI implementations and their transports."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise CommscopeError(f"cannot read settings file {p}: {exc.strerror}") from exc
+    out: dict[str, str] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.startswith("export "):
+            line = line[len("export "):].strip()
+        key, eq, value = line.partition("=")
+        key, value = key.strip(), value.strip().strip("'\"")
+        if not eq or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise CommscopeError(f"{p}:{n}: expected NAME=VALUE, got '{raw.strip()[:60]}'")
+        if not key.startswith(SETTING_PREFIXES):
+            raise CommscopeError(f"{p}:{n}: {key} is not an MPI setting (names start with "
+                                 + ", ".join(SETTING_PREFIXES) + ")")
+        if not value or any(c in value for c in "\n\r\0"):
+            raise CommscopeError(f"{p}:{n}: {key} has no value")
+        out[key] = value
+    if not out:
+        raise CommscopeError(f"settings file {p} sets nothing")
+    return tuple(sorted(out.items()))
+
+
+def cvar_name(key: str) -> str | None:
+    """The MPI_T name of a setting's variable: Open MPI's MCA parameter
+    without its OMPI_MCA_ prefix, MPICH's MPIR_CVAR_ as it is; None for
+    variables outside MPI_T (UCX, Intel MPI, libfabric, NCCL)."""
+    if key.startswith("OMPI_MCA_"):
+        return key[len("OMPI_MCA_"):]
+    if key.startswith("MPIR_CVAR_"):
+        return key
+    return None
+
+
+def _num(v: str) -> float | None:
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def refused(settings: Mapping[str, str], cvars: Mapping[str, object] | None) -> list[str]:
+    """What the job's own read-back says against the settings: a name the
+    implementation does not have, or a value it holds differently.  An
+    enumeration MPICH reads back as a number (its items have no MPI_T names)
+    is accepted as taken."""
+    out = []
+    for key, want in settings.items():
+        name = cvar_name(key)
+        if name is None:
+            continue
+        if cvars is None:
+            out.append(f"{key}: the job did not read its control variables back")
+            continue
+        got = cvars.get(name)
+        if got is None:
+            out.append(f"{key}: {name} is not a control variable of this implementation "
+                       f"(misspelled, or of a component not in use)")
+            continue
+        got = str(got)
+        a, b = _num(want), _num(got)
+        if got == want or (a is not None and b is not None and a == b):
+            continue
+        if a is None and b is not None and key.startswith("MPIR_CVAR_"):
+            continue
+        out.append(f"{key}={want} was not taken: the implementation holds {name}={got}")
+    return out

@@ -1,0 +1,84 @@
+"""Runtime settings: parsed from a file, applied to a job, read back inside
+it through MPI_T; a setting the implementation did not take fails the job."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commscope import settings
+from commscope.store import Store
+
+from .test_cli_errors import one_line_error, run
+
+
+def test_a_settings_file_parses_and_refuses_what_is_not_a_setting(tmp_path):
+    f = tmp_path / "s.env"
+    f.write_text("# tuned\nexport OMPI_MCA_btl_vader_eager_limit=8192\nUCX_TLS='posix,self'\n"
+                 "OMPI_MCA_btl_vader_eager_limit=16384  # the later wins\n")
+    assert settings.parse_file(f) == (("OMPI_MCA_btl_vader_eager_limit", "16384"),
+                                      ("UCX_TLS", "posix,self"))
+    for text, needle in (("PATH=/tmp\n", "is not an MPI setting"),
+                         ("OMPI_MCA_x\n", "expected NAME=VALUE"),
+                         ("UCX_TLS=\n", "has no value"),
+                         ("# nothing\n", "sets nothing")):
+        f.write_text(text)
+        with pytest.raises(Exception, match=needle):
+            settings.parse_file(f)
+
+
+def test_read_back_refuses_unknown_names_and_other_values():
+    s = {"OMPI_MCA_a": "none", "OMPI_MCA_b": "4096", "MPIR_CVAR_C": "binomial",
+         "UCX_TLS": "posix", "OMPI_MCA_d": "cma", "MPIR_CVAR_E": "8"}
+    got = {"a": "none", "b": "4096.0", "MPIR_CVAR_C": "1", "d": "none", "MPIR_CVAR_E": None}
+    out = settings.refused(s, got)
+    assert len(out) == 2
+    assert out[0] == "OMPI_MCA_d=cma was not taken: the implementation holds d=none"
+    assert out[1].startswith("MPIR_CVAR_E: MPIR_CVAR_E is not a control variable")
+    assert settings.refused({"UCX_TLS": "x"}, None) == []
+    assert settings.refused({"OMPI_MCA_a": "x"}, None) == [
+        "OMPI_MCA_a: the job did not read its control variables back"]
+
+
+CASES = {
+    "openmpi": ("OMPI_MCA_btl_vader_eager_limit", "8192", "OMPI_MCA_btl_vader_eagr_limit"),
+    "mpich": ("MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "65536", "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZ"),
+}
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_a_setting_is_taken_and_a_misspelled_one_fails_the_job(capsys, tmp_path, cores, family):
+    if family not in cores:
+        pytest.skip(f"{family} not installed")
+    key, value, wrong = CASES[family]
+    db = tmp_path / "s.db"
+    good, bad = tmp_path / "good.env", tmp_path / "bad.env"
+    good.write_text(f"{key}={value}\n")
+    bad.write_text(f"{wrong}={value}\n")
+    base = ["run", "--db", str(db), "--mpi", family, "--bench", "latency", "--sizes", "8",
+            "--time-cap", "0.05", "--no-probe", "--quiet"]
+    rc, _, err = run(capsys, *base, "--settings", str(good))
+    assert rc == 0, err
+    rc, _, err = run(capsys, *base, "--settings", str(bad))
+    assert rc == 1
+    assert f"{wrong}: {wrong.removeprefix('OMPI_MCA_')} is not a control variable" in err
+    store = Store(db, create=False)
+    ok, failed = store.runs()
+    assert ok["status"] == "ok" and failed["status"] == "failed"
+    assert json.loads(ok["config"])["settings"] == {key: value}
+    assert "settings not taken" in failed["stderr_tail"]
+    # the setting is part of the configuration: not the default's series
+    assert ok["config_key"] != failed["config_key"]
+
+
+def test_settings_on_a_cluster_and_unreadable_files_are_one_line(capsys, tmp_path):
+    f = tmp_path / "s.env"
+    f.write_text("UCX_TLS=posix\n")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost slots=2\n")
+    rc, _, err = run(capsys, "run", "--settings", str(f), "--cluster", f"hostfile:{hosts}",
+                     "--db", str(tmp_path / "x.db"))
+    one_line_error(rc, err, "--settings applies to local runs only")
+    rc, _, err = run(capsys, "run", "--settings", str(tmp_path / "none.env"))
+    one_line_error(rc, err, "cannot read settings file")
