@@ -428,6 +428,60 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+# -- tune -----------------------------------------------------------------
+@command("tune")
+def cmd_tune(a: argparse.Namespace) -> int:
+    from . import tune
+
+    opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
+    expand_sizes(opts.sizes, opts.factor)
+    (impl,) = mpi_mod.select([a.mpi])
+    core = build_mod.build(impl)
+    benches = _list(a.bench) or ["bw"]
+    expand([core], benches, [2], opts)  # unknown benchmarks, ranks, roots: before any launch
+    if a.validate != "none" and not core.bench(a.validate).get("size_param"):
+        raise CommscopeError(f"--validate takes an application (matmul, jacobi) or none, "
+                             f"not {a.validate}")
+    cvars = tune.read_cvars(core)
+    cands = tune.space(core, cvars, benches)
+    if a.candidates:
+        cands += [tune.Candidate(settings_mod.parse_file(f), f"from {f}")
+                  for f in _list(a.candidates)]
+    if not cands:
+        raise CommscopeError(f"no setting to search for {impl.name} and "
+                             f"{', '.join(benches)} (add your own with --candidates FILE)")
+    store = Store(a.db)
+    policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=0)
+    progress = Progress(0, enabled=not a.quiet and not a.apply)
+    timeout = a.timeout or 3 * tune.estimate_s(opts, benches) + 30
+    outcomes = tune.search(core, benches, opts, cands, store, rounds=a.rounds,
+                           budget_s=a.budget, argv=sys.argv, timeout_s=timeout, policy=policy,
+                           progress=progress)
+    w = tune.best(outcomes)
+    if a.apply:
+        if w is not None:
+            print("\n".join(f"export {k}={v}" for k, v in w.cand.settings))
+        return 0
+    print(tune.report(core, outcomes, a.rounds), end="")
+    if w is None and a.validate != "none":
+        print(f"nothing to validate on {a.validate}: no candidate won")
+    if w is not None and a.validate != "none":
+        es = tune.validate(core, w.cand, a.validate, a.validate_param, opts, store,
+                           rounds=a.rounds, argv=sys.argv, timeout_s=max(timeout, 300.0),
+                           policy=policy, progress=progress)
+        for e in es:
+            verdict = ("faster" if e.wins else "slower" if e.loses
+                       else "not told apart from the default")
+            print(f"validated on {e.bench} {a.validate_param}: end-to-end time "
+                  f"default/tuned {e.ratio:.3f} [{e.lo:.3f}, {e.hi:.3f}] over {e.n} rounds: "
+                  f"{verdict}")
+    if w is not None and a.write:
+        Path(a.write).write_text(tune.settings_text(w, core))
+        print(f"settings written to {a.write} (commscope run --settings {a.write})")
+    store.close()
+    return 0
+
+
 # -- probe ----------------------------------------------------------------
 @command("probe")
 def cmd_probe(a: argparse.Namespace) -> int:
@@ -707,6 +761,35 @@ def make_parser() -> Parser:
     cp.add_argument("--b", required=True, help="candidate, same forms as --a")
     cp.add_argument("--factor", type=_positive(float, 1.0, 100.0), default=1.05,
                     help="smallest change that counts (default 1.05 = 5%%)")
+
+    tu = sub.add_parser("tune", help="search settings that make an implementation faster "
+                        "here, decided over interleaved rounds", formatter_class=fmt,
+                        epilog="example: commscope tune --mpi openmpi --bench bw --sizes 64K:4M "
+                               "--write tuned.env")
+    tu.add_argument("--mpi", required=True, help="the implementation to tune (one)")
+    tu.add_argument("--bench", action="append", help="what to make faster (default bw)")
+    tu.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    tu.add_argument("--rounds", type=_positive(int, 3, 50), default=4,
+                    help="interleaved rounds of every candidate and the default (default 4)")
+    tu.add_argument("--budget", type=_positive(float, 1, 86400), default=900.0,
+                    help="seconds the search may take at most; a larger plan is refused "
+                         "before it starts (default 900)")
+    tu.add_argument("--candidates", action="append", metavar="FILE",
+                    help="settings files of your own to try besides the built-in space")
+    tu.add_argument("--validate", default="none",
+                    help="after the search, the winner against the default on this "
+                         "application's end-to-end time: matmul, jacobi or none (default)")
+    tu.add_argument("--validate-param", default="N=1000",
+                    help="the application's parameters for --validate (default N=1000)")
+    tu.add_argument("--write", metavar="FILE", help="write the winning settings here")
+    tu.add_argument("--apply", action="store_true",
+                    help="print only the winner's export lines (for eval)")
+    tu.add_argument("--timeout", type=_positive(float, 1, 86400),
+                    help="seconds before one job is killed")
+    tu.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
+                    help="flag records when others used more than this many cores")
+    tu.add_argument("--quiet", action="store_true", help="no progress")
+    _core_run_options(tu)
 
     pr = sub.add_parser("probe", help="this machine's own figures, without MPI",
                         formatter_class=fmt,

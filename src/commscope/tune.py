@@ -1,0 +1,364 @@
+"""The tuning advisor: which settings make an implementation faster here,
+over which message sizes, decided by statistics that hold between runs.
+
+The search space comes from the implementation itself: its control
+variables as the core reads them through MPI_T after MPI_Init (with their
+current values and, for Open MPI, the names of their enumerations),
+restricted to the settings known to matter for the benchmarks asked for.
+Every candidate runs as its own configuration, interleaved with the default
+in rounds whose order changes; a candidate's effect at a size is the ratio
+default/candidate within each round (the two ran seconds apart, in the same
+machine mode), and a 95% interval over the rounds.  A candidate wins a size
+only where that interval lies above 1 and the median gains 5%; after the
+third round, candidates surely slower at every size stop running.  A
+candidate whose job fails, hangs or does not take its setting is recorded
+as broken and dropped."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import provenance
+from .analysis.repeats import between
+from .build import Core
+from .cluster import Local, Placement
+from .errors import CommscopeError
+from .procs import run_bounded
+from .records import parse_file
+from .runner import CoreOptions, Job, JobOutcome, run_job
+from .sizes import expand_sizes, human_bytes
+from .store import OK, Store
+
+MIN_GAIN = 1.05  # a winner saves at least 5% at the median
+PRUNE_AFTER = 3  # rounds before a sure loser stops running
+
+COLLS = ("bcast", "allreduce", "reduce", "alltoall")
+# MPICH names its algorithms in documentation only (MPI_T reads them back as
+# numbers): the ones MPICH 4 documents for each collective's intra-node cvar
+MPICH_ALGS = {
+    "bcast": ("binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather",
+              "pipelined_tree", "tree"),
+    "allreduce": ("recursive_doubling", "reduce_scatter_allgather", "tree", "recexch", "ring"),
+    "reduce": ("binomial", "reduce_scatter_gather"),
+    "alltoall": ("brucks", "k_brucks", "pairwise", "pairwise_sendrecv_replace", "scattered"),
+}
+# UCX transports a shared-memory job can be given (UCX's own names)
+UCX_TLS = ("posix,self", "sysv,self", "tcp,self")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    settings: tuple[tuple[str, str], ...]
+    why: str = ""
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.settings) or "default"
+
+
+DEFAULT = Candidate((), "the implementation's defaults")
+
+
+def read_cvars(core: Core, timeout_s: float = 60.0) -> dict[str, dict[str, object]]:
+    """Every control variable of the implementation with its value (and
+    enumeration), read inside a 2-rank job on this machine."""
+    place = Placement(1, 2)
+    with tempfile.TemporaryDirectory(prefix="commscope-cvars-") as tmp:
+        t = Path(tmp)
+        out = t / "records.jsonl"
+        launch = Local().launch(core.impl, place, str(core.exe),
+                                ["--bench", "barrier", "--min-samples", "3", "--time-cap",
+                                 "0.01", "--output", str(out)], t, provenance.n_cores(),
+                                os.geteuid() == 0)
+        env = {**os.environ, **core.impl.env, **launch.env, "COMMSCOPE_CVARS": "*"}
+        res = run_bounded(launch.argv, timeout_s=timeout_s, env=env, cwd=tmp,
+                          stdout_path=t / "stdout", stderr_path=t / "stderr")
+        parsed = parse_file(out)
+        if res.exit_code != 0 or parsed.header is None or parsed.header.cvars is None:
+            err = (t / "stderr").read_text().strip().splitlines()
+            ours = [x for x in err if x.startswith("cs-core")] or err[-1:]
+            raise CommscopeError(f"cannot read {core.impl.name}'s control variables: "
+                                 + (ours[0] if ours else f"exit {res.exit_code}"))
+        return {k: v for k, v in parsed.header.cvars.items() if isinstance(v, dict)}
+
+
+def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
+          benches: Sequence[str]) -> list[Candidate]:
+    """The candidates worth measuring for these benchmarks, from what the
+    implementation says it has."""
+    fam = core.impl.family
+    out: list[Candidate] = []
+    p2p = any(core.bench(b).get("group") in ("p2p", "loggp") for b in benches)
+
+    def value(name: str) -> str | None:
+        v = cvars.get(name, {}).get("value")
+        return None if v is None else str(v)
+
+    if fam == "openmpi":
+        name = "btl_vader_single_copy_mechanism"
+        if name in cvars and p2p:
+            for item in cvars[name].get("enum", []) or []:  # type: ignore[union-attr]
+                if item != value(name):
+                    out.append(Candidate(((f"OMPI_MCA_{name}", str(item)),),
+                                         f"shared-memory single copy: {item}"))
+        name = "btl_vader_eager_limit"
+        if name in cvars and p2p and (v := value(name)) and v.isdigit():
+            for k in (int(v) // 2, int(v) * 4):
+                if k >= 1024:
+                    out.append(Candidate(((f"OMPI_MCA_{name}", str(k)),), "eager limit"))
+        for b in benches:
+            name = f"coll_tuned_{b}_algorithm"
+            if b in COLLS and name in cvars:
+                for item in cvars[name].get("enum", []) or []:  # type: ignore[union-attr]
+                    if item != "ignore":
+                        out.append(Candidate(
+                            (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+                             (f"OMPI_MCA_{name}", str(item))), f"{b} algorithm {item}"))
+    elif fam == "mpich":
+        if p2p:
+            out.extend(Candidate((("UCX_TLS", t),), f"UCX transports {t}") for t in UCX_TLS)
+        for b in benches:
+            name = f"MPIR_CVAR_{b.upper()}_INTRA_ALGORITHM"
+            if b in MPICH_ALGS and name in cvars:
+                out.extend(Candidate(((name, a),), f"{b} algorithm {a}")
+                           for a in MPICH_ALGS[b])
+    return out
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A candidate against the default at one size of one benchmark."""
+    bench: str
+    size: int
+    ratio: float  # default time / candidate time: above 1 the candidate is faster
+    lo: float
+    hi: float
+    n: int
+
+    @property
+    def wins(self) -> bool:
+        return self.n >= 3 and self.lo > 1.0 and self.ratio >= MIN_GAIN
+
+    @property
+    def loses(self) -> bool:
+        return self.n >= 3 and self.hi < 1.0 and self.ratio <= 1.0 / MIN_GAIN
+
+
+@dataclass
+class Outcome:
+    cand: Candidate
+    state: str = "measured"  # measured | pruned | broken
+    reason: str = ""
+    effects: list[Effect] = field(default_factory=list)
+    run_ids: list[int] = field(default_factory=list)
+
+    def ranges(self, which: str) -> list[tuple[str, int, int, list[Effect]]]:
+        """Runs of consecutive measured sizes (per benchmark) that win or
+        lose.  A size alone among measured neighbours is no claim: with many
+        sizes, one in twenty separates by chance at 95%."""
+        sizes: dict[str, int] = {}
+        for e in self.effects:
+            sizes[e.bench] = sizes.get(e.bench, 0) + 1
+        return [r for r in self._runs(which) if len(r[3]) > 1 or sizes[r[0]] == 1]
+
+    def _runs(self, which: str) -> list[tuple[str, int, int, list[Effect]]]:
+        out: list[tuple[str, int, int, list[Effect]]] = []
+        prev: tuple[str, bool] | None = None
+        for e in sorted(self.effects, key=lambda e: (e.bench, e.size)):
+            hit = e.wins if which == "wins" else e.loses
+            if hit and prev == (e.bench, True):
+                b, lo, _, es = out[-1]
+                out[-1] = (b, lo, e.size, [*es, e])
+            elif hit:
+                out.append((e.bench, e.size, e.size, [e]))
+            prev = (e.bench, hit)
+        return out
+
+    @property
+    def gain(self) -> float:
+        """How much it saves over the sizes it wins, less what it costs where
+        it loses (sum of log ratios): what orders the recommendations."""
+        return sum(math.log(e.ratio) for which in ("wins", "loses")
+                   for *_, es in self.ranges(which) for e in es)
+
+
+def effects(per_round: Mapping[int, Mapping[tuple[str, int], float]],
+            base: Mapping[int, Mapping[tuple[str, int], float]]) -> list[Effect]:
+    """Paired ratios per round, then their median and between-round interval."""
+    keys = sorted({k for r in per_round.values() for k in r})
+    out = []
+    for key in keys:
+        ratios = [base[r][key] / per_round[r][key] for r in per_round
+                  if r in base and key in base[r] and key in per_round[r] and per_round[r][key] > 0]
+        if ratios:
+            b = between(ratios)
+            out.append(Effect(key[0], key[1], b.median, b.lo, b.hi, len(ratios)))
+    return out
+
+
+def _medians(store: Store, run_id: int) -> dict[tuple[str, int], float]:
+    return {(str(r["bench"]), int(r["size_bytes"])): float(r["median_us"])
+            for r in store.result_rows(latest=False, run_ids=[run_id])
+            if r["valid"] and r["median_us"]}
+
+
+def _why(store: Store, out: JobOutcome) -> str:
+    """The job's status, its message and the first line its stderr adds."""
+    tail = next((str(r["stderr_tail"] or "") for r in store.runs() if r["id"] == out.run_id), "")
+    extra = next((x.strip() for x in tail.splitlines()
+                  if x.strip() and x.strip() != out.message), "")
+    return f"{out.status}: {out.message}" + (f" ({extra[:160]})" if extra else "")
+
+
+def estimate_s(opts: CoreOptions, benches: Sequence[str]) -> float:
+    """A job's time at most: start-up, then each size's sampling cap,
+    warm-up and validation."""
+    n = len(expand_sizes(opts.sizes, opts.factor))
+    return 3.0 + len(benches) * n * (opts.time_cap_s + opts.warmup_s + 0.05)
+
+
+@dataclass(frozen=True)
+class Measured:
+    ok: bool
+    run_id: int
+    reason: str  # why not ok
+    medians: dict[tuple[str, int], float]  # (benchmark, size) -> median time, us
+
+
+def measure_job(job: Job, store: Store, sweep: int, pos: int, *, timeout_s: float,
+                policy) -> Measured:
+    out = run_job(job, store, sweep, timeout_s=timeout_s, policy=policy, round_pos=pos)
+    if out.status != OK:
+        return Measured(False, out.run_id, _why(store, out), {})
+    return Measured(True, out.run_id, "", _medians(store, out.run_id))
+
+
+def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequence[Candidate],
+           store: Store, *, rounds: int, budget_s: float, argv: Sequence[str],
+           timeout_s: float, policy, progress, seed: int = 0,
+           measure: Callable[..., Measured] = measure_job) -> list[Outcome]:
+    """Every candidate and the default, interleaved over `rounds` rounds."""
+    need = (len(cands) + 1) * rounds * estimate_s(opts, benches)
+    if need > budget_s:
+        raise CommscopeError(
+            f"a search of {len(cands)} candidate(s) and the default over {rounds} rounds needs "
+            f"up to {need:.0f} s, more than --budget {budget_s:.0f} s: narrow --sizes or "
+            f"--bench, lower --rounds, or raise --budget")
+    place = Placement(1, 2)
+    bench = ",".join(benches)
+    everyone = [DEFAULT, *cands]
+    results = {c: Outcome(c) for c in everyone}
+    rounds_of: dict[Candidate, dict[int, dict[tuple[str, int], float]]] = {c: {} for c in everyone}
+    plan = [{"tune": c.label, "bench": bench} for c in everyone]
+    sweep = store.begin_sweep(argv, plan)
+    rng = random.Random(seed)
+    try:
+        for r in range(1, rounds + 1):
+            active = [c for c in everyone if results[c].state == "measured"]
+            order = list(active)
+            if r > 1:
+                rng.shuffle(order)
+            for pos, c in enumerate(order):
+                job = Job(core, bench, place, opts, Local(), c.settings, rep=r, strict=True)
+                progress.start(job.label)
+                m = measure(job, store, sweep, pos, timeout_s=timeout_s, policy=policy)
+                progress.end(job.label, "ok" if m.ok else "broken")
+                results[c].run_ids.append(m.run_id)
+                if not m.ok:
+                    if c is DEFAULT:
+                        raise CommscopeError(f"the default configuration failed in round {r} "
+                                             f"({m.reason}): nothing to compare against")
+                    results[c].state, results[c].reason = "broken", m.reason
+                    continue
+                rounds_of[c][r] = m.medians
+            for c in cands:
+                o = results[c]
+                if o.state == "measured":
+                    o.effects = effects(rounds_of[c], rounds_of[DEFAULT])
+                    if r >= PRUNE_AFTER and o.effects and all(e.loses for e in o.effects):
+                        o.state, o.reason = "pruned", f"slower at every size after round {r}"
+    finally:
+        store.end_sweep(sweep)
+    return [results[c] for c in cands]
+
+
+def best(outcomes: Sequence[Outcome]) -> Outcome | None:
+    """The candidate to recommend: it wins somewhere and saves most overall."""
+    ok = [o for o in outcomes if o.state == "measured" and o.ranges("wins")]
+    return max(ok, key=lambda o: o.gain, default=None)
+
+
+def _span(lo: int, hi: int) -> str:
+    return human_bytes(lo) if lo == hi else f"{human_bytes(lo)}-{human_bytes(hi)}"
+
+
+def _claim(es: Sequence[Effect]) -> str:
+    mid = sorted(es, key=lambda e: e.ratio)[len(es) // 2]
+    return f"{mid.ratio:.2f}x [{mid.lo:.2f}, {mid.hi:.2f}]"
+
+
+def report(core: Core, outcomes: Sequence[Outcome], rounds: int) -> str:
+    lines = [f"{core.impl.name}: {len(outcomes)} candidate(s) against the default, {rounds} "
+             f"interleaved rounds; ratio = default time / candidate time (above 1: faster), "
+             f"median over rounds [95% interval between rounds]"]
+    for o in outcomes:
+        lines.append(f"\n  {o.cand.label}  ({o.cand.why})")
+        if o.state == "broken":
+            lines.append(f"    broken: {o.reason}")
+            continue
+        wins, loses = o.ranges("wins"), o.ranges("loses")
+        for b, lo, hi, es in wins:
+            lines.append(f"    faster  {b} {_span(lo, hi)}: {_claim(es)}")
+        for b, lo, hi, es in loses:
+            lines.append(f"    slower  {b} {_span(lo, hi)}: {_claim(es)}")
+        if not wins and not loses:
+            lines.append("    no size told apart from the default")
+        if o.state == "pruned":
+            lines.append(f"    stopped: {o.reason}")
+    w = best(outcomes)
+    lines.append("")
+    if w is None:
+        lines.append("recommendation: keep the defaults (no candidate was faster beyond the "
+                     "between-round uncertainty)")
+    else:
+        where = ", ".join(f"{b} {_span(lo, hi)} ({_claim(es)})" for b, lo, hi, es in
+                          w.ranges("wins"))
+        cost = w.ranges("loses")
+        lines.append(f"recommendation: {w.cand.label}\n  faster at {where}"
+                     + ("\n  but slower at " + ", ".join(f"{b} {_span(lo, hi)} ({_claim(es)})"
+                                                         for b, lo, hi, es in cost)
+                        if cost else "\n  and slower at no measured size"))
+    return "\n".join(lines) + "\n"
+
+
+def settings_text(w: Outcome, core: Core) -> str:
+    """The settings file `commscope run --settings` reads (and a shell can
+    source): the winner's variables, with where it was measured to win."""
+    head = [f"# commscope tune: {core.impl.name} ({core.impl.family}), this machine, 2 ranks"]
+    head += [f"# faster: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("wins")]
+    head += [f"# slower: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("loses")]
+    return "\n".join(head + [f"export {k}={v}" for k, v in w.cand.settings]) + "\n"
+
+
+def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOptions,
+             store: Store, *, rounds: int, argv: Sequence[str], timeout_s: float, policy,
+             progress) -> list[Effect]:
+    """The winner against the default on an application's end-to-end time."""
+    app_opts = replace(opts, param=param)
+    (o,) = search(core, [app], app_opts, [winner], store, rounds=rounds, budget_s=float("inf"),
+                  argv=argv, timeout_s=timeout_s, policy=policy, progress=progress, seed=1)
+    if o.state == "broken":
+        raise CommscopeError(f"the winning settings broke {app}: {o.reason}")
+    return o.effects
+
+
+def to_json(outcomes: Sequence[Outcome]) -> str:
+    return json.dumps([{"settings": dict(o.cand.settings), "state": o.state, "reason": o.reason,
+                        "effects": [e.__dict__ for e in o.effects]} for o in outcomes], indent=1)
