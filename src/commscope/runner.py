@@ -258,6 +258,7 @@ class JobOutcome:
     flags: list[bool] = field(default_factory=list)
     message: str = ""
     transport: dict[str, object] | None = None
+    stderr_tail: str = ""  # as stored with the run
 
 
 def default_timeout(opts: CoreOptions, nsizes: int, nbenches: int = 1) -> float:
@@ -418,7 +419,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
                          stderr_tail=tail, header=parsed.header, results=parsed.results,
                          flags=flags, noise=job_noise, transport=transport, footer=parsed.footer)
-    return JobOutcome(job, run_id, status, parsed, flags, msg, transport)
+    return JobOutcome(job, run_id, status, parsed, flags, msg, transport, tail)
 
 
 def rounds(jobs: Sequence[Job], repeat: int, seed: int = 0) -> list[list[Job]]:

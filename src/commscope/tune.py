@@ -26,7 +26,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import provenance
+from .analysis.crossover import MIN_FACTOR
 from .analysis.repeats import between
+from .analysis.series import lone_is_no_claim
 from .build import Core
 from .cluster import Local, Placement
 from .errors import CommscopeError
@@ -36,7 +38,6 @@ from .runner import CoreOptions, Job, JobOutcome, run_job
 from .sizes import expand_sizes, human_bytes
 from .store import OK, Store
 
-MIN_GAIN = 1.05  # a winner saves at least 5% at the median
 PRUNE_AFTER = 3  # rounds before a sure loser stops running
 
 COLLS = ("bcast", "allreduce", "reduce", "alltoall")
@@ -144,11 +145,11 @@ class Effect:
 
     @property
     def wins(self) -> bool:
-        return self.n >= 3 and self.lo > 1.0 and self.ratio >= MIN_GAIN
+        return self.n >= 3 and self.lo > 1.0 and self.ratio >= MIN_FACTOR
 
     @property
     def loses(self) -> bool:
-        return self.n >= 3 and self.hi < 1.0 and self.ratio <= 1.0 / MIN_GAIN
+        return self.n >= 3 and self.hi < 1.0 and self.ratio <= 1.0 / MIN_FACTOR
 
 
 @dataclass
@@ -161,24 +162,21 @@ class Outcome:
 
     def ranges(self, which: str) -> list[tuple[str, int, int, list[Effect]]]:
         """Runs of consecutive measured sizes (per benchmark) that win or
-        lose.  A size alone among measured neighbours is no claim: with many
-        sizes, one in twenty separates by chance at 95%."""
-        sizes: dict[str, int] = {}
-        for e in self.effects:
-            sizes[e.bench] = sizes.get(e.bench, 0) + 1
-        return [r for r in self._runs(which) if len(r[3]) > 1 or sizes[r[0]] == 1]
-
-    def _runs(self, which: str) -> list[tuple[str, int, int, list[Effect]]]:
+        lose, where a neighbouring size says the same (series.lone_is_no_claim)."""
         out: list[tuple[str, int, int, list[Effect]]] = []
-        prev: tuple[str, bool] | None = None
-        for e in sorted(self.effects, key=lambda e: (e.bench, e.size)):
-            hit = e.wins if which == "wins" else e.loses
-            if hit and prev == (e.bench, True):
-                b, lo, _, es = out[-1]
-                out[-1] = (b, lo, e.size, [*es, e])
-            elif hit:
-                out.append((e.bench, e.size, e.size, [e]))
-            prev = (e.bench, hit)
+        for bench in sorted({e.bench for e in self.effects}):
+            es = sorted((e for e in self.effects if e.bench == bench), key=lambda e: e.size)
+            marks = lone_is_no_claim([(e.size, "W" if e.wins else "L" if e.loses else "=")
+                                      for e in es])
+            want = "W" if which == "wins" else "L"
+            prev = None
+            for e, (_, m) in zip(es, marks, strict=True):
+                if m == want and prev == want:
+                    b, lo, _, run = out[-1]
+                    out[-1] = (b, lo, e.size, [*run, e])
+                elif m == want:
+                    out.append((bench, e.size, e.size, [e]))
+                prev = m
         return out
 
     @property
@@ -209,10 +207,9 @@ def _medians(store: Store, run_id: int) -> dict[tuple[str, int], float]:
             if r["valid"] and r["median_us"]}
 
 
-def _why(store: Store, out: JobOutcome) -> str:
+def _why(out: JobOutcome) -> str:
     """The job's status, its message and the first line its stderr adds."""
-    tail = next((str(r["stderr_tail"] or "") for r in store.runs() if r["id"] == out.run_id), "")
-    extra = next((x.strip() for x in tail.splitlines()
+    extra = next((x.strip() for x in out.stderr_tail.splitlines()
                   if x.strip() and x.strip() != out.message), "")
     return f"{out.status}: {out.message}" + (f" ({extra[:160]})" if extra else "")
 
@@ -236,7 +233,7 @@ def measure_job(job: Job, store: Store, sweep: int, pos: int, *, timeout_s: floa
                 policy) -> Measured:
     out = run_job(job, store, sweep, timeout_s=timeout_s, policy=policy, round_pos=pos)
     if out.status != OK:
-        return Measured(False, out.run_id, _why(store, out), {})
+        return Measured(False, out.run_id, _why(out), {})
     return Measured(True, out.run_id, "", _medians(store, out.run_id))
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..sizes import human, human_bytes
-from .series import Config, Series, separated
+from .series import Config, Series, lone_is_no_claim, separated
 
 MIN_FACTOR = 1.05  # a separated difference under 5% is not a verdict (asv's change factor)
 
@@ -96,7 +96,7 @@ def classify(coll: Series, ref: Series, min_factor: float = MIN_FACTOR) -> Verdi
         big_enough = max(a, b) >= min_factor * min(a, b)
         sign = separated(coll[s], ref[s]) if big_enough else 0
         marks.append((s, "H" if sign > 0 else "L" if sign < 0 else "="))
-    marks = _alone_is_no_claim(marks)
+    marks = lone_is_no_claim(marks)
     sep = [(s, m) for s, m in marks if m != "="]
     if not sep:
         return Verdict("=", "=", None, None, None, tuple(marks))
@@ -109,20 +109,6 @@ def classify(coll: Series, ref: Series, min_factor: float = MIN_FACTOR) -> Verdi
     i = changes[0]
     return Verdict(short, long_, 3 if short == "H" else 4, sep[i][0], (sep[i - 1][0], sep[i][0]),
                    tuple(marks))
-
-
-def _alone_is_no_claim(marks: list[tuple[int, str]]) -> list[tuple[int, str]]:
-    """A verdict needs two neighbouring sizes separated the same way: with
-    20-odd sizes each tested at 95%, one separated size alone among equal
-    ones is what chance gives about once per comparison."""
-    if len(marks) < 3:
-        return marks
-    out = []
-    for i, (s, m) in enumerate(marks):
-        left = marks[i - 1][1] if i > 0 else None
-        right = marks[i + 1][1] if i + 1 < len(marks) else None
-        out.append((s, m if m == "=" or m in (left, right) else "="))
-    return out
 
 
 def sends_reference(latency: Series, k: int) -> Series:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..sizes import human_bytes
-from . import crossover, hockney
+from . import crossover, guidelines, hockney
 from .series import Config, Point, Series, separated
 
 BANDWIDTH = {"bw", "bibw", "sendloop"}
@@ -221,8 +221,6 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
 
 
 def guideline_violations(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
-    from . import guidelines
-
     out: list[Finding] = []
     for v in guidelines.check(series).violations:
         out.append(Finding(

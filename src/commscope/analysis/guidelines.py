@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 from ..sizes import human_bytes
 from .crossover import MIN_FACTOR, mpi_name
-from .series import Config, Point, Series
+from .series import Config, Point, Series, lone_is_no_claim
 
-# (name, collective, [(part, size of the part for the collective's size m, n ranks)])
+# (benchmark, the part's size for the collective's size m over n ranks)
 Part = tuple[str, Callable[[int, int], float]]
 
 
@@ -123,20 +123,6 @@ class Violation:
         return tuple(c.lhs.result_id for c in self.checks if c.lhs.result_id is not None)
 
 
-def _alone(marks: list[tuple[int, bool]]) -> set[int]:
-    """Sizes whose verdict stands: a separated size needs a separated measured
-    neighbour, unless it has none measured on either side."""
-    keep: set[int] = set()
-    for i, (s, sep) in enumerate(marks):
-        if not sep:
-            continue
-        left = marks[i - 1][1] if i > 0 else None
-        right = marks[i + 1][1] if i + 1 < len(marks) else None
-        if left or right or (left is None and right is None):
-            keep.add(s)
-    return keep
-
-
 def _compose(g: Guideline, m: int, n: int, lhs: Point,
              series: Mapping[str, Series]) -> Check | None:
     sizes = g.sizes_for(m, n)
@@ -191,8 +177,8 @@ def check(series: Mapping[tuple[Config, str], Series]) -> Result:
                       if (c := _compose(g, m, cfg.np, lhs[m], benches)) is not None]
             checked += len(checks)
             one_run += sum(not c.repeated for c in checks)
-            keep = _alone([(c.size, c.separated) for c in checks])
-            bad = tuple(c for c in checks if c.size in keep)
+            marks = lone_is_no_claim([(c.size, "V" if c.separated else "=") for c in checks])
+            bad = tuple(c for c, (_, m) in zip(checks, marks, strict=True) if m == "V")
             if bad:
                 out.append(Violation(cfg, g.text, g.lhs, bad, _advice(g)))
         for name in MONOTONE:

@@ -85,3 +85,19 @@ def separated(a: Point, b: Point) -> int:
     if a.hi < b.lo:
         return -1
     return 0
+
+
+def lone_is_no_claim(marks: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A verdict needs two neighbouring sizes marked the same way: with
+    20-odd sizes each tested at 95%, one separated size alone among equal
+    ones is what chance gives about once per comparison.  Marks are
+    (size, mark) in size order, '=' for no verdict.  Series of one or two
+    sizes are left as they are."""
+    if len(marks) < 3:
+        return marks
+    out = []
+    for i, (s, m) in enumerate(marks):
+        left = marks[i - 1][1] if i > 0 else None
+        right = marks[i + 1][1] if i + 1 < len(marks) else None
+        out.append((s, m if m == "=" or m in (left, right) else "="))
+    return out
