@@ -62,6 +62,7 @@ typedef struct {
   _Alignas(64) _Atomic unsigned long ping;
   _Alignas(64) _Atomic unsigned long pong;
   _Alignas(64) unsigned long total;
+  _Atomic int stop; /* the measuring side is done: the echo returns at once */
   int cpu;
   int ok;
 } bounce;
@@ -72,6 +73,7 @@ static void *echo(void *arg) {
   for (unsigned long i = 1; i <= b->total; i++) {
     unsigned long v;
     while ((v = atomic_load_explicit(&b->ping, memory_order_acquire)) < i) {
+      if (atomic_load_explicit(&b->stop, memory_order_relaxed)) return NULL;
     }
     if (v != i) { /* the value is the message: anything else is a lost bounce */
       b->ok = 0;
@@ -116,12 +118,7 @@ static int pair(int a, int b, double budget_ms, double *med, double *lo) {
     if (i > 2000 && k == PER && nb < BATCHES * 64) t[nb++] = dt / PER / 2.0; /* after warm-up */
     if (now_ns() > stop && nb >= 5) break;
   }
-  /* let the echo thread finish: it waits for values up to total */
-  while (i < bx.total && ok) {
-    atomic_store_explicit(&bx.ping, ++i, memory_order_release);
-    while (atomic_load_explicit(&bx.pong, memory_order_acquire) != i) {
-    }
-  }
+  atomic_store_explicit(&bx.stop, 1, memory_order_relaxed);
   pthread_join(th, NULL);
   if (!ok || !bx.ok || nb == 0) return -1;
   *med = median(t, nb);
@@ -135,7 +132,7 @@ static void plain_copy(double *restrict d, const double *restrict s, size_t n) {
 }
 
 /* GB/s of bytes read plus written, median over repetitions lasting at least
- * budget_ms in all; NaN (with *why) when the copy did not copy. */
+ * budget_ms in all; negative (with *why) when the copy did not copy. */
 static double copy_gbs(size_t bytes, double budget_ms, const char **why) {
   size_t n = bytes / 8;
   double *a = aligned_alloc(4096, n * 8), *b = aligned_alloc(4096, n * 8);
@@ -304,7 +301,11 @@ static int parse_cpus(const char *s, int *cpus) {
       b = strtol(s, &end, 10);
       if (end == s || b < a || b >= MAXCPU) return -1;
     }
-    for (long c = a; c <= b && n < MAXCPU; c++) cpus[n++] = (int)c;
+    for (long c = a; c <= b && n < MAXCPU; c++) {
+      for (int k = 0; k < n; k++)
+        if (cpus[k] == c) return -1; /* twice: two threads on one core bounce by the scheduler */
+      cpus[n++] = (int)c;
+    }
     s = end;
     if (*s == ',') s++;
     else if (*s) return -1;
@@ -323,7 +324,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
       ncpu = parse_cpus(argv[++i], cpus);
       if (ncpu <= 0) {
-        fprintf(stderr, "cs-probe: --cpus wants a list such as 0-3,8\n");
+        fprintf(stderr, "cs-probe: --cpus wants a list such as 0-3,8, each cpu once\n");
         return 2;
       }
       for (int k = 0; k < ncpu; k++)

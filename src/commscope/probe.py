@@ -78,22 +78,17 @@ def run(cpus: str | None = None, pair_ms: float | None = None,
     return data
 
 
-def floor_ns(data: Mapping[str, object], a: int | None = None,
-             b: int | None = None) -> float | None:
-    """The one-way cache-line time between two cores (the lowest pair when
-    not named): the floor under intra-node MPI latency."""
-    pairs = [p for p in data.get("core_to_core", []) or []  # type: ignore[union-attr]
-             if isinstance(p, dict) and p.get("one_way_ns") is not None]
-    if a is not None and b is not None:
-        pairs = [p for p in pairs if {p["a"], p["b"]} == {a, b}]
-    return min((float(p["one_way_ns"]) for p in pairs), default=None)
-
-
-def copy_gbs(data: Mapping[str, object], where: str) -> float | None:
-    for c in data.get("copy", []) or []:  # type: ignore[union-attr]
-        if isinstance(c, dict) and c.get("where") == where and c.get("gbs") is not None:
-            return float(c["gbs"])
-    return None
+def floor_ns(data: Mapping[str, object]) -> float | None:
+    """The one-way cache-line time between the first two cores the probe
+    ran on: where a 2-rank job on this machine puts its ranks (bound to
+    cores in order), so the floor under its intra-node latency."""
+    cpus = data.get("cpus") or []
+    if len(cpus) < 2:  # type: ignore[arg-type]
+        return None
+    pair = {cpus[0], cpus[1]}  # type: ignore[index]
+    return next((float(p["one_way_ns"]) for p in data.get("core_to_core", []) or []  # type: ignore[union-attr]
+                 if isinstance(p, dict) and {p["a"], p["b"]} == pair
+                 and p.get("one_way_ns") is not None), None)
 
 
 def _b(n: object) -> str:
