@@ -89,34 +89,59 @@ static void enum_items(FILE *f, MPI_T_enum et) {
   fputc(']', f);
 }
 
+typedef struct {
+  char name[NAME_MAX_];
+  MPI_Datatype dt;
+  MPI_T_enum et;
+  int bind;
+} cvar_info;
+
+/* cvar i's description and its value as text; 0 when both were read (a
+ * variable bound to an object has no value of its own here). */
+static int lookup(int i, cvar_info *c, char *val, size_t n) {
+  char desc[8];
+  int nlen = NAME_MAX_, dlen = sizeof desc, verb, scope;
+  if (MPI_T_cvar_get_info(i, c->name, &nlen, &verb, &c->dt, &c->et, desc, &dlen, &c->bind,
+                          &scope) != MPI_SUCCESS ||
+      c->bind != MPI_T_BIND_NO_OBJECT)
+    return -1;
+  return read_value(i, c->dt, c->et, val, n);
+}
+
 /* `"cvars":{...}` for the comma-separated names (null for a name the
  * implementation does not have, or whose value needs an object), or every
  * readable variable with its enumeration when names is "*". */
 void cs_cvars_json(FILE *f, const char *names) {
-  int provided = 0, num = 0;
+  int provided = 0, num = 0, first = 1;
+  char val[VALUE_MAX];
+  cvar_info c;
   fprintf(f, ",\"cvars\":{");
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
-    fprintf(f, "}");
+    fputc('}', f);
     return;
   }
-  MPI_T_cvar_get_num(&num);
-  int all = !strcmp(names, "*"), first = 1;
-  char *list = all ? NULL : strdup(names);
-  for (char *tok = all ? NULL : strtok(list, ","); all ? 0 : tok != NULL; tok = strtok(NULL, ",")) {
-    int found = 0;
-    for (int i = 0; i < num && !found; i++) {
-      char name[NAME_MAX_], desc[8];
-      int nlen = NAME_MAX_, dlen = sizeof desc, verb, bind, scope;
-      MPI_Datatype dt;
-      MPI_T_enum et;
-      if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &dt, &et, desc, &dlen, &bind, &scope) !=
-          MPI_SUCCESS || strcmp(name, tok))
-        continue;
-      found = 1;
-      char val[VALUE_MAX];
+  if (!strcmp(names, "*")) {
+    MPI_T_cvar_get_num(&num);
+    for (int i = 0; i < num; i++) {
+      if (lookup(i, &c, val, sizeof val)) continue;
+      fprintf(f, "%s", first ? "" : ",");
+      cs_json_str(f, c.name);
+      fprintf(f, ":{\"value\":");
+      cs_json_str(f, val);
+      if (c.et != MPI_T_ENUM_NULL) {
+        fprintf(f, ",\"enum\":");
+        enum_items(f, c.et);
+      }
+      fputc('}', f);
+      first = 0;
+    }
+  } else {
+    char *list = strdup(names);
+    for (char *tok = list ? strtok(list, ",") : NULL; tok; tok = strtok(NULL, ",")) {
+      int i;
       fprintf(f, "%s", first ? "" : ",");
       cs_json_str(f, tok);
-      if (bind == MPI_T_BIND_NO_OBJECT && read_value(i, dt, et, val, sizeof val) == 0) {
+      if (MPI_T_cvar_get_index(tok, &i) == MPI_SUCCESS && lookup(i, &c, val, sizeof val) == 0) {
         fputc(':', f);
         cs_json_str(f, val);
       } else {
@@ -124,34 +149,8 @@ void cs_cvars_json(FILE *f, const char *names) {
       }
       first = 0;
     }
-    if (!found) {
-      fprintf(f, "%s", first ? "" : ",");
-      cs_json_str(f, tok);
-      fprintf(f, ":null");
-      first = 0;
-    }
+    free(list);
   }
-  for (int i = 0; all && i < num; i++) {
-    char name[NAME_MAX_], desc[8], val[VALUE_MAX];
-    int nlen = NAME_MAX_, dlen = sizeof desc, verb, bind, scope;
-    MPI_Datatype dt;
-    MPI_T_enum et;
-    if (MPI_T_cvar_get_info(i, name, &nlen, &verb, &dt, &et, desc, &dlen, &bind, &scope) !=
-            MPI_SUCCESS ||
-        bind != MPI_T_BIND_NO_OBJECT || read_value(i, dt, et, val, sizeof val))
-      continue;
-    fprintf(f, "%s", first ? "" : ",");
-    cs_json_str(f, name);
-    fprintf(f, ":{\"value\":");
-    cs_json_str(f, val);
-    if (et != MPI_T_ENUM_NULL) {
-      fprintf(f, ",\"enum\":");
-      enum_items(f, et);
-    }
-    fputc('}', f);
-    first = 0;
-  }
-  free(list);
   fputc('}', f);
   MPI_T_finalize();
 }

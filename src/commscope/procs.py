@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
+SIGKILL_WAITS_S = (10.0, 20.0)  # SIGKILL, wait; SIGKILL again, wait; then give up
 
 
 def become_subreaper() -> bool:
@@ -115,8 +116,8 @@ def kill_family(leader: int, grace_s: float = 2.0,
     # A SIGKILLed process still has to leave the kernel (unmap its memory,
     # finish a copy), which under load can take seconds.  Waiting for it
     # matters, since once we exit its zombie is no longer ours to reap.
-    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0),
-                      (signal.SIGKILL, 20.0)):
+    for sig, wait in ((signal.SIGTERM, grace_s),
+                      *((signal.SIGKILL, w) for w in SIGKILL_WAITS_S)):
         pids = family(leader, exclude)
         if not pids:
             break

@@ -22,7 +22,7 @@ from .build import Core
 from .cluster import Cluster, Local, Placement, transport_check
 from .config import PARAM_DEFAULTS, Configuration, params_of
 from .errors import CommscopeError
-from .procs import run_bounded
+from .procs import SIGKILL_WAITS_S, run_bounded
 from .records import Parsed, Result, parse_file
 from .sizes import expand_sizes
 from .store import FAILED, INVALID, OK, RETRIED, TIMEOUT, RunInfo, Store
@@ -401,8 +401,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             msg = "core ended without a complete record stream"
         else:
             status, msg = OK, ""
-        refused = settings_mod.refused(dict(job.settings), parsed.header.cvars
-                                       if parsed.header else None) if names else []
+        refused = settings_mod.refused(dict(job.settings),
+                                       parsed.header.cvars if parsed.header else None)
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:
@@ -413,7 +413,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             tail = f"{msg}\n{tail}"
         if outcome.survivors:
             tail += (f"\n{outcome.survivors} process(es) of this job were still alive "
-                     f"30 s after SIGKILL")
+                     f"{sum(SIGKILL_WAITS_S):.0f} s after SIGKILL")
         noisy_job = policy.flag_job(job_noise)
         flags = [noisy_job or policy.flag(r) for r in parsed.results]
         store.finish_run(run_id, status, exit_code=outcome.exit_code, signal=outcome.signal,
