@@ -90,18 +90,24 @@ static int run_barrier(cs_ctx *c, long reps) {
 }
 
 /* -- bcast ----------------------------------------------------------------- */
+/* Buffers are filled, poisoned and checked through cs_buf_* (a GPU path's
+ * live on the device); the GPU paths' collectives go through c->tp. */
 static void prep_bcast(cs_ctx *c, long s) {
   if (c->rank == c->root)
-    cs_fill(c->sbuf, c->size, block_seed(c, c->root, 0, s));
+    cs_buf_fill(c, c->sbuf, c->size, block_seed(c, c->root, 0, s));
   else
-    cs_poison(c->sbuf, c->size);
+    cs_buf_poison(c, c->sbuf, c->size);
 }
 static int check_bcast(cs_ctx *c, long s, char *why, size_t n) {
-  return check_block(c->sbuf, c, c->root, 0, s, why, n);
+  return check_block(cs_buf_get(c, c->sbuf, c->size), c, c->root, 0, s, why, n);
 }
 static int run_bcast(cs_ctx *c, long reps) {
-  for (long i = 0; i < reps; i++) MPI_Bcast(c->sbuf, (int)c->size, MPI_BYTE, c->root, c->comm);
-  return 0;
+  int rc = 0;
+  if (c->tp->bcast)
+    for (long i = 0; i < reps && !rc; i++) rc = c->tp->bcast(c, c->sbuf, c->size, c->root);
+  else
+    for (long i = 0; i < reps; i++) MPI_Bcast(c->sbuf, (int)c->size, MPI_BYTE, c->root, c->comm);
+  return rc;
 }
 static int run_bcast_sends(cs_ctx *c, long reps) {
   for (long i = 0; i < reps; i++) {
@@ -117,14 +123,16 @@ static int run_bcast_sends(cs_ctx *c, long reps) {
 
 /* -- reduce / allreduce -------------------------------------------------- */
 static void prep_reduce(cs_ctx *c, long s) {
-  fill_values(c->sbuf, c, count_of(c), 0, s);
-  cs_poison(c->rbuf, c->size);
+  void *v = cs_buf_get(c, c->sbuf, c->size);
+  fill_values(v, c, count_of(c), 0, s);
+  cs_buf_put(c, c->sbuf, v, c->size);
+  cs_buf_poison(c, c->rbuf, c->size);
 }
 static int check_reduce(cs_ctx *c, long s, char *why, size_t n) {
   return c->rank == c->root ? check_sums(c->rbuf, c, count_of(c), 0, s, why, n) : 0;
 }
 static int check_allreduce(cs_ctx *c, long s, char *why, size_t n) {
-  return check_sums(c->rbuf, c, count_of(c), 0, s, why, n);
+  return check_sums(cs_buf_get(c, c->rbuf, c->size), c, count_of(c), 0, s, why, n);
 }
 static int run_reduce(cs_ctx *c, long reps) {
   for (long i = 0; i < reps; i++)
@@ -132,9 +140,13 @@ static int run_reduce(cs_ctx *c, long reps) {
   return 0;
 }
 static int run_allreduce(cs_ctx *c, long reps) {
-  for (long i = 0; i < reps; i++)
-    MPI_Allreduce(c->sbuf, c->rbuf, (int)count_of(c), cs_dtype(c->opts), MPI_SUM, c->comm);
-  return 0;
+  int rc = 0;
+  if (c->tp->allreduce)
+    for (long i = 0; i < reps && !rc; i++) rc = c->tp->allreduce(c, c->sbuf, c->rbuf, count_of(c));
+  else
+    for (long i = 0; i < reps; i++)
+      MPI_Allreduce(c->sbuf, c->rbuf, (int)count_of(c), cs_dtype(c->opts), MPI_SUM, c->comm);
+  return rc;
 }
 /* Hand-rolled: everyone sends its vector to the root, which adds them up
  * (its scratch is the second half of rbuf). */
@@ -235,12 +247,14 @@ static int run_scatter_sends(cs_ctx *c, long reps) {
 
 /* -- alltoall ------------------------------------------------------------- */
 static void prep_alltoall(cs_ctx *c, long s) {
-  for (int r = 0; r < c->np; r++) cs_fill(blk(c->sbuf, c, r), c->size, block_seed(c, c->rank, r, s));
-  cs_poison(c->rbuf, c->size * (size_t)c->np);
+  for (int r = 0; r < c->np; r++)
+    cs_buf_fill(c, blk(c->sbuf, c, r), c->size, block_seed(c, c->rank, r, s));
+  cs_buf_poison(c, c->rbuf, c->size * (size_t)c->np);
 }
 static int check_alltoall(cs_ctx *c, long s, char *why, size_t n) {
+  void *v = cs_buf_get(c, c->rbuf, c->size * (size_t)c->np);
   for (int r = 0; r < c->np; r++)
-    if (check_block(blk(c->rbuf, c, r), c, r, c->rank, s, why, n)) return 1;
+    if (check_block(blk(v, c, r), c, r, c->rank, s, why, n)) return 1;
   return 0;
 }
 static int run_alltoall(cs_ctx *c, long reps) {
@@ -293,7 +307,7 @@ const cs_bench cs_bench_barrier = {
     .check = check_none,
 };
 const cs_bench cs_bench_bcast = {
-    .name = "bcast", COLL, .metric = "time per broadcast", .rooted = 1,
+    .name = "bcast", COLL, .gpu = 1, .metric = "time per broadcast", .rooted = 1,
     .desc = "MPI_Bcast of size bytes from the root", .equiv_sends = sends_nm1,
     .alg_bytes = bytes_1, .bus_factor = factor_1, .buf_bytes = buf_size, .prepare = prep_bcast,
     .run = run_bcast, .check = check_bcast,
@@ -318,7 +332,7 @@ const cs_bench cs_bench_reduce_sends = {
     .prepare = prep_reduce, .run = run_reduce_sends, .check = check_reduce,
 };
 const cs_bench cs_bench_allreduce = {
-    .name = "allreduce", COLL, .metric = "time per reduction",
+    .name = "allreduce", COLL, .gpu = 1, .metric = "time per reduction",
     .desc = "MPI_Allreduce (sum) of size bytes", .alg_bytes = bytes_1,
     .bus_factor = factor_allreduce, .size_fix = whole_elems, .buf_bytes = buf_size,
     .prepare = prep_reduce, .run = run_allreduce, .check = check_allreduce,
@@ -355,7 +369,7 @@ const cs_bench cs_bench_allgather = {
     .run = run_allgather, .check = check_gathered,
 };
 const cs_bench cs_bench_alltoall = {
-    .name = "alltoall", COLL, .metric = "time per alltoall", .any_transport = 1,
+    .name = "alltoall", COLL, .gpu = 1, .metric = "time per alltoall", .any_transport = 1,
     .desc = "MPI_Alltoall of size bytes per pair", .equiv_sends = sends_all,
     .alg_bytes = bytes_np, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
     .prepare = prep_alltoall, .run = run_alltoall, .check = check_alltoall,

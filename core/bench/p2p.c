@@ -13,18 +13,18 @@ static size_t one_buffer(const cs_ctx *c) { return c->size; }
  * not only in the message that landed last. */
 static void fill_slots(cs_ctx *c, long sample) {
   for (long m = 0; m < c->nslots; m++)
-    cs_fill(cs_slot(c, c->sbuf, m), c->size, cs_msg_seed(c->size, c->rank, sample, m));
+    cs_buf_fill(c, cs_slot(c, c->sbuf, m), c->size, cs_msg_seed(c->size, c->rank, sample, m));
 }
 
 static void poison_slots(cs_ctx *c) {
-  for (long m = 0; m < c->nslots; m++) cs_poison(cs_slot(c, c->rbuf, m), c->size);
+  for (long m = 0; m < c->nslots; m++) cs_buf_poison(c, cs_slot(c, c->rbuf, m), c->size);
 }
 
 static int check_slots(cs_ctx *c, long nslots, long sample, char *why, size_t len) {
   for (long m = 0; m < nslots; m++) {
     unsigned got = 0, want = 0;
-    long bad = cs_check(cs_slot(c, c->rbuf, m), c->size, cs_msg_seed(c->size, c->peer, sample, m),
-                        &got, &want);
+    long bad = cs_buf_check(c, cs_slot(c, c->rbuf, m), c->size,
+                            cs_msg_seed(c->size, c->peer, sample, m), &got, &want);
     if (bad >= 0) {
       snprintf(why, len, "message %ld of %ld from rank %d: byte %ld is 0x%02x, expected 0x%02x", m,
                nslots, c->peer, bad, got, want);
@@ -127,21 +127,21 @@ static int run_bibw(cs_ctx *c, long reps) {
 }
 
 const cs_bench cs_bench_latency = {
-    .name = "latency", .group = "p2p", .metric = "one-way time (round trip / 2)",
+    .name = "latency", .group = "p2p", .gpu = 1, .metric = "one-way time (round trip / 2)",
     .desc = "ping-pong with blocking MPI_Send/MPI_Recv; time = round trip / 2",
     .min_np = 2, .any_transport = 1, .ops_per_rep = 2, .bytes_per_op = 0, .has_rate = 0,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
 };
 
 const cs_bench cs_bench_roundtrip = {
-    .name = "roundtrip", .group = "p2p", .metric = "round-trip time", .primary = "rate_per_s",
+    .name = "roundtrip", .group = "p2p", .gpu = 1, .metric = "round-trip time", .primary = "rate_per_s",
     .desc = "ping-pong round trips; rate = round trips per second",
     .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 0, .has_rate = 1,
     .buf_bytes = one_buffer, .prepare = prep_both, .run = run_pingpong, .check = check_from_peer,
 };
 
 const cs_bench cs_bench_sendloop = {
-    .name = "sendloop", .group = "p2p", .metric = "time per send",
+    .name = "sendloop", .group = "p2p", .gpu = 1, .metric = "time per send",
     .desc = "many blocking sends then one acknowledgement; time per send",
     .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
     .min_sample_us = 100, /* a loop of sends, not one: seed 003 used 5000 */
@@ -151,7 +151,7 @@ const cs_bench cs_bench_sendloop = {
 };
 
 const cs_bench cs_bench_bw = {
-    .name = "bw", .group = "p2p", .metric = "time per message in a window", .primary = "mb_per_s",
+    .name = "bw", .group = "p2p", .gpu = 1, .metric = "time per message in a window", .primary = "mb_per_s",
     .desc = "unidirectional bandwidth: window of MPI_Isend, then an acknowledgement",
     .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 1, .has_rate = 1,
     .msgs_per_rep = msgs_window,
@@ -159,7 +159,7 @@ const cs_bench cs_bench_bw = {
 };
 
 const cs_bench cs_bench_bibw = {
-    .name = "bibw", .group = "p2p", .metric = "time per message pair in a window",
+    .name = "bibw", .group = "p2p", .gpu = 1, .metric = "time per message pair in a window",
     .primary = "mb_per_s",
     .desc = "bidirectional bandwidth: both partners send a window at once",
     .min_np = 2, .any_transport = 1, .ops_per_rep_window = 1, .bytes_per_op = 2, .has_rate = 0,

@@ -33,6 +33,7 @@ enum cs_status {
   CS_ENOMEM = 4,
   CS_EMPI = 5,
   CS_EIO = 6,
+  CS_ESKIP = 7,    /* a GPU path this machine cannot run: skipped, with the reason */
 };
 
 /* An error with where it was raised; filled by CS_FAIL. */
@@ -72,12 +73,14 @@ typedef struct cs_opts {
   int list;              /* list benchmarks and exit */
   int json;              /* with --list: JSON */
   int info;              /* print MPI library info as JSON and exit */
+  int gpu_info;          /* print the GPUs this core sees as JSON and exit */
   int help;
   char output[1024];     /* JSON Lines destination, "-" for stdout */
   long plan_np;          /* with info: judge applications at this many processes */
   int plan_mem;          /* ... all on this machine: and their memory */
   char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
   char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
+  char path[16];         /* host | staged | staged-pageable | cuda-aware | ipc | nccl */
   char param[256];       /* applications' parameters "K=V;K=V" (a list for the swept one) */
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
@@ -121,6 +124,9 @@ typedef struct cs_transport {
   int (*waitall)(struct cs_ctx *c, int n);
   int (*barrier)(struct cs_ctx *c);
   int (*alltoall)(struct cs_ctx *c, const void *sbuf, void *rbuf, size_t block);
+  /* GPU paths' collectives (NULL: the benchmark calls MPI itself) */
+  int (*bcast)(struct cs_ctx *c, void *buf, size_t n, int root);
+  int (*allreduce)(struct cs_ctx *c, const void *s, void *r, size_t count);
 } cs_transport;
 extern const cs_transport cs_transport_mpi, cs_transport_chan;
 
@@ -151,6 +157,9 @@ typedef struct cs_ctx {
   MPI_Request *reqs;     /* 2 * window requests */
   MPI_Status *stats;     /* and their statuses (as OSU's reqstat) */
   const cs_transport *tp;
+  struct cs_path *path;  /* a GPU path's state (NULL: host memory) */
+  void *view;            /* host copy of device data for fill and check */
+  size_t view_len;
   cs_chan *chan;         /* the channel, when tp is the channel */
   cs_chan_req **creqs;   /* its request slots */
   /* applications: private state (setup/teardown) and the phases of the
@@ -230,6 +239,8 @@ typedef struct cs_bench {
   enum cs_timing timing;
   int sizeless;           /* one record at size 0 (barrier) */
   int any_transport;      /* runs over the channel too (only transport calls) */
+  int gpu;                /* runs on the GPU paths too (buffers through cs_buf_*) */
+  int gpu_only;           /* runs on a GPU path only (device kernels, cuBLAS) */
   int rooted;             /* has a root (bcast, reduce, gather, scatter) */
   const char *equiv_of;   /* hand-rolled version of this collective */
   /* Seed 004's equivalent number of MPI_Send calls of one message. */
@@ -278,6 +289,33 @@ int cs_ci_converged(const cs_stats *s, double target);
 static inline void *cs_slot(const cs_ctx *c, void *base, long m) {
   return c->stride ? (char *)base + (size_t)(m % c->nslots) * c->stride : base;
 }
+
+/* GPU paths (path.c).  A path decides where a benchmark's buffers live
+ * (host memory for host; device memory for every other) and what moves
+ * them (cs_transport).  Benchmarks fill, poison and check their buffers
+ * through cs_buf_*, which copy device data through a host view, untimed. */
+typedef struct cs_path_env {
+  struct cs_path *path;       /* NULL: host */
+  const cs_transport *tp;
+  char desc[1024];            /* JSON: the path, its device(s), what the library reports */
+} cs_path_env;
+int cs_path_check(const cs_opts *o, const struct cs_bench *const *benches, int nb, cs_err *e);
+/* Every rank: the device by local rank, the library's support, NCCL's
+ * communicator.  CS_ESKIP with the first failing rank's reason. */
+int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len);
+void cs_path_close(cs_path_env *pe);
+/* sbuf and rbuf of n bytes each on this path; with a peer (p2p), the IPC
+ * path maps the peer's rbuf (both partners call it at once). */
+int cs_buf_pair(cs_ctx *c, void **sbuf, void **rbuf, size_t n);
+void cs_buf_free(cs_ctx *c, void *p);
+void cs_buf_fill(cs_ctx *c, void *p, size_t n, uint64_t seed);
+void cs_buf_poison(cs_ctx *c, void *p, size_t n);
+long cs_buf_check(cs_ctx *c, const void *p, size_t n, uint64_t seed, unsigned *got,
+                  unsigned *want);
+/* A host pointer holding p's n bytes (p itself for host memory); after
+ * writing to it, cs_buf_put stores it back. */
+void *cs_buf_get(cs_ctx *c, const void *p, size_t n);
+void cs_buf_put(cs_ctx *c, void *p, const void *view, size_t n);
 
 /* Pattern fill and check (pattern.c). */
 uint64_t cs_seed(size_t size, int rank, long sample);
@@ -346,13 +384,13 @@ void cs_json_str(FILE *f, const char *s);
 void cs_cvars_json(FILE *f, const char *names);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
                      char **hosts, const char *libver, int mpi_major, int mpi_minor,
-                     const cs_clock *clock, double floor_ns);
+                     const cs_clock *clock, double floor_ns, const char *path_json);
 MPI_Datatype cs_dtype(const cs_opts *o);
 size_t cs_dtype_size(const cs_opts *o);
 int cs_validated_sample(long sample);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
-                     double floor_ns);
+                     double floor_ns, const char *reason);
 void cs_table_header(FILE *f);
 void cs_table_row(FILE *f, const cs_result *r);
 
@@ -367,6 +405,7 @@ int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 typedef struct cs_env {
   MPI_Comm machine;
   cs_chan *chan;
+  const cs_path_env *path;
   const cs_clock *clock;
   cs_floor *floor;
 } cs_env;

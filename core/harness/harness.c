@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cs.h"
+#include "cs_gpu.h"
 
 #define TAG_READY 901
 #define TAG_WHY 902
@@ -111,8 +112,11 @@ static void inject(const cs_bench *b, cs_ctx *c, long sample) {
   if (kind == CS_FAULT_CRASH) raise(SIGSEGV);
   if (kind == CS_FAULT_CORRUPT && b->corrupt)
     b->corrupt(c);
-  else if (kind == CS_FAULT_CORRUPT && c->size > 0)
-    ((unsigned char *)c->rbuf)[c->size / 2] ^= 0x40;
+  else if (kind == CS_FAULT_CORRUPT && c->size > 0) {
+    unsigned char *v = cs_buf_get(c, c->rbuf, c->size);
+    v[c->size / 2] ^= 0x40;
+    cs_buf_put(c, c->rbuf, v, c->size);
+  }
 }
 
 /* Validation runs happen before timed samples 0, 1, 2, 4, 8, ...: enough
@@ -174,14 +178,11 @@ static int slots_for(const cs_bench *b, cs_ctx *c, long *nmsgs, long *reps) {
   long n = *nmsgs;
   size_t need = (size_t)n * stride;
   if (need > c->vcap) {
-    free(c->vsbuf);
-    free(c->vrbuf);
+    cs_buf_free(c, c->vsbuf);
+    cs_buf_free(c, c->vrbuf);
     c->vsbuf = c->vrbuf = NULL;
     c->vcap = 0;
-    if (posix_memalign(&c->vsbuf, 4096, need) || posix_memalign(&c->vrbuf, 4096, need))
-      return CS_ENOMEM;
-    memset(c->vsbuf, 0, need);
-    memset(c->vrbuf, 0, need);
+    if (cs_buf_pair(c, &c->vsbuf, &c->vrbuf, need)) return CS_ENOMEM;
     c->vcap = need;
   }
   c->stride = stride;
@@ -699,7 +700,8 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   c.floor = env->floor;
   c.bench = b;
   c.nslots = 1;
-  c.tp = chan ? &cs_transport_chan : &cs_transport_mpi;
+  c.tp = chan ? &cs_transport_chan : (env->path ? env->path->tp : &cs_transport_mpi);
+  c.path = env->path ? env->path->path : NULL;
   if (chan && !b->any_transport)
     return CS_FAIL(e, CS_EUSAGE, "benchmark %s runs over MPI only, not --transport %s", b->name,
                    o->transport);
@@ -717,19 +719,20 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   c.size = sizes[nsizes - 1];
   if (b->size_fix) c.size = b->size_fix(&c, c.size);
   c.buf_bytes = b->buf_bytes ? b->buf_bytes(&c) : 64;
-  c.sbuf = cs_alloc(c.buf_bytes);
-  c.rbuf = cs_alloc(c.buf_bytes);
+  int bufs = cs_buf_pair(&c, &c.sbuf, &c.rbuf, c.buf_bytes);
   size_t nreq = (size_t)(2 * o->window > c.np ? 2 * o->window : c.np) + 2;
   c.reqs = calloc(nreq, sizeof *c.reqs);
   c.stats = calloc(nreq, sizeof *c.stats);
   c.creqs = calloc(nreq, sizeof *c.creqs);
-  if (!c.sbuf || !c.rbuf || !c.reqs || !c.stats || !c.creqs) {
+  if (bufs || !c.reqs || !c.stats || !c.creqs) {
     free(c.creqs);
     free(c.stats);
-    free(c.sbuf);
-    free(c.rbuf);
+    cs_buf_free(&c, c.sbuf);
+    cs_buf_free(&c, c.rbuf);
+    free(c.view);
     free(c.reqs);
-    return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu-byte buffers", c.buf_bytes);
+    return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu-byte buffers%s%s", c.buf_bytes,
+                   c.path ? " on the GPU path: " : "", c.path ? cs_gpu_error() : "");
   }
   MPI_Comm node = MPI_COMM_NULL;
   double copy_gbs = NAN;
@@ -758,10 +761,11 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     free(r.phase_bytes);
   }
   if (node != MPI_COMM_NULL) MPI_Comm_free(&node);
-  free(c.sbuf);
-  free(c.rbuf);
-  free(c.vsbuf);
-  free(c.vrbuf);
+  cs_buf_free(&c, c.sbuf);
+  cs_buf_free(&c, c.rbuf);
+  cs_buf_free(&c, c.vsbuf);
+  cs_buf_free(&c, c.vrbuf);
+  free(c.view);
   free(c.reqs);
   free(c.stats);
   free(c.creqs);

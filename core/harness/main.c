@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cs.h"
+#include "cs_gpu.h"
 
 static void list_benches(int json) {
   int n;
@@ -17,12 +18,13 @@ static void list_benches(int json) {
       continue;
     }
     printf("%s{\"name\":\"%s\",\"group\":\"%s\",\"min_np\":%d,\"bandwidth\":%s,\"rate\":%s,"
-           "\"rooted\":%s,\"sizeless\":%s,\"any_transport\":%s,\"timing\":\"%s\","
-           "\"equiv_of\":",
+           "\"rooted\":%s,\"sizeless\":%s,\"any_transport\":%s,\"gpu\":%s,\"gpu_only\":%s,"
+           "\"timing\":\"%s\",\"equiv_of\":",
            i ? "," : "", b->name, b->group, b->min_np,
            b->bytes_per_op > 0 || b->alg_bytes ? "true" : "false", b->has_rate ? "true" : "false",
            b->rooted ? "true" : "false", b->sizeless ? "true" : "false",
-           b->any_transport ? "true" : "false",
+           b->any_transport ? "true" : "false", b->gpu ? "true" : "false",
+           b->gpu_only ? "true" : "false",
            b->timing == CS_TIME_MAX ? "max" : "pair");
     if (b->equiv_of)
       cs_json_str(stdout, b->equiv_of);
@@ -72,6 +74,17 @@ static void print_info(void) {
   cs_json_str(stdout, ver);
   printf(",\"mpi_standard\":\"%d.%d\",\"commscope_version\":\"%s\",\"schema\":%d}\n", major,
          minor, CS_VERSION, CS_SCHEMA_VERSION);
+}
+
+/* Without MPI: whether this core has CUDA, and the devices this process
+ * sees or the driver's reason for none (no context is created). */
+static void print_gpu_info(void) {
+  int n = cs_gpu_count();
+  printf("{\"cuda_built\":%s,\"cuda_runtime\":", cs_gpu_built() ? "true" : "false");
+  cs_json_str(stdout, cs_gpu_runtime());
+  printf(",\"devices\":%d,\"reason\":", n < 0 ? 0 : n);
+  cs_json_str(stdout, n < 0 ? cs_gpu_error() : "");
+  printf("}\n");
 }
 
 /* Before a launch: every application size judged at o->plan_np
@@ -231,6 +244,11 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   cs_clock clock;
   cs_clock_measure(&clock);
   MPI_Bcast(&clock, 2, MPI_DOUBLE, 0, comm); /* every rank batches alike */
+  /* A GPU path: the device by local rank before any other CUDA call; a
+   * path this machine cannot run is skipped, with the reason, by every rank. */
+  cs_path_env path;
+  char skip[CS_ERRLEN] = "";
+  int skipped = cs_path_open(o, comm, &path, skip, sizeof skip) == CS_ESKIP;
   cs_floor floor;
   cs_floor_open(comm, &floor);
   double floor0 = cs_floor_measure(&floor);
@@ -241,24 +259,32 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     int major, minor;
     MPI_Get_library_version(ver, &len);
     MPI_Get_version(&major, &minor);
-    cs_write_header(out, o, argc, argv, np, hosts, ver, major, minor, &clock, floor0);
+    cs_write_header(out, o, argc, argv, np, hosts, ver, major, minor, &clock, floor0,
+                    skipped ? NULL : path.desc);
     if (o->table) cs_table_header(stdout);
   }
   int nresults = 0, ninvalid = 0;
   cs_chan *chan = NULL;
   if (strcmp(o->transport, "mpi")) rc = open_channel(o, comm, &chan, &e);
-  cs_env env = {.machine = machine, .chan = chan, .clock = &clock, .floor = &floor};
+  cs_env env = {.machine = machine, .chan = chan, .clock = &clock, .floor = &floor,
+                .path = path.path ? &path : NULL};
+  if (skipped) {
+    rc = CS_ESKIP;
+    if (rank == 0) fprintf(stderr, "cs-core: --path %s skipped: %s\n", o->path, skip);
+  }
   for (int i = 0; i < nb && rc == CS_OK; i++)
     rc = cs_run_bench(benches[i], o, comm, &env, out, &ninvalid, &nresults, &e);
   MPI_Barrier(comm); /* nobody leaves while a peer may still read its pool */
   double floor1 = cs_floor_measure(&floor);
   cs_floor_close(&floor);
   cs_chan_close(chan);
+  cs_path_close(&path);
   MPI_Comm_free(&comm);
-  if (rc && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
+  if (rc && rc != CS_ESKIP && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
   if (rank == 0) {
-    const char *status = rc ? "error" : (ninvalid ? "invalid" : "ok");
-    cs_write_footer(out, status, nresults, ninvalid, (cs_now_us() - t0) * 1e-6, floor1);
+    const char *status = skipped ? "skipped" : (rc ? "error" : (ninvalid ? "invalid" : "ok"));
+    cs_write_footer(out, status, nresults, ninvalid, (cs_now_us() - t0) * 1e-6, floor1,
+                    skipped ? skip : NULL);
     if (out != stdout) fclose(out);
   }
   free(all);
@@ -283,12 +309,16 @@ int main(int argc, char **argv) {
     list_benches(o.json);
     return 0;
   }
+  if (o.gpu_info) {
+    print_gpu_info();
+    return 0;
+  }
   const cs_bench *benches[CS_MAX_BENCH];
   int nb;
   size_t sizes[128];
   int nsizes;
   if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, 128, &nsizes, &e) ||
-      cs_params_check(o.param, benches, nb, &e)) {
+      cs_params_check(o.param, benches, nb, &e) || cs_path_check(&o, benches, nb, &e)) {
     fprintf(stderr, "cs-core: %s\n", e.msg);
     return CS_EUSAGE;
   }

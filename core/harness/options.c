@@ -64,8 +64,13 @@ static const opt_def OPTS[] = {
     {"list", FLG(list, CORE), "list the benchmarks and exit"},
     {"json", FLG(json, CORE), "with --list: print JSON (benchmarks and options)"},
     {"info", FLG(info, CORE), "print the MPI library identity as JSON and exit"},
+    {"gpu-info", FLG(gpu_info, CORE),
+     "print whether this core has CUDA and the GPUs it sees (or why none) as JSON and exit"},
     {"transport", STR(transport, CORE),
      "what moves the timed data: mpi, chan or chan-cma (the intra-node channel)"},
+    {"path", STR(path, CORE),
+     "where the buffers live and what moves them: host, staged, staged-pageable (device "
+     "memory through host memory), cuda-aware (device pointers to MPI), ipc (CUDA IPC) or nccl"},
     {"chan-ring", LNG(chan_ring, 0, 1L << 30, CORE), "channel: per-pair ring bytes (power of 2)"},
     {"chan-eager", LNG(chan_eager, 0, 1L << 30, CORE),
      "channel: largest message sent through the ring"},
@@ -105,6 +110,7 @@ void cs_opts_defaults(cs_opts *o) {
   o->root = 0;
   strcpy(o->dtype, "int");
   strcpy(o->transport, "mpi");
+  strcpy(o->path, "host");
   o->loggp_n = 16;
   o->loggp_delay_us = 20.0;
   strcpy(o->output, "-");

@@ -36,7 +36,7 @@ static void num(FILE *f, const char *key, double v) {
 
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
                      const char *libver, int mpi_major, int mpi_minor, const cs_clock *clock,
-                     double floor_ns) {
+                     double floor_ns, const char *path_json) {
   struct timespec res;
   clock_getres(CLOCK_MONOTONIC, &res);
   fprintf(f, "{\"type\":\"header\",\"schema\":%d,\"commscope_version\":", CS_SCHEMA_VERSION);
@@ -64,6 +64,7 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   num(f, "floor_ns", floor_ns);
   const char *cvars = getenv("COMMSCOPE_CVARS"); /* settings to read back (tune, --settings) */
   if (cvars && *cvars) cs_cvars_json(f, cvars);
+  if (path_json) fprintf(f, ",\"path\":%s", path_json);
   fprintf(f, ",\"transport\":");
   cs_json_str(f, o->transport);
   if (strcmp(o->transport, "mpi")) {
@@ -192,12 +193,16 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
 }
 
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
-                     double floor_ns) {
+                     double floor_ns, const char *reason) {
   fprintf(f,
           "{\"type\":\"footer\",\"status\":\"%s\",\"results\":%d,\"invalid\":%d,"
           "\"elapsed_s\":%.3f",
           status, nresults, ninvalid, elapsed_s);
   num(f, "floor_ns", floor_ns);
+  if (reason) {
+    fprintf(f, ",\"reason\":");
+    cs_json_str(f, reason);
+  }
   fprintf(f, "}\n");
   fflush(f);
 }

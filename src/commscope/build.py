@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -27,6 +28,38 @@ def blas_flags() -> tuple[list[str], list[str]]:
     if (OPENBLAS_INC / "cblas.h").exists() and OPENBLAS_LIB.exists():
         return ["-DCS_HAVE_OPENBLAS", f"-I{OPENBLAS_INC}"], ["-lopenblas"]
     return [], []
+
+
+# CUDA: the GPU paths' code (core/gpu/gpu.cu) is compiled with nvcc when
+# one is found, for Hopper (sm_90) and as PTX for any later device
+# (compute_75, the oldest CUDA 13 supports); otherwise core/gpu/gpu_none.c
+# stands in and every GPU path says why it cannot run.  No fused multiply-add,
+# so that the GPU Jacobi equals the CPU's bit for bit.  COMMSCOPE_CUDA=0
+# builds without CUDA where nvcc exists.
+NVCC_FLAGS = ["-O2", "--fmad=false", "-Xcompiler", "-fPIC,-Wall",
+              "-gencode", "arch=compute_90,code=sm_90",
+              "-gencode", "arch=compute_75,code=compute_75"]
+
+
+def nvcc() -> Path | None:
+    """The CUDA compiler to build with, or None (none found, or COMMSCOPE_CUDA=0)."""
+    if os.environ.get("COMMSCOPE_CUDA", "") == "0":
+        return None
+    found = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    return Path(found) if os.access(found, os.X_OK) else None
+
+
+def cuda_version(compiler: Path) -> str:
+    """'13.0' from `nvcc --version`'s last 'release' line."""
+    try:
+        p = subprocess.run([str(compiler), "--version"], capture_output=True, text=True,
+                           timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"{compiler} does not run: {exc}") from exc
+    for word in p.stdout.replace(",", " ").split():
+        if word[:1].isdigit() and "." in word and "release" in p.stdout:
+            return word
+    raise CommscopeError(f"{compiler} --version says no release: {p.stdout.strip()[-200:]}")
 
 
 def core_dir() -> Path:
@@ -56,10 +89,12 @@ def core_sources(core: Path | None = None) -> list[Path]:
     core = core or core_dir()
     chan = channel_dir(core)
     return sorted([*core.glob("harness/*.[ch]"), *core.glob("bench/*.[ch]"),
-                   *chan.glob("cs_chan.[ch]")])
+                   *core.glob("gpu/*.[ch]"), *core.glob("gpu/*.cu"), *chan.glob("cs_chan.[ch]")])
 
 
-def source_hash(core: Path | None = None) -> str:
+def source_hash(core: Path | None = None, cuda: str = "") -> str:
+    """The sources, flags and version, and the CUDA the core is built with
+    ('' for none): a build with CUDA is another build."""
     h = hashlib.sha256()
     core = core or core_dir()
     for p in core_sources(core):
@@ -67,6 +102,7 @@ def source_hash(core: Path | None = None) -> str:
         h.update(b"\0")
         h.update(p.read_bytes())
     h.update(" ".join(CFLAGS + blas_flags()[0]).encode())
+    h.update(f"cuda={cuda} {' '.join(NVCC_FLAGS) if cuda else ''}".encode())
     h.update(__version__.encode())
     return h.hexdigest()
 
@@ -136,12 +172,29 @@ def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
         raise CommscopeError(f"core built for {impl.name} printed bad JSON for {flag}") from exc
 
 
+def _compile_cuda(compiler: Path, core: Path, out_dir: Path) -> Path:
+    obj = out_dir / "gpu.o"
+    argv = [str(compiler), "-c", *NVCC_FLAGS, f"-I{core / 'gpu'}", str(core / "gpu" / "gpu.cu"),
+            "-o", str(obj)]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"cannot run {compiler}: {exc}") from exc
+    if p.returncode != 0:
+        raise CommscopeError(f"compiling core/gpu/gpu.cu with {compiler} failed:\n"
+                             f"{(p.stderr or p.stdout).strip()}")
+    return obj
+
+
 def build(impl: MpiImpl, force: bool = False) -> Core:
-    """Build (or reuse) the core for `impl`.  A compile error is raised with
-    the compiler's own message."""
+    """Build (or reuse) the core for `impl`, with CUDA where nvcc is found.
+    A compile error is raised with the compiler's own message."""
     ident = identity(impl)
-    src = source_hash()
-    out_dir = cache_dir() / "build" / f"{impl.name}-{ident[:12]}-{src[:12]}"
+    compiler = nvcc()
+    cuda = cuda_version(compiler) if compiler else ""
+    src = source_hash(cuda=cuda)
+    tag = f"-cuda{cuda}" if cuda else ""
+    out_dir = cache_dir() / "build" / f"{impl.name}-{ident[:12]}-{src[:12]}{tag}"
     exe = out_dir / "cs-core"
     meta = out_dir / "meta.json"
     if not force and exe.exists() and meta.exists():
@@ -153,9 +206,21 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     fd, tmp = tempfile.mkstemp(prefix="cs-core.", dir=out_dir)
     os.close(fd)
     blas_c, blas_l = blas_flags()
+    if compiler:
+        try:
+            gpu = [str(_compile_cuda(compiler, core, out_dir))]
+        except CommscopeError:
+            os.unlink(tmp)
+            raise
+        libdir = compiler.resolve().parent.parent / "lib64"
+        gpu_l = [f"-L{libdir}", "-lcudart_static", "-ldl", "-lrt", "-lpthread", "-lstdc++"]
+    else:
+        gpu, gpu_l = [], []
+    sources = [str(p) for p in core_sources(core)
+               if p.suffix == ".c" and not (compiler and p.name == "gpu_none.c")]
     argv = [impl.mpicc, *CFLAGS, *blas_c, f'-DCS_VERSION="{__version__}"',
-            f"-I{core / 'harness'}", f"-I{channel_dir(core)}",
-            *[str(p) for p in core_sources(core) if p.suffix == ".c"], "-o", tmp, *blas_l, "-lm"]
+            f"-I{core / 'harness'}", f"-I{core / 'gpu'}", f"-I{channel_dir(core)}",
+            *sources, *gpu, "-o", tmp, *blas_l, *gpu_l, "-lm"]
     env = {**os.environ, **impl.env}
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
@@ -173,8 +238,17 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     assert isinstance(info, dict) and isinstance(table, dict)
     benches, options = table["benchmarks"], table["options"]
     meta.write_text(json.dumps({"info": info, "benches": benches, "options": options,
-                                "identity": ident, "source_hash": src, "argv": argv}, indent=1))
+                                "identity": ident, "source_hash": src, "argv": argv,
+                                "cuda": cuda}, indent=1))
     return Core(impl, exe, ident, info, tuple(benches), tuple(options))
+
+
+def gpu_info(core: Core) -> dict[str, object]:
+    """Whether the core has CUDA and the GPUs it sees here, or the driver's
+    reason for none (`cs-core --gpu-info`, no MPI, no context)."""
+    info = _query(core.exe, core.impl, ["--gpu-info"])
+    assert isinstance(info, dict)
+    return info
 
 
 def check_options(core: Core, argv: list[str]) -> None:

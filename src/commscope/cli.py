@@ -22,13 +22,16 @@ from .cluster.slurm import sbatch_script
 from .config import what
 from .errors import CommscopeError
 from .runner import (
+    PATHS,
     CoreOptions,
     Job,
     NoisePolicy,
     Progress,
     expand,
+    gpu_path_runs,
     param_variants,
     placements,
+    resolve_benches,
     run_options,
     run_sweep,
 )
@@ -106,16 +109,26 @@ def cmd_run(a: argparse.Namespace) -> int:
     cores = [build_mod.build(m) for m in impls]
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
-    jobs = expand(cores, benches, [], opts, clusters[0], places[clusters[0].label])
+    paths = _paths(a.path, cores, clusters)
+    on_path = {p: on for p, e in paths if (on := _on_path(cores[0], benches, p, e))}
+    if not on_path:
+        raise CommscopeError(f"none of {', '.join(benches)} runs on --path "
+                             f"{', '.join(p for p, _ in paths)}")
+    path0, picked = next(iter(on_path.items()))
+    jobs = expand(cores, picked, [], replace(opts, path=path0), clusters[0],
+                  places[clusters[0].label])
     variants = param_variants(opts.param, cores[0])
     # the core's own rules for its options and parameters, before any launch
     for pv in variants:
         build_mod.check_options(cores[0], ["--bench", jobs[0].bench,
-                                           *replace(opts, param=pv).argv()])
+                                           *replace(jobs[0].opts, param=pv).argv()])
     transports = _list(a.transport) or ["mpi"]
     for t in transports:
         if t not in ("mpi", "chan", "chan-cma"):
             raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
+    if any(p != "host" for p, _ in paths) and transports != ["mpi"]:
+        raise CommscopeError("the GPU paths move data themselves: not with --transport "
+                             + ",".join(t for t in transports if t != "mpi"))
     settings = tuple(provenance.settings().items())
     strict = False
     if a.settings:
@@ -126,8 +139,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                                  **dict(settings_mod.parse_file(a.settings))}.items()))
         strict = True
     jobs = [replace(j, settings=settings, strict=strict) for cl in clusters for t in transports
-            for pv in variants
-            for j in expand(cores, benches, [], replace(opts, transport=t, param=pv), cl,
+            for path, on in on_path.items() for pv in variants
+            for j in expand(cores, on, [], replace(opts, transport=t, param=pv, path=path), cl,
                             places[cl.label])]
     _plan_check(jobs)
     store = Store(a.db)
@@ -145,15 +158,59 @@ def cmd_run(a: argparse.Namespace) -> int:
             print(tables(agg), end="")
             for line in probe_mod.lines_for(store, agg):
                 print(line)
-    bad = [o for o in outcomes if o.status != "ok"]
+    # a path asked for by name must run; one from 'all' may be skipped
+    named = {p for p, every in paths if not every}
+    skipped = [o for o in outcomes if o.status == "skipped" and o.job.opts.path not in named]
+    for o in skipped:
+        print(f"commscope: {o.job.label}: {o.message}", file=sys.stderr)
+    bad = [o for o in outcomes if o.status != "ok" and o not in skipped]
     store.close()
     if bad:
         print(f"commscope: {len(bad)} of {len(outcomes)} job(s) did not finish cleanly: "
               + ", ".join(f"{o.job.label} ({o.status}"
-                          + (f": {o.message[:200]}" if o.message.startswith("settings") else "")
+                          + (f": {o.message[:200]}" if o.message.startswith(("settings", "skip"))
+                             else "")
                           + ")" for o in bad), file=sys.stderr)
         return 1
     return 0
+
+
+def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
+           clusters: Sequence[cluster_mod.Cluster]) -> list[tuple[str, bool]]:
+    """The GPU paths asked for, each with whether it came from 'all' (a
+    sweep over every path: one this machine cannot run is recorded as
+    skipped, with the reason).  A path named explicitly where this machine
+    has no GPU is refused before any launch, with the driver's reason."""
+    names = _list(given) or ["host"]
+    out: list[tuple[str, bool]] = []
+    for n in names:
+        if n == "all":
+            out += [(p, True) for p in PATHS if (p, False) not in out]
+        elif n in PATHS:
+            out.append((n, False))
+        else:
+            raise CommscopeError(f"unknown --path '{n}' ({', '.join(PATHS)} or all)")
+    explicit = [p for p, every in out if p != "host" and not every]
+    if explicit and all(c.kind in ("local", "emu") for c in clusters):
+        for core in cores:
+            info = build_mod.gpu_info(core)
+            if not info.get("devices") and os.environ.get("COMMSCOPE_GPU_STANDIN") != "host":
+                raise CommscopeError(f"--path {explicit[0]}: {core.impl.name}'s core sees no "
+                                     f"GPU: {info.get('reason') or 'no device'}")
+    seen: set[str] = set()
+    return [(p, e) for p, e in out if not (p in seen or seen.add(p))]
+
+
+def _on_path(core: build_mod.Core, benches: list[str], path: str, every: bool) -> list[str]:
+    """The benchmarks a job runs on `path`: as given, except that a sweep
+    over every path runs on each path only those that run there (none: no
+    job on that path)."""
+    if not every:
+        return benches
+    names = resolve_benches(core, benches) if benches else []
+    if path == "host":
+        return [b for b in names if not core.bench(b).get("gpu_only")]
+    return [b for b in names if gpu_path_runs(core, b, path)]
 
 
 def _plan_check(jobs: Sequence[Job]) -> None:
@@ -691,6 +748,10 @@ def make_parser() -> Parser:
     r.add_argument("--transport", action="append",
                    help="mpi (default), chan or chan-cma: Chai, Hartono and Panda's intra-node "
                         "channel design, bootstrapped by the MPI (e.g. --transport mpi,chan)")
+    r.add_argument("--path", action="append",
+                   help="where the buffers live and what moves them: host (default), staged, "
+                        "staged-pageable, cuda-aware, ipc, nccl, or all (every path; those this "
+                        "machine cannot run are recorded as skipped) (e.g. --path host,staged)")
     r.add_argument("--resume", action="store_true",
                    help="skip jobs whose results are already stored")
     r.add_argument("--retry-noisy", type=_positive(int, 0, 10), default=0,

@@ -25,12 +25,12 @@ from .errors import CommscopeError
 from .procs import SIGKILL_WAITS_S, run_bounded
 from .records import Parsed, Result, parse_file
 from .sizes import expand_sizes
-from .store import FAILED, INVALID, OK, RETRIED, TIMEOUT, RunInfo, Store
+from .store import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 
 # The core's option table (core/harness/options.c), as `cs-core --list
 # --json` prints it; tests check this copy against every built core.  The
 # options of scope "run" (and "hidden") are CoreOptions' fields and
-# `commscope run`'s arguments; the transport is set per job.
+# `commscope run`'s arguments; the transport and the GPU path are set per job.
 CORE_OPTIONS: tuple[dict[str, object], ...] = tuple(
     json.loads((Path(__file__).parent / "core_options.json").read_text()))
 _PY_TYPES = {"str": str, "int": int, "float": float, "flag": bool}
@@ -45,7 +45,8 @@ def _core_options_class() -> type:
         return _PY_TYPES[str(o["type"])](o["default"])
 
     fields = [(str(o["field"]), _PY_TYPES[str(o["type"])], field(default=typed(o)))
-              for o in [*run_options(), *(o for o in CORE_OPTIONS if o["field"] == "transport")]]
+              for o in [*run_options(),
+                        *(o for o in CORE_OPTIONS if o["field"] in ("transport", "path"))]]
 
     def argv(self) -> list[str]:
         """The core's command line for these options (defaults included,
@@ -93,10 +94,14 @@ class Job:
     def config(self) -> Configuration:
         opts = asdict(self.opts)
         opts["param"] = without_swept(self.opts.param, self.core)
+        extra = ()
+        if self.opts.path != "host" and os.environ.get("COMMSCOPE_GPU_STANDIN") == "host":
+            extra = (("gpu", "stand-in"),)  # host memory standing in (testing)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
-                             transport=self.opts.transport, params=params_of(opts),
-                             settings=self.settings, cluster=self.cluster.label,
-                             nodes=self.place.nodes, ppn=self.place.ppn)
+                             transport=self.opts.transport, buffer=self.opts.path,
+                             params=params_of(opts), settings=self.settings,
+                             cluster=self.cluster.label, nodes=self.place.nodes,
+                             ppn=self.place.ppn, extra=extra)
 
     @property
     def label(self) -> str:
@@ -180,6 +185,22 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
     return out
 
 
+# Where a benchmark's buffers live and what moves them: host memory over
+# MPI, or device memory by one of the GPU paths (core/harness/path.c).
+GPU_PATHS = ("staged", "staged-pageable", "cuda-aware", "ipc", "nccl")
+PATHS = ("host", *GPU_PATHS)
+
+
+def gpu_path_runs(core: Core, bench: str, path: str) -> bool:
+    """Does `bench` run on GPU path `path` (ipc: point-to-point only)?"""
+    b = core.bench(bench)
+    return bool(b.get("gpu")) and not (path == "ipc" and b.get("timing") == "max")
+
+
+def gpu_benches(core: Core, path: str) -> list[str]:
+    return [n for n in core.bench_names() if gpu_path_runs(core, n, path)]
+
+
 def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
            opts: CoreOptions, cluster: Cluster | None = None,
            places: Sequence[Placement] | None = None) -> list[Job]:
@@ -203,6 +224,12 @@ def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
             if opts.transport != "mpi" and not core.bench(bench).get("any_transport"):
                 raise CommscopeError(f"benchmark {bench} runs over MPI only, not --transport "
                                      f"{opts.transport}")
+            if opts.path == "host" and core.bench(bench).get("gpu_only"):
+                raise CommscopeError(f"benchmark {bench} runs on a GPU path (--path staged, "
+                                     f"staged-pageable, cuda-aware or nccl)")
+            if opts.path != "host" and not gpu_path_runs(core, bench, opts.path):
+                raise CommscopeError(f"benchmark {bench} has no --path {opts.path} (GPU paths "
+                                     f"run {', '.join(gpu_benches(core, opts.path))})")
         for place in places:
             np_ = place.np
             for bench in names:
@@ -390,6 +417,10 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         elif outcome.signal is not None:
             status = FAILED
             msg = f"killed by signal {outcome.signal}"
+        elif (outcome.exit_code == 7 and parsed.footer is not None
+              and parsed.footer.get("status") == "skipped"):
+            status = SKIPPED  # a GPU path this machine cannot run, with the reason
+            msg = f"skipped: {parsed.footer.get('reason') or 'no reason given'}"
         elif outcome.exit_code == 3 or any(not r.valid for r in parsed.results):
             status = INVALID
             msg = "data validation failed"

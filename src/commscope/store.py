@@ -154,8 +154,8 @@ MIGRATIONS: tuple[str, ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Run statuses.
-OK, FAILED, TIMEOUT, INVALID, RUNNING, RETRIED = (
-    "ok", "failed", "timeout", "invalid", "running", "retried-noisy")
+OK, FAILED, TIMEOUT, INVALID, RUNNING, RETRIED, SKIPPED = (
+    "ok", "failed", "timeout", "invalid", "running", "retried-noisy", "skipped")
 
 
 def now_iso() -> str:

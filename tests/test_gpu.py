@@ -1,0 +1,176 @@
+"""GPU paths without a GPU: the CUDA sources compile for Hopper and as
+generic PTX, the core builds with and without CUDA, every GPU path reports
+itself skipped with the driver's reason, and the staged and CUDA-aware
+paths' logic runs, validated, with host memory standing in for the device."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+
+import pytest
+
+from commscope import build
+from commscope.records import parse_file
+from commscope.store import Store
+
+from .test_cli_errors import one_line_error, run
+
+NVCC = build.nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="no nvcc on this machine")
+
+
+def _sees_gpu(core: build.Core) -> bool:
+    return bool(build.gpu_info(core).get("devices"))
+
+
+@needs_nvcc
+def test_the_cuda_sources_compile_for_sm90_and_as_generic_ptx(tmp_path):
+    """The build's own flags, with nvcc keeping its intermediate files: a
+    Hopper cubin and PTX that any later device compiles at load time."""
+    core = build.core_dir()
+    p = subprocess.run([str(NVCC), "-c", *build.NVCC_FLAGS, "--keep", "--keep-dir",
+                        str(tmp_path), f"-I{core / 'gpu'}", str(core / "gpu" / "gpu.cu"), "-o",
+                        str(tmp_path / "gpu.o")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    cubins = list(tmp_path.glob("*.cubin"))
+    assert len(cubins) == 1, cubins
+    elf = cubins[0].read_bytes()
+    # a CUDA ELF's e_flags carry the SM version in bits 8-15
+    assert elf[:4] == b"\x7fELF" and (struct.unpack_from("<I", elf, 48)[0] >> 8) & 0xFF == 90
+    generic = (tmp_path / "gpu.compute_75.ptx").read_text()
+    assert ".target sm_75" in generic
+    assert "jacobi_kernel" in generic and "col_kernel" in generic
+
+
+@needs_nvcc
+def test_the_core_builds_with_and_without_cuda(impls, monkeypatch):
+    impl = impls[sorted(impls)[0]]
+    with_cuda = build.build(impl)
+    monkeypatch.setenv("COMMSCOPE_CUDA", "0")
+    without = build.build(impl)
+    assert with_cuda.exe != without.exe  # CUDA is part of the build's key
+    assert build.gpu_info(with_cuda)["cuda_built"] is True
+    info = build.gpu_info(without)
+    assert info["cuda_built"] is False and info["devices"] == 0
+    assert "built without CUDA" in str(info["reason"])
+    meta = json.loads((with_cuda.exe.parent / "meta.json").read_text())
+    assert meta["cuda"] == build.cuda_version(NVCC)
+    assert any(a.endswith("gpu.o") for a in meta["argv"])
+
+
+def test_a_sweep_over_every_path_skips_the_gpu_ones_with_the_drivers_reason(
+        capsys, tmp_path, cores):
+    family = sorted(cores)[0]
+    if _sees_gpu(cores[family]):
+        pytest.skip("this machine has a GPU")
+    reason = str(build.gpu_info(cores[family])["reason"])
+    assert reason
+    db = tmp_path / "g.db"
+    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--path", "all",
+                     "--bench", "latency,allreduce", "--sizes", "8", "--time-cap", "0.05",
+                     "--no-probe", "--quiet")
+    assert rc == 0, err
+    store = Store(db)
+    runs = {json.loads(r["config"])["buffer"]: r for r in store.runs()}
+    store.close()
+    assert sorted(runs) == sorted(["host", "staged", "staged-pageable", "cuda-aware", "ipc",
+                                   "nccl"])
+    assert runs["host"]["status"] == "ok"
+    for path in ("staged", "staged-pageable", "cuda-aware", "ipc", "nccl"):
+        r = runs[path]
+        assert r["status"] == "skipped", (path, r["stderr_tail"])
+        assert reason in r["stderr_tail"], r["stderr_tail"]
+        assert r["bench"] == ("latency" if path == "ipc" else "latency,allreduce")
+    assert err.count("skipped: rank 0: no GPU") == 5
+
+
+def test_a_gpu_path_asked_for_by_name_without_a_gpu_is_one_line(capsys, tmp_path, cores):
+    family = sorted(cores)[0]
+    if _sees_gpu(cores[family]):
+        pytest.skip("this machine has a GPU")
+    base = ["run", "--db", str(tmp_path / "g.db"), "--mpi", family, "--sizes", "8",
+            "--no-probe", "--quiet"]
+    rc, _, err = run(capsys, *base, "--path", "nccl", "--bench", "latency")
+    one_line_error(rc, err, "--path nccl: ")
+    assert "sees no GPU" in err
+    rc, _, err = run(capsys, *base, "--path", "pinned", "--bench", "latency")
+    one_line_error(rc, err, "unknown --path 'pinned'")
+    assert not (tmp_path / "g.db").exists() or not Store(tmp_path / "g.db").runs()
+
+
+def test_the_core_refuses_a_benchmark_or_transport_a_gpu_path_lacks(cores):
+    core = next(iter(cores.values()))
+    for argv, says in ((["--bench", "gather", "--path", "staged"], "gather has no GPU path"),
+                       (["--bench", "bcast", "--path", "ipc"], "ipc is point-to-point only"),
+                       (["--bench", "latency", "--path", "staged", "--transport", "chan"],
+                        "not with --transport chan"),
+                       (["--bench", "latency", "--path", "pinned"], "--path must be host")):
+        p = subprocess.run([str(core.exe), *argv, "--info"], capture_output=True, text=True)
+        assert p.returncode == 2 and says in p.stderr, (argv, p.stderr)
+
+
+def _mpirun(core: build.Core, np_: int, args: list[str], env: dict[str, str]):
+    launcher = [core.impl.launcher, "-np", str(np_)]
+    if core.impl.family == "openmpi":
+        launcher += ["--allow-run-as-root", "--oversubscribe", "-x", "COMMSCOPE_GPU_STANDIN"]
+    return subprocess.run([*launcher, str(core.exe), *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **core.impl.env, **env})
+
+
+STANDIN = {"COMMSCOPE_GPU_STANDIN": "host"}
+ALL_GPU = "latency,roundtrip,sendloop,bw,bibw,bcast,allreduce,alltoall"
+
+
+@pytest.mark.parametrize("path", ["staged", "staged-pageable", "cuda-aware"])
+def test_the_paths_logic_moves_and_checks_every_message_with_host_memory_standing_in(
+        tmp_path, cores, path):
+    """Every copy to and from the (stand-in) device, every window slot
+    checked: the records are valid, and say the device was a stand-in."""
+    for family, core in sorted(cores.items()):
+        out = tmp_path / f"{family}-{path}.jsonl"
+        p = _mpirun(core, 2, ["--bench", ALL_GPU, "--sizes", "1:256K", "--factor", "64",
+                              "--time-cap", "0.02", "--path", path, "--output", str(out)],
+                    STANDIN)
+        assert p.returncode == 0, p.stderr[-2000:]
+        parsed = parse_file(out)
+        assert parsed.footer and parsed.footer["status"] == "ok"
+        hdr = json.loads(out.read_text().splitlines()[0])
+        assert hdr["path"]["path"] == path and hdr["path"]["standin"] is True
+        benches = {r.bench for r in parsed.results}
+        assert benches == set(ALL_GPU.split(",")), benches
+        assert all(r.valid for r in parsed.results)
+        bw = [r for r in parsed.results if r.bench == "bw" and r.size_bytes == 262144]
+        # a whole window checked, each message in its own slot (the window may be
+        # narrowed to fit the time cap)
+        assert bw and bw[0].window and bw[0].window > 1
+        assert bw[0].checked_msgs >= bw[0].window
+
+
+@pytest.mark.parametrize("bench", ["bw", "allreduce"])
+def test_a_corrupted_message_on_the_staged_path_is_caught(tmp_path, cores, bench):
+    """The check reads the (stand-in) device buffer through its host view:
+    a byte spoiled there after the transfer fails the record."""
+    core = next(iter(cores.values()))
+    out = tmp_path / "bad.jsonl"
+    p = _mpirun(core, 2, ["--bench", bench, "--sizes", "4K", "--time-cap", "0.02", "--path",
+                          "staged", "--inject", "corrupt@4096", "--output", str(out)], STANDIN)
+    assert p.returncode != 0
+    parsed = parse_file(out)
+    assert [r.valid for r in parsed.results] == [False]
+    assert "VALIDATION FAILED" in p.stderr
+
+
+@pytest.mark.parametrize("path", ["ipc", "nccl"])
+def test_ipc_and_nccl_need_a_real_gpu_not_a_stand_in(tmp_path, cores, path):
+    core = next(iter(cores.values()))
+    out = tmp_path / "s.jsonl"
+    p = _mpirun(core, 2, ["--bench", "latency", "--sizes", "8", "--path", path, "--output",
+                          str(out)], STANDIN)
+    assert p.returncode != 0
+    footer = parse_file(out).footer
+    assert footer and footer["status"] == "skipped"
+    assert "needs a real GPU" in footer["reason"]
+
