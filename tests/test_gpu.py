@@ -174,3 +174,27 @@ def test_ipc_and_nccl_need_a_real_gpu_not_a_stand_in(tmp_path, cores, path):
     assert footer and footer["status"] == "skipped"
     assert "needs a real GPU" in footer["reason"]
 
+
+def test_the_gpu_applications_skip_without_a_gpu_and_refuse_host_memory(capsys, tmp_path, cores):
+    family = sorted(cores)[0]
+    core = cores[family]
+    if _sees_gpu(core):
+        pytest.skip("this machine has a GPU")
+    db = tmp_path / "a.db"
+    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--path", "all",
+                     "--bench", "gpu_matmul,gpu_jacobi", "--param", "N=64", "--np", "4",
+                     "--time-cap", "0.05", "--no-probe", "--quiet")
+    assert rc == 0, err
+    store = Store(db)
+    runs = {json.loads(r["config"])["buffer"]: r for r in store.runs()}
+    store.close()
+    # no host job (they need a device), no ipc job (point-to-point only)
+    assert sorted(runs) == ["cuda-aware", "nccl", "staged", "staged-pageable"]
+    assert all(r["status"] == "skipped" and "no GPU" in r["stderr_tail"] for r in runs.values())
+    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--bench", "gpu_jacobi",
+                     "--param", "N=64", "--no-probe", "--quiet")
+    one_line_error(rc, err, "gpu_jacobi runs on a GPU path")
+    for bench in ("gpu_matmul", "gpu_jacobi"):
+        p = _mpirun(core, 2, ["--bench", bench, "--param", "N=64", "--path", "staged",
+                              "--output", str(tmp_path / "s.jsonl")], STANDIN)
+        assert p.returncode == 2 and f"{bench} needs a real GPU" in p.stderr, p.stderr[-500:]

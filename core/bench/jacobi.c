@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cs.h"
+#include "jacobi.h"
 
 enum { PH_PACK, PH_EXCHANGE, PH_UNPACK, PH_COMPUTE, PH_REDUCE };
 enum { UP, DOWN, LEFT, RIGHT };
@@ -56,15 +57,20 @@ static void jac_teardown(cs_ctx *c) {
   c->state = NULL;
 }
 
+void cs_jacobi_boundary(double *u, size_t nx, size_t ny, size_t x0, size_t y0, size_t lx,
+                        size_t ly) {
+  double hx = 1.0 / (double)(nx + 1), hy = 1.0 / (double)(ny + 1);
+  for (size_t i = 0; i < lx + 2; i++)
+    for (size_t k = 0; k < ly + 2; k++) {
+      long gi = (long)(x0 + i) - 1, gk = (long)(y0 + k) - 1;
+      int edge = gi < 0 || gi >= (long)nx || gk < 0 || gk >= (long)ny;
+      if (edge) u[i * (ly + 2) + k] = g((double)(gi + 1) * hx, (double)(gk + 1) * hy);
+    }
+}
+
 /* Ghost cells on the physical boundary hold the boundary condition. */
 static void set_boundary(jac *j, double *u) {
-  double hx = 1.0 / (double)(j->nx + 1), hy = 1.0 / (double)(j->ny + 1);
-  for (size_t i = 0; i < j->lx + 2; i++)
-    for (size_t k = 0; k < j->ly + 2; k++) {
-      long gi = (long)(j->x0 + i) - 1, gk = (long)(j->y0 + k) - 1;
-      int edge = gi < 0 || gi >= (long)j->nx || gk < 0 || gk >= (long)j->ny;
-      if (edge) u[i * j->w + k] = g((double)(gi + 1) * hx, (double)(gk + 1) * hy);
-    }
+  cs_jacobi_boundary(u, j->nx, j->ny, j->x0, j->y0, j->lx, j->ly);
 }
 
 static void initial_state(jac *j) {
@@ -342,7 +348,7 @@ static int jac_check(cs_ctx *c, long sample, char *why, size_t len) {
   (void)sample;
   jac *j = c->state;
   size_t nx = j->nx, ny = j->ny, w = ny + 2;
-  double *all = NULL, *ref = NULL, *tmp = NULL, *blk = malloc((j->lx * j->ly + 1) * 8);
+  double *all = NULL, *blk = malloc((j->lx * j->ly + 1) * 8);
   int bad = !blk;
   for (size_t i = 0; i < j->lx && blk; i++)
     memcpy(blk + i * j->ly, j->u + (i + 1) * j->w + 1, j->ly * sizeof(double));
@@ -365,44 +371,53 @@ static int jac_check(cs_ctx *c, long sample, char *why, size_t len) {
         memcpy(all + (x0 + i + 1) * w + y0 + 1, part + i * ly, ly * sizeof(double));
       if (r != 0) free(part);
     }
-    /* the serial reference: the whole grid as one block */
-    jac s = *j;
-    s.x0 = s.y0 = 0;
-    s.lx = nx;
-    s.ly = ny;
-    s.w = w;
-    ref = calloc((nx + 2) * w, sizeof(double));
-    tmp = calloc((nx + 2) * w, sizeof(double));
-    bad = bad || !all || !ref || !tmp;
-    if (!bad) {
-      s.u = ref;
-      s.un = tmp;
-      set_boundary(&s, s.u);
-      set_boundary(&s, s.un);
-      s.want_res = 0;
-      for (int it = 0; it < j->iters; it++) {
-        sweep(&s, 1, nx, 1, ny);
-        double *t = s.u;
-        s.u = s.un;
-        s.un = t;
-      }
-      for (size_t i = 1; i <= nx && !bad; i++)
-        for (size_t k = 1; k <= ny && !bad; k++)
-          if (all[i * w + k] != s.u[i * w + k]) {
-            snprintf(why, len, "point (%zu, %zu) after %d sweeps is %.17g, the serial sweeps "
-                     "give %.17g (tolerance 0: the same expression per point)", i - 1, k - 1,
-                     j->iters, all[i * w + k], s.u[i * w + k]);
-            bad = 1;
-          }
-    } else {
-      snprintf(why, len, "out of memory for the check");
-    }
+    bad = bad || !all || cs_jacobi_compare(all, nx, ny, j->iters, why, len);
+    if (!all) snprintf(why, len, "out of memory for the check");
   }
   free(all);
-  free(ref);
-  free(tmp);
   free(blk);
   free(metas);
+  return bad;
+}
+
+int cs_jacobi_compare(const double *all, size_t nx, size_t ny, int iters, char *why,
+                      size_t len) {
+  /* the serial reference: the whole grid as one block */
+  size_t w = ny + 2;
+  jac s = {0};
+  s.nx = s.lx = nx;
+  s.ny = s.ly = ny;
+  s.w = w;
+  double hx = 1.0 / (double)(nx + 1), hy = 1.0 / (double)(ny + 1);
+  s.hx2 = hx * hx;
+  s.hy2 = hy * hy;
+  s.inv = 1.0 / (2.0 * (s.hx2 + s.hy2));
+  s.src = 4.0 * s.hx2 * s.hy2;
+  double *ref = calloc((nx + 2) * w, sizeof(double)), *tmp = calloc((nx + 2) * w, sizeof(double));
+  int bad = !ref || !tmp;
+  if (bad) snprintf(why, len, "out of memory for the check");
+  if (!bad) {
+    s.u = ref;
+    s.un = tmp;
+    set_boundary(&s, s.u);
+    set_boundary(&s, s.un);
+    for (int it = 0; it < iters; it++) {
+      sweep(&s, 1, nx, 1, ny);
+      double *t = s.u;
+      s.u = s.un;
+      s.un = t;
+    }
+    for (size_t i = 1; i <= nx && !bad; i++)
+      for (size_t k = 1; k <= ny && !bad; k++)
+        if (all[i * w + k] != s.u[i * w + k]) {
+          snprintf(why, len, "point (%zu, %zu) after %d sweeps is %.17g, the serial sweeps "
+                   "give %.17g (tolerance 0: the same expression per point)", i - 1, k - 1,
+                   iters, all[i * w + k], s.u[i * w + k]);
+          bad = 1;
+        }
+  }
+  free(ref);
+  free(tmp);
   return bad;
 }
 

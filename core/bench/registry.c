@@ -9,7 +9,8 @@ extern const cs_bench cs_bench_latency, cs_bench_roundtrip, cs_bench_sendloop, c
 extern const cs_bench cs_bench_barrier, cs_bench_bcast, cs_bench_reduce, cs_bench_allreduce,
     cs_bench_gather, cs_bench_scatter, cs_bench_alltoall, cs_bench_allgather,
     cs_bench_reduce_scatter;
-extern const cs_bench cs_bench_matmul, cs_bench_jacobi, cs_bench_summa;
+extern const cs_bench cs_bench_matmul, cs_bench_jacobi, cs_bench_summa, cs_bench_gpu_matmul,
+    cs_bench_gpu_jacobi;
 extern const cs_bench cs_bench_bcast_sends, cs_bench_reduce_sends, cs_bench_gather_sends,
     cs_bench_scatter_sends, cs_bench_alltoall_sends;
 
@@ -26,6 +27,8 @@ static const cs_bench *const TABLE[] = {
     &cs_bench_scatter_sends, &cs_bench_alltoall_sends,
     /* applications */
     &cs_bench_matmul, &cs_bench_summa, &cs_bench_jacobi,
+    /* applications on GPUs */
+    &cs_bench_gpu_matmul, &cs_bench_gpu_jacobi,
 };
 
 const cs_bench *const *cs_bench_all(int *n) {
