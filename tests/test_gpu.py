@@ -85,6 +85,13 @@ def test_a_sweep_over_every_path_skips_the_gpu_ones_with_the_drivers_reason(
         assert reason in r["stderr_tail"], r["stderr_tail"]
         assert r["bench"] == ("latency" if path == "ipc" else "latency,allreduce")
     assert err.count("skipped: rank 0: no GPU") == 5
+    # the report lists them apart, with the reason, not as failures
+    rc, _, err = run(capsys, "report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "Paths this machine could not run were skipped" in page
+    assert page.count("cudaGetDeviceCount") >= 5 or page.count("no GPU") >= 5
+    assert "Some jobs failed" not in page
 
 
 def test_a_gpu_path_asked_for_by_name_without_a_gpu_is_one_line(capsys, tmp_path, cores):

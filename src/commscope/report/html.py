@@ -92,16 +92,36 @@ def _provenance(store: Store, run_ids: set[int]) -> str:
                    "CPU", "cores", "kernel", "commscope", "started"), rows, {0, 5, 9})
 
 
+def _first_line(r: sqlite3.Row) -> str:
+    return (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else ""
+
+
 def _failures(store: Store, run_ids: set[int]) -> str:
-    bad = [r for r in store.runs() if r["id"] in run_ids and r["status"] != "ok"]
+    """Jobs that failed, and apart from them the GPU paths this machine
+    could not run (skipped, with the driver's reason: not a failure).  The
+    jobs are those of the sweeps the report's records came from, so that a
+    job that stored no record (a skip, a crash at start) is listed too."""
+    runs = store.runs()
+    sweeps = {r["sweep_id"] for r in runs if r["id"] in run_ids and r["sweep_id"] is not None}
+    mine = [r for r in runs if (r["id"] in run_ids or r["sweep_id"] in sweeps)
+            and r["status"] != "ok"]
+    bad = [r for r in mine if r["status"] != "skipped"]
+    skipped = [r for r in mine if r["status"] == "skipped"]
+    out = ""
+    if skipped:
+        rows = [(r["id"], r["mpi_name"], json.loads(r["config"] or "{}").get("buffer", ""),
+                 r["bench"], _first_line(r)) for r in skipped]
+        out += ("<p>Paths this machine could not run were skipped (nothing measured):</p>"
+                + _table(("run", "MPI", "path", "benchmark", "reason"), rows, {0}))
     if not bad:
-        return "<p>Every job finished cleanly and every moved byte was validated.</p>"
-    rows = [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"],
-             (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else "")
+        return out + ("<p>Every job that ran finished cleanly and every moved byte was "
+                      "validated.</p>")
+    rows = [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"], _first_line(r))
             for r in bad]
-    return ('<p class="bad">Some jobs failed; what they measured before failing is kept.</p>'
-            + _table(("run", "status", "MPI", "benchmark", "ranks", "first line of stderr"),
-                     rows, {0, 4}))
+    return out + ('<p class="bad">Some jobs failed; what they measured before failing is '
+                  'kept.</p>'
+                  + _table(("run", "status", "MPI", "benchmark", "ranks", "first line of stderr"),
+                           rows, {0, 4}))
 
 
 LEAD_FINDINGS = 8  # the findings shown before any fold: the ones that save most
