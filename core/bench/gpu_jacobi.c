@@ -60,8 +60,7 @@ static void gj_teardown(cs_ctx *c) {
 }
 
 static int gj_setup(cs_ctx *c, char *why, size_t len) {
-  const char *standin = getenv("COMMSCOPE_GPU_STANDIN");
-  if (standin && *standin) {
+  if (!cs_buf_on_device(c)) {
     snprintf(why, len, "gpu_jacobi needs a real GPU (its kernels), not host memory standing in");
     return 1;
   }
@@ -184,35 +183,9 @@ static int gj_run(cs_ctx *c, long reps) {
 static int gj_check(cs_ctx *c, long sample, char *why, size_t len) {
   (void)sample;
   gjac *j = c->state;
-  size_t w = j->ny + 2, bytes = (j->lx + 2) * j->w * sizeof(double);
-  const double *v = cs_buf_get(c, j->u, bytes);
-  double *blk = malloc((j->lx * j->ly + 1) * sizeof *blk), *all = NULL;
-  for (size_t i = 0; i < j->lx && blk; i++)
-    memcpy(blk + i * j->ly, v + (i + 1) * j->w + 1, j->ly * sizeof(double));
-  long meta[4] = {(long)j->x0, (long)j->lx, (long)j->y0, (long)j->ly};
-  long *metas = c->rank == 0 ? calloc((size_t)c->np * 4, sizeof(long)) : NULL;
-  MPI_Gather(meta, 4, MPI_LONG, metas, 4, MPI_LONG, 0, j->cart);
-  int bad = !blk;
-  if (c->rank != 0) {
-    MPI_Send(blk, (int)(j->lx * j->ly), MPI_DOUBLE, 0, 41, j->cart);
-  } else {
-    all = calloc((j->nx + 2) * w, sizeof(double));
-    for (int r = 0; r < c->np; r++) {
-      size_t x0 = (size_t)metas[r * 4], lx = (size_t)metas[r * 4 + 1];
-      size_t y0 = (size_t)metas[r * 4 + 2], ly = (size_t)metas[r * 4 + 3];
-      double *part = r == 0 ? blk : malloc((lx * ly + 1) * sizeof(double));
-      if (r != 0)
-        MPI_Recv(part, (int)(lx * ly), MPI_DOUBLE, r, 41, j->cart, MPI_STATUS_IGNORE);
-      for (size_t i = 0; i < lx && all && part; i++)
-        memcpy(all + (x0 + i + 1) * w + y0 + 1, part + i * ly, ly * sizeof(double));
-      if (r != 0) free(part);
-    }
-    bad = bad || !all || cs_jacobi_compare(all, j->nx, j->ny, j->iters, why, len);
-  }
-  free(all);
-  free(blk);
-  free(metas);
-  return bad;
+  const double *v = cs_buf_get(c, j->u, (j->lx + 2) * j->w * sizeof(double));
+  return cs_jacobi_check_grid(v, j->w, j->x0, j->lx, j->y0, j->ly, j->nx, j->ny, j->iters,
+                              j->cart, why, len);
 }
 
 static void gj_bytes(const cs_ctx *c, double *bytes) {

@@ -344,34 +344,47 @@ static void jac_prepare(cs_ctx *c, long sample) {
 }
 
 /* Rank 0 gathers the grid and runs the same sweeps serially. */
+static int jacobi_compare(const double *all, size_t nx, size_t ny, int iters, char *why,
+                          size_t len);
+
 static int jac_check(cs_ctx *c, long sample, char *why, size_t len) {
   (void)sample;
   jac *j = c->state;
-  size_t nx = j->nx, ny = j->ny, w = ny + 2;
-  double *all = NULL, *blk = malloc((j->lx * j->ly + 1) * 8);
+  return cs_jacobi_check_grid(j->u, j->w, j->x0, j->lx, j->y0, j->ly, j->nx, j->ny, j->iters,
+                              j->cart, why, len);
+}
+
+int cs_jacobi_check_grid(const double *u, size_t w, size_t x0, size_t lx, size_t y0, size_t ly,
+                         size_t nx, size_t ny, int iters, MPI_Comm comm, char *why,
+                         size_t len) {
+  int rank, np;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &np);
+  size_t gw = ny + 2;
+  double *all = NULL, *blk = malloc((lx * ly + 1) * 8);
   int bad = !blk;
-  for (size_t i = 0; i < j->lx && blk; i++)
-    memcpy(blk + i * j->ly, j->u + (i + 1) * j->w + 1, j->ly * sizeof(double));
-  long meta[4] = {(long)j->x0, (long)j->lx, (long)j->y0, (long)j->ly}, *metas = NULL;
-  if (c->rank == 0) {
-    all = calloc((nx + 2) * w, sizeof(double));
-    metas = calloc((size_t)c->np * 4, sizeof(long));
+  for (size_t i = 0; i < lx && blk; i++)
+    memcpy(blk + i * ly, u + (i + 1) * w + 1, ly * sizeof(double));
+  long meta[4] = {(long)x0, (long)lx, (long)y0, (long)ly}, *metas = NULL;
+  if (rank == 0) {
+    all = calloc((nx + 2) * gw, sizeof(double));
+    metas = calloc((size_t)np * 4, sizeof(long));
   }
-  MPI_Gather(meta, 4, MPI_LONG, metas, 4, MPI_LONG, 0, j->cart);
-  if (c->rank != 0) {
-    MPI_Send(blk, (int)(j->lx * j->ly), MPI_DOUBLE, 0, TAG_H + 2, j->cart);
+  MPI_Gather(meta, 4, MPI_LONG, metas, 4, MPI_LONG, 0, comm);
+  if (rank != 0) {
+    MPI_Send(blk, (int)(lx * ly), MPI_DOUBLE, 0, TAG_H + 2, comm);
   } else {
-    for (int r = 0; r < c->np; r++) {
-      size_t x0 = (size_t)metas[r * 4], lx = (size_t)metas[r * 4 + 1];
-      size_t y0 = (size_t)metas[r * 4 + 2], ly = (size_t)metas[r * 4 + 3];
-      double *part = r == 0 ? blk : malloc((lx * ly + 1) * sizeof(double));
+    for (int r = 0; r < np; r++) {
+      size_t rx0 = (size_t)metas[r * 4], rlx = (size_t)metas[r * 4 + 1];
+      size_t ry0 = (size_t)metas[r * 4 + 2], rly = (size_t)metas[r * 4 + 3];
+      double *part = r == 0 ? blk : malloc((rlx * rly + 1) * sizeof(double));
       if (r != 0)
-        MPI_Recv(part, (int)(lx * ly), MPI_DOUBLE, r, TAG_H + 2, j->cart, MPI_STATUS_IGNORE);
-      for (size_t i = 0; i < lx && all; i++)
-        memcpy(all + (x0 + i + 1) * w + y0 + 1, part + i * ly, ly * sizeof(double));
+        MPI_Recv(part, (int)(rlx * rly), MPI_DOUBLE, r, TAG_H + 2, comm, MPI_STATUS_IGNORE);
+      for (size_t i = 0; i < rlx && all; i++)
+        memcpy(all + (rx0 + i + 1) * gw + ry0 + 1, part + i * rly, rly * sizeof(double));
       if (r != 0) free(part);
     }
-    bad = bad || !all || cs_jacobi_compare(all, nx, ny, j->iters, why, len);
+    bad = bad || !all || jacobi_compare(all, nx, ny, iters, why, len);
     if (!all) snprintf(why, len, "out of memory for the check");
   }
   free(all);
@@ -380,8 +393,10 @@ static int jac_check(cs_ctx *c, long sample, char *why, size_t len) {
   return bad;
 }
 
-int cs_jacobi_compare(const double *all, size_t nx, size_t ny, int iters, char *why,
-                      size_t len) {
+/* `all` ((nx + 2) x (ny + 2)) against `iters` serial sweeps from the
+ * initial state, bit for bit; 1 with the first differing point. */
+static int jacobi_compare(const double *all, size_t nx, size_t ny, int iters, char *why,
+                          size_t len) {
   /* the serial reference: the whole grid as one block */
   size_t w = ny + 2;
   jac s = {0};

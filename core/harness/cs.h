@@ -300,6 +300,8 @@ typedef struct cs_path_env {
   char desc[1024];            /* JSON: the path, its device(s), what the library reports */
 } cs_path_env;
 int cs_path_check(const cs_opts *o, const struct cs_bench *const *benches, int nb, cs_err *e);
+/* 1 where the buffers are device memory (a GPU path, not a stand-in). */
+int cs_buf_on_device(const cs_ctx *c);
 /* Every rank: the device by local rank, the library's support, NCCL's
  * communicator.  CS_ESKIP with the first failing rank's reason. */
 int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len);
@@ -402,6 +404,14 @@ enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT,
 int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */
+/* Every rank learns whether any failed: the first failing rank, whose
+ * reason `why` (len bytes) every rank then holds, or -1 when none did. */
+int cs_first_failure(MPI_Comm comm, int failed, char *why, size_t len);
+/* Request slots: both ways of a bw window, or one per rank, and two spare
+ * (the harness's requests and a GPU path's pending transfers alike). */
+static inline size_t cs_nreq(const cs_opts *o, int np) {
+  return (size_t)(2 * o->window > np ? 2 * o->window : np) + 2;
+}
 typedef struct cs_env {
   MPI_Comm machine;
   cs_chan *chan;

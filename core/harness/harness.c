@@ -628,12 +628,20 @@ int cs_mem_refuse(const cs_bench *b, const cs_ctx *c, double need, int nranks, d
 static int app_setup(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_err *e) {
   if (!b->setup) return CS_OK;
   char why[CS_ERRLEN / 2] = "";
-  int bad = app_refuse(b, c, node, why, sizeof why);
-  int mine = bad || b->setup(c, why, sizeof why) ? c->rank : c->np, first = c->np;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, c->comm);
-  if (first == c->np) return CS_OK;
-  MPI_Bcast(why, sizeof why, MPI_CHAR, first, c->comm);
+  int bad = app_refuse(b, c, node, why, sizeof why) || b->setup(c, why, sizeof why);
+  if (cs_first_failure(c->comm, bad, why, sizeof why) < 0) return CS_OK;
   return CS_FAIL(e, CS_EUSAGE, "%s", why);
+}
+
+int cs_first_failure(MPI_Comm comm, int failed, char *why, size_t len) {
+  int rank, np, first;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &np);
+  int mine = failed ? rank : np;
+  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+  if (first == np) return -1;
+  MPI_Bcast(why, (int)len, MPI_CHAR, first, comm);
+  return first;
 }
 
 /* The copy an application's memory-bound phase is held against: every
@@ -720,7 +728,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   if (b->size_fix) c.size = b->size_fix(&c, c.size);
   c.buf_bytes = b->buf_bytes ? b->buf_bytes(&c) : 64;
   int bufs = cs_buf_pair(&c, &c.sbuf, &c.rbuf, c.buf_bytes);
-  size_t nreq = (size_t)(2 * o->window > c.np ? 2 * o->window : c.np) + 2;
+  size_t nreq = cs_nreq(o, c.np);
   c.reqs = calloc(nreq, sizeof *c.reqs);
   c.stats = calloc(nreq, sizeof *c.stats);
   c.creqs = calloc(nreq, sizeof *c.creqs);

@@ -51,8 +51,7 @@ typedef struct cs_path {
   int standin;
   region reg[MAX_REGIONS];
   int nreg;
-  pending *pend;
-  size_t npend;
+  pending *pend; /* by request slot (cs_nreq of them) */
   int group; /* nccl: a group is open */
   void *ack; /* nccl: the device word acknowledgements travel in */
 } cs_path;
@@ -92,6 +91,7 @@ int cs_path_check(const cs_opts *o, const cs_bench *const *benches, int nb, cs_e
 
 /* -- memory ------------------------------------------------------------------ */
 static int on_device(const cs_ctx *c) { return c->path && !c->path->standin; }
+int cs_buf_on_device(const cs_ctx *c) { return on_device(c); }
 
 static void *dev_alloc(const cs_ctx *c, size_t n) {
   return on_device(c) ? cs_gpu_alloc(n) : cs_alloc(n);
@@ -496,19 +496,22 @@ static void cuda_support(int *compiled, int *runtime) {
 #endif
 }
 
-/* This rank's reason, or the first failing rank's, for every rank. */
+/* The first failing rank's reason, with its rank, on every rank. */
 static int agree(MPI_Comm comm, int failed, char *why, size_t len) {
-  int rank, np, me, first;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &np);
-  me = failed ? rank : np;
-  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == np) return 0;
-  char buf[CS_ERRLEN] = "";
-  if (rank == first) snprintf(buf, sizeof buf, "%s", why);
-  MPI_Bcast(buf, sizeof buf, MPI_CHAR, first, comm);
+  char buf[CS_ERRLEN];
+  snprintf(buf, sizeof buf, "%s", failed ? why : "");
+  int first = cs_first_failure(comm, failed, buf, sizeof buf);
+  if (first < 0) return 0;
   snprintf(why, len, "rank %d: %s", first, buf);
   return 1;
+}
+
+static void path_free(cs_path *p) {
+  if (!p) return;
+  if (p->kind == P_NCCL) cs_nccl_close();
+  if (p->ack) cs_gpu_free(p->ack);
+  free(p->pend);
+  free(p);
 }
 
 int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len) {
@@ -526,15 +529,13 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
   const char *standin = getenv("COMMSCOPE_GPU_STANDIN");
   int stand = standin && !strcmp(standin, "host");
   cs_path *p = calloc(1, sizeof *p);
-  size_t npend = (size_t)(2 * o->window > np ? 2 * o->window : np) + 2;
-  if (p) p->pend = calloc(npend, sizeof *p->pend);
+  if (p) p->pend = calloc(cs_nreq(o, np), sizeof *p->pend); /* one per request slot */
   if (!p || !p->pend) {
     snprintf(why, len, "out of memory");
     failed = 1;
   } else {
     p->kind = k;
     p->standin = stand;
-    p->npend = npend;
   }
   char gpu[512] = "null";
   if (!failed && stand && (k == P_IPC || k == P_NCCL)) {
@@ -564,8 +565,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
     failed = 1;
   }
   if (agree(comm, failed, why, len)) {
-    if (p) free(p->pend);
-    free(p);
+    path_free(p);
     return CS_ESKIP;
   }
   int nccl_v = 0;
@@ -581,8 +581,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
     }
     if (failed) snprintf(why, len, "NCCL: %s", cs_gpu_error());
     if (agree(comm, failed, why, len)) {
-      free(p->pend);
-      free(p);
+      path_free(p);
       return CS_ESKIP;
     }
     nccl_v = cs_nccl_version();
@@ -610,11 +609,6 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
 }
 
 void cs_path_close(cs_path_env *pe) {
-  cs_path *p = pe->path;
-  if (!p) return;
-  if (p->kind == P_NCCL) cs_nccl_close();
-  if (p->ack) cs_gpu_free(p->ack);
-  free(p->pend);
-  free(p);
+  path_free(pe->path);
   pe->path = NULL;
 }

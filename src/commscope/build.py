@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -50,15 +51,15 @@ def nvcc() -> Path | None:
 
 
 def cuda_version(compiler: Path) -> str:
-    """'13.0' from `nvcc --version`'s last 'release' line."""
+    """'13.0' from `nvcc --version`'s "release 13.0," line."""
     try:
         p = subprocess.run([str(compiler), "--version"], capture_output=True, text=True,
                            timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CommscopeError(f"{compiler} does not run: {exc}") from exc
-    for word in p.stdout.replace(",", " ").split():
-        if word[:1].isdigit() and "." in word and "release" in p.stdout:
-            return word
+    m = re.search(r"\brelease (\d+\.\d+)", p.stdout)
+    if m:
+        return m.group(1)
     raise CommscopeError(f"{compiler} --version says no release: {p.stdout.strip()[-200:]}")
 
 

@@ -29,6 +29,7 @@ from .runner import (
     Progress,
     expand,
     gpu_path_runs,
+    gpu_standin,
     param_variants,
     placements,
     resolve_benches,
@@ -194,7 +195,7 @@ def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
     if explicit and all(c.kind in ("local", "emu") for c in clusters):
         for core in cores:
             info = build_mod.gpu_info(core)
-            if not info.get("devices") and os.environ.get("COMMSCOPE_GPU_STANDIN") != "host":
+            if not info.get("devices") and not gpu_standin():
                 raise CommscopeError(f"--path {explicit[0]}: {core.impl.name}'s core sees no "
                                      f"GPU: {info.get('reason') or 'no device'}")
     seen: set[str] = set()

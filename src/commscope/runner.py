@@ -95,7 +95,7 @@ class Job:
         opts = asdict(self.opts)
         opts["param"] = without_swept(self.opts.param, self.core)
         extra = ()
-        if self.opts.path != "host" and os.environ.get("COMMSCOPE_GPU_STANDIN") == "host":
+        if self.opts.path != "host" and gpu_standin():
             extra = (("gpu", "stand-in"),)  # host memory standing in (testing)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
                              transport=self.opts.transport, buffer=self.opts.path,
@@ -189,6 +189,12 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
 # MPI, or device memory by one of the GPU paths (core/harness/path.c).
 GPU_PATHS = ("staged", "staged-pageable", "cuda-aware", "ipc", "nccl")
 PATHS = ("host", *GPU_PATHS)
+
+
+def gpu_standin() -> bool:
+    """Testing only: host memory stands in for the device on the GPU paths
+    (COMMSCOPE_GPU_STANDIN=host, which core/harness/path.c reads too)."""
+    return os.environ.get("COMMSCOPE_GPU_STANDIN") == "host"
 
 
 def gpu_path_runs(core: Core, bench: str, path: str) -> bool:
