@@ -13,6 +13,7 @@ from pathlib import Path
 from . import __version__, provenance
 from . import build as build_mod
 from . import cluster as cluster_mod
+from . import installs as installs_mod
 from . import mpi as mpi_mod
 from . import probe as probe_mod
 from . import settings as settings_mod
@@ -604,9 +605,22 @@ def cmd_mpi_add(a: argparse.Namespace) -> int:
     return 0
 
 
+@command("mpi install")
+def cmd_mpi_install(a: argparse.Namespace) -> int:
+    impl, core = installs_mod.install(a.name, version=a.version, wheels=a.wheels,
+                                      force=a.force)
+    pkgs = installs_mod.details(impl.name).get("packages") or {}
+    print(f"installed {impl.name} ({impl.family}) in {Path(impl.mpicc).parent.parent}: "
+          + ", ".join(f"{k} {v}" for k, v in pkgs.items()))  # type: ignore[union-attr]
+    print(f"  {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}")
+    print(f"  run with: commscope run --mpi {impl.name} ...")
+    return 0
+
+
 @command("mpi remove")
 def cmd_mpi_remove(a: argparse.Namespace) -> int:
-    mpi_mod.remove_user(a.name)
+    if not installs_mod.uninstall(a.name):
+        mpi_mod.remove_user(a.name)
     print(f"removed {a.name}")
     return 0
 
@@ -874,8 +888,16 @@ def make_parser() -> Parser:
                          epilog="example: commscope mpi add /opt/mpich/bin/mpicc --name mpich42")
     ma.add_argument("mpicc", help="path of the implementation's mpicc")
     ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user)")
-    mr = msub.add_parser("remove", help="forget a user-added implementation",
-                         epilog="example: commscope mpi remove mpich42")
+    mi = msub.add_parser("install", help="install a PyPI build of an MPI into a prefix of "
+                         "its own and build the core with it",
+                         epilog="example: commscope mpi install mpich5")
+    mi.add_argument("name", metavar="NAME", help=f"one of: {', '.join(installs_mod.KNOWN)}")
+    mi.add_argument("--version", help="an exact release (default: the newest of the series)")
+    mi.add_argument("--wheels", metavar="DIR", help="install from the wheels in DIR, "
+                    "without an index (offline)")
+    mi.add_argument("--force", action="store_true", help="reinstall over an installed one")
+    mr = msub.add_parser("remove", help="uninstall an installed implementation, or forget a "
+                         "user-added one", epilog="example: commscope mpi remove mpich42")
     mr.add_argument("name")
 
     cl = sub.add_parser("cluster", help="emulated clusters of this machine (root)",
@@ -930,7 +952,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = a.cmd
         if name == "mpi":
             if a.mpicmd is None:
-                raise CommscopeError("commscope mpi: choose an action: list, add or remove")
+                raise CommscopeError("commscope mpi: choose an action: list, install, add "
+                                     "or remove")
             name = f"mpi {a.mpicmd}"
         elif name in ("cluster", "slurm"):
             action = a.clcmd if name == "cluster" else a.slcmd

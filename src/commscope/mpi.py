@@ -139,8 +139,11 @@ def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> 
 
 
 def discover() -> list[MpiImpl]:
-    """Every implementation on this machine, Debian's first, then PyPI's,
-    then those the user added."""
+    """Every implementation on this machine: Debian's first, then a PyPI
+    wheel in commscope's own environment, then those `mpi install` put in
+    prefixes of their own, then those the user added."""
+    from . import installs  # installs builds with this module's descriptions
+
     found: list[MpiImpl] = []
     for name, family, mpicc, launcher in DEBIAN:
         if os.access(mpicc, os.X_OK) and os.access(launcher, os.X_OK):
@@ -156,6 +159,10 @@ def discover() -> list[MpiImpl]:
         seen.add(os.path.realpath(cand))
         found.append(impl)
     names = {m.name for m in found}
+    for impl in installs.installed():
+        if impl.name not in names:
+            found.append(impl)
+            names.add(impl.name)
     for impl in _load_user():
         if impl.name not in names:
             found.append(impl)
@@ -167,7 +174,10 @@ def add_user(impl: MpiImpl) -> MpiImpl:
     """Remember an implementation (described and built by the caller)."""
     path = config_path()
     current = [m for m in _load_user() if m.name != impl.name]
-    if any(m.name == impl.name for m in discover() if m.source != "user"):
+    from . import installs
+
+    if impl.name in installs.KNOWN or any(m.name == impl.name for m in discover()
+                                          if m.source != "user"):
         raise CommscopeError(f"an implementation named '{impl.name}' exists already; "
                              "choose another with --name")
     current.append(impl)
@@ -235,7 +245,11 @@ def launcher_flags(impl: MpiImpl, spec: LaunchSpec) -> list[str]:
         if not spec.oversubscribed:
             flags += ["-bind-to", "core"]
     elif impl.family == "intel":
-        if not spec.oversubscribed:
+        # one node: shared memory alone, so no network provider is probed
+        flags += ["-genv", "I_MPI_FABRICS", "shm"]
+        if spec.oversubscribed:
+            flags += ["-genv", "I_MPI_PIN", "0"]
+        else:
             flags += ["-genv", "I_MPI_PIN_PROCESSOR_LIST", f"0-{spec.cores - 1}"]
     return flags
 

