@@ -2,7 +2,8 @@
 #   make run    install what is missing, build the core for every MPI found,
 #               run the local characterization (point-to-point and collectives,
 #               2 ranks), store it, print the summary tables and the findings,
-#               and write the HTML report to report/index.html
+#               and write the HTML report to report/index.html;
+#               make run MPIS=all adds PyPI's Open MPI 5, MPICH 5 and Intel MPI
 #   make test   install what is missing, then run the whole test suite
 #   make clusters  (root, optional) the same machine as emulated 2-node clusters
 #               over Gigabit Ethernet and 100Base-T links, into the same store
@@ -19,7 +20,12 @@ TEST_APT_PKGS := chromium slurm-wlm munge
 
 .PHONY: run test clusters install deps venv lint clean
 
+# make run MPIS=all  also installs PyPI's Open MPI 5, MPICH 5 and Intel MPI, each into
+#                    its own prefix, and compares them with Debian's
+MPIS    ?=
 run: install
+	@if [ "$(MPIS)" = all ]; then $(BIN)/commscope mpi install all; \
+	 elif [ -n "$(MPIS)" ]; then echo "MPIS: only 'all' is known"; exit 2; fi
 	$(BIN)/commscope mpi list
 	$(BIN)/commscope run --db $(DB) --bench p2p,coll,coll-sends --repeat 3
 	$(BIN)/commscope analyze findings --db $(DB)

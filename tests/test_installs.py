@@ -87,7 +87,9 @@ def test_intel_mpi_runs_on_shared_memory_pinned():
 
 @pytest.mark.parametrize("argv,needle", [
     (["mpi", "install", "lam"], "unknown implementation 'lam' (commscope mpi install knows: "
-                                "openmpi5, mpich5, impi)"),
+                                "openmpi5, mpich5, impi, or all)"),
+    (["mpi", "install", "openmpi5", "lam"], "unknown implementation 'lam'"),  # before any
+    (["mpi", "install", "all", "--version", "5.0.1"], "--version applies to one"),
     (["mpi", "install", "openmpi5", "--version", "4.1.6"], "openmpi 4.1.6 is not a 5.x release"),
     (["mpi", "install", "mpich5", "--version", "5; rm -rf /"], "not a version"),
     (["mpi", "install", "mpich5", "--wheels", "/nonexistent"], "no such folder"),
@@ -188,8 +190,8 @@ def test_install_build_run_remove_open_mpi_5(capsys, cache, tmp_path):
     debian = [e for e in listed.values() if e["source"] == "debian"]
     assert all(not e["mpicc"].startswith(str(cache)) for e in debian)
 
-    rc, out, err = run(capsys, "mpi", "install", "openmpi5")
-    one_line_error(rc, err, "openmpi5 is installed already")
+    rc, out, err = run(capsys, "mpi", "install", "openmpi5")  # a second time: nothing to do
+    assert rc == 0 and out.startswith(f"openmpi5 is installed already in {prefix}"), err
 
     db = tmp_path / "o5.db"
     rc, _, err = run(capsys, "run", "--db", str(db), "--quiet", "--mpi", "openmpi5",

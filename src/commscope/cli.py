@@ -607,13 +607,18 @@ def cmd_mpi_add(a: argparse.Namespace) -> int:
 
 @command("mpi install")
 def cmd_mpi_install(a: argparse.Namespace) -> int:
-    impl, core = installs_mod.install(a.name, version=a.version, wheels=a.wheels,
-                                      force=a.force)
-    pkgs = installs_mod.details(impl.name).get("packages") or {}
-    print(f"installed {impl.name} ({impl.family}) in {Path(impl.mpicc).parent.parent}: "
-          + ", ".join(f"{k} {v}" for k, v in pkgs.items()))  # type: ignore[union-attr]
-    print(f"  {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}")
-    print(f"  run with: commscope run --mpi {impl.name} ...")
+    names = installs_mod.check_names(a.names, a.version)
+    for name in names:
+        if installs_mod.is_installed(name) and not a.force:
+            print(f"{name} is installed already in {installs_mod.root() / name} "
+                  "(--force reinstalls)")
+            continue
+        impl, core = installs_mod.install(name, version=a.version, wheels=a.wheels)
+        pkgs = installs_mod.details(impl.name).get("packages") or {}
+        print(f"installed {impl.name} ({impl.family}) in {Path(impl.mpicc).parent.parent}: "
+              + ", ".join(f"{k} {v}" for k, v in pkgs.items()))  # type: ignore[union-attr]
+        print(f"  {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}")
+        print(f"  run with: commscope run --mpi {impl.name} ...")
     return 0
 
 
@@ -890,8 +895,9 @@ def make_parser() -> Parser:
     ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user)")
     mi = msub.add_parser("install", help="install a PyPI build of an MPI into a prefix of "
                          "its own and build the core with it",
-                         epilog="example: commscope mpi install mpich5")
-    mi.add_argument("name", metavar="NAME", help=f"one of: {', '.join(installs_mod.KNOWN)}")
+                         epilog="example: commscope mpi install mpich5 impi")
+    mi.add_argument("names", nargs="+", metavar="NAME",
+                    help=f"any of: {', '.join(installs_mod.KNOWN)}, or all")
     mi.add_argument("--version", help="an exact release (default: the newest of the series)")
     mi.add_argument("--wheels", metavar="DIR", help="install from the wheels in DIR, "
                     "without an index (offline)")

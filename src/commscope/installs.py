@@ -153,14 +153,34 @@ def _pip(argv: list[str], what: str, timeout_s: float) -> None:
             raise CommscopeError(f"installing {what} failed: {_pip_error(text)}")
 
 
+def check_names(names: list[str], version: str | None = None) -> list[str]:
+    """The names asked for ('all' is every one), each known, before any is
+    installed."""
+    out: list[str] = []
+    for name in names:
+        for n in (list(KNOWN) if name == "all" else [name]):
+            if n not in KNOWN:
+                raise CommscopeError(f"unknown implementation '{n}' (commscope mpi install "
+                                     f"knows: {', '.join(KNOWN)}, or all)")
+            if n not in out:
+                out.append(n)
+    if version and len(out) > 1:
+        raise CommscopeError("--version applies to one implementation at a time")
+    for n in out:
+        _requirement(KNOWN[n], version)
+    return out
+
+
+def is_installed(name: str) -> bool:
+    return (root() / name / MARKER).is_file()
+
+
 def install(name: str, version: str | None = None, wheels: str | None = None,
-            force: bool = False, timeout_s: float = PIP_TIMEOUT_S) -> tuple[mpi_mod.MpiImpl,
-                                                                              build_mod.Core]:
-    """Install one of KNOWN into CACHE/mpi/NAME and build the core with it.
+            timeout_s: float = PIP_TIMEOUT_S) -> tuple[mpi_mod.MpiImpl, build_mod.Core]:
+    """Install one of KNOWN into CACHE/mpi/NAME and build the core with it
+    (again over an installed one: the caller asks is_installed first).
     `wheels`: a folder of wheels to install from, without an index."""
-    if name not in KNOWN:
-        raise CommscopeError(f"unknown implementation '{name}' (commscope mpi install knows: "
-                             f"{', '.join(KNOWN)})")
+    check_names([name], version)
     pkg = KNOWN[name]
     req = _requirement(pkg, version)
     if wheels is not None and not Path(wheels).is_dir():
@@ -171,8 +191,6 @@ def install(name: str, version: str | None = None, wheels: str | None = None,
                              f"({clash[0].mpicc}); remove it first")
     with _locked():
         prefix = root() / name
-        if (prefix / MARKER).is_file() and not force:
-            raise CommscopeError(f"{name} is installed already ({prefix}); --force reinstalls")
         if prefix.exists():
             shutil.rmtree(prefix)  # an earlier install, or the remains of an interrupted one
         argv = [sys.executable, "-m", "pip", "install", "--quiet", "--ignore-installed",
