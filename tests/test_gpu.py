@@ -58,7 +58,12 @@ def test_the_core_builds_with_and_without_cuda(impls, monkeypatch):
     assert "built without CUDA" in str(info["reason"])
     meta = json.loads((with_cuda.exe.parent / "meta.json").read_text())
     assert meta["cuda"] == build.cuda_version(NVCC)
-    assert any(a.endswith("gpu.o") for a in meta["argv"])
+    gpu_o = [a for a in meta["argv"] if a.endswith(".o")]
+    # one object for every build of these sources (no MPI in it), linked by each
+    assert len(gpu_o) == 1 and os.path.basename(gpu_o[0]).startswith("gpu-")
+    monkeypatch.delenv("COMMSCOPE_CUDA")
+    other = build.build(impls[sorted(impls)[-1]])
+    assert gpu_o[0] in json.loads((other.exe.parent / "meta.json").read_text())["argv"]
 
 
 def test_a_sweep_over_every_path_skips_the_gpu_ones_with_the_drivers_reason(

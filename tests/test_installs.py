@@ -77,14 +77,6 @@ def test_each_prefix_is_its_own_implementation(cache):
     assert mpi.select(["mpich5"])[0].mpicc == str(mpich / "bin" / "mpicc")
 
 
-def test_intel_mpi_runs_on_shared_memory_pinned():
-    impl = mpi.MpiImpl("impi", "intel", "/x/mpicc", "/x/mpiexec", "pypi")
-    flags = mpi.launcher_flags(impl, mpi.LaunchSpec(2, 2, True))
-    assert flags == ["-genv", "I_MPI_FABRICS", "shm", "-genv", "I_MPI_PIN_PROCESSOR_LIST", "0-1"]
-    over = mpi.launcher_flags(impl, mpi.LaunchSpec(4, 2, True))
-    assert over == ["-genv", "I_MPI_FABRICS", "shm", "-genv", "I_MPI_PIN", "0"]
-
-
 @pytest.mark.parametrize("argv,needle", [
     (["mpi", "install", "lam"], "unknown implementation 'lam' (commscope mpi install knows: "
                                 "openmpi5, mpich5, impi, or all)"),

@@ -92,8 +92,13 @@ def test_mpich_and_intel_launch_lines():
         "/usr/bin/mpiexec.mpich", "-n", "2", "-bind-to", "core", exe]
     assert launch_argv(MPICH, LaunchSpec(4, 2, True), exe, []) == [
         "/usr/bin/mpiexec.mpich", "-n", "4", exe]
+    # Intel MPI: shared memory only on one node, pinned; not pinned when oversubscribed
     assert launch_argv(IMPI, LaunchSpec(2, 8, True), exe, []) == [
-        "/x/bin/mpiexec", "-n", "2", "-genv", "I_MPI_PIN_PROCESSOR_LIST", "0-7", exe]
+        "/x/bin/mpiexec", "-n", "2", "-genv", "I_MPI_FABRICS", "shm",
+        "-genv", "I_MPI_PIN_PROCESSOR_LIST", "0-7", exe]
+    assert launch_argv(IMPI, LaunchSpec(4, 2, True), exe, []) == [
+        "/x/bin/mpiexec", "-n", "4", "-genv", "I_MPI_FABRICS", "shm", "-genv", "I_MPI_PIN", "0",
+        exe]
 
 
 def test_launch_line_is_a_list_that_keeps_odd_arguments_whole():

@@ -90,8 +90,10 @@ def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, 
     line = next(x for x in out.splitlines() if x.startswith(f"{name}: 1 B latency"))
     (rec,) = [r for r in store.result_rows() if r["bench"] == "latency" and r["size_bytes"] == 1]
     lat_ns = rec["median_us"] * 1000
-    assert line.startswith(f"{name}: 1 B latency {lat_ns:.0f} ns; MPI adds {lat_ns - floor:.0f} "
-                           f"ns over this machine's {floor:.0f} ns"), line
+    own = rec["floor_ns"]  # the job's own, of the mode the record was measured in
+    assert own and own != floor  # (two readings: equal only by chance)
+    assert line.startswith(f"{name}: 1 B latency {lat_ns:.0f} ns; MPI adds {lat_ns - own:.0f} "
+                           f"ns over the floor measured in the same job, {own:.0f} ns"), line
     rc, out, _ = run(capsys, "show", "--db", str(db))
     assert line in out
     rc, _, err = run(capsys, "report", "--db", str(db), "--out", str(tmp_path / "rep"))
@@ -112,16 +114,17 @@ def test_beside_latency_takes_each_configurations_smallest_message():
         for m, s, us in (("a", 8, 0.30), ("a", 1, 0.25), ("b", 1, 1.0), ("b", 0, 0.1))
     ] + [{"bench": "latency", "np": 4, "cluster": "local", "valid": 1, "size_bytes": 1,
           "median_us": 0.01, "mpi_name": "a", "mpi": "a"}]
+    rows[2]["floor_ns"] = 200.0  # b's job measured its own floor, in another mode
     # the floor is the pair the ranks run on (the first two cores), not the lowest
     data = {"cpus": [0, 1, 2], "core_to_core": [{"a": 0, "b": 1, "one_way_ns": 50.0},
                                                 {"a": 0, "b": 2, "one_way_ns": 200.0},
                                                 {"a": 1, "b": 2, "one_way_ns": 20.0}]}
     lines = probe.beside_latency(rows, data)
     assert lines == [
-        "a: 1 B latency 250 ns; MPI adds 200 ns over this machine's 50 ns core-to-core "
-        "floor (5.0x)",
-        "b: 1 B latency 1000 ns; MPI adds 950 ns over this machine's 50 ns core-to-core "
-        "floor (20.0x)"]
+        "a: 1 B latency 250 ns; MPI adds 200 ns over this machine's probe floor, 50 ns core "
+        "to core (5.0x)",
+        "b: 1 B latency 1000 ns; MPI adds 800 ns over the floor measured in the same job, "
+        "200 ns core to core (5.0x)"]
     text = probe.text({**data, "core_to_core": data["core_to_core"][:2]
                        + [{"a": 1, "b": 2, "one_way_ns": None, "error": "x"}]})
     matrix = text.splitlines()[2:5]

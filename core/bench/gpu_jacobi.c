@@ -154,7 +154,7 @@ static int gj_run(cs_ctx *c, long reps) {
         OK(cs_gpu_unpack_col(j->u, j->w, j->lx, j->ly + 1, j->r + j->lx));
       if (j->spoil && !rc) { /* testing: one ghost value wrong, as a broken exchange leaves it */
         j->spoil = 0;
-        double one;
+        double one = 0;
         OK(cs_gpu_to_host(&one, j->u + j->w, sizeof one));
         one += 1e-3;
         OK(cs_gpu_from_host(j->u + j->w, &one, sizeof one));

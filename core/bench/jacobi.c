@@ -206,9 +206,7 @@ nomem:
 /* Rows i0..i1 and columns k0..k1 (inclusive, 1-based local).  Only the
  * sweeps whose residual is reduced sum it: a sum in the loop keeps the
  * compiler from vectorising it (no reassociation without -ffast-math). */
-/* GCC 12 at -O2 vectorises only loops that need no epilogue: this one does. */
-__attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-static double sweep(jac *j, size_t i0, size_t i1, size_t k0, size_t k1) {
+CS_VECTORIZE static double sweep(jac *j, size_t i0, size_t i1, size_t k0, size_t k1) {
   double res = 0;
   const size_t w = j->w;
   const double hx2 = j->hx2, hy2 = j->hy2, src = j->src, inv = j->inv;

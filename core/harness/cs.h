@@ -16,6 +16,30 @@
 #include <stdio.h>
 
 #define CS_SCHEMA_VERSION 2
+/* The C compiler this core was built with (the wrapper's, or --cc's). */
+#define CS_STR_(x) #x
+#define CS_STR(x) CS_STR_(x)
+#if defined(__clang__)
+#define CS_COMPILER                                                                      \
+  "clang " CS_STR(__clang_major__) "." CS_STR(__clang_minor__) "." CS_STR(__clang_patchlevel__)
+#elif defined(__GNUC__)
+#define CS_COMPILER "gcc " __VERSION__
+#else
+#define CS_COMPILER "unknown"
+#endif
+/* A loop GCC 12 at -O2 would leave scalar (it vectorises only loops that
+ * need no epilogue); clang vectorises at -O2 by itself.  And a copy loop the
+ * compiler must not turn into a call of memcpy. */
+#if defined(__clang__)
+#define CS_VECTORIZE
+#define CS_PLAIN_LOOP __attribute__((no_builtin("memcpy")))
+#elif defined(__GNUC__)
+#define CS_VECTORIZE __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#define CS_PLAIN_LOOP __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define CS_VECTORIZE
+#define CS_PLAIN_LOOP
+#endif
 #ifndef CS_VERSION
 #define CS_VERSION "0.1.0"
 #endif

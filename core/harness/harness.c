@@ -651,8 +651,7 @@ int cs_first_failure(MPI_Comm comm, int failed, char *why, size_t len) {
  * stencil's are).  Per rank, bytes read + written per ns, the median of 5;
  * the slowest rank's.  Untimed for the records: it runs before the first
  * size; not at all where a node has more ranks than cores. */
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void
-plain_copy(double *restrict dst, const double *restrict src, size_t n) {
+CS_PLAIN_LOOP static void plain_copy(double *restrict dst, const double *restrict src, size_t n) {
   for (size_t i = 0; i < n; i++) dst[i] = src[i];
 }
 

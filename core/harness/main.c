@@ -72,8 +72,10 @@ static void print_info(void) {
   MPI_Get_version(&major, &minor);
   printf("{\"mpi_library\":");
   cs_json_str(stdout, ver);
-  printf(",\"mpi_standard\":\"%d.%d\",\"commscope_version\":\"%s\",\"schema\":%d}\n", major,
-         minor, CS_VERSION, CS_SCHEMA_VERSION);
+  printf(",\"mpi_standard\":\"%d.%d\",\"commscope_version\":\"%s\",\"schema\":%d,\"compiler\":",
+         major, minor, CS_VERSION, CS_SCHEMA_VERSION);
+  cs_json_str(stdout, CS_COMPILER);
+  puts("}");
 }
 
 /* Without MPI: whether this core has CUDA, and the devices this process

@@ -48,7 +48,9 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
     if (i) fputc(',', f);
     cs_json_str(f, hosts[i]);
   }
-  fprintf(f, "],\"clock\":\"CLOCK_MONOTONIC\",\"clock_res_ns\":%ld", (long)res.tv_nsec);
+  fprintf(f, "],\"compiler\":");
+  cs_json_str(f, CS_COMPILER);
+  fprintf(f, ",\"clock\":\"CLOCK_MONOTONIC\",\"clock_res_ns\":%ld", (long)res.tv_nsec);
   fprintf(f, ",\"clock_overhead_ns\":%.1f,\"clock_quantum_ns\":%.1f", clock->read_ns,
           clock->quantum_ns);
   if (o->sample_us < 0)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import CommscopeError
-from .mpi import MpiImpl
+from .mpi import CC_VARIABLE, MpiImpl
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror"]
 # Debian's OpenBLAS (libopenblas-dev): the applications' compute.  Without it
@@ -129,6 +129,7 @@ def identity(impl: MpiImpl) -> str:
         raise CommscopeError(f"mpicc of {impl.name} is missing or not executable: {impl.mpicc}")
     h = hashlib.sha256()
     h.update(os.path.realpath(impl.mpicc).encode())
+    h.update(f"cc={impl.cc}".encode())
     h.update(_wrapper_show(impl).encode())
     return h.hexdigest()
 
@@ -173,18 +174,45 @@ def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
         raise CommscopeError(f"core built for {impl.name} printed bad JSON for {flag}") from exc
 
 
-def _compile_cuda(compiler: Path, core: Path, out_dir: Path) -> Path:
-    obj = out_dir / "gpu.o"
+def _compile_cuda(compiler: Path, core: Path, cuda: str) -> Path:
+    """gpu.o, compiled once per source, flags and CUDA release and shared by
+    every build (it has no MPI in it): nvcc takes longer than the rest of
+    the core together."""
+    h = hashlib.sha256(f"{cuda} {' '.join(NVCC_FLAGS)}".encode())
+    for p in sorted((core / "gpu").glob("*")):
+        if p.suffix in (".cu", ".h"):
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    obj = cache_dir() / "build" / f"gpu-{h.hexdigest()[:16]}.o"
+    if obj.exists():
+        return obj
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix="gpu.", suffix=".o", dir=obj.parent)
+    os.close(fd)
     argv = [str(compiler), "-c", *NVCC_FLAGS, f"-I{core / 'gpu'}", str(core / "gpu" / "gpu.cu"),
-            "-o", str(obj)]
+            "-o", tmp]
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
+        os.unlink(tmp)
         raise CommscopeError(f"cannot run {compiler}: {exc}") from exc
     if p.returncode != 0:
+        os.unlink(tmp)
         raise CommscopeError(f"compiling core/gpu/gpu.cu with {compiler} failed:\n"
                              f"{(p.stderr or p.stdout).strip()}")
+    os.replace(tmp, obj)  # whole, or not there: builds side by side share it
     return obj
+
+
+def _check_compiler(impl: MpiImpl, built_by: str, exe: Path) -> None:
+    """A wrapper that ignored --cc built another configuration than the one
+    asked for: refuse it rather than store it under the wrong name."""
+    name = Path(impl.cc).name
+    want = "clang" if "clang" in name else "gcc" if "gcc" in name else ""
+    if want and not built_by.startswith(want):
+        exe.unlink(missing_ok=True)
+        raise CommscopeError(f"{impl.name}'s wrapper ignored --cc {impl.cc} "
+                             f"({CC_VARIABLE[impl.family]}): the core was built by "
+                             f"{built_by or 'an unknown compiler'}")
 
 
 def build(impl: MpiImpl, force: bool = False) -> Core:
@@ -195,7 +223,8 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     cuda = cuda_version(compiler) if compiler else ""
     src = source_hash(cuda=cuda)
     tag = f"-cuda{cuda}" if cuda else ""
-    out_dir = cache_dir() / "build" / f"{impl.name}-{ident[:12]}-{src[:12]}{tag}"
+    variant = f"+{Path(impl.cc).name}" if impl.cc else ""
+    out_dir = cache_dir() / "build" / f"{impl.name}{variant}-{ident[:12]}-{src[:12]}{tag}"
     exe = out_dir / "cs-core"
     meta = out_dir / "meta.json"
     if not force and exe.exists() and meta.exists():
@@ -209,7 +238,7 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     blas_c, blas_l = blas_flags()
     if compiler:
         try:
-            gpu = [str(_compile_cuda(compiler, core, out_dir))]
+            gpu = [str(_compile_cuda(compiler, core, cuda))]
         except CommscopeError:
             os.unlink(tmp)
             raise
@@ -235,6 +264,8 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
         raise CommscopeError(f"building the core with {impl.name} ({impl.mpicc}) failed:\n{msg}")
     os.replace(tmp, exe)
     info = _query(exe, impl, ["--info"])
+    assert isinstance(info, dict)
+    _check_compiler(impl, str(info.get("compiler") or ""), exe)
     table = _query(exe, impl, ["--list", "--json"])
     assert isinstance(info, dict) and isinstance(table, dict)
     benches, options = table["benchmarks"], table["options"]

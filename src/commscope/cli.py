@@ -13,6 +13,7 @@ from pathlib import Path
 from . import __version__, provenance
 from . import build as build_mod
 from . import cluster as cluster_mod
+from . import doctor as doctor_mod
 from . import installs as installs_mod
 from . import mpi as mpi_mod
 from . import probe as probe_mod
@@ -98,6 +99,13 @@ def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]],
 
 
 # -- run ------------------------------------------------------------------
+def _impls(a: argparse.Namespace) -> list[mpi_mod.MpiImpl]:
+    """--mpi, each once per --cc compiler (each its own build and configuration)."""
+    impls = mpi_mod.select(_list(a.mpi))
+    ccs = _list(a.cc)
+    return [mpi_mod.with_compiler(m, c) for m in impls for c in ccs] if ccs else impls
+
+
 @command("run")
 def cmd_run(a: argparse.Namespace) -> int:
     benches = _list(a.bench)
@@ -107,7 +115,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     clusters = [cluster_mod.parse(c) for c in _list(a.cluster) or ["local"]]
     nodes, ppns = _ints(a.nodes, "--nodes"), _ints(a.ppn, "--ppn")
     places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
-    impls = mpi_mod.select(_list(a.mpi))
+    impls = _impls(a)
     cores = [build_mod.build(m) for m in impls]
     if not benches:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
@@ -632,13 +640,31 @@ def cmd_mpi_remove(a: argparse.Namespace) -> int:
 
 @command("build")
 def cmd_build(a: argparse.Namespace) -> int:
-    for impl in mpi_mod.select(_list(a.mpi)):
+    for impl in _impls(a):
         core = build_mod.build(impl, force=a.force)
-        print(f"{impl.name}: {core.exe}")
+        print(f"{impl.name}{' cc=' + impl.cc if impl.cc else ''}: {core.exe} "
+              f"({core.info.get('compiler') or 'compiler unknown'})")
     return 0
 
 
 # -- clusters -------------------------------------------------------------
+@command("doctor")
+def cmd_doctor(a: argparse.Namespace) -> int:
+    impl = mpi_mod.select([a.mpi] if a.mpi else [])[0]
+
+    def show(ch: doctor_mod.Check) -> None:
+        if not a.json:
+            print(ch.line(), flush=True)
+
+    checks = doctor_mod.diagnose(a.cluster, impl, db=Path(a.db) if a.db else None,
+                                 timeout_s=a.timeout, progress=show)
+    if a.json:
+        print(doctor_mod.to_json(checks))
+    else:
+        print(doctor_mod.summary(checks))
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
 @command("cluster up")
 def cmd_cluster_up(a: argparse.Namespace) -> int:
     name = a.name or next(f"emu{i}" for i in range(1, 1000)
@@ -748,6 +774,9 @@ def make_parser() -> Parser:
                         "repeatable or comma-separated (default: p2p)")
     r.add_argument("--mpi", action="append",
                    help="implementations by name or mpicc path (default: all found)")
+    r.add_argument("--cc", action="append",
+                   help="C compilers the wrappers drive instead of their own, each a "
+                        "configuration of its own (e.g. --cc gcc,clang)")
     r.add_argument("--np", action="append", help="process counts (default 2; e.g. --np 2,4)")
     r.add_argument("--cluster", action="append",
                    help="where: local (default), hostfile:PATH, slurm, slurm:mpirun or "
@@ -906,6 +935,18 @@ def make_parser() -> Parser:
                          "user-added one", epilog="example: commscope mpi remove mpich42")
     mr.add_argument("name")
 
+    dr = sub.add_parser("doctor", help="check a cluster is ready for a sweep: hosts reached "
+                        "without a password, the same core and MPI, records, TCP between pairs",
+                        formatter_class=fmt,
+                        epilog="example: commscope doctor --cluster hostfile:hosts --mpi openmpi")
+    dr.add_argument("--cluster", required=True,
+                    help="hostfile:PATH, slurm (inside an allocation) or emu:NAME")
+    dr.add_argument("--mpi", help="the implementation to check (default: the first found)")
+    dr.add_argument("--db", help="the store the sweep will write (its folder must be writable)")
+    dr.add_argument("--timeout", type=_positive(float, 1, 600), default=20.0,
+                    help="seconds each remote command and each ping may take (default 20)")
+    dr.add_argument("--json", action="store_true", help="the checks as JSON")
+
     cl = sub.add_parser("cluster", help="emulated clusters of this machine (root)",
                         formatter_class=fmt)
     clsub = cl.add_subparsers(dest="clcmd", metavar="ACTION", parser_class=Parser)
@@ -944,6 +985,8 @@ def make_parser() -> Parser:
     b = sub.add_parser("build", help="build the core for implementations (cached)",
                        epilog="example: commscope build --mpi openmpi --force")
     b.add_argument("--mpi", action="append", help="implementations (default: all found)")
+    b.add_argument("--cc", action="append", help="C compilers the wrappers drive instead of "
+                   "their own (e.g. --cc clang)")
     b.add_argument("--force", action="store_true", help="rebuild even if cached")
     return p
 

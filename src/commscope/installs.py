@@ -229,6 +229,6 @@ def uninstall(name: str) -> bool:
         shutil.rmtree(prefix)
         builds = build_mod.cache_dir() / "build"
         if builds.is_dir():
-            for d in builds.glob(f"{name}-*"):
+            for d in [*builds.glob(f"{name}-*"), *builds.glob(f"{name}+*")]:
                 shutil.rmtree(d, ignore_errors=True)
     return True

@@ -34,9 +34,25 @@ class MpiImpl:
     launcher: str
     source: str  # debian | pypi | user
     env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
+    cc: str = ""  # the C compiler the wrapper is told to drive ('' for its own)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
+
+
+# How each family's wrapper is told to drive another C compiler.
+CC_VARIABLE = {"openmpi": "OMPI_CC", "mpich": "MPICH_CC", "intel": "I_MPI_CC"}
+
+
+def with_compiler(impl: MpiImpl, cc: str) -> MpiImpl:
+    """The same implementation, its wrapper driving `cc` (a name on PATH or
+    a path): another build of the core, another configuration."""
+    if not re.fullmatch(r"[A-Za-z0-9_./+-]+", cc):
+        raise CommscopeError(f"--cc: not a compiler name or path: {cc!r}")
+    if not shutil.which(cc):
+        raise CommscopeError(f"--cc: compiler not found: {cc}")
+    return MpiImpl(impl.name, impl.family, impl.mpicc, impl.launcher, impl.source,
+                   {**impl.env, CC_VARIABLE[impl.family]: cc}, cc)
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None,

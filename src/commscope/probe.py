@@ -158,9 +158,15 @@ def beside_latency(rows: Sequence[Mapping[str, object]], data: Mapping[str, obje
     out = []
     for name, r in sorted(best.items()):
         us = float(r["median_us"])  # type: ignore[arg-type]
+        # the floor the job measured just before this record: the host moves
+        # between modes (~24, ~50, ~200 ns) for seconds, so the probe's floor
+        # from the start of the sweep may be of another mode than the record
+        own = r["floor_ns"] if "floor_ns" in r.keys() else None  # type: ignore[attr-defined]
+        f, whose = (float(own), "the floor measured in the same job") if own else (
+            floor, "this machine's probe floor")  # type: ignore[arg-type]
         out.append(f"{name}: {human_bytes(int(r['size_bytes']))} latency "  # type: ignore[call-overload]
-                   f"{us * 1000:.0f} ns; MPI adds {us * 1000 - floor:.0f} ns over this "
-                   f"machine's {floor:.0f} ns core-to-core floor ({us * 1000 / floor:.1f}x)")
+                   f"{us * 1000:.0f} ns; MPI adds {us * 1000 - f:.0f} ns over {whose}, "
+                   f"{f:.0f} ns core to core ({us * 1000 / f:.1f}x)")
     return out
 
 

@@ -29,6 +29,7 @@ class Header:
     floor_ns: float | None = None  # cache-line floor at the job's start
     # control variables read back through MPI_T after MPI_Init (None: no such variable)
     cvars: dict[str, object] | None = field(default=None, hash=False)
+    compiler: str = ""  # the C compiler the core was built with ("gcc 12.2.0")
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,8 @@ def parse_header(d: dict[str, object]) -> Header:
                   clock_read_ns=_num(d.get("clock_overhead_ns")),
                   clock_quantum_ns=_num(d.get("clock_quantum_ns")),
                   floor_ns=_num(d.get("floor_ns")),
-                  cvars=dict(d["cvars"]) if isinstance(d.get("cvars"), dict) else None)  # type: ignore[arg-type]
+                  cvars=dict(d["cvars"]) if isinstance(d.get("cvars"), dict) else None,  # type: ignore[arg-type]
+                  compiler=str(d.get("compiler") or ""))
 
 
 def parse_result(d: dict[str, object]) -> Result:

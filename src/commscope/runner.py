@@ -94,9 +94,11 @@ class Job:
     def config(self) -> Configuration:
         opts = asdict(self.opts)
         opts["param"] = without_swept(self.opts.param, self.core)
-        extra = ()
+        extra: tuple[tuple[str, object], ...] = ()
+        if self.core.impl.cc:
+            extra += (("cc", self.core.impl.cc),)  # the C compiler the wrapper drove
         if self.opts.path != "host" and gpu_standin():
-            extra = (("gpu", "stand-in"),)  # host memory standing in (testing)
+            extra += (("gpu", "stand-in"),)  # host memory standing in (testing)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
                              transport=self.opts.transport, buffer=self.opts.path,
                              params=params_of(opts), settings=self.settings,

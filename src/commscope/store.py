@@ -332,7 +332,8 @@ class Store:
             hdr = json.dumps({"schema": header.schema, "mpi_library": header.mpi_library,
                               "np": header.np, "hosts": list(header.hosts),
                               "options": header.options, "argv": list(header.argv),
-                              "commscope_version": header.commscope_version})
+                              "commscope_version": header.commscope_version,
+                              "compiler": header.compiler})
             clock = json.dumps({"read_ns": header.clock_read_ns,
                                 "quantum_ns": header.clock_quantum_ns})
         floor_end = None
