@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Cache behaviour of seed 002's channel against an MPI implementation, as
-seed 002 measured it with Valgrind.
+"""Cache behaviour of Chai, Hartono and Panda's channel against an MPI implementation, as
+their study measured it with Valgrind.
 
 Runs the latency (8 B) and bandwidth (64 KiB) benchmarks under Valgrind's
 callgrind with its cache simulator, counting only inside the benchmark loop

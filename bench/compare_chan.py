@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Seed 002's channel against the best MPI implementation here, in one run.
+"""Chai, Hartono and Panda's channel against the best MPI implementation here, in one run.
 
 Prints, from medians over alternating rounds (the tools take turns, since
 latency on a VM jumps between two modes for seconds at a time):
@@ -93,7 +93,8 @@ def main() -> int:
     def ok(cond: bool) -> str:
         return "ok" if cond else "MISS"
 
-    print(f"seed 002's channel vs MPI, {a.rounds} alternating rounds, medians, 2 processes")
+    print(f"the intra-node channel (Chai, Hartono and Panda) vs MPI, {a.rounds} alternating "
+          "rounds, medians, 2 processes")
     print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores")
     for n in order:
         print(f"  {n:<10} 8 B latency {med[n]['lat8']:.4f} us   4 MiB bw {med[n]['bw4m']:.0f} MB/s"

@@ -82,7 +82,7 @@ def cache_dir() -> Path:
 
 
 def channel_dir(core: Path | None = None) -> Path:
-    """Seed 002's channel library, compiled into the core as a transport."""
+    """Chai, Hartono and Panda's channel library, compiled into the core as a transport."""
     return (core or core_dir()).parent / "channel"
 
 

@@ -97,7 +97,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
     """One table per (benchmark, process count); clusters and placements of
     a sweep that spans several stand side by side as columns.  With
     per_node, bandwidth is shown per machine: the per-process figure times
-    the processes per node, as seed 003 reports its collectives."""
+    the processes per node, as the UMBC cluster report gives its collectives."""
     groups: dict[tuple[str, int], list[sqlite3.Row]] = defaultdict(list)
     for r in rows:
         groups[(r["bench"], r["np"])].append(r)

@@ -1,4 +1,5 @@
-"""Collectives against the equivalent point-to-point sends (seed 004).
+"""Collectives against the equivalent point-to-point sends (the
+commodity-cluster study).
 
 For each size a collective is H (surely slower) or L (surely faster) than
 its reference, or '=' when the 95% confidence intervals overlap, the
@@ -6,7 +7,7 @@ medians differ by less than 5%, or the size is the only one of its
 neighbours separated that way (a claim needs two neighbouring sizes).  Only
 separated sizes decide the short- and long-message verdicts; a crossover
 ("changing length") is claimed only when the separated sizes change label
-exactly once.  The four scenarios are seed 004's:
+exactly once.  The four scenarios are the commodity-cluster study's:
 1 H/H, 2 L/L, 3 H then L, 4 L then H."""
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ def classify(coll: Series, ref: Series, min_factor: float = MIN_FACTOR) -> Verdi
 
 
 def sends_reference(latency: Series, k: int) -> Series:
-    """Seed 004's aggregate: k sends of the message, from measured latency."""
+    """The commodity-cluster study's aggregate: k sends of the message, from measured latency."""
     return {s: p.scaled(k) for s, p in latency.items()}
 
 

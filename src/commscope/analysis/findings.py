@@ -127,7 +127,7 @@ def _bw(p: Point, size: int, k: float) -> tuple[float, float, float]:
 
 
 def bandwidth_drops(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
-    """Seed 003 saw Open MPI's bandwidth fall between neighbouring sizes."""
+    """The UMBC cluster report saw Open MPI's bandwidth fall between neighbouring sizes."""
     out: list[Finding] = []
     for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][1])):
         if bench not in BANDWIDTH:
