@@ -39,7 +39,7 @@ from . import build as build_mod
 from . import cluster as cluster_mod
 from .errors import CommscopeError
 from .mpi import MpiImpl
-from .procs import run_bounded
+from .procs import run_captured
 from .records import parse_file
 
 CLOCK_TOLERANCE_S = 1.0
@@ -81,15 +81,13 @@ class Answer:
 
 def bounded(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
             cwd: str | None = None) -> Answer:
-    with tempfile.TemporaryDirectory(prefix="cs-doctor.") as tmp:
-        o, e = Path(tmp) / "out", Path(tmp) / "err"
-        try:
-            res = run_bounded(argv, timeout_s=timeout_s, env=env or dict(os.environ),
-                              cwd=cwd or tmp, stdout_path=o, stderr_path=e)
-        except OSError as exc:
-            return Answer(127, "", str(exc))
-        rc = None if res.timed_out else (res.exit_code if res.exit_code is not None else -1)
-        return Answer(rc, o.read_text(errors="replace"), e.read_text(errors="replace"))
+    try:
+        got = run_captured(argv, timeout_s=timeout_s, env=env or dict(os.environ), cwd=cwd)
+    except OSError as exc:
+        return Answer(127, "", str(exc))
+    res = got.outcome
+    rc = None if res.timed_out else (res.exit_code if res.exit_code is not None else -1)
+    return Answer(rc, got.out, got.err)
 
 
 class Remote:
@@ -239,14 +237,10 @@ def diagnose(spec: str, impl: MpiImpl, db: Path | None = None, timeout_s: float 
     c, hosts, slots, remote = plan(spec)
     core = build_mod.build(impl)
     out: list[Check] = []
-
-    def add(ch: Check) -> None:
-        out.append(ch)
-        if progress:
-            progress(ch)
-
     for check in _run_checks(c, hosts, slots, remote, impl, core, db, timeout_s):
-        add(check)
+        out.append(check)
+        if progress:
+            progress(check)
     return out
 
 

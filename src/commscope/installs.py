@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from pathlib import Path
 from . import build as build_mod
 from . import mpi as mpi_mod
 from .errors import CommscopeError
-from .procs import run_bounded
+from .procs import run_captured
 
 MARKER = "commscope-mpi.json"
 PIP_TIMEOUT_S = 900.0
@@ -140,17 +139,13 @@ def _locked() -> Iterator[None]:
 
 
 def _pip(argv: list[str], what: str, timeout_s: float) -> None:
-    with tempfile.TemporaryDirectory(prefix="cs-pip.") as tmp:
-        out, err = Path(tmp) / "out", Path(tmp) / "err"
-        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
-        outcome = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=tmp,
-                              stdout_path=out, stderr_path=err)
-        if outcome.timed_out:
-            raise CommscopeError(f"installing {what}: pip did not finish in {timeout_s:.0f} s "
-                                 "(killed)")
-        if outcome.exit_code != 0:
-            text = out.read_text(errors="replace") + err.read_text(errors="replace")
-            raise CommscopeError(f"installing {what} failed: {_pip_error(text)}")
+    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONNOUSERSITE": "1"}
+    got = run_captured(argv, timeout_s=timeout_s, env=env)
+    if got.outcome.timed_out:
+        raise CommscopeError(f"installing {what}: pip did not finish in {timeout_s:.0f} s "
+                             "(killed)")
+    if got.outcome.exit_code != 0:
+        raise CommscopeError(f"installing {what} failed: {_pip_error(got.out + got.err)}")
 
 
 def check_names(names: list[str], version: str | None = None) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from .build import cache_dir, core_dir
 from .config import what
 from .errors import CommscopeError
-from .procs import run_bounded
+from .procs import run_captured
 from .sizes import human_bytes
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
@@ -61,11 +61,8 @@ def run(cpus: str | None = None, pair_ms: float | None = None,
         argv += ["--pair-ms", repr(pair_ms)]
     if mem_mib is not None:
         argv += ["--mem-mib", repr(mem_mib)]
-    with tempfile.TemporaryDirectory(prefix="commscope-probe-") as tmp:
-        t = Path(tmp)
-        out = run_bounded(argv, timeout_s=TIMEOUT_S, env=dict(os.environ), cwd=tmp,
-                          stdout_path=t / "out", stderr_path=t / "err")
-        text, err = (t / "out").read_text(), (t / "err").read_text().strip()
+    got = run_captured(argv, timeout_s=TIMEOUT_S, env=dict(os.environ))
+    out, text, err = got.outcome, got.out, got.err.strip()
     if out.timed_out:
         raise CommscopeError(f"the probe did not finish within {TIMEOUT_S:.0f}s: killed")
     if out.exit_code != 0:

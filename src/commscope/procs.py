@@ -11,6 +11,7 @@ import ctypes
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -219,3 +220,21 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
         hung_at_exit=hung,
         survivors=len(survivors),
     )
+
+
+@dataclass(frozen=True)
+class Captured:
+    outcome: Outcome
+    out: str
+    err: str
+
+
+def run_captured(argv: list[str], *, timeout_s: float, env: dict[str, str],
+                 cwd: str | None = None) -> Captured:
+    """run_bounded, with its standard output and error read back as text
+    (kept in a folder of their own, never in cwd)."""
+    with tempfile.TemporaryDirectory(prefix="commscope-run-") as tmp:
+        o, e = Path(tmp) / "out", Path(tmp) / "err"
+        res = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=cwd or tmp,
+                          stdout_path=o, stderr_path=e)
+        return Captured(res, o.read_text(errors="replace"), e.read_text(errors="replace"))
