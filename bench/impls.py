@@ -70,15 +70,27 @@ def main() -> int:
     def fig(g: dict) -> tuple[float, float, float]:
         return float(g["median_us"]), float(g["ci_lo_us"]), float(g["ci_hi_us"])
 
-    def over(num: tuple[float, float, float], den: tuple[float, float, float]) -> str:
+    def ratio(num: tuple[float, float, float], den: tuple[float, float, float]
+              ) -> tuple[float, float, float]:
         """num over den, and the range the two between-round intervals allow."""
-        return f"{num[0] / den[0]:5.2f} [{num[1] / den[2]:.2f}, {num[2] / den[1]:.2f}]"
+        return num[0] / den[0], num[1] / den[2], num[2] / den[1]
+
+    def over(num: tuple[float, float, float], den: tuple[float, float, float]) -> str:
+        r = ratio(num, den)
+        return f"{r[0]:5.2f} [{r[1]:.2f}, {r[2]:.2f}]"
+
+    def best_of(figs: dict[str, dict], best: str) -> str:
+        """The best, and those the intervals cannot tell from it: no winner
+        is named where the next run may order them otherwise."""
+        tied = [k for k in figs if k != best and ratio(fig(figs[k]), fig(figs[best]))[1] <= 1.0]
+        return best + (f", not separated from {', '.join(tied)}" if tied
+                       else ", separated from every other")
 
     best_lat = min(lat, key=lambda k: fig(lat[k])[0])
     best_bw = min(bw, key=lambda k: fig(bw[k])[0])  # least time per 1 MiB message
     print(f"{a.repeat} interleaved rounds, 2 ranks, this machine; [95% between-round interval]")
     print(f"{'implementation':<14} {'8 B latency us':>24} {'over best':>18} "
-          f"{'1 MiB bw MB/s':>28} {'best over it':>18}  version")
+          f"{'1 MiB bw GB/s':>28} {'best over it':>18}  version")
     for m in impls:
         lg, bg = lat.get(m.name), bw.get(m.name)
         cells = []
@@ -89,13 +101,15 @@ def main() -> int:
         else:
             cells += [f"{'-':>24}", f"{'-':>18}"]
         if bg:
-            f = fig(bg)  # microseconds per message: bytes per us is MB/s
-            cells.append(f"{BW / f[0]:9.0f} [{BW / f[2]:.0f}, {BW / f[1]:.0f}]".rjust(28))
+            f = fig(bg)  # microseconds per message
+            gbs = [BW / 1e3 / x for x in f]  # bytes per us is MB/s; three figures
+            cells.append(f"{gbs[0]:7.3g} [{gbs[2]:.3g}, {gbs[1]:.3g}]".rjust(28))
             cells.append(over(f, fig(bw[best_bw])).rjust(18))
         else:
             cells += [f"{'-':>28}", f"{'-':>18}"]
         print(f"{m.name:<14} {' '.join(cells)}  {versions.get(m.name, '?')[:60]}")
-    print(f"lowest latency: {best_lat}; highest bandwidth: {best_bw}")
+    print(f"lowest 8 B latency: {best_of(lat, best_lat)}")
+    print(f"highest 1 MiB bandwidth: {best_of(bw, best_bw)}")
     print(f"validation: {len(rows)} record(s) from {len(runs)} job(s): {len(bad)} failed "
           f"job(s), {len(invalid)} invalid record(s)")
     for r in bad:
