@@ -13,9 +13,6 @@
 #include "cs_gpu.h"
 #include "jacobi.h"
 
-enum { PH_PACK, PH_EXCHANGE, PH_UNPACK, PH_COMPUTE, PH_REDUCE };
-enum { UP, DOWN, LEFT, RIGHT };
-
 typedef struct gjac {
   size_t nx, ny, lx, ly, x0, y0, w;
   int px, py, iters, every;
@@ -188,17 +185,14 @@ static int gj_check(cs_ctx *c, long sample, char *why, size_t len) {
                               j->cart, why, len);
 }
 
+/* Both halo columns packed by a kernel every sweep (read + written, whether
+ * or not a neighbour is there); only those that came in are unpacked. */
 static void gj_bytes(const cs_ctx *c, double *bytes) {
   const gjac *j = c->state;
-  double it = j->iters, lx = (double)j->lx, ly = (double)j->ly;
   int lr = (j->nbr[LEFT] != MPI_PROC_NULL) + (j->nbr[RIGHT] != MPI_PROC_NULL);
-  int ud = (j->nbr[UP] != MPI_PROC_NULL) + (j->nbr[DOWN] != MPI_PROC_NULL);
-  bytes[PH_PACK] = it * 16.0 * lx * 2;
-  bytes[PH_UNPACK] = it * 16.0 * lx * lr;
-  bytes[PH_EXCHANGE] = it * 2.0 * 8.0 * (ly * ud + lx * lr);
-  bytes[PH_COMPUTE] = it * 16.0 * lx * ly;
-  long reductions = j->iters / j->every + (j->iters % j->every ? 1 : 0);
-  bytes[PH_REDUCE] = c->np > 1 ? 16.0 * (double)reductions : 0;
+  double col = 16.0 * (double)j->lx;
+  cs_jacobi_phase_bytes(c->np, j->iters, j->every, j->lx, j->ly, j->nbr, col * 2, col * lr,
+                        bytes);
 }
 
 static void gj_corrupt(cs_ctx *c) { ((gjac *)c->state)->spoil = 1; }

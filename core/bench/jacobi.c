@@ -21,9 +21,6 @@
 #include "cs.h"
 #include "jacobi.h"
 
-enum { PH_PACK, PH_EXCHANGE, PH_UNPACK, PH_COMPUTE, PH_REDUCE };
-enum { UP, DOWN, LEFT, RIGHT };
-
 typedef struct jac {
   size_t nx, ny;        /* global interior points */
   int px, py, cx, cy;   /* process grid and this rank's coordinates */
@@ -434,22 +431,26 @@ static int jacobi_compare(const double *all, size_t nx, size_t ny, int iters, ch
   return bad;
 }
 
-/* Useful bytes per sample of `iters` sweeps: the columns packed and
- * unpacked (read + written), the halos sent plus received, the grid read
- * and written by the stencil (each point's value once: 16 B), and the
- * residual's 8 B each way per reduction. */
+void cs_jacobi_phase_bytes(int np, int iters, int every, size_t lx, size_t ly,
+                           const int nbr[4], double pack, double unpack, double *bytes) {
+  double it = iters, x = (double)lx, y = (double)ly;
+  int lr = (nbr[LEFT] != MPI_PROC_NULL) + (nbr[RIGHT] != MPI_PROC_NULL);
+  int ud = (nbr[UP] != MPI_PROC_NULL) + (nbr[DOWN] != MPI_PROC_NULL);
+  bytes[PH_PACK] = it * pack;
+  bytes[PH_UNPACK] = it * unpack;
+  bytes[PH_EXCHANGE] = it * 2.0 * 8.0 * (y * ud + x * lr);
+  bytes[PH_COMPUTE] = it * 16.0 * x * y;
+  long reductions = iters / every + (iters % every ? 1 : 0);
+  bytes[PH_REDUCE] = np > 1 ? 16.0 * (double)reductions : 0;
+}
+
+/* The columns packed and unpacked (read + written) unless a datatype
+ * sends them in place. */
 static void jac_bytes(const cs_ctx *c, double *bytes) {
   const jac *j = c->state;
-  double it = j->iters, lx = (double)j->lx, ly = (double)j->ly;
   int lr = (j->nbr[LEFT] != MPI_PROC_NULL) + (j->nbr[RIGHT] != MPI_PROC_NULL);
-  int ud = (j->nbr[UP] != MPI_PROC_NULL) + (j->nbr[DOWN] != MPI_PROC_NULL);
-  double moved = j->datatype ? 0 : 16.0 * lx * lr;
-  bytes[PH_PACK] = it * moved;
-  bytes[PH_UNPACK] = it * moved;
-  bytes[PH_EXCHANGE] = it * 2.0 * 8.0 * (ly * ud + lx * lr);
-  bytes[PH_COMPUTE] = it * 16.0 * lx * ly;
-  long reductions = j->iters / j->every + (j->iters % j->every ? 1 : 0);
-  bytes[PH_REDUCE] = c->np > 1 ? 16.0 * (double)reductions : 0;
+  double moved = j->datatype ? 0 : 16.0 * (double)j->lx * lr;
+  cs_jacobi_phase_bytes(c->np, j->iters, j->every, j->lx, j->ly, j->nbr, moved, moved, bytes);
 }
 
 static void jac_corrupt(cs_ctx *c) { ((jac *)c->state)->spoil = 1; }
