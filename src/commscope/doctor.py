@@ -76,7 +76,9 @@ class Answer:
         telling = [ln for ln in lines if re.search(
             r"error|fail|unable|unreach|refused|timed? ?out|could not|cannot|denied|no route",
             ln, re.I)]
-        return (telling or lines or [f"exit {self.rc}"])[0 if telling else -1][:200]
+        if telling:
+            return telling[0][:200]
+        return (lines[-1] if lines else f"exit {self.rc}")[:200]
 
 
 def bounded(argv: list[str], timeout_s: float, env: dict[str, str] | None = None,
@@ -234,127 +236,129 @@ def _ping(c: cluster_mod.Cluster, impl: MpiImpl, core: build_mod.Core, a: str, b
 
 def diagnose(spec: str, impl: MpiImpl, db: Path | None = None, timeout_s: float = 20.0,
              progress: Callable[[Check], None] | None = None) -> list[Check]:
+    """Every check, in order: each host reached, then its core, then rank
+    0's records, then TCP between the pairs whose hosts passed."""
     c, hosts, slots, remote = plan(spec)
     core = build_mod.build(impl)
+    here = _sha256(core.exe)
     out: list[Check] = []
-    for check in _run_checks(c, hosts, slots, remote, impl, core, db, timeout_s):
+
+    def add(check: Check) -> Check:
         out.append(check)
         if progress:
             progress(check)
+        return check
+
+    reached = [h for h in hosts
+               if add(_reach(h, slots.get(h), remote, timeout_s)).status != "fail"]
+    same = [h for h in hosts if add(
+        _core(h, remote, impl, core, here, timeout_s) if h in reached else
+        Check("core", h, "skip", "not tried: the host is not reachable")).status == "ok"]
+    for check in _records(hosts[0] if hosts and hosts[0] in reached else None, remote, db,
+                          timeout_s):
+        add(check)
+    for a, b in pairs(hosts):
+        add(_tcp(c, impl, core, a, b, timeout_s) if a in same and b in same else
+            Check("tcp", f"{a}-{b}", "skip", "not tried: a host of the pair failed above"))
     return out
 
 
-def _run_checks(c: cluster_mod.Cluster, hosts: list[str], slots: dict[str, int | None],
-                remote: Remote, impl: MpiImpl, core: build_mod.Core, db: Path | None,
-                timeout_s: float) -> Iterator[Check]:
-    fix_of = remote.unreachable_fix_for
-    reachable: list[str] = []
-    # -- reach, cores and clocks
-    for h in hosts:
-        t0 = time.time()
-        a = bounded(remote.argv(h, ["sh", "-c", "nproc; date +%s.%N"]), timeout_s)
-        t1 = time.time()
-        if a.rc != 0:
-            yield Check("reach", h, "fail", f"not reachable by {remote.how}: {a.why()}", fix_of(h))
-            continue
-        try:
-            nproc_s, stamp = a.out.split()[-2:]
-            ncores, offset = int(nproc_s), float(stamp) - (t0 + t1) / 2
-        except ValueError:
-            yield Check("reach", h, "fail", f"answers, but not as a shell would: {a.why()}",
-                        "a login shell there must run sh, nproc and date")
-            continue
-        reachable.append(h)
-        want = slots.get(h)
-        status, extra, fix = "ok", "", ""
-        if abs(offset) > max(CLOCK_TOLERANCE_S, t1 - t0):
-            status, extra = "warn", f"; its clock is {offset:+.1f} s off this machine's"
-            fix = "run chrony or ntpd on every host: records' times would not line up"
-        if want and want > ncores:
-            status = "warn"
-            extra += f"; the hostfile gives it {want} slots for {ncores} cores (oversubscribed)"
-            fix = fix or f"give {h} at most slots={ncores}"
-        yield Check("reach", h, status, f"reachable, {ncores} cores, clock "
-                    f"{offset:+.3f} s{extra}", fix)
-    # -- the same core, MPI and launcher everywhere
-    here = _sha256(core.exe)
-    same: list[str] = []
-    for h in hosts:
-        if h not in reachable:
-            yield Check("core", h, "skip", "not tried: the host is not reachable")
-            continue
-        a = bounded(remote.argv(h, ["sha256sum", str(core.exe)]), timeout_s)
-        if a.rc != 0 or not a.out.split():
-            yield Check("core", h, "fail", f"no core at {core.exe}: {a.why()}",
-                        "share commscope's cache between the hosts (a shared home, or "
-                        "COMMSCOPE_CACHE on a shared folder), or run `commscope build` on each "
-                        "with the same MPI")
-            continue
-        if a.out.split()[0] != here:
-            yield Check("core", h, "fail", f"another core binary at {core.exe} (sha256 "
-                        f"{a.out.split()[0][:12]}, here {here[:12]})",
-                        "the hosts must share one build: a shared cache, or the same MPI and "
-                        "sources everywhere, then `commscope build --force`")
-            continue
-        info = bounded(remote.argv(h, ["env", *[f"{k}={v}" for k, v in impl.env.items()],
-                                       str(core.exe), "--info"]), timeout_s)
+def _reach(h: str, slots: int | None, remote: Remote, timeout_s: float) -> Check:
+    """The host answers; its core count, and its clock against this
+    machine's (to within half the round trip)."""
+    t0 = time.time()
+    a = bounded(remote.argv(h, ["sh", "-c", "nproc; date +%s.%N"]), timeout_s)
+    t1 = time.time()
+    if a.rc != 0:
+        return Check("reach", h, "fail", f"not reachable by {remote.how}: {a.why()}",
+                     remote.unreachable_fix_for(h))
+    try:
+        nproc_s, stamp = a.out.split()[-2:]
+        ncores, offset = int(nproc_s), float(stamp) - (t0 + t1) / 2
+    except ValueError:
+        return Check("reach", h, "fail", f"answers, but not as a shell would: {a.why()}",
+                     "a login shell there must run sh, nproc and date")
+    status, extra, fix = "ok", "", ""
+    if abs(offset) > max(CLOCK_TOLERANCE_S, t1 - t0):
+        status, extra = "warn", f"; its clock is {offset:+.1f} s off this machine's"
+        fix = "run chrony or ntpd on every host: records' times would not line up"
+    if slots and slots > ncores:
+        status = "warn"
+        extra += f"; the hostfile gives it {slots} slots for {ncores} cores (oversubscribed)"
+        fix = fix or f"give {h} at most slots={ncores}"
+    return Check("reach", h, status, f"reachable, {ncores} cores, clock {offset * 1e3:+.0f} ms "
+                 f"± {(t1 - t0) / 2 * 1e3:.0f} ms{extra}", fix)
+
+
+def _core(h: str, remote: Remote, impl: MpiImpl, core: build_mod.Core, here: str,
+          timeout_s: float) -> Check:
+    """The same core binary, the same MPI library behind it, the launcher."""
+    a = bounded(remote.argv(h, ["sha256sum", str(core.exe)]), timeout_s)
+    if a.rc != 0 or not a.out.split():
+        return Check("core", h, "fail", f"no core at {core.exe}: {a.why()}",
+                     "share commscope's cache between the hosts (a shared home, or "
+                     "COMMSCOPE_CACHE on a shared folder), or run `commscope build` on each "
+                     "with the same MPI")
+    if a.out.split()[0] != here:
+        return Check("core", h, "fail", f"another core binary at {core.exe} (sha256 "
+                     f"{a.out.split()[0][:12]}, here {here[:12]})",
+                     "the hosts must share one build: a shared cache, or the same MPI and "
+                     "sources everywhere, then `commscope build --force`")
+    info = bounded(remote.argv(h, ["env", *[f"{k}={v}" for k, v in impl.env.items()],
+                                   str(core.exe), "--info"]), timeout_s)
+    try:
+        lib = str(json.loads(info.out.strip().splitlines()[-1]).get("mpi_library", ""))
+    except (ValueError, IndexError, AttributeError):
         lib = ""
-        try:
-            lib = str(json.loads(info.out.strip().splitlines()[-1]).get("mpi_library", ""))
-        except (ValueError, IndexError, AttributeError):
-            pass
-        if info.rc != 0 or not lib:
-            yield Check("core", h, "fail", f"the core does not start there: {info.why()}",
-                        f"install {impl.name}'s libraries on {h} at the same prefix")
-            continue
-        if lib.strip() != core.mpi_version:
-            yield Check("core", h, "fail", f"another MPI library: {lib.splitlines()[0]!r}, "
-                        f"here {core.mpi_version.splitlines()[0]!r}",
-                        "the same MPI implementation and version on every host")
-            continue
-        la = bounded(remote.argv(h, ["test", "-x", impl.launcher]), timeout_s)
-        if la.rc != 0:
-            yield Check("core", h, "fail", f"no launcher at {impl.launcher}",
-                        f"install {impl.name} at the same prefix on {h}")
-            continue
-        same.append(h)
-        yield Check("core", h, "ok", f"same core (sha256 {here[:12]}) and MPI "
-                    f"({core.mpi_version.splitlines()[0][:40]})")
-    # -- where rank 0's records are written
+    if info.rc != 0 or not lib:
+        return Check("core", h, "fail", f"the core does not start there: {info.why()}",
+                     f"install {impl.name}'s libraries on {h} at the same prefix")
+    if lib.strip() != core.mpi_version:
+        return Check("core", h, "fail", f"another MPI library: {lib.splitlines()[0]!r}, "
+                     f"here {core.mpi_version.splitlines()[0]!r}",
+                     "the same MPI implementation and version on every host")
+    if bounded(remote.argv(h, ["test", "-x", impl.launcher]), timeout_s).rc != 0:
+        return Check("core", h, "fail", f"no launcher at {impl.launcher}",
+                     f"install {impl.name} at the same prefix on {h}")
+    return Check("core", h, "ok", f"same core (sha256 {here[:12]}) and MPI "
+                 f"({core.mpi_version.splitlines()[0][:40]})")
+
+
+def _records(first: str | None, remote: Remote, db: Path | None,
+             timeout_s: float) -> Iterator[Check]:
+    """The store's folder writable here; rank 0's job folder (on the first
+    host) this machine's: a file made here is looked for there."""
     if db is not None:
         folder = db.resolve().parent
         if not os.access(folder, os.W_OK):
             yield Check("records", "", "fail", f"the store's folder {folder} is not writable here",
                         "choose --db in a folder you can write")
-    if hosts and hosts[0] in reachable:
-        first = hosts[0]
-        fd, marker = tempfile.mkstemp(prefix="commscope-doctor-")
-        os.close(fd)
-        try:
-            a = bounded(remote.argv(first, ["test", "-e", marker]), timeout_s)
-        finally:
-            os.unlink(marker)
-        if a.rc == 0:
-            yield Check("records", first, "ok", f"rank 0 runs here; its job folder "
-                        f"({tempfile.gettempdir()}) is this machine's")
-        else:
-            yield Check("records", first, "fail", f"rank 0 runs on {first}, whose "
-                        f"{tempfile.gettempdir()} is not this machine's: its records would not "
-                        "come back", "run commscope on the first host of the hostfile, or set "
-                        "TMPDIR to a folder every host shares")
-    # -- TCP between every pair
-    for a_, b_ in pairs(hosts):
-        where = f"{a_}-{b_}"
-        if a_ not in same or b_ not in same:
-            yield Check("tcp", where, "skip", "not tried: a host of the pair failed above")
-            continue
-        ok, what = _ping(c, impl, core, a_, b_, timeout_s)
-        if ok:
-            yield Check("tcp", where, "ok", f"2-rank ping: {what}")
-        else:
-            yield Check("tcp", where, "fail", f"2-rank ping failed: {what}",
-                        "a firewall between them, or the MPI picks an interface that does not "
-                        "reach (Open MPI: --mca btl_tcp_if_include SUBNET; MPICH: -iface IF)")
+    if first is None:
+        return
+    fd, marker = tempfile.mkstemp(prefix="commscope-doctor-")
+    os.close(fd)
+    try:
+        a = bounded(remote.argv(first, ["test", "-e", marker]), timeout_s)
+    finally:
+        os.unlink(marker)
+    if a.rc == 0:
+        yield Check("records", first, "ok", f"rank 0 runs here; its job folder "
+                    f"({tempfile.gettempdir()}) is this machine's")
+    else:
+        yield Check("records", first, "fail", f"rank 0 runs on {first}, whose "
+                    f"{tempfile.gettempdir()} is not this machine's: its records would not "
+                    "come back", "run commscope on the first host of the hostfile, or set "
+                    "TMPDIR to a folder every host shares")
+
+
+def _tcp(c: cluster_mod.Cluster, impl: MpiImpl, core: build_mod.Core, a: str, b: str,
+         timeout_s: float) -> Check:
+    ok, what = _ping(c, impl, core, a, b, timeout_s)
+    if ok:
+        return Check("tcp", f"{a}-{b}", "ok", f"2-rank ping got through ({what}, one short run)")
+    return Check("tcp", f"{a}-{b}", "fail", f"2-rank ping failed: {what}",
+                 "a firewall between them, or the MPI picks an interface that does not "
+                 "reach (Open MPI: --mca btl_tcp_if_include SUBNET; MPICH: -iface IF)")
 
 
 def summary(checks: list[Check]) -> str:
