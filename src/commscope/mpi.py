@@ -10,7 +10,7 @@ import shutil
 import site
 import subprocess
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .errors import CommscopeError
@@ -51,8 +51,7 @@ def with_compiler(impl: MpiImpl, cc: str) -> MpiImpl:
         raise CommscopeError(f"--cc: not a compiler name or path: {cc!r}")
     if not shutil.which(cc):
         raise CommscopeError(f"--cc: compiler not found: {cc}")
-    return MpiImpl(impl.name, impl.family, impl.mpicc, impl.launcher, impl.source,
-                   {**impl.env, CC_VARIABLE[impl.family]: cc}, cc)
+    return replace(impl, env={**impl.env, CC_VARIABLE[impl.family]: cc}, cc=cc)
 
 
 def _run(argv: list[str], env: dict[str, str] | None = None,
