@@ -342,11 +342,14 @@ def cmd_crossover(a: argparse.Namespace) -> int:
 
 @command("analyze findings")
 def cmd_findings(a: argparse.Namespace) -> int:
-    from .analysis import findings
+    from .analysis import findings, summary
     from .analysis.series import collect
 
-    found = findings.all_findings(collect(_matching(a)[1]))
-    print(findings.text(found, limit=a.limit or None), end="")
+    series = collect(_matching(a)[1])
+    found = findings.all_findings(series)
+    top = summary.text(summary.summarize(series, found))
+    print(top + ("Every finding, those that save most first:\n" if top and found else "")
+          + findings.text(found, limit=a.limit or None), end="")
     return 0
 
 

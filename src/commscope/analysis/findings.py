@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..sizes import human_bytes
 from . import crossover, guidelines, hockney
@@ -35,6 +35,11 @@ class Finding:
     xrow: crossover.Row | None = None  # collective-slower: the comparison behind it
     gain: float = 0.0  # the fraction of time a user would save by acting on it
     key: tuple[object, ...] = ()  # findings with equal keys say the same thing
+    ratio: float = 1.0  # the slower over the faster (median over the sizes it holds for)
+    span: tuple[int, int] | None = None  # the first and last size it holds for
+    # faster: (winner, loser); the others: the configuration it was seen under
+    parties: tuple[Config, ...] = ()
+    benches: tuple[str, ...] = ()  # merged: every benchmark it was seen in
 
 
 def bh_keep(pvalues: Mapping[object, float], q: float = FDR) -> set[object]:
@@ -83,9 +88,11 @@ def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]]) -
 def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
     out: list[Finding] = []
     groups: dict[tuple[int, str, str], dict[str, Series]] = {}
+    cfgs: dict[tuple[int, str, str, str], Config] = {}
     for (cfg, bench), s in series.items():
         if bench not in SKIP_FASTER:
             groups.setdefault((cfg.np, cfg.cluster, bench), {})[cfg.mpi] = s
+            cfgs[(cfg.np, cfg.cluster, bench, cfg.mpi)] = cfg
     kept = _welch_family(groups)
     for (np_, cluster, bench), by_mpi in sorted(groups.items()):
         mpis = sorted(by_mpi)
@@ -117,7 +124,10 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                         f"(median ratio {med:.2f}x, up to {ratios[-1]:.2f}x)",
                         recs, bench, gain=1.0 - 1.0 / med,
                         key=("faster", np_, cluster, winner, loser, sizes[0], sizes[-1],
-                             round(math.log(med) / math.log(1.15)))))
+                             round(math.log(med) / math.log(1.15))),
+                        ratio=med, span=(sizes[0], sizes[-1]),
+                        parties=(cfgs[(np_, cluster, bench, winner)],
+                                 cfgs[(np_, cluster, bench, loser)])))
     return out
 
 
@@ -143,7 +153,8 @@ def bandwidth_drops(series: Mapping[tuple[Config, str], Series]) -> list[Finding
                     f"{bench} under {cfg.label()}: bandwidth drops {100 * (1 - mb / ma):.0f}% "
                     f"from {human_bytes(a)} ({ma:.0f} MB/s) to {human_bytes(b)} ({mb:.0f} MB/s)",
                     tuple(x for x in (s[a].result_id, s[b].result_id) if x is not None),
-                    bench, gain=0.5 * (1.0 - mb / ma)))
+                    bench, gain=0.5 * (1.0 - mb / ma), ratio=ma / mb, span=(a, b),
+                    parties=(cfg,)))
     return out
 
 
@@ -166,7 +177,7 @@ def protocol_switches(series: Mapping[tuple[Config, str], Series]) -> list[Findi
             f"(alpha {left.alpha_us:.2f} -> {right.alpha_us:.2f} us, "
             f"beta {left.beta_gb_per_s:.1f} -> {right.beta_gb_per_s:.1f} GB/s)",
             tuple(p.result_id for p in s.values() if p.result_id is not None), bench,
-            gain=0.01))
+            gain=0.01, span=(left.last_size, right.first_size), parties=(cfg,)))
     return out
 
 
@@ -216,7 +227,9 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             "collective-slower",
             f"{crossover.mpi_name(row.collective)} under {row.config.label()} is slower than "
             f"{row.reference} {where}: {v.advice(row.collective, row.reference)}",
-            recs, row.collective, row, gain=gain))
+            recs, row.collective, row, gain=gain,
+            ratio=ratios[len(ratios) // 2] if ratios else 1.0,
+            span=(sizes[0], sizes[-1]) if sizes else None, parties=(row.config,)))
     return out
 
 
@@ -227,7 +240,8 @@ def guideline_violations(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             "guideline",
             f"under {v.config.label()}, {v.guideline} does not hold {v.where()} "
             f"({v.ratio:.2f}x): {v.advice}",
-            v.records(), v.lhs, gain=1.0 - 1.0 / v.ratio))
+            v.records(), v.lhs, gain=1.0 - 1.0 / v.ratio, ratio=v.ratio,
+            span=(v.checks[0].size, v.checks[-1].size), parties=(v.config,)))
     return out
 
 
@@ -242,8 +256,9 @@ def merged(found: list[Finding]) -> list[Finding]:
             i = by_key[f.key]
             g = out[i]
             first = g.text.split(",", 1)
-            out[i] = Finding(g.kind, f"{first[0]}, {f.bench},{first[1]}", g.records + f.records,
-                             g.bench, g.xrow, max(g.gain, f.gain), g.key)
+            out[i] = replace(g, text=f"{first[0]}, {f.bench},{first[1]}",
+                             records=g.records + f.records, gain=max(g.gain, f.gain),
+                             benches=(*(g.benches or (g.bench,)), f.bench))
             continue
         if f.key:
             by_key[f.key] = len(out)

@@ -3,12 +3,13 @@ intervals against message size."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..config import what
+from ..config import Configuration, what
 from ..show import place
 
 
@@ -40,6 +41,14 @@ class Config:
     # `mpi` without the benchmark's own parameters: where a collective's
     # point-to-point reference (latency, which has none) is found
     base: str = field(default="", compare=False)
+    # the implementation alone, and the runtime settings, of `mpi`: what
+    # tells "another implementation" from "the same one, set otherwise"
+    impl: str = field(default="", compare=False)
+    settings: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def implementation(self) -> str:
+        return self.impl or self.mpi.split()[0]
 
     def label(self) -> str:
         over = " (oversubscribed)" if self.oversubscribed else ""
@@ -72,9 +81,20 @@ def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
         p = point(r)
         if p is not None:
             over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])
-            cfg = Config(what(r), int(r["np"]), place(r), over, what(r, params=False))
+            impl, settings = _identity(r)
+            cfg = Config(what(r), int(r["np"]), place(r), over, what(r, params=False), impl,
+                         settings)
             out[(cfg, r["bench"])][p.size] = p
     return dict(out)
+
+
+def _identity(r: sqlite3.Row) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The implementation and runtime settings a record ran with."""
+    text = r["config"] if "config" in r.keys() else None
+    if not text:
+        return str(r["mpi_name"]), ()
+    cfg = Configuration.from_json(json.loads(text))
+    return cfg.mpi, cfg.settings
 
 
 def separated(a: Point, b: Point) -> int:
