@@ -114,12 +114,19 @@ def test_compare_bad_selection(capsys, tmp_path):
 
 
 def test_labels_are_escaped_and_no_script_is_embedded(tmp_path):
+    from dataclasses import replace
+
     evil = '<script>alert("x")</script>'
     res = parse_file(GOLDEN).results
-    s = _store_with(tmp_path, {f"mpi{evil}": res, "plain": res},
+    # the evil one slower, so that its name is in the summary's conclusion too
+    slow = [replace(r, median_us=3 * r.median_us, ci_lo_us=3 * r.ci_lo_us,
+                    ci_hi_us=3 * r.ci_hi_us) for r in res]
+    s = _store_with(tmp_path, {f"mpi{evil}": slow, "plain": res},
                     machine={"hostname": f"host{evil}", "n_cores": 2, "cpu_model": "a&b"})
     index = build(s, tmp_path / "rep", s.result_rows())
     html = index.read_text()
+    summary = html.split("<section id=summary")[1].split("</section>")[0]
+    assert "use plain: mpi&lt;script&gt;" in summary, summary
     assert "<script" not in html.lower()
     assert "&lt;script&gt;" in html and "a&amp;b" in html
     assert 'src="http' not in html and 'href="http' not in html  # nothing from outside
@@ -171,3 +178,70 @@ def test_real_report_renders_in_chromium(tmp_path, cores):
     orange = ((abs(rgb[:, 0] - 230 / 255) < 0.06) & (abs(rgb[:, 1] - 159 / 255) < 0.06)
               & (rgb[:, 2] < 0.08)).sum()
     assert orange > 200, f"only {orange} pixels of the figures' line colour were rendered"
+    assert_first_screen(out / "index.html")
+
+
+def assert_first_screen(index: Path, width: int = 1200, height: int = 900) -> dict:
+    """What a reader sees before scrolling, as Chromium laid it out: the
+    summary first, its facts whole, a conclusion (or the note that nothing
+    separated) and at least one figure of it loaded and whole on screen."""
+    from tests import chromium
+
+    got = chromium.first_screen(index.as_uri(), width, height)
+    assert got["firstH2"] == "What matters most here", got["firstH2"]
+    assert got["summary"] and got["summary"]["top"] < 150, got["summary"]
+    labels = [f["text"].split()[0] for f in got["facts"]]
+    assert {"Machine", "Measured", "Where"} <= set(labels), labels
+    assert all(f["bottom"] <= height for f in got["facts"]), got["facts"]
+    shown = [i for i in got["images"] if i["loaded"] and i["bottom"] <= height]
+    assert shown, f"no figure of the summary is whole on the first screen: {got['images']}"
+    assert all(i["loaded"] for i in got["images"]), got["images"]
+    if got["heads"]:
+        assert got["heads"][0]["bottom"] <= height, got["heads"][0]
+    assert got["findings"]["top"] >= got["summary"]["bottom"]
+    return got
+
+
+def test_first_screen_leads_with_the_conclusion_and_its_figure(tmp_path, capsys):
+    """Fixed data: one implementation three times slower at both sizes of
+    latency and bandwidth.  The summary says which to use and by how much,
+    before the findings; the figure beside it plots exactly the stored
+    records; in Chromium, both are on the first screen."""
+    from dataclasses import replace
+
+    res = parse_file(GOLDEN).results
+    slow = [replace(r, median_us=3 * r.median_us, ci_lo_us=3 * r.ci_lo_us,
+                    ci_hi_us=3 * r.ci_hi_us, mb_per_s=r.mb_per_s / 3 if r.mb_per_s else None)
+            for r in res]
+    s = _store_with(tmp_path, {"fast": res, "slow": slow})
+    index = build(s, tmp_path / "rep", s.result_rows())
+    html = index.read_text()
+    summary = html.split('<section id=summary class=summary>')[1].split("</section>")[0]
+    assert html.index("<section id=summary") < html.index("<h2 id=findings>")
+    head = "For small messages use fast: slow takes 3.00x as long from 8 B to 64 B"
+    assert head in summary, summary
+    assert '<img src="fig/fig-top-1.svg"' in summary
+    details = summary.split('<a href="#')[1].split('"')[0]
+    assert details in ("fig-latency", "fig-bw") and f'id="{details}"' in html
+    figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}
+    top = figs["fig-top-1"]
+    stored = {(r["mpi_name"], r["bench"], r["size_bytes"]): r for r in s.result_rows()}
+    bench = top["title"].split(": ")[1].split(",")[0]  # "which implementation: bw, 2 ..."
+    assert sorted(ln["label"] for ln in top["lines"]) == ["fast", "slow"]
+    for ln in top["lines"]:
+        assert ln["sizes"] == [8, 64]
+        for x, v, rid in zip(ln["sizes"], ln["values"], ln["record_ids"], strict=True):
+            r = stored[(ln["label"], bench, x)]
+            assert rid == r["id"]
+            # bandwidth is size over the median time; the core rounds the
+            # figure it stores to six digits
+            assert v == pytest.approx(r["mb_per_s"] if bench == "bw" else r["median_us"],
+                                      rel=1e-5)
+    if shutil.which("chromium"):
+        got = assert_first_screen(index)
+        assert got["heads"] and head in got["heads"][0]["text"]
+    # analyze findings leads with the same conclusion, then lists every finding
+    assert cli.main(["analyze", "findings", "--db", str(s.path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"What matters most here:\n  1. {head}"), out[:300]
+    assert "\nEvery finding, those that save most first:\n  1. [faster]" in out

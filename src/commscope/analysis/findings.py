@@ -40,6 +40,7 @@ class Finding:
     # faster: (winner, loser); the others: the configuration it was seen under
     parties: tuple[Config, ...] = ()
     benches: tuple[str, ...] = ()  # merged: every benchmark it was seen in
+    violation: guidelines.Violation | None = None  # guideline: the checks behind it
 
 
 def bh_keep(pvalues: Mapping[object, float], q: float = FDR) -> set[object]:
@@ -241,7 +242,7 @@ def guideline_violations(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             f"under {v.config.label()}, {v.guideline} does not hold {v.where()} "
             f"({v.ratio:.2f}x): {v.advice}",
             v.records(), v.lhs, gain=1.0 - 1.0 / v.ratio, ratio=v.ratio,
-            span=(v.checks[0].size, v.checks[-1].size), parties=(v.config,)))
+            span=(v.checks[0].size, v.checks[-1].size), parties=(v.config,), violation=v))
     return out
 
 

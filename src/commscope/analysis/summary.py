@@ -91,7 +91,11 @@ def headline(f: Finding) -> str:
     span = f.span or (0, 0)
     if k == "implementation":
         w, lo = f.parties
-        return (f"For {_scale(span)} use {w.mpi}: {lo.mpi} takes {f.ratio:.2f}x as long "
+        scale = _scale(span)
+        if scale == "messages":
+            return (f"Use {w.mpi}, not {lo.mpi}, {_span(span)}: {lo.mpi} takes "
+                    f"{f.ratio:.2f}x as long ({_benches(f)}, {_where(w)})")
+        return (f"For {scale} use {w.mpi}: {lo.mpi} takes {f.ratio:.2f}x as long "
                 f"{_span(span)} ({_benches(f)}, {_where(w)})")
     if k == "setting":
         w, lo = f.parties

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import sqlite3
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..config import what
@@ -38,6 +38,21 @@ class Figure:
     vlines: list[tuple[int, str]] = field(default_factory=list)  # (size, label)
     logy: bool = True
     xbytes: bool = True  # x is a size in bytes (ticks 1K, 1M); else a count (N, ranks)
+    spans: list[tuple[int, int, str]] = field(default_factory=list)  # shaded x ranges
+    inches: tuple[float, float] = (7.2, 4.2)
+
+
+@dataclass
+class Grid:
+    """Small multiples: panels of one kind side by side, on shared axes and
+    one legend where their lines are the same, each line one colour in
+    every panel."""
+
+    fig_id: str
+    title: str
+    panels: list[Figure]
+    sharey: bool = True
+    cols: int = 3
 
 
 def _value(r: sqlite3.Row, metric: str) -> tuple[float, float, float] | None:
@@ -118,49 +133,136 @@ def phase_lines(rows: Sequence[sqlite3.Row], benches: Sequence[str], np_: int,
     return [line_of(k, v) for k, v in sorted(groups.items())]
 
 
-def render_svg(fig: Figure) -> str:
-    """The figure as an SVG document (no script, fonts as paths)."""
+def _colours(figs: Sequence[Figure]) -> dict[str, str]:
+    """One colour per line label, in order of first appearance."""
+    out: dict[str, str] = {}
+    for f in figs:
+        for ln in f.lines:
+            if ln.label not in out:
+                out[ln.label] = PALETTE[len(out) % len(PALETTE)]
+    return out
+
+
+def _plain_log():
+    """matplotlib's log formatter (which labels it thins out), writing each
+    label as a plain number."""
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):  # noqa: ARG002
+            return f"{x:g}"
+
+    return Plain
+
+
+def _draw(ax, fig: Figure, colours: Mapping[str, str], legend: bool, small: bool,
+          xsizes: Sequence[int] = ()) -> None:
+    """One panel; xsizes: the sizes of every panel sharing this x axis."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    from ..sizes import human
+
+    for ln in fig.lines:
+        c = colours[ln.label]
+        ax.plot(ln.sizes, ln.values, marker="o", markersize=2.5 if small else 3,
+                linewidth=1.2 if small else 1.5, color=c, label=ln.label,
+                linestyle="--" if ln.dashed else "-")
+        ax.fill_between(ln.sizes, ln.lo, ln.hi, color=c, alpha=0.18, linewidth=0)
+    for lo, hi, label in fig.spans:
+        ax.axvspan(lo, hi, color="#888888", alpha=0.13, linewidth=0)
+        if label:
+            ax.annotate(label, ((lo * hi) ** 0.5, 0.98), xycoords=("data", "axes fraction"),
+                        va="top", ha="center", fontsize=7, color="#333333")
+    for size, label in fig.vlines:
+        ax.axvline(size, color="#555555", linestyle=":", linewidth=1)
+        ax.annotate(label, (size, 1), xycoords=("data", "axes fraction"), rotation=90,
+                    va="top", ha="right", fontsize=7 if small else 8, color="#333333")
+    ax.set_xscale("log", base=2)
+    sizes = sorted(set(xsizes) or {x for ln in fig.lines for x in ln.sizes})
+    if sizes and not fig.xbytes:
+        ax.xaxis.set_major_locator(FixedLocator(sizes))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v)}"))
+    elif sizes:
+        step = 6 if small and sizes[-1] / sizes[0] > 2**18 else 3
+        ticks = [2**k for k in range(0, 41, step) if sizes[0] <= 2**k <= sizes[-1]]
+        ax.xaxis.set_major_locator(FixedLocator(ticks or sizes))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human(int(v))))
+    ax.xaxis.set_minor_locator(NullLocator())
+    if fig.logy:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(_plain_log()())  # 0.2, 6, 10: not 6x10^0 nor 6e-01
+        ax.yaxis.set_minor_formatter(_plain_log()(minor_thresholds=(1.5, 0.6)))
+    fs = 8 if small else 10
+    ax.set_xlabel(fig.xlabel, fontsize=fs)
+    ax.set_ylabel(fig.ylabel, fontsize=fs)
+    ax.tick_params(labelsize=fs - 1)
+    ax.set_title(fig.title, fontsize=fs + 1)
+    ax.grid(True, which="major", alpha=0.3)
+    if legend and fig.lines:
+        ax.legend(fontsize=6 if small else 8, loc="best")
+
+
+def _svg(f) -> str:
+    import matplotlib.pyplot as plt
+
+    buf = io.StringIO()
+    f.savefig(buf, format="svg")
+    plt.close(f)
+    return buf.getvalue()
+
+
+def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams["svg.fonttype"] = "path"
-    f, ax = plt.subplots(figsize=(7.2, 4.2), dpi=100)
-    for i, ln in enumerate(fig.lines):
-        c = PALETTE[i % len(PALETTE)]
-        ax.plot(ln.sizes, ln.values, marker="o", markersize=3, linewidth=1.5, color=c,
-                label=ln.label, linestyle="--" if ln.dashed else "-")
-        ax.fill_between(ln.sizes, ln.lo, ln.hi, color=c, alpha=0.18, linewidth=0)
-    for size, label in fig.vlines:
-        ax.axvline(size, color="#555555", linestyle=":", linewidth=1)
-        ax.annotate(label, (size, 1), xycoords=("data", "axes fraction"), rotation=90,
-                    va="top", ha="right", fontsize=8, color="#333333")
-    ax.set_xscale("log", base=2)
-    from matplotlib.ticker import FixedLocator, FuncFormatter
+    plt.rcParams["svg.fonttype"] = "path"  # no fonts to load: text as paths
+    return plt
 
-    from ..sizes import human
 
-    sizes = sorted({x for ln in fig.lines for x in ln.sizes})
-    if sizes and not fig.xbytes:
-        ax.xaxis.set_major_locator(FixedLocator(sizes))
-        ax.xaxis.set_minor_locator(FixedLocator([]))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{int(v)}"))
-    elif sizes:
-        ticks = [2**k for k in range(0, 41, 3) if sizes[0] <= 2**k <= sizes[-1]]
-        ax.xaxis.set_major_locator(FixedLocator(ticks or sizes))
-        ax.xaxis.set_minor_locator(FixedLocator([]))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: human(int(v))))
-    if fig.logy:
-        ax.set_yscale("log")
-    ax.set_xlabel(fig.xlabel)
-    ax.set_ylabel(fig.ylabel)
-    ax.set_title(fig.title, fontsize=11)
-    ax.grid(True, which="major", alpha=0.3)
-    if fig.lines:
-        ax.legend(fontsize=8, loc="best")
+def render_svg(fig: Figure) -> str:
+    """The figure as an SVG document (no script, fonts as paths)."""
+    plt = _pyplot()
+    f, ax = plt.subplots(figsize=fig.inches, dpi=100)
+    _draw(ax, fig, _colours([fig]), legend=True, small=fig.inches[0] < 6)
     f.tight_layout()
-    buf = io.StringIO()
-    f.savefig(buf, format="svg")
-    plt.close(f)
-    return buf.getvalue()
+    return _svg(f)
+
+
+def render_grid_svg(grid: Grid) -> str:
+    """Small multiples as one SVG: shared x (and y where asked), one legend
+    below the panels where every panel draws the same lines, else one each."""
+    plt = _pyplot()
+    n = len(grid.panels)
+    cols = max(1, min(grid.cols, n))
+    rows = -(-n // cols)
+    labels = [tuple(ln.label for ln in p.lines) for p in grid.panels]
+    shared = len({frozenset(x) for x in labels}) == 1
+    n_legend = len(labels[0]) if shared and labels else 0
+    ncol = max(1, min(3, n_legend))
+    legend_in = 0.3 + 0.17 * -(-n_legend // ncol) if n_legend else 0.0
+    f, axes = plt.subplots(rows, cols, figsize=(3.7 * cols, 2.9 * rows + legend_in + 0.3),
+                           dpi=100, sharex=all(p.xbytes for p in grid.panels),
+                           sharey=grid.sharey, squeeze=False)
+    colours = _colours(grid.panels)
+    xs = sorted({x for p in grid.panels for ln in p.lines for x in ln.sizes})
+    for i, panel in enumerate(grid.panels):
+        ax = axes[i // cols][i % cols]
+        _draw(ax, panel, colours, legend=not shared, small=True, xsizes=xs)
+        if grid.sharey and i % cols:  # the first panel of the row carries the y label
+            ax.set_ylabel("")
+        if i + cols < n:  # a panel below carries the x axis's labels
+            ax.set_xlabel("")
+        else:
+            ax.xaxis.set_tick_params(labelbottom=True)
+    for j in range(n, rows * cols):
+        axes[j // cols][j % cols].set_visible(False)
+    f.suptitle(grid.title, fontsize=11)
+    if shared and n_legend:
+        handles, names = axes[0][0].get_legend_handles_labels()
+        f.legend(handles, names, loc="lower center", fontsize=8, ncol=ncol, frameon=False)
+        f.tight_layout(rect=(0, legend_in / f.get_figheight(), 1, 1))
+    else:
+        f.tight_layout()
+    return _svg(f)

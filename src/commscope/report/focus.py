@@ -1,0 +1,75 @@
+"""The figure beside each conclusion of the first screen: only the lines the
+conclusion compares, the sizes it holds for shaded, so that the picture
+carries the sentence next to it without the reader hunting in a figure of
+ten lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..analysis.crossover import mpi_name
+from ..analysis.findings import Finding
+from ..analysis.series import Config, Series
+from ..analysis.summary import Conclusion
+from .figures import Figure, Line
+
+BANDWIDTH = {"bw": 1.0, "bibw": 2.0}  # benchmarks shown as bandwidth, bytes moved per size
+SIZE = (4.6, 2.7)  # inches: beside a paragraph, within one screen
+
+
+def line(label: str, s: Series, bench: str = "", dashed: bool = False) -> Line:
+    """A series as a line: time, or bandwidth (MB/s) for the bandwidth
+    benchmarks, with its interval."""
+    sizes = sorted(x for x in s if x > 0)
+    k = BANDWIDTH.get(bench)
+    if k:
+        vals = [(k * x / s[x].median, k * x / s[x].hi, k * x / s[x].lo) for x in sizes]
+    else:
+        vals = [(s[x].median, s[x].lo, s[x].hi) for x in sizes]
+    return Line(label, tuple(sizes), tuple(v[0] for v in vals), tuple(v[1] for v in vals),
+                tuple(v[2] for v in vals), tuple(s[x].result_id or 0 for x in sizes), dashed)
+
+
+def _ylabel(bench: str) -> str:
+    return "bandwidth (MB/s)" if bench in BANDWIDTH else "time (us)"
+
+
+def _lines(f: Finding, series: Mapping[tuple[Config, str], Series]) -> list[Line]:
+    if f.kind == "faster":
+        return [line(c.mpi, series[(c, f.bench)], f.bench) for c in f.parties
+                if (c, f.bench) in series]
+    if f.kind == "collective-slower" and f.xrow is not None:
+        x = f.xrow
+        return [line(mpi_name(x.collective), x.coll), line(x.reference, x.ref, dashed=True)]
+    if f.kind == "guideline" and f.violation is not None:
+        v = f.violation
+        own = series.get((v.config, v.lhs), {})
+        rhs = [(c.size, c.rhs_median, c.rhs_lo, c.rhs_hi) for c in v.checks]
+        composed = Line(v.guideline.split("<=")[-1].strip() or "composition",
+                        tuple(p[0] for p in rhs), tuple(p[1] for p in rhs),
+                        tuple(p[2] for p in rhs), tuple(p[3] for p in rhs),
+                        tuple(0 for _ in rhs), dashed=True)
+        return [line(mpi_name(v.lhs), own), composed] if own else [composed]
+    (c,) = f.parties or (None,)
+    if c is not None and (c, f.bench) in series:
+        return [line(c.mpi, series[(c, f.bench)], f.bench)]
+    return []
+
+
+def figure(c: Conclusion, series: Mapping[tuple[Config, str], Series], fig_id: str
+           ) -> Figure | None:
+    f = c.finding
+    lines = _lines(f, series)
+    if not lines:
+        return None
+    bench = f.bench if f.kind in ("faster", "drop") else ""
+    title = {"implementation": "which implementation", "setting": "a setting",
+             "variant": "which build", "collective": "collective or sends",
+             "anomaly": "worth a look"}[c.kind]
+    c0 = f.parties[0] if f.parties else None
+    where = f", {c0.np} processes, {c0.cluster}" if c0 else ""
+    fig = Figure(fig_id, f"{title}: {f.bench}{where}", _ylabel(bench), lines, inches=SIZE)
+    if f.span:
+        lo, hi = f.span
+        fig.spans.append((lo, hi, ""))
+    return fig

@@ -1,0 +1,107 @@
+"""What a report section is made of, and the folder it is written to.
+
+Sections hand the template plain values (text, table cells, figure
+references); the template's environment escapes every one of them, so no
+section writes markup."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from .figures import Figure, Grid, render_grid_svg, render_svg
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    id: str = ""
+    tag: ClassVar[str] = "h3"
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    css: str = ""
+    tag: ClassVar[str] = "p"
+
+
+@dataclass(frozen=True)
+class Pre:
+    text: str
+    tag: ClassVar[str] = "pre"
+
+
+@dataclass(frozen=True)
+class Table:
+    head: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+    num: frozenset[int] = frozenset()  # columns of figures, right-aligned
+    tag: ClassVar[str] = "table"
+
+
+def table(head: Sequence[str], rows: Sequence[Sequence[object]], num: Sequence[int] = ()
+          ) -> Table:
+    return Table(tuple(head), tuple(tuple("" if v is None else v for v in r) for r in rows),
+                 frozenset(num))
+
+
+@dataclass(frozen=True)
+class FigRef:
+    fig_id: str
+    title: str
+    caption: str
+    anchors: tuple[str, ...] = ()  # the panels' own ids, for links to one of them
+    css: str = ""
+    tag: ClassVar[str] = "figure"
+
+
+Item = Heading | Para | Pre | Table | FigRef
+
+
+@dataclass
+class Page:
+    """The report's folder: figures are written as they are made, and every
+    plotted series is listed in figures.json (each panel of small multiples
+    under its own id) so that tests can hold each point to the store."""
+
+    out: Path
+    plotted: list[dict[str, object]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        (self.out / "fig").mkdir(parents=True, exist_ok=True)
+
+    def _list(self, fig: Figure, grid: str = "") -> None:
+        entry: dict[str, object] = {"id": fig.fig_id, "title": fig.title,
+                                    "lines": [ln.__dict__ for ln in fig.lines]}
+        if grid:
+            entry["grid"] = grid
+        self.plotted.append(entry)
+
+    def figure(self, fig: Figure, caption: str) -> FigRef | None:
+        if not fig.lines:
+            return None
+        (self.out / "fig" / f"{fig.fig_id}.svg").write_text(render_svg(fig))
+        self._list(fig)
+        return FigRef(fig.fig_id, fig.title, caption)
+
+    def grid(self, grid: Grid, caption: str) -> FigRef | None:
+        panels = [p for p in grid.panels if p.lines]
+        if not panels:
+            return None
+        g = Grid(grid.fig_id, grid.title, panels, grid.sharey, grid.cols)
+        (self.out / "fig" / f"{g.fig_id}.svg").write_text(render_grid_svg(g))
+        for p in panels:
+            self._list(p, g.fig_id)
+        return FigRef(g.fig_id, g.title, caption, tuple(p.fig_id for p in panels), "grid")
+
+    def write_index(self) -> None:
+        (self.out / "figures.json").write_text(json.dumps(self.plotted))
+
+
+def items(*xs: Item | None) -> list[Item]:
+    """The items that exist (a figure with no line is None)."""
+    return [x for x in xs if x is not None]

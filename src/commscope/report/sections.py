@@ -1,0 +1,332 @@
+"""The report's sections after the first screen, each a function that makes
+its figures and returns the items its template block shows."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Sequence
+
+from ..analysis import apps, crossover, findings, hockney
+from ..analysis import compare as compare_mod
+from ..config import what
+from ..show import place
+from ..sizes import human
+from ..store import Store
+from .figures import Figure, Grid, Line, lines_for
+from .page import Heading, Item, Page, Pre, Table, items, table
+
+P2P = (("latency", "time", "one-way latency (us)", "Latency (ping-pong, round trip / 2)"),
+       ("bw", "bandwidth", "bandwidth (MB/s)", "Unidirectional bandwidth"),
+       ("bibw", "bandwidth", "bandwidth (MB/s, both ways)", "Bidirectional bandwidth"),
+       ("roundtrip", "rate", "round trips per second", "Round-trip rate"),
+       ("sendloop", "time", "time per send (us)", "Send loop: time per send"))
+COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "alltoall",
+               "allgather", "reduce_scatter")
+LEAD_FINDINGS = 8  # the findings shown before any fold: the ones that save most
+
+Tick = Callable[[str], None]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+# -- findings ---------------------------------------------------------------
+def finding_anchor(f: findings.Finding, xrows: list[crossover.Row]) -> str:
+    """The figure that shows a finding; the section, for benchmarks that
+    have no figure of their own (the hand-written *_sends versions)."""
+    if f.xrow is not None and f.xrow in xrows:
+        return xfig_id(f.xrow, xrows.index(f.xrow))
+    if f.bench in {b for b, *_ in P2P} or f.bench in COLLECTIVES:
+        return f"fig-{f.bench}"
+    return "crossover" if xrows else "findings"
+
+
+def finding_view(i: int, f: findings.Finding, xrows: list[crossover.Row],
+                 n_recs: int = 20) -> dict[str, object]:
+    recs = ", ".join(str(x) for x in f.records[:n_recs]) + ("…" if len(f.records) > n_recs
+                                                             else "")
+    return {"id": f"finding-{i}", "kind": f.kind, "text": f.text, "recs": recs,
+            "save": f"(saves ~{100 * f.gain:.0f}%)" if f.gain >= 0.02 else "",
+            "anchor": finding_anchor(f, xrows)}
+
+
+def findings_section(found: Sequence[findings.Finding], xrows: list[crossover.Row]
+                     ) -> dict[str, object]:
+    """Every finding, those that save most first: the implementation
+    comparisons in a table of their own, the others as sentences, past
+    LEAD_FINDINGS folded away.  Ids follow the order of `found`."""
+    views = [finding_view(i, f, xrows, 20 if f.kind != "faster" else 8)
+             for i, f in enumerate(found)]
+    return {"lead": [v for v, f in zip(views, found, strict=True) if f.kind != "faster"],
+            "faster": [v for v, f in zip(views, found, strict=True) if f.kind == "faster"],
+            "shown": LEAD_FINDINGS}
+
+
+# -- runs and failures --------------------------------------------------------
+def runs_table(store: Store, run_ids: set[int]) -> Table:
+    rows = []
+    for r in store.runs():
+        if r["id"] not in run_ids:
+            continue
+        ver = (r["mpi_version"] or "").splitlines()
+        rows.append((r["id"], r["status"], r["mpi_name"], ver[0] if ver else "", r["bench"],
+                     r["np"], place(r) + (" (oversubscribed)" if r["oversubscribed"] else ""),
+                     r["hostname"], r["cpu_model"], r["n_cores"], r["kernel"],
+                     f"{r['commscope_version']} {r['git_rev'] or ''}".strip(), r["started_at"]))
+    return table(("run", "status", "MPI", "version", "benchmark", "ranks", "cluster", "host",
+                  "CPU", "cores", "kernel", "commscope", "started"), rows, (0, 5, 9))
+
+
+def _first_line(r: sqlite3.Row) -> str:
+    return (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else ""
+
+
+def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
+    """Jobs that failed, and apart from them the GPU paths this machine
+    could not run (skipped, with the driver's reason: not a failure).  The
+    jobs are those of the sweeps the report's records came from, so that a
+    job that stored no record (a skip, a crash at start) is listed too."""
+    runs = store.runs()
+    sweeps = {r["sweep_id"] for r in runs if r["id"] in run_ids and r["sweep_id"] is not None}
+    mine = [r for r in runs if (r["id"] in run_ids or r["sweep_id"] in sweeps)
+            and r["status"] != "ok"]
+    bad = [r for r in mine if r["status"] != "skipped"]
+    skipped = [r for r in mine if r["status"] == "skipped"]
+    return {
+        "skipped": table(("run", "MPI", "path", "benchmark", "reason"),
+                         [(r["id"], r["mpi_name"], json.loads(r["config"] or "{}").get(
+                             "buffer", ""), r["bench"], _first_line(r)) for r in skipped],
+                         (0,)) if skipped else None,
+        "bad": table(("run", "status", "MPI", "benchmark", "ranks", "first line of stderr"),
+                     [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"],
+                       _first_line(r)) for r in bad], (0, 4)) if bad else None,
+    }
+
+
+# -- point-to-point and collectives ---------------------------------------------
+def p2p(page: Page, rows: Sequence[sqlite3.Row], series, benches: set[str], tick: Tick
+        ) -> list[Item]:
+    out: list[Item] = []
+    for bench, metric, ylabel, title in P2P:
+        if bench not in benches:
+            continue
+        out += items(page.figure(Figure(f"fig-{bench}", title, ylabel,
+                                        lines_for(rows, bench, metric)),
+                                 f"{title}: one line per implementation and cluster."))
+        tick(bench)
+    if out:
+        out += items(hockney_table(series))
+    return out
+
+
+def collectives(page: Page, rows: Sequence[sqlite3.Row], benches: set[str], tick: Tick
+                ) -> list[Item]:
+    """Small multiples: one panel per collective on shared axes, each
+    configuration one colour in every panel."""
+    colls = [c for c in COLLECTIVES if c in benches]
+    panels = [Figure(f"fig-{c}", f"MPI_{c.capitalize()}", "time (us)",
+                     lines_for(rows, c, "time", label_np=True)) for c in colls]
+    for c in colls:
+        tick(c)
+    return items(page.grid(Grid("fig-collectives", "Collectives: time per call", panels),
+                           "One panel per collective, one line per implementation, process "
+                           "count and cluster, bands the 95% interval between runs."))
+
+
+def hockney_table(series) -> Table | None:
+    rows = []
+    for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][1], kv[0][0].mpi)):
+        sizes = sorted(x for x in s if x > 0)
+        if bench not in ("latency", "bw", "sendloop") or len(sizes) < 2:
+            continue
+        f = hockney.fit(sizes, [s[x].median for x in sizes])
+        p1 = f.pieces[0]
+        p2 = f.pieces[1] if len(f.pieces) > 1 else None
+        rows.append((bench, cfg.label(), f"{p1.alpha_us:.3f}", f"{p1.beta_gb_per_s:.2f}",
+                     human(f.breakpoint) if f.breakpoint else "none",
+                     f"{p2.alpha_us:.3f}" if p2 else "", f"{p2.beta_gb_per_s:.2f}" if p2 else "",
+                     f"{f.rms_rel_error:.3f}"))
+    if not rows:
+        return None
+    return table(("benchmark", "configuration", "α (us)", "β (GB/s)", "breakpoint",
+                  "α after (us)", "β after (GB/s)", "rms rel. error"), rows, (2, 3, 5, 6, 7))
+
+
+# -- collectives against sends ----------------------------------------------------
+def xfig_id(xr: crossover.Row, i: int) -> str:
+    return f"fig-x-{slug(xr.config.label())}-{xr.collective}-{slug(xr.reference)}-{i}"
+
+
+def _crossover_panel(xr: crossover.Row, i: int) -> Figure:
+    def line(label: str, s, dashed: bool = False) -> Line:
+        sizes = sorted(x for x in s if x > 0)
+        return Line(label, tuple(sizes), tuple(s[x].median for x in sizes),
+                    tuple(s[x].lo for x in sizes), tuple(s[x].hi for x in sizes),
+                    tuple(s[x].result_id or 0 for x in sizes), dashed)
+
+    fig = Figure(xfig_id(xr, i), f"{crossover.mpi_name(xr.collective)} vs {xr.reference}",
+                 "time (us)", [line("collective", xr.coll),
+                               line("sends (reference)", xr.ref, dashed=True)])
+    if xr.verdict.bracket:
+        fig.vlines.append((xr.verdict.bracket[1], f"changes at {xr.verdict.changing}"))
+    return fig
+
+
+def crossover_section(page: Page, xrows: list[crossover.Row], tick: Tick) -> list[Item]:
+    """The H/L table, then one set of small multiples per configuration:
+    each collective against its sends, a panel each."""
+    rows = []
+    for xr in xrows:
+        v = xr.verdict
+        rows.append((xr.config.label(), xr.collective, xr.reference, v.short, v.long,
+                     "" if v.changing == "-" else v.changing,
+                     v.scenario or ("mixed" if v.mixed else ""),
+                     v.advice(xr.collective, xr.reference)))
+    out: list[Item] = [table(("configuration", "collective", "against", "short", "long",
+                              "changing length", "scenario", "advice"), rows)]
+    by_cfg: dict[str, list[tuple[int, crossover.Row]]] = {}
+    for i, xr in enumerate(xrows):
+        by_cfg.setdefault(xr.config.label(), []).append((i, xr))
+    for label, group in by_cfg.items():
+        out += items(page.grid(
+            Grid(f"fig-x-{slug(label)}", f"Collectives against sends: {label}",
+                 [_crossover_panel(xr, i) for i, xr in group]),
+            f"Under {label}: each collective (solid) against the equivalent sends (dashed), "
+            "a panel each; the dotted line marks where the verdict changes."))
+        for _, xr in group:
+            tick(f"{xr.collective} vs {xr.reference} ({xr.config.label()})")
+    return out
+
+
+# -- models and the comparison --------------------------------------------------------
+def loggp_table(store: Store, run_ids: set[int]) -> Table | None:
+    rows = []
+    for f in store.fits("loggp"):
+        if f["run_id"] not in run_ids:
+            continue
+        p = json.loads(f["params"])
+        rows.append((f"{f['mpi_name']}, {f['np']} processes, {place(f)}",
+                     f"{p['L_us']:.3f}", f"{p['o_s_us']:.3f}", f"{p['o_r_us']:.3f}",
+                     f"{p['g_us']:.3f}", f"{p['G_us_per_byte'] * 1e3:.4f}"))
+    if not rows:
+        return None
+    return table(("configuration", "L (us)", "o_s (us)", "o_r (us)", "g (us)", "G (ns/B)"),
+                 rows, (1, 2, 3, 4, 5))
+
+
+def comparison(a_label: str, b_label: str, comps: list[compare_mod.Comparison]
+               ) -> dict[str, object]:
+    return {"a": a_label, "b": b_label, "table": table(
+        ("benchmark", "ranks", "size", "A (us)", "B (us)", "B/A", "verdict", "test"),
+        [(c.bench, c.np, human(c.size), f"{c.a_median:.3f}", f"{c.b_median:.3f}",
+          f"{c.ratio:.3f}", c.verdict, c.test) for c in comps], (1, 3, 4, 5))}
+
+
+# -- applications -----------------------------------------------------------------------
+def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick) -> list[Item]:
+    """The IIT Bombay study's figures (total, broadcast of B, sending A,
+    gathering C against N) as small multiples, a panel per process count;
+    1D against SUMMA, Jacobi's scaling and its variants, and each
+    communication phase against its prediction."""
+    from ..analysis import predict as predict_mod
+    from ..show import overlap_table, scaling_lines, where
+    from .figures import line_of, phase_lines
+
+    out: list[Item] = []
+    benches = sorted({str(r["bench"]) for r in rows})
+    for app in benches:
+        mine = [r for r in rows if r["bench"] == app]
+        nps = sorted({int(r["np"]) for r in mine})
+        over = {n for n in nps if any(r["oversubscribed"] for r in mine if r["np"] == n)}
+        for ph in ["total", *apps.phases(mine[0])]:
+            panels = [Figure(f"fig-{app}-{n}-{ph}",
+                             f"{n} rank{'s' if n > 1 else ''}"
+                             + (" (oversubscribed)" if n in over else ""),
+                             "time (us)", phase_lines(mine, [app], n, ph), xlabel="N",
+                             xbytes=False) for n in nps]
+            note = " Oversubscribed panels are correctness only." if over else ""
+            out += items(page.grid(Grid(f"fig-{app}-{ph}", f"{app}: {ph} against N", panels),
+                                   f"{app} {ph} against N, a panel per process count on "
+                                   f"the same axes.{note}"))
+        tick(app)
+    if {"matmul", "summa"} <= set(benches):
+        out.append(Heading("Row blocks (1D) against SUMMA (2D)"))
+        for np_ in sorted({int(r["np"]) for r in rows if r["bench"] == "summa"}):
+            lines = phase_lines(rows, ["matmul", "summa"], np_, "total")
+            if len({ln.label.split()[0] for ln in lines}) == 2:
+                out += items(page.figure(
+                    Figure(f"fig-1d-summa-{np_}", f"matmul against summa, {np_} ranks",
+                           "time per product (us)", lines, xlabel="N", xbytes=False),
+                    f"The same product by row blocks and by SUMMA at {np_} ranks."))
+    scs = apps.scaling(rows, where)
+    if scs:
+        out.append(Heading("Jacobi scaling"))
+        eff = {f"{sc.label}, N={sc.n}{' weak' if sc.weak else ''} {sc.rest}":
+               [(p.np, p.efficiency, *(p.eff_range or (p.efficiency, p.efficiency)),
+                 p.record_id) for p in sc.points if p.efficiency is not None]
+               for sc in scs}
+        lines = [line_of(k, v) for k, v in sorted(eff.items()) if len(v) > 1]
+        if lines:
+            out += items(page.figure(
+                Figure("fig-jacobi-efficiency", "Jacobi parallel efficiency",
+                       "efficiency (1 = perfect)", lines, xlabel="ranks", xbytes=False,
+                       logy=False),
+                "Strong: T1 / (p Tp) at the same N; weak: T1 / Tp at the same N per rank; "
+                "against the one-rank run of the same configuration; the band from the two "
+                "times' intervals."))
+        out.append(Pre("\n".join(scaling_lines(scs) + overlap_table(rows))))
+    out += [Heading("Phases (slowest rank's median, ms)"), phase_table(rows)]
+    out += _predictions(page, predict_mod.predict(rows, series), line_of)
+    return out
+
+
+def _predictions(page: Page, preds, line_of) -> list[Item]:
+    if not any(p.predicted_us for p in preds):
+        return []
+    by: dict[tuple[str, str], dict[str, list]] = {}
+    for p in preds:
+        if p.predicted_us:
+            d = by.setdefault((p.bench, p.phase), {})
+            d.setdefault(f"{p.config.label()} measured", []).append(
+                (p.size, p.measured_us, p.measured_us, p.measured_us, 0))
+            d.setdefault(f"{p.config.label()} predicted", []).append(
+                (p.size, p.predicted_us, p.predicted_us / (1 + p.tolerance),
+                 p.predicted_us * (1 + p.tolerance), 0))
+    out: list[Item] = [Heading("Predicted against measured")]
+    for (bench, phase), d in sorted(by.items()):
+        lines = [line_of(k, v, dashed=k.endswith("predicted")) for k, v in sorted(d.items())]
+        out += items(page.figure(
+            Figure(f"fig-predict-{bench}-{phase}", f"{bench} {phase}: predicted and measured",
+                   "time (us)", lines, xlabel="N", xbytes=False),
+            f"{bench} {phase}: measured (slowest rank) and predicted from the "
+            "micro-benchmarks (dashed, band: the models' tolerance)."))
+    out.append(table(
+        ("configuration", "bench", "N", "phase", "measured ms (slowest rank)",
+         "least-waiting rank ms", "predicted ms", "predicted / measured", "verdict", "note"),
+        [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
+          f"{(p.least_us or 0) / 1e3:.3f}",
+          f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
+          f"{p.ratio:.2f}" if p.ratio else "-", p.verdict, p.note) for p in preds],
+        (2, 4, 5, 6, 7)))
+    return out
+
+
+def phase_table(rows: Sequence[sqlite3.Row]) -> Table:
+    """Each application record's phases: the slowest rank's median, ms."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["bench"], what(r), r["np"], r["size_bytes"])):
+        ph = apps.phases(r)
+        moved = " · ".join(f"{k} {apps.bytes_text(v)}" for k, v in apps.phase_bytes(r).items()
+                           if any(v))
+        m = apps.memory_rate(r)
+        out.append((r["bench"], f"{what(r)}, {r['np']} ranks ({place(r)})", r["size_bytes"],
+                    " · ".join(f"{k} {float(v['max_us']) / 1e3:.3f}"  # type: ignore[arg-type]
+                               for k, v in ph.items()),
+                    f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-",
+                    moved or "-", m.text() if m else "-"))
+    return table(("bench", "configuration", "N", "phases", "total ms",
+                  "MB moved per rank (busiest/least busy)", "memory rate"), out, (2, 4))
+
