@@ -77,7 +77,7 @@ static int run_pingpong(cs_ctx *c, long reps) {
   return rc;
 }
 
-/* Send loop: `reps` blocking sends, then one acknowledgement (seed 003's
+/* Send loop: `reps` blocking sends, then one acknowledgement (the UMBC report's
  * "latency"; the implementation may batch or buffer the sends). */
 static int run_sendloop(cs_ctx *c, long reps) {
   const cs_transport *t = c->tp;
@@ -144,7 +144,7 @@ const cs_bench cs_bench_sendloop = {
     .name = "sendloop", .group = "p2p", .gpu = 1, .metric = "time per send",
     .desc = "many blocking sends then one acknowledgement; time per send",
     .min_np = 2, .any_transport = 1, .ops_per_rep = 1, .bytes_per_op = 1, .has_rate = 1,
-    .min_sample_us = 100, /* a loop of sends, not one: seed 003 used 5000 */
+    .min_sample_us = 100, /* a loop of sends, not one: the UMBC report used 5000 */
     .valid_reps = 64,     /* validation checks a loop of 64 sends */
     .buf_bytes = one_buffer, .prepare = prep_sender, .run = run_sendloop,
     .check = check_at_receiver,

@@ -88,7 +88,7 @@ typedef struct cs_opts {
   double warmup_s;       /* and at least this much warm-up time */
   long window;           /* messages in flight for bw/bibw */
   long root;             /* root rank for rooted collectives */
-  int rotate_root;       /* root = sample mod np (seed 003: rank 0 wears out) */
+  int rotate_root;       /* root = sample mod np (the UMBC report: rank 0 wears out) */
   char dtype[16];        /* int | double: element type of reductions */
   long loggp_n;          /* messages per PRTT(n, d, s) train */
   double loggp_delay_us; /* d of PRTT(n, d, s) */
@@ -135,7 +135,7 @@ void cs_floor_close(cs_floor *f);
 double cs_floor_measure(cs_floor *f); /* ns one way; NAN where not measured */
 
 struct cs_ctx;
-/* What moves the timed data.  MPI is one implementation, seed 002's
+/* What moves the timed data.  MPI is one implementation, Chai, Hartono and Panda's
  * channel (channel/) the other; the harness's own control traffic (sync,
  * reductions of times, decisions) always goes over MPI, untimed. */
 typedef struct cs_transport {

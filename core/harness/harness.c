@@ -719,7 +719,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     sizes[0] = 0;
     nsizes = 1;
   }
-  /* Point-to-point pairs rank 0 with the last rank (seed 003's choice:
+  /* Point-to-point pairs rank 0 with the last rank (the UMBC report's choice:
    * with several ranks per node they sit on different nodes). */
   c.peer = c.rank == 0 ? c.np - 1 : (c.rank == c.np - 1 ? 0 : -1);
   c.active = b->timing == CS_TIME_MAX || c.peer >= 0;

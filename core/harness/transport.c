@@ -1,4 +1,4 @@
-/* The two transports: MPI, and seed 002's channel. */
+/* The two transports: MPI, and the channel of Chai, Hartono and Panda's intra-node design. */
 #include <string.h>
 
 #include "cs.h"
@@ -45,7 +45,7 @@ static int c_irecv(cs_ctx *c, void *buf, size_t n, int peer, int slot) {
 static int c_waitall(cs_ctx *c, int n) { return cs_chan_waitall(c->chan, n, c->creqs); }
 static int c_barrier(cs_ctx *c) { return cs_chan_barrier(c->chan); }
 /* Pairwise: receives posted first, then a send to every rank in a rotated
- * order, as seed 002 measured its alltoall over the channel. */
+ * order, as Chai, Hartono and Panda measured its alltoall over the channel. */
 static int c_alltoall(cs_ctx *c, const void *s, void *r, size_t block) {
   int k = 0, rc = 0;
   for (int p = 0; p < c->np && !rc; p++)
