@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from commscope import cli
+from commscope import doctor as doctor_mod
 from commscope.cluster import emu
 
 from .conftest import mpi_processes
@@ -148,3 +149,36 @@ def test_bad_input_is_one_line(capsys, tmp_path, monkeypatch):
                          (["--cluster", "emu:x", "--timeout", "0"], "outside")):
         rc, _, err = run(capsys, "doctor", *argv)
         one_line_error(rc, err, needle)
+
+
+class _Here(doctor_mod.Remote):
+    """This machine as a host of the cluster, reached as another user
+    (setpriv) or as this one."""
+
+    how = "a local shell"
+
+    def __init__(self, uid: int | None = None) -> None:
+        self.uid = uid
+
+    def argv(self, host: str, cmd: list[str]) -> list[str]:
+        if self.uid is None:
+            return cmd
+        return ["setpriv", f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups", *cmd]
+
+    def unreachable_fix_for(self, host: str) -> str:
+        return "-"
+
+
+@as_root
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_a_host_reached_as_another_user_is_a_warning_with_the_fix():
+    import pwd
+
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    ok = doctor_mod._reach("here", 2, _Here(), 10.0)
+    assert ok.status == "ok" and ok.verdict.startswith(f"reachable as {me}, "), ok
+    nobody = pwd.getpwnam("nobody")
+    other = doctor_mod._reach("here", 2, _Here(nobody.pw_uid), 10.0)
+    assert other.status == "warn", other
+    assert f"logged in as nobody, not {me}" in other.verdict, other.verdict
+    assert other.fix.startswith(f"use the user {me} on every host"), other.fix

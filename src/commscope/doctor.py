@@ -26,6 +26,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import pwd
 import re
 import shlex
 import tempfile
@@ -264,21 +265,27 @@ def diagnose(spec: str, impl: MpiImpl, db: Path | None = None, timeout_s: float 
 
 
 def _reach(h: str, slots: int | None, remote: Remote, timeout_s: float) -> Check:
-    """The host answers; its core count, and its clock against this
-    machine's (to within half the round trip)."""
+    """The host answers, as this machine's user (the studies' clusters: the
+    same user everywhere, whose home holds the runs); its core count, and
+    its clock against this machine's (to within half the round trip)."""
     t0 = time.time()
-    a = bounded(remote.argv(h, ["sh", "-c", "nproc; date +%s.%N"]), timeout_s)
+    a = bounded(remote.argv(h, ["sh", "-c", "nproc; date +%s.%N; id -un"]), timeout_s)
     t1 = time.time()
     if a.rc != 0:
         return Check("reach", h, "fail", f"not reachable by {remote.how}: {a.why()}",
                      remote.unreachable_fix_for(h))
     try:
-        nproc_s, stamp = a.out.split()[-2:]
+        nproc_s, stamp, user = a.out.split()[-3:]
         ncores, offset = int(nproc_s), float(stamp) - (t0 + t1) / 2
     except ValueError:
         return Check("reach", h, "fail", f"answers, but not as a shell would: {a.why()}",
-                     "a login shell there must run sh, nproc and date")
+                     "a login shell there must run sh, nproc, date and id")
     status, extra, fix = "ok", "", ""
+    me = pwd.getpwuid(os.geteuid()).pw_name
+    if user != me:
+        status, extra = "warn", f"; logged in as {user}, not {me}"
+        fix = (f"use the user {me} on every host (User in ~/.ssh/config): the ranks there run "
+               f"as {user}, with another home and other permissions on the job folders")
     if abs(offset) > max(CLOCK_TOLERANCE_S, t1 - t0):
         status, extra = "warn", f"; its clock is {offset:+.1f} s off this machine's"
         fix = "run chrony or ntpd on every host: records' times would not line up"
@@ -286,8 +293,8 @@ def _reach(h: str, slots: int | None, remote: Remote, timeout_s: float) -> Check
         status = "warn"
         extra += f"; the hostfile gives it {slots} slots for {ncores} cores (oversubscribed)"
         fix = fix or f"give {h} at most slots={ncores}"
-    return Check("reach", h, status, f"reachable, {ncores} cores, clock {offset * 1e3:+.0f} ms "
-                 f"± {(t1 - t0) / 2 * 1e3:.0f} ms{extra}", fix)
+    return Check("reach", h, status, f"reachable as {user}, {ncores} cores, clock "
+                 f"{offset * 1e3:+.0f} ms ± {(t1 - t0) / 2 * 1e3:.0f} ms{extra}", fix)
 
 
 def _core(h: str, remote: Remote, impl: MpiImpl, core: build_mod.Core, here: str,
