@@ -96,3 +96,20 @@ def test_no_kind_fills_the_screen_past_its_quota():
     assert [c.kind for c in cs].count("setting") == summary.QUOTA["setting"]
     assert "implementation" in [c.kind for c in cs]
     assert len(cs) <= summary.LIMIT
+
+
+def test_implementations_are_compared_like_for_like_first():
+    """Both implementations built with gcc and with clang: the conclusion
+    compares the two gcc builds (or the two clang builds), not the larger
+    gap between one's clang build and the other's gcc build."""
+    cfg = {(m, cc): Config(f"{m} cc={cc}", 2, "local", impl=m)
+           for m in ("openmpi", "mpich") for cc in ("gcc", "clang")}
+    k = {("openmpi", "gcc"): 1.0, ("openmpi", "clang"): 0.7, ("mpich", "gcc"): 2.0,
+         ("mpich", "clang"): 1.5}
+    data = {(c, "latency"): series(lambda s, x=k[key]: x * lat(s)) for key, c in cfg.items()}
+    cs = [c for c in summary.conclusions(findings.all_findings(data))
+          if c.kind == "implementation"]
+    assert cs and all(c.finding.parties[0].mpi.split()[1] == c.finding.parties[1].mpi.split()[1]
+                      for c in cs), [c.headline for c in cs]
+    # the largest gap of all (mpich gcc / openmpi clang, 2.86x) is a finding all the same
+    assert max(f.ratio for f in findings.all_findings(data)) > 2.8

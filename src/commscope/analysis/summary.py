@@ -124,6 +124,12 @@ def headline(f: Finding) -> str:
     return f.text[:1].upper() + f.text[1:]
 
 
+def _rest(c: Config) -> str:
+    """What a configuration's label adds to its implementation's name."""
+    impl = c.implementation
+    return c.mpi[len(impl):] if c.mpi.startswith(impl) else c.mpi
+
+
 def _implementation_picks(cands: Sequence[Finding]) -> list[Finding]:
     """The best point-to-point finding that covers small messages, the
     best that covers large ones, and the best of any other benchmark."""
@@ -133,9 +139,11 @@ def _implementation_picks(cands: Sequence[Finding]) -> list[Finding]:
     other = [f for f in cands if f.bench not in P2P]
     out: list[Finding] = []
     for group in (small, large, other):
-        # implementations as they come first: a tuned one against another's
-        # defaults is the settings' conclusion, not the implementation's
-        best = min(group, key=lambda f: (any(c.settings for c in f.parties), -f.gain),
+        # implementations compared like for like first (both built and set
+        # the same way): a tuned one against another's defaults is the
+        # setting's conclusion, a clang build against a gcc one the build's
+        best = min(group, key=lambda f: (_rest(f.parties[0]) != _rest(f.parties[1]),
+                                         any(c.settings for c in f.parties), -f.gain),
                    default=None)
         if best is not None and best not in out:
             out.append(best)
