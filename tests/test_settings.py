@@ -36,6 +36,10 @@ def test_read_back_refuses_unknown_names_and_other_values():
     assert len(out) == 2
     assert out[0] == "OMPI_MCA_d=cma was not taken: the implementation holds d=none"
     assert out[1].startswith("MPIR_CVAR_E: MPIR_CVAR_E is not a control variable")
+    # Open MPI's flags read back as 1 and 0, whichever way they were spelled
+    flags = {"OMPI_MCA_f": "true", "OMPI_MCA_g": "1", "OMPI_MCA_h": "yes"}
+    assert settings.refused(flags, {"f": "1", "g": "1", "h": "0"}) == [
+        "OMPI_MCA_h=yes was not taken: the implementation holds h=0"]
     assert settings.refused({"UCX_TLS": "x"}, None) == []
     assert settings.refused({"OMPI_MCA_a": "x"}, None) == [
         "OMPI_MCA_a: the job did not read its control variables back"]

@@ -65,6 +65,8 @@ static int read_value(int i, MPI_Datatype dt, MPI_T_enum et, char *out, size_t n
       snprintf(out, n, "%lld", (long long)v.c);
     else if (dt == MPI_DOUBLE)
       snprintf(out, n, "%g", v.d);
+    else if (dt == MPI_C_BOOL) /* Open MPI's flags (coll_tuned_use_dynamic_rules) */
+      snprintf(out, n, "%d", *(unsigned char *)&v != 0);
     else
       rc = -1;
   } else {
@@ -74,8 +76,10 @@ static int read_value(int i, MPI_Datatype dt, MPI_T_enum et, char *out, size_t n
   return rc;
 }
 
-static void enum_items(FILE *f, MPI_T_enum et) {
-  int items = 0, len = NAME_MAX_;
+/* The enumeration's item names (values = 0) or their values (values = 1),
+ * in the same order: a rules file names an algorithm by its value. */
+static void enum_items(FILE *f, MPI_T_enum et, int values) {
+  int items = 0, len = NAME_MAX_, first = 1;
   char en[NAME_MAX_];
   fputc('[', f);
   if (MPI_T_enum_get_info(et, &items, en, &len) == MPI_SUCCESS)
@@ -83,8 +87,12 @@ static void enum_items(FILE *f, MPI_T_enum et) {
       int val = 0;
       len = NAME_MAX_;
       if (MPI_T_enum_get_item(et, k, &val, en, &len) != MPI_SUCCESS) continue;
-      if (k) fputc(',', f);
-      cs_json_str(f, en);
+      if (!first) fputc(',', f);
+      first = 0;
+      if (values)
+        fprintf(f, "%d", val);
+      else
+        cs_json_str(f, en);
     }
   fputc(']', f);
 }
@@ -130,7 +138,9 @@ void cs_cvars_json(FILE *f, const char *names) {
       cs_json_str(f, val);
       if (c.et != MPI_T_ENUM_NULL) {
         fprintf(f, ",\"enum\":");
-        enum_items(f, c.et);
+        enum_items(f, c.et, 0);
+        fprintf(f, ",\"enum_values\":");
+        enum_items(f, c.et, 1);
       }
       fputc('}', f);
       first = 0;

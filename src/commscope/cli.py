@@ -501,7 +501,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 # -- tune -----------------------------------------------------------------
 @command("tune")
 def cmd_tune(a: argparse.Namespace) -> int:
-    from . import tune
+    from . import selection, tune
 
     opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
     expand_sizes(opts.sizes, opts.factor)
@@ -528,9 +528,20 @@ def cmd_tune(a: argparse.Namespace) -> int:
                            budget_s=a.budget, argv=sys.argv, timeout_s=timeout, policy=policy,
                            progress=progress)
     w = tune.best(outcomes)
+    text = tune.settings_text(w, core) if w is not None else None
+    choices = (selection.choices(outcomes, cvars) if core.impl.family == "openmpi" else [])
+    if choices and a.write:
+        # Open MPI's collectives: each algorithm over the sizes it won, in a
+        # rules file beside the settings, instead of one forced everywhere
+        rules = Path(a.write).with_suffix(".rules")
+        rules.write_text(selection.openmpi_rules(choices, 2, core.impl.name))
+        text = tune.with_rules(w, rules, core)
     if a.apply:
-        if w is not None:
-            print("\n".join(f"export {k}={v}" for k, v in w.cand.settings))
+        if text:
+            print("\n".join(x for x in text.splitlines() if x.startswith("export ")))
+        if choices and not a.write:
+            print("# collective algorithms won per size range: add --write FILE for "
+                  "Open MPI's rules file")
         return 0
     print(tune.report(core, outcomes, a.rounds), end="")
     if w is None and a.validate != "none":
@@ -545,9 +556,12 @@ def cmd_tune(a: argparse.Namespace) -> int:
             print(f"validated on {e.bench} {a.validate_param}: end-to-end time "
                   f"default/tuned {e.ratio:.3f} [{e.lo:.3f}, {e.hi:.3f}] over {e.n} rounds: "
                   f"{verdict}")
-    if w is not None and a.write:
-        Path(a.write).write_text(tune.settings_text(w, core))
+    if text and a.write:
+        Path(a.write).write_text(text)
         print(f"settings written to {a.write} (commscope run --settings {a.write})")
+        if choices:
+            print(f"collective algorithms per size range in {Path(a.write).with_suffix('.rules')}"
+                  ", the Open MPI rules file it names")
     store.close()
     return 0
 

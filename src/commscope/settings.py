@@ -55,11 +55,15 @@ def cvar_name(key: str) -> str | None:
     return None
 
 
+_FLAG = {"true": 1.0, "yes": 1.0, "on": 1.0, "false": 0.0, "no": 0.0, "off": 0.0}
+
+
 def _num(v: str) -> float | None:
+    """A number, or a flag as Open MPI spells one (true/false, yes/no)."""
     try:
         return float(v)
     except ValueError:
-        return None
+        return _FLAG.get(v.strip().lower())
 
 
 def refused(settings: Mapping[str, str], cvars: Mapping[str, object] | None) -> list[str]:

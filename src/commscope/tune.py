@@ -344,6 +344,23 @@ def settings_text(w: Outcome, core: Core) -> str:
     return "\n".join(head + [f"export {k}={v}" for k, v in w.cand.settings]) + "\n"
 
 
+def with_rules(w: Outcome | None, rules: Path, core: Core) -> str:
+    """The settings file when Open MPI's collectives won per size range:
+    the rules file in force (its choices, each over the sizes it won), and
+    the best winner besides if it is not one of the forced algorithms."""
+    from . import selection
+
+    head = [f"# commscope tune: {core.impl.name} ({core.impl.family}), this machine, 2 ranks",
+            f"# collective algorithms per message size: {rules}"]
+    lines = [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+             ("OMPI_MCA_coll_tuned_dynamic_rules_filename", str(rules.resolve()))]
+    if w is not None and selection.forced(w.cand.settings) is None:
+        head += [f"# and {w.cand.label}: faster at {b} {_span(lo, hi)} {_claim(es)}"
+                 for b, lo, hi, es in w.ranges("wins")]
+        lines += list(w.cand.settings)
+    return "\n".join(head + [f"export {k}={v}" for k, v in lines]) + "\n"
+
+
 def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOptions,
              store: Store, *, rounds: int, argv: Sequence[str], timeout_s: float, policy,
              progress) -> list[Effect]:

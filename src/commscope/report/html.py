@@ -164,8 +164,14 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
             f"{len(rows)} records" + (f", {flagged} measured while the machine was busy "
                                       "(marked in the tables of commscope show)"
                                       if flagged else ""))
+    parts = [("findings", "findings", True), ("machine", "the machine", machine is not None),
+             ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
+             ("applications", "applications", bool(appl)),
+             ("crossover", "collectives against sends", bool(xsec)),
+             ("provenance", "runs", True), ("failures", "failures", True)]
     html = environment().get_template("report.html.j2").render(
         meta=meta, uncertainty=_uncertainty(rows),
+        contents=[(anchor, title) for anchor, title, shown in parts if shown],
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key),
         findings=sections.findings_section(found, xrows), machine=machine,
         runs=sections.runs_table(store, run_ids), failures=fails, p2p=p2p,
