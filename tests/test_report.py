@@ -245,3 +245,52 @@ def test_first_screen_leads_with_the_conclusion_and_its_figure(tmp_path, capsys)
     out = capsys.readouterr().out
     assert out.startswith(f"What matters most here:\n  1. {head}"), out[:300]
     assert "\nEvery finding, those that save most first:\n  1. [faster]" in out
+
+
+def test_gpu_paths_side_by_side_and_which_beats_which(tmp_path):
+    """Fixed data: host memory, staged (3x the host's times) and IPC (1.5x)
+    for one implementation.  The GPU section draws a panel per benchmark
+    with a line per path, each point the stored record; its table says
+    which path beats which, by how much, over which sizes, where the
+    intervals separate them."""
+    from dataclasses import replace
+
+    from commscope.config import Configuration
+
+    res = parse_file(GOLDEN).results
+    hdr = parse_file(GOLDEN).header
+    s = Store(tmp_path / "g.db")
+    for path, k in (("host", 1.0), ("staged", 3.0), ("ipc", 1.5)):
+        scaled = [replace(r, median_us=k * r.median_us, ci_lo_us=k * r.ci_lo_us,
+                          ci_hi_us=k * r.ci_hi_us,
+                          mb_per_s=r.mb_per_s / k if r.mb_per_s else None) for r in res]
+        rid = s.begin_run(_info(plan_key=path, config=Configuration("openmpi", buffer=path)),
+                          None)
+        s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=hdr,
+                     results=scaled, flags=[False] * len(scaled), noise={})
+    index = build(s, tmp_path / "rep", s.result_rows())
+    html = index.read_text()
+    gpu = html.split("<h2 id=gpu>GPU buffers</h2>")[1].split("<h2")[0]
+    assert '<img src="fig/fig-gpu-openmpi.svg"' in gpu
+    figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}
+    stored = {r["id"]: r for r in s.result_rows()}
+    for bench in ("latency", "bw"):
+        panel = figs[f"fig-gpu-openmpi-{bench}"]
+        assert panel["grid"] == "fig-gpu-openmpi"
+        assert [ln["label"] for ln in panel["lines"]] == [
+            "openmpi, 2 ranks (local)", "openmpi ipc, 2 ranks (local)",
+            "openmpi staged, 2 ranks (local)"]
+        for ln in panel["lines"]:
+            path = ln["label"].split(",")[0].split()[-1] if " " in ln["label"].split(",")[0] \
+                else "host"
+            for v, rid in zip(ln["values"], ln["record_ids"], strict=True):
+                r = stored[rid]
+                assert (r["bench"], json.loads(r["config"])["buffer"]) == (bench, path)
+                want = r["mb_per_s"] if bench == "bw" else r["median_us"]
+                assert v == pytest.approx(want, rel=1e-5)
+    rows = [[c.split(">", 1)[1] for c in tr.split("</td>")[:-1]]
+            for tr in gpu.split("<tr>")[2:]]
+    got = {(r[2], r[3]): r[5] for r in rows}
+    # IPC's 1.5x at 8 B lies inside the host's own interval there (0.35 to
+    # 0.54 us around 0.37): not separated, so not in the table
+    assert got == {("host", "staged"): "3.00x", ("ipc", "staged"): "2.00x"}, rows

@@ -45,6 +45,7 @@ class Config:
     # tells "another implementation" from "the same one, set otherwise"
     impl: str = field(default="", compare=False)
     settings: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    buffer: str = field(default="host", compare=False)  # host, or a GPU path (staged, ipc...)
 
     @property
     def implementation(self) -> str:
@@ -81,20 +82,20 @@ def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
         p = point(r)
         if p is not None:
             over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])
-            impl, settings = _identity(r)
+            impl, settings, buffer = _identity(r)
             cfg = Config(what(r), int(r["np"]), place(r), over, what(r, params=False), impl,
-                         settings)
+                         settings, buffer)
             out[(cfg, r["bench"])][p.size] = p
     return dict(out)
 
 
-def _identity(r: sqlite3.Row) -> tuple[str, tuple[tuple[str, str], ...]]:
-    """The implementation and runtime settings a record ran with."""
+def _identity(r: sqlite3.Row) -> tuple[str, tuple[tuple[str, str], ...], str]:
+    """The implementation, runtime settings and buffer kind a record ran with."""
     text = r["config"] if "config" in r.keys() else None
     if not text:
-        return str(r["mpi_name"]), ()
+        return str(r["mpi_name"]), (), "host"
     cfg = Configuration.from_json(json.loads(text))
-    return cfg.mpi, cfg.settings
+    return cfg.mpi, cfg.settings, cfg.buffer
 
 
 def separated(a: Point, b: Point) -> int:

@@ -195,7 +195,7 @@ def _draw(ax, fig: Figure, colours: Mapping[str, str], legend: bool, small: bool
     fs = 8 if small else 10
     ax.set_xlabel(fig.xlabel, fontsize=fs)
     ax.set_ylabel(fig.ylabel, fontsize=fs)
-    ax.tick_params(labelsize=fs - 1)
+    ax.tick_params(which="both", labelsize=fs - 1)
     ax.set_title(fig.title, fontsize=fs + 1)
     ax.grid(True, which="major", alpha=0.3)
     if legend and fig.lines:

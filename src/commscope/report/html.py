@@ -153,6 +153,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     colls = sections.collectives(page, rows, benches, tick)
     appl = sections.applications(page, app_rows, series, tick) if app_rows else []
     xsec = sections.crossover_section(page, xrows, tick) if xrows else []
+    gpu = sections.gpu(page, rows, found, tick)
     # with no conclusion to draw, the first screen still shows the data
     key = next((x for x in p2p + colls + appl if isinstance(x, FigRef)), None)
     if key is None and rows:
@@ -166,7 +167,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                                       if flagged else ""))
     parts = [("findings", "findings", True), ("machine", "the machine", machine is not None),
              ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
-             ("applications", "applications", bool(appl)),
+             ("applications", "applications", bool(appl)), ("gpu", "GPU buffers", bool(gpu)),
              ("crossover", "collectives against sends", bool(xsec)),
              ("provenance", "runs", True), ("failures", "failures", True)]
     html = environment().get_template("report.html.j2").render(
@@ -175,7 +176,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key),
         findings=sections.findings_section(found, xrows), machine=machine,
         runs=sections.runs_table(store, run_ids), failures=fails, p2p=p2p,
-        collectives=colls, applications=appl, crossover=xsec,
+        collectives=colls, applications=appl, crossover=xsec, gpu=gpu,
         loggp=sections.loggp_table(store, run_ids),
         compare=sections.comparison(*comparison) if comparison else None)
     index = out_dir / "index.html"

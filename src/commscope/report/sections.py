@@ -7,6 +7,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
@@ -15,7 +16,7 @@ from ..show import place
 from ..sizes import human
 from ..store import Store
 from .figures import Figure, Grid, Line, lines_for
-from .page import Heading, Item, Page, Pre, Table, items, table
+from .page import Heading, Item, Page, Para, Pre, Table, items, table
 
 P2P = (("latency", "time", "one-way latency (us)", "Latency (ping-pong, round trip / 2)"),
        ("bw", "bandwidth", "bandwidth (MB/s)", "Unidirectional bandwidth"),
@@ -153,6 +154,62 @@ def hockney_table(series) -> Table | None:
         return None
     return table(("benchmark", "configuration", "α (us)", "β (GB/s)", "breakpoint",
                   "α after (us)", "β after (GB/s)", "rms rel. error"), rows, (2, 3, 5, 6, 7))
+
+
+# -- GPU buffers --------------------------------------------------------------------
+GPU_METRIC = {"latency": ("time", "one-way latency (us)"), "bw": ("bandwidth", "MB/s"),
+              "bibw": ("bandwidth", "MB/s, both ways")}
+
+
+def _buffer(r: sqlite3.Row) -> str:
+    return str(json.loads(r["config"] or "{}").get("buffer") or "host")
+
+
+def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
+        tick: Tick) -> list[Item]:
+    """The GPU users' paths side by side (the IIT Bombay study's figure 5:
+    CUDA-aware against staged): for each implementation, a panel per
+    benchmark with one line per path, host memory as the reference; then
+    which path beats which over which sizes, from the separated findings."""
+    gpu_rows = [r for r in rows if r["config"] and _buffer(r) != "host"]
+    if not gpu_rows:
+        return []
+    out: list[Item] = []
+    for impl in sorted({json.loads(r["config"])["mpi"] for r in gpu_rows}):
+        mine = [r for r in rows if r["config"] and json.loads(r["config"])["mpi"] == impl]
+        benches = [b for b in (*GPU_METRIC, *COLLECTIVES)
+                   if any(r["bench"] == b and _buffer(r) != "host" for r in mine)]
+        panels = []
+        for b in benches:
+            metric, ylabel = GPU_METRIC.get(b, ("time", "time (us)"))
+            by: dict[str, list[sqlite3.Row]] = {}
+            for r in mine:
+                if r["bench"] == b:
+                    by.setdefault(f"{what(r)}, {r['np']} ranks ({place(r)})", []).append(r)
+            # one line per path: lines_for draws each group's records, the
+            # label says the path first
+            lines = [replace(ln, label=label) for label, rs in sorted(
+                         by.items(), key=lambda kv: (_buffer(kv[1][0]) != "host", kv[0]))
+                     for ln in lines_for(rs, b, metric)[:1]]
+            panels.append(Figure(f"fig-gpu-{slug(impl)}-{b}", b, ylabel, lines))
+        # time and bandwidth panels side by side: each its own y axis
+        out += items(page.grid(Grid(f"fig-gpu-{slug(impl)}", f"{impl}: every buffer path",
+                                    panels, sharey=False),
+                               f"{impl}: one line per path (host memory the reference), a "
+                               "panel per benchmark; bands the 95% interval between runs."))
+        tick(f"gpu {impl}")
+    pairs = []
+    for f in found:
+        if f.kind == "faster" and len(f.parties) == 2:
+            w, lo = f.parties
+            if w.implementation == lo.implementation and w.buffer != lo.buffer:
+                s0, s1 = f.span or (0, 0)
+                pairs.append((w.implementation, ", ".join(f.benches or (f.bench,)), w.buffer,
+                              lo.buffer, f"{human(s0)}-{human(s1)}", f"{f.ratio:.2f}x"))
+    out.append(table(("implementation", "benchmark", "faster path", "than", "sizes",
+                      "median ratio"), pairs) if pairs else
+               Para("No path is told apart from another by the between-run statistics."))
+    return out
 
 
 # -- collectives against sends ----------------------------------------------------
