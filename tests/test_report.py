@@ -221,6 +221,7 @@ def test_first_screen_leads_with_the_conclusion_and_its_figure(tmp_path, capsys)
     head = "For small messages use fast: slow takes 3.00x as long from 8 B to 64 B"
     assert head in summary, summary
     assert '<img src="fig/fig-top-1.svg"' in summary
+    assert "<b>Measured</b> fast (Open MPI v4.1.4); slow (Open MPI v4.1.4)" in summary
     details = summary.split('<a href="#')[1].split('"')[0]
     assert details in ("fig-latency", "fig-bw") and f'id="{details}"' in html
     figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}
@@ -270,6 +271,9 @@ def test_gpu_paths_side_by_side_and_which_beats_which(tmp_path):
                      results=scaled, flags=[False] * len(scaled), noise={})
     index = build(s, tmp_path / "rep", s.result_rows())
     html = index.read_text()
+    # every configuration named with the version its runs reported
+    assert ("<b>Measured</b> openmpi (Open MPI v4.1.4); openmpi ipc (Open MPI v4.1.4); "
+            "openmpi staged (Open MPI v4.1.4)") in html
     gpu = html.split("<h2 id=gpu>GPU buffers</h2>")[1].split("<h2")[0]
     assert '<img src="fig/fig-gpu-openmpi.svg"' in gpu
     figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}

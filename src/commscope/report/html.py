@@ -76,19 +76,21 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
             bits.append(f"single copy (process_vm_readv) {cma['gbs_4mib']:.1f} GB/s at 4 MiB")
         if bits:
             out.append(("Without MPI", "; ".join(bits) + " (the probe; details below)"))
-    versions: dict[str, str] = {}
-    for r in runs:
-        v = (r["mpi_version"] or "").strip().splitlines()
-        versions.setdefault(r["mpi_name"], v[0].split(",")[0][:60] if v else "")
-    impls = sorted({what(r) for r in rows})
-    out.append(("Measured", "; ".join(
-        f"{name}" + (f" ({versions[name]})" if versions.get(name) and name in versions else "")
-        for name in impls)))
+    # each configuration with the library version its runs reported (its
+    # first line, up to the first comma: "Open MPI v4.1.4")
+    version_of = {r["id"]: " ".join((r["mpi_version"] or "").strip().split("\n")[0]
+                                    .split(",")[0].split())[:60] for r in runs}
+    measured: dict[str, str] = {}
+    for r in rows:
+        measured.setdefault(what(r), version_of.get(int(r["run_id"]), ""))
+    out.append(("Measured", "; ".join(f"{name} ({v})" if v else name
+                                      for name, v in sorted(measured.items()))))
     nps = sorted({int(r["np"]) for r in rows})
     places = sorted({place(r) for r in rows})
     benches = sorted({str(r["bench"]) for r in rows})
-    def n(k: int, what: str) -> str:
-        return f"{k} {what}{'' if k == 1 else 's'}"
+
+    def n(k: int, noun: str) -> str:
+        return f"{k} {noun}{'' if k == 1 else 's'}"
 
     out.append(("Where", f"{', '.join(map(str, nps))} process{'' if nps == [1] else 'es'}; "
                 f"{', '.join(places)}; {n(len(benches), 'benchmark')}, "
