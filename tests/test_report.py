@@ -298,3 +298,34 @@ def test_gpu_paths_side_by_side_and_which_beats_which(tmp_path):
     # IPC's 1.5x at 8 B lies inside the host's own interval there (0.35 to
     # 0.54 us around 0.37): not separated, so not in the table
     assert got == {("host", "staged"): "3.00x", ("ipc", "staged"): "2.00x"}, rows
+
+
+def test_settings_against_the_defaults(tmp_path):
+    """Fixed data: an implementation with its defaults, with a setting that
+    halves its times and with one 3% off.  The settings section draws the
+    three per benchmark, defaults first; its table names the first setting
+    faster and leaves the second out (inside the intervals)."""
+    from dataclasses import replace
+
+    from commscope.config import Configuration
+
+    res = parse_file(GOLDEN).results
+    hdr = parse_file(GOLDEN).header
+    s = Store(tmp_path / "t.db")
+    for settings, k in (((), 1.0), ((("OMPI_MCA_x", "a"),), 0.5), ((("OMPI_MCA_y", "b"),), 0.97)):
+        scaled = [replace(r, median_us=k * r.median_us, ci_lo_us=k * r.ci_lo_us,
+                          ci_hi_us=k * r.ci_hi_us,
+                          mb_per_s=r.mb_per_s / k if r.mb_per_s else None) for r in res]
+        cfg = Configuration("openmpi", settings=settings)
+        rid = s.begin_run(_info(plan_key=str(settings), config=cfg), None)
+        s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=hdr,
+                     results=scaled, flags=[False] * len(scaled), noise={})
+    html = build(s, tmp_path / "rep", s.result_rows()).read_text()
+    sec = html.split("<h2 id=tuning>Settings against the defaults</h2>")[1].split("<h2")[0]
+    figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}
+    assert [ln["label"] for ln in figs["fig-set-openmpi-latency"]["lines"]] == [
+        "openmpi, 2 ranks (local)", "openmpi OMPI_MCA_x=a, 2 ranks (local)",
+        "openmpi OMPI_MCA_y=b, 2 ranks (local)"]
+    rows = [[c.split(">", 1)[1] for c in tr.split("</td>")[:-1]] for tr in sec.split("<tr>")[2:]]
+    assert [r[2:] for r in rows] == [["OMPI_MCA_x=a", "faster with it", "8-64", "2.00x"]], rows
+    assert '<a href="#tuning">settings</a>' in html

@@ -156,6 +156,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     appl = sections.applications(page, app_rows, series, tick) if app_rows else []
     xsec = sections.crossover_section(page, xrows, tick) if xrows else []
     gpu = sections.gpu(page, rows, found, tick)
+    settings = sections.tuning(page, rows, found, tick)
     # with no conclusion to draw, the first screen still shows the data
     key = next((x for x in p2p + colls + appl if isinstance(x, FigRef)), None)
     if key is None and rows:
@@ -170,6 +171,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     parts = [("findings", "findings", True), ("machine", "the machine", machine is not None),
              ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
              ("applications", "applications", bool(appl)), ("gpu", "GPU buffers", bool(gpu)),
+             ("tuning", "settings", bool(settings)),
              ("crossover", "collectives against sends", bool(xsec)),
              ("provenance", "runs", True), ("failures", "failures", True)]
     html = environment().get_template("report.html.j2").render(
@@ -178,7 +180,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key),
         findings=sections.findings_section(found, xrows), machine=machine,
         runs=sections.runs_table(store, run_ids), failures=fails, p2p=p2p,
-        collectives=colls, applications=appl, crossover=xsec, gpu=gpu,
+        collectives=colls, applications=appl, crossover=xsec, gpu=gpu, tuning=settings,
         loggp=sections.loggp_table(store, run_ids),
         compare=sections.comparison(*comparison) if comparison else None)
     index = out_dir / "index.html"

@@ -212,6 +212,57 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
     return out
 
 
+# -- runtime settings ---------------------------------------------------------------
+def _settings(r: sqlite3.Row) -> dict[str, str]:
+    return dict(json.loads(r["config"] or "{}").get("settings") or {})
+
+
+def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
+           tick: Tick) -> list[Item]:
+    """Configurations run with settings (commscope run --settings, the
+    candidates of commscope tune) against the same implementation's
+    defaults: a panel per benchmark with the default and each setting, then
+    where a setting is faster or slower, from the separated findings."""
+    tuned = [r for r in rows if r["config"] and _settings(r)]
+    if not tuned:
+        return []
+    out: list[Item] = []
+    for impl in sorted({json.loads(r["config"])["mpi"] for r in tuned}):
+        mine = [r for r in rows if r["config"] and json.loads(r["config"])["mpi"] == impl]
+        benches = sorted({str(r["bench"]) for r in mine if _settings(r)})
+        panels = []
+        for b in benches:
+            metric, ylabel = GPU_METRIC.get(b, ("time", "time (us)"))
+            lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
+            # the defaults first: the line every setting is read against
+            lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
+            panels.append(Figure(f"fig-set-{slug(impl)}-{b}", b, ylabel, lines))
+        out += items(page.grid(Grid(f"fig-set-{slug(impl)}", f"{impl}: settings against its "
+                                    "defaults", panels, sharey=False),
+                               f"{impl} with its defaults and with each setting measured, a "
+                               "panel per benchmark; bands the 95% interval between runs."))
+        tick(f"settings {impl}")
+    rows_: list[tuple[object, ...]] = []
+    for f in found:
+        if f.kind != "faster" or len(f.parties) != 2:
+            continue
+        w, lo = f.parties
+        # against the defaults only: one side set nothing
+        if w.implementation != lo.implementation or bool(w.settings) == bool(lo.settings):
+            continue
+        gained = " ".join(f"{k}={v}" for k, v in sorted(set(w.settings) - set(lo.settings)))
+        dropped = " ".join(f"{k}={v}" for k, v in sorted(set(lo.settings) - set(w.settings)))
+        s0, s1 = f.span or (0, 0)
+        rows_.append((w.implementation, ", ".join(f.benches or (f.bench,)),
+                      gained or dropped, "faster with it" if gained else "slower with it",
+                      f"{human(s0)}-{human(s1)}", f"{f.ratio:.2f}x"))
+    out.append(table(("implementation", "benchmark", "setting", "verdict", "sizes",
+                      "median ratio"), rows_) if rows_ else
+               Para("No setting is told apart from the defaults by the between-run "
+                    "statistics."))
+    return out
+
+
 # -- collectives against sends ----------------------------------------------------
 def xfig_id(xr: crossover.Row, i: int) -> str:
     return f"fig-x-{slug(xr.config.label())}-{xr.collective}-{slug(xr.reference)}-{i}"
