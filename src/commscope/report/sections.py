@@ -243,6 +243,7 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
                                "panel per benchmark; bands the 95% interval between runs."))
         tick(f"settings {impl}")
     rows_: list[tuple[object, ...]] = []
+    elsewhere = 0
     for f in found:
         if f.kind != "faster" or len(f.parties) != 2:
             continue
@@ -250,17 +251,38 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
         # against the defaults only: one side set nothing
         if w.implementation != lo.implementation or bool(w.settings) == bool(lo.settings):
             continue
-        gained = " ".join(f"{k}={v}" for k, v in sorted(set(w.settings) - set(lo.settings)))
-        dropped = " ".join(f"{k}={v}" for k, v in sorted(set(lo.settings) - set(w.settings)))
+        changed = sorted(set(w.settings) ^ set(lo.settings))
+        benches = f.benches or (f.bench,)
+        if all(_only_for(k) not in (None, *benches) for k, _ in changed):
+            elsewhere += 1
+            continue
         s0, s1 = f.span or (0, 0)
-        rows_.append((w.implementation, ", ".join(f.benches or (f.bench,)),
-                      gained or dropped, "faster with it" if gained else "slower with it",
+        rows_.append((w.implementation, ", ".join(benches),
+                      " ".join(f"{k}={v}" for k, v in changed),
+                      "faster with it" if w.settings else "slower with it",
                       f"{human(s0)}-{human(s1)}", f"{f.ratio:.2f}x"))
     out.append(table(("implementation", "benchmark", "setting", "verdict", "sizes",
                       "median ratio"), rows_) if rows_ else
                Para("No setting is told apart from the defaults by the between-run "
                     "statistics."))
+    if elsewhere:
+        out.append(Para(f"{elsewhere} difference(s) of a collective's algorithm setting on "
+                        "other benchmarks were left out: such a setting changes nothing "
+                        "there, so what separated them is the machine between runs (tune "
+                        "pairs each candidate with the defaults in rounds to avoid this).",
+                        "muted"))
     return out
+
+
+_ALG = re.compile(r"^(?:OMPI_MCA_coll_tuned_(\w+)_algorithm|MPIR_CVAR_(\w+)_INTRA_ALGORITHM"
+                  r"|I_MPI_ADJUST_(\w+))$")
+
+
+def _only_for(key: str) -> str | None:
+    """The collective a setting chooses the algorithm of; None for a
+    setting that may change any benchmark."""
+    m = _ALG.match(key)
+    return next((g.lower() for g in m.groups() if g), None) if m else None
 
 
 # -- collectives against sends ----------------------------------------------------
