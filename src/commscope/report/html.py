@@ -133,6 +133,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     steps += [c for c in sections.COLLECTIVES if c in benches]
     steps += sorted({str(r["bench"]) for r in app_rows})
     steps += [f"{xr.collective} vs {xr.reference} ({xr.config.label()})" for xr in xrows]
+    steps += [f"gpu {m}" for m in sections.gpu_impls(rows)]
+    steps += [f"settings {m}" for m in sections.tuned_impls(rows)]
     if progress:
         progress.total = len(steps)
 

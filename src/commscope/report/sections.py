@@ -165,17 +165,29 @@ def _buffer(r: sqlite3.Row) -> str:
     return str(json.loads(r["config"] or "{}").get("buffer") or "host")
 
 
+def gpu_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
+    """The implementations measured with a GPU path."""
+    return sorted({json.loads(r["config"])["mpi"] for r in rows
+                   if r["config"] and _buffer(r) != "host"})
+
+
+def tuned_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
+    """The implementations measured with runtime settings."""
+    return sorted({json.loads(r["config"])["mpi"] for r in rows
+                   if r["config"] and _settings(r)})
+
+
 def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
         tick: Tick) -> list[Item]:
     """The GPU users' paths side by side (the IIT Bombay study's figure 5:
     CUDA-aware against staged): for each implementation, a panel per
     benchmark with one line per path, host memory as the reference; then
     which path beats which over which sizes, from the separated findings."""
-    gpu_rows = [r for r in rows if r["config"] and _buffer(r) != "host"]
-    if not gpu_rows:
-        return []
     out: list[Item] = []
-    for impl in sorted({json.loads(r["config"])["mpi"] for r in gpu_rows}):
+    impls = gpu_impls(rows)
+    if not impls:
+        return []
+    for impl in impls:
         mine = [r for r in rows if r["config"] and json.loads(r["config"])["mpi"] == impl]
         benches = [b for b in (*GPU_METRIC, *COLLECTIVES)
                    if any(r["bench"] == b and _buffer(r) != "host" for r in mine)]
@@ -223,11 +235,11 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
     candidates of commscope tune) against the same implementation's
     defaults: a panel per benchmark with the default and each setting, then
     where a setting is faster or slower, from the separated findings."""
-    tuned = [r for r in rows if r["config"] and _settings(r)]
-    if not tuned:
+    impls = tuned_impls(rows)
+    if not impls:
         return []
     out: list[Item] = []
-    for impl in sorted({json.loads(r["config"])["mpi"] for r in tuned}):
+    for impl in impls:
         mine = [r for r in rows if r["config"] and json.loads(r["config"])["mpi"] == impl]
         benches = sorted({str(r["bench"]) for r in mine if _settings(r)})
         panels = []
