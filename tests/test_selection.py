@@ -101,3 +101,76 @@ def test_open_mpi_reads_the_rules_file_and_applies_it_where_it_says(tmp_path, co
     assert min(slower) > 3.0, slower  # about 15-20x here
     below = sorted(t / d for t, d in zip(by[(True, 4096)], by[(False, 4096)], strict=True))
     assert below[1] < 2.0, below  # the median round: no rule below 64 KiB
+
+
+# -- Intel MPI -------------------------------------------------------------------
+def test_intel_strings_and_what_intel_says_it_ignores():
+    cs = [selection.Choice("bcast", 65536, 1 << 20, "3", 3, 1.4),
+          selection.Choice("bcast", 1, 16, "1", 1, 1.2),
+          selection.Choice("alltoall", 256, 4096, "2", 2, 1.1)]
+    assert selection.intel_adjust(cs) == [("I_MPI_ADJUST_ALLTOALL", '"2:256-4096"'),
+                                          ("I_MPI_ADJUST_BCAST", '"1:1-16;3:65536-1048576"')]
+    assert selection.forced((("I_MPI_ADJUST_BCAST", "3"),)) == ("bcast", "3")
+    from commscope import settings
+
+    err = ("MPI startup(): Incorrect algorithm: BCAST=99, will be ignored\n"
+           "MPI startup(): Incorrect algorithm: BCAST=99, will be ignored\n"
+           "MPI startup(): Incorrect adjust value: ALLREDUCE=x:1, will be ignored\n")
+    got = settings.ignored_by_intel({"I_MPI_ADJUST_BCAST": "99", "I_MPI_ADJUST_ALLREDUCE": "x:1",
+                                     "I_MPI_ADJUST_REDUCE": "2"}, err)
+    assert got == ["I_MPI_ADJUST_BCAST=99 was not taken: Intel MPI says 'Incorrect algorithm' "
+                   "and ignores it",
+                   "I_MPI_ADJUST_ALLREDUCE=x:1 was not taken: Intel MPI says 'Incorrect adjust "
+                   "value' and ignores it"]
+
+
+def _intel():
+    """Intel MPI from another cache's `commscope mpi install impi`, named by
+    COMMSCOPE_TEST_INSTALLED (CI installs only Open MPI 5: a 500 MB wheel
+    for each run is too much), linked into the tests' own cache."""
+    import os
+    from pathlib import Path
+
+    from commscope import build, mpi
+
+    other = os.environ.get("COMMSCOPE_TEST_INSTALLED")
+    mine = Path(os.environ["COMMSCOPE_CACHE"]) / "mpi" / "impi"
+    if other and (Path(other) / "mpi" / "impi").is_dir() and not mine.exists():
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.symlink_to(Path(other) / "mpi" / "impi")
+    impl = next((m for m in mpi.discover() if m.family == "intel"), None)
+    if impl is None:
+        pytest.skip("no Intel MPI (COMMSCOPE_TEST_INSTALLED=CACHE of a `commscope mpi "
+                    "install impi`)")
+    return build.build(impl)
+
+
+@pytest.mark.mpi
+def test_intel_mpi_lists_its_algorithms_and_takes_the_written_strings(tmp_path, capsys):
+    """Intel MPI's algorithm numbers come from Intel MPI (each number it does
+    not ignore); the strings written for it run with no complaint, and a
+    number beyond its list fails the job as not taken."""
+    from commscope import tune
+
+    core = _intel()
+    algs = tune.intel_algorithms(core, ["bcast", "allreduce"])
+    for coll, ks in algs.items():
+        # Intel MPI ignored a number before the search's own limit
+        assert ks and ks == list(range(1, len(ks) + 1)) and len(ks) < tune.INTEL_MAX_ALG, (
+            coll, ks)
+    cs = [selection.Choice("bcast", 65536, 1 << 20, str(algs["bcast"][-1]),
+                           algs["bcast"][-1], 1.0),
+          selection.Choice("bcast", 1, 4096, "1", 1, 1.0)]
+    env = tmp_path / "impi.env"
+    env.write_text(tune.with_selection(None, selection.intel_adjust(cs), "test", core))
+    db = tmp_path / "i.db"
+    common = ["run", "--db", str(db), "--mpi", core.impl.name, "--bench", "bcast", "--sizes",
+              "1K:1M", "--factor", "32", "--min-samples", "5", "--time-cap", "0.1",
+              "--no-probe", "--quiet"]
+    assert cli.main([*common, "--settings", str(env)]) == 0, capsys.readouterr().err
+    assert all(r["valid"] for r in Store(db).result_rows())
+    beyond = tmp_path / "beyond.env"
+    beyond.write_text(f"I_MPI_ADJUST_BCAST={len(algs['bcast']) + 1}\n")
+    assert cli.main([*common, "--settings", str(beyond)]) == 1
+    err = capsys.readouterr().err
+    assert "Intel MPI says 'Incorrect algorithm'" in err, err

@@ -122,6 +122,10 @@ def test_the_search_space_comes_from_the_implementations_variables():
     mp = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": {"value": "0"}}
     got = [c.label for c in tune.space(fake_core("mpich"), mp, ["bcast"])]
     assert got == [f"MPIR_CVAR_BCAST_INTRA_ALGORITHM={a}" for a in tune.MPICH_ALGS["bcast"]]
+    # Intel MPI: the numbers Intel MPI itself accepted, for the collectives asked
+    got = [c.label for c in tune.space(fake_core("intel"), {}, ["bcast", "bw"],
+                                       {"bcast": [1, 2, 3], "allreduce": [1, 2]})]
+    assert got == ["I_MPI_ADJUST_BCAST=1", "I_MPI_ADJUST_BCAST=2", "I_MPI_ADJUST_BCAST=3"]
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])

@@ -513,7 +513,9 @@ def cmd_tune(a: argparse.Namespace) -> int:
         raise CommscopeError(f"--validate takes an application (matmul, jacobi) or none, "
                              f"not {a.validate}")
     cvars = tune.read_cvars(core)
-    cands = tune.space(core, cvars, benches)
+    intel = (tune.intel_algorithms(core, [b for b in benches if b in tune.COLLS])
+             if impl.family == "intel" else None)
+    cands = tune.space(core, cvars, benches, intel)
     if a.candidates:
         cands += [tune.Candidate(settings_mod.parse_file(f), f"from {f}")
                   for f in _list(a.candidates)]
@@ -529,8 +531,12 @@ def cmd_tune(a: argparse.Namespace) -> int:
                            progress=progress)
     w = tune.best(outcomes)
     text = tune.settings_text(w, core) if w is not None else None
-    choices = (selection.choices(outcomes, cvars) if core.impl.family == "openmpi" else [])
-    if choices and a.write:
+    choices = (selection.choices(outcomes, cvars)
+               if core.impl.family in ("openmpi", "intel") else [])
+    if choices and core.impl.family == "intel":
+        text = tune.with_selection(w, selection.intel_adjust(choices),
+                                   "Intel MPI's I_MPI_ADJUST syntax", core)
+    elif choices and a.write:
         # Open MPI's collectives: each algorithm over the sizes it won, in a
         # rules file beside the settings, instead of one forced everywhere
         rules = Path(a.write).with_suffix(".rules")
@@ -539,7 +545,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     if a.apply:
         if text:
             print("\n".join(x for x in text.splitlines() if x.startswith("export ")))
-        if choices and not a.write:
+        if choices and not a.write and core.impl.family == "openmpi":
             print("# collective algorithms won per size range: add --write FILE for "
                   "Open MPI's rules file")
         return 0
@@ -559,7 +565,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     if text and a.write:
         Path(a.write).write_text(text)
         print(f"settings written to {a.write} (commscope run --settings {a.write})")
-        if choices:
+        if choices and core.impl.family == "openmpi":
             print(f"collective algorithms per size range in {Path(a.write).with_suffix('.rules')}"
                   ", the Open MPI rules file it names")
     store.close()

@@ -442,6 +442,10 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             status, msg = OK, ""
         refused = settings_mod.refused(dict(job.settings),
                                        parsed.header.cvars if parsed.header else None)
+        if any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
+            # Intel MPI says at startup, on stdout, which it ignores
+            said = "".join((tmpd / f).read_text(errors="replace") for f in ("stdout", "stderr"))
+            refused += settings_mod.ignored_by_intel(dict(job.settings), said)
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:

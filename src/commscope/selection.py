@@ -1,6 +1,7 @@
 """Algorithm choices per message-size range, written in the form the
 implementation reads itself: for Open MPI a coll_tuned dynamic rules file
-(classic format, read by 4.1 and 5.0 alike).
+(classic format, read by 4.1 and 5.0 alike), for Intel MPI its
+I_MPI_ADJUST_<OP> strings.
 
 A choice comes from the tuning advisor: a candidate that forced one
 collective's algorithm and won over a range of sizes against the default
@@ -24,7 +25,7 @@ OMPI_COLL_ID = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bc
 # dynamic decision takes the whole send buffer of alltoall (a block per
 # rank) but the buffer itself for bcast, reduce and allreduce.
 OMPI_SIZE_PER_RANK = {"alltoall", "allgather"}
-_FORCED = re.compile(r"^OMPI_MCA_coll_tuned_(\w+)_algorithm$")
+_FORCED = re.compile(r"^(?:OMPI_MCA_coll_tuned_(\w+)_algorithm|I_MPI_ADJUST_(\w+))$")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ def forced(settings: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
     for k, v in settings:
         m = _FORCED.match(k)
         if m:
-            return m.group(1), v
+            return (m.group(1) or m.group(2).lower()), v
     return None
 
 
@@ -119,3 +120,17 @@ def openmpi_rules(cs: Sequence[Choice], np_: int, where: str = "") -> str:
                   f"{np_}  # communicator size measured", f"{len(rules)}  # message sizes"]
         lines += [f"{size} {alg} 0 {seg}  # {why}" for size, alg, seg, why in rules]
     return "\n".join(lines) + "\n"
+
+
+def intel_adjust(cs: Sequence[Choice]) -> list[tuple[str, str]]:
+    """Intel MPI's own per-size syntax, one variable per collective:
+    I_MPI_ADJUST_BCAST="3:65536-1048576;1:1-16".  Sizes as the benchmark
+    counts them (the buffer; alltoall's block per rank, as Intel MPI
+    measures its message); Intel MPI decides alone elsewhere."""
+    by: dict[str, list[Choice]] = {}
+    for c in cs:
+        by.setdefault(c.coll, []).append(c)
+    return [(f"I_MPI_ADJUST_{coll.upper()}",
+             '"' + ";".join(f"{c.value}:{c.lo}-{c.hi}" for c in sorted(group, key=lambda c: c.lo))
+             + '"') for coll, group in sorted(by.items())]
+

@@ -94,3 +94,21 @@ def refused(settings: Mapping[str, str], cvars: Mapping[str, object] | None) -> 
             continue  # an enumeration read as its number, or a string read as its default
         out.append(f"{key}={want} was not taken: the implementation holds {name}={got}")
     return out
+
+
+# Intel MPI checks its I_MPI_ADJUST_<OP> variables at startup and says so on
+# stderr ("MPI startup(): Incorrect algorithm: BCAST=99, will be ignored")
+_IMPI_IGNORED = re.compile(r"Incorrect (algorithm|adjust value): (\w+)=(\S+?),? will be ignored")
+
+
+def ignored_by_intel(settings: Mapping[str, str], stderr: str) -> list[str]:
+    """The I_MPI_ADJUST settings Intel MPI said it ignores."""
+    out: list[str] = []
+    for kind, op, _ in _IMPI_IGNORED.findall(stderr):
+        key = f"I_MPI_ADJUST_{op}"
+        line = (f"{key}={settings.get(key)} was not taken: Intel MPI says 'Incorrect {kind}' "
+                "and ignores it")
+        if key in settings and line not in out:
+            out.append(line)
+    return out
+

@@ -90,8 +90,49 @@ def read_cvars(core: Core, timeout_s: float = 60.0) -> dict[str, dict[str, objec
         return {k: v for k, v in parsed.header.cvars.items() if isinstance(v, dict)}
 
 
+INTEL_MAX_ALG = 64  # the most algorithm numbers asked of Intel MPI (2021.18: 32 allreduce)
+
+
+def intel_algorithms(core: Core, colls: Sequence[str], timeout_s: float = 60.0
+                     ) -> dict[str, list[int]]:
+    """The algorithm numbers Intel MPI accepts for each collective's
+    I_MPI_ADJUST_<OP>: its algorithms are not MPI_T variables, but it says at
+    startup which number it ignores.  One short job per number, every
+    collective asked at once, until it ignores them all."""
+    from .settings import ignored_by_intel
+
+    left = list(colls)
+    found: dict[str, list[int]] = {c: [] for c in colls}
+    for k in range(1, INTEL_MAX_ALG + 1):
+        if not left:
+            break
+        asked = {f"I_MPI_ADJUST_{c.upper()}": str(k) for c in left}
+        with tempfile.TemporaryDirectory(prefix="commscope-impi-") as tmp:
+            t = Path(tmp)
+            launch = Local().launch(core.impl, Placement(1, 2), str(core.exe),
+                                    ["--bench", "barrier", "--min-samples", "3", "--time-cap",
+                                     "0.01", "--output", str(t / "r.jsonl")], t,
+                                    provenance.n_cores(), os.geteuid() == 0)
+            env = {**os.environ, **core.impl.env, **launch.env, **asked}
+            res = run_bounded(launch.argv, timeout_s=timeout_s, env=env, cwd=tmp,
+                              stdout_path=t / "stdout", stderr_path=t / "stderr")
+            # Intel MPI's startup notes go to stdout
+            err = "".join((t / f).read_text(errors="replace") for f in ("stdout", "stderr"))
+        if res.exit_code != 0:
+            raise CommscopeError(f"asking Intel MPI for its algorithms failed (exit "
+                                 f"{res.exit_code}): {err.strip().splitlines()[-1:]}")
+        ignored = {line.split("=")[0].split()[0] for line in ignored_by_intel(asked, err)}
+        for c in list(left):
+            if f"I_MPI_ADJUST_{c.upper()}" in ignored:
+                left.remove(c)
+            else:
+                found[c].append(k)
+    return found
+
+
 def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
-          benches: Sequence[str]) -> list[Candidate]:
+          benches: Sequence[str], intel: Mapping[str, Sequence[int]] | None = None
+          ) -> list[Candidate]:
     """The candidates worth measuring for these benchmarks, from what the
     implementation says it has."""
     fam = core.impl.family
@@ -122,6 +163,11 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
                         out.append(Candidate(
                             (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
                              (f"OMPI_MCA_{name}", str(item))), f"{b} algorithm {item}"))
+    elif fam == "intel":
+        for b in benches:
+            for k in (intel or {}).get(b, ()):
+                out.append(Candidate(((f"I_MPI_ADJUST_{b.upper()}", str(k)),),
+                                     f"{b} algorithm {k}"))
     elif fam == "mpich":
         if p2p:
             out.extend(Candidate((("UCX_TLS", t),), f"UCX transports {t}") for t in UCX_TLS)
@@ -344,21 +390,29 @@ def settings_text(w: Outcome, core: Core) -> str:
     return "\n".join(head + [f"export {k}={v}" for k, v in w.cand.settings]) + "\n"
 
 
-def with_rules(w: Outcome | None, rules: Path, core: Core) -> str:
-    """The settings file when Open MPI's collectives won per size range:
-    the rules file in force (its choices, each over the sizes it won), and
-    the best winner besides if it is not one of the forced algorithms."""
+def with_selection(w: Outcome | None, lines: Sequence[tuple[str, str]], what: str,
+                   core: Core) -> str:
+    """The settings file when collectives won per size range: the settings
+    that put the per-size choices in force (Open MPI's rules file, Intel
+    MPI's I_MPI_ADJUST strings), and the best winner besides if it is not
+    one of the forced algorithms."""
     from . import selection
 
     head = [f"# commscope tune: {core.impl.name} ({core.impl.family}), this machine, 2 ranks",
-            f"# collective algorithms per message size: {rules}"]
-    lines = [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
-             ("OMPI_MCA_coll_tuned_dynamic_rules_filename", str(rules.resolve()))]
+            f"# collective algorithms per message size: {what}"]
+    out = list(lines)
     if w is not None and selection.forced(w.cand.settings) is None:
         head += [f"# and {w.cand.label}: faster at {b} {_span(lo, hi)} {_claim(es)}"
                  for b, lo, hi, es in w.ranges("wins")]
-        lines += list(w.cand.settings)
-    return "\n".join(head + [f"export {k}={v}" for k, v in lines]) + "\n"
+        out += list(w.cand.settings)
+    return "\n".join(head + [f"export {k}={v}" for k, v in out]) + "\n"
+
+
+def with_rules(w: Outcome | None, rules: Path, core: Core) -> str:
+    """with_selection for Open MPI: its rules file turned on."""
+    return with_selection(w, [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+                              ("OMPI_MCA_coll_tuned_dynamic_rules_filename",
+                               str(rules.resolve()))], str(rules), core)
 
 
 def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOptions,
