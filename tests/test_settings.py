@@ -101,3 +101,48 @@ def test_an_mpich_string_variable_is_checked_by_name_only(capsys, tmp_path, core
                      "--bench", "latency", "--sizes", "8", "--time-cap", "0.05", "--no-probe",
                      "--quiet", "--settings", str(good))
     assert rc == 0, err
+
+
+EP_CFG = """\
+[1.1] [vm:1:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[0]: tag(self/memory0 cma/memory) \
+rma(self/memory0 sysv/memory posix/memory) am(self/memory0 cma/memory)
+[1.2] [vm:1:0]      ucp_worker.c:1763 UCX  INFO    ep_cfg[1]: tag(sysv/memory cma/memory) \
+rma(sysv/memory posix/memory) am(sysv/memory cma/memory)
+"""
+
+
+def test_ucx_transports_are_read_back_from_ucx_itself():
+    """UCX at log level info names each endpoint's lanes: the transports to
+    the other ranks are those of the endpoints not to the process itself."""
+    lanes = settings.ucx_lanes(EP_CFG)
+    assert lanes == ["sysv/memory", "cma/memory", "posix/memory"]
+    assert settings.ucx_refused({"UCX_TLS": "sysv,cma,posix,self"}, lanes) == []
+    assert settings.ucx_refused({"UCX_TLS": "posix,self"}, lanes) == [
+        "UCX_TLS=posix,self was not taken: UCX used sysv/memory, cma/memory"]
+    # groups and negations name build-dependent sets: recorded, not judged
+    assert settings.ucx_refused({"UCX_TLS": "sm,self"}, lanes) == []
+    assert settings.ucx_refused({"UCX_TLS": "^tcp"}, lanes) == []
+    assert settings.ucx_refused({"UCX_TLS": "tcp,self"}, [])[0].startswith(
+        "UCX_TLS: UCX named no endpoint's transports")
+
+
+@pytest.mark.parametrize("tls,want", [("tcp,self", "tcp/"), ("posix,self", "posix/")])
+def test_ucx_tls_is_taken_and_the_lanes_are_stored(capsys, tmp_path, cores, tls, want):
+    """Debian's MPICH on UCX: the job runs with the transports asked for,
+    and its record says which lanes UCX used."""
+    if "mpich" not in cores:
+        pytest.skip("mpich not installed")
+    env = tmp_path / "ucx.env"
+    env.write_text(f"UCX_TLS={tls}\n")
+    db = tmp_path / "u.db"
+    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", "mpich", "--bench", "latency",
+                     "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet",
+                     "--settings", str(env))
+    assert rc == 0, err
+    from commscope.store import Store
+
+    (r,) = Store(db).runs()
+    line = r["stderr_tail"].strip().splitlines()[-1]
+    assert line.startswith("UCX lanes to the other ranks: ") and want in line, line
+    allowed = {w for w in tls.split(",")}
+    assert all(tl.split("/")[0] in allowed for tl in line.split(": ", 1)[1].split()), line

@@ -381,6 +381,12 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         names = [n for k, _ in job.settings if (n := settings_mod.cvar_name(k))]
         if names:
             env["COMMSCOPE_CVARS"] = ",".join(names)
+        # UCX settings are not MPI_T variables: UCX itself names the transports
+        # of each endpoint it makes, at log level info (once per endpoint, at
+        # its creation, before any timed loop)
+        ucx = "UCX_TLS" in dict(job.settings)
+        if ucx and "UCX_LOG_LEVEL" not in env:
+            env["UCX_LOG_LEVEL"] = "info"
         placement = {**job.cluster.describe(), "label": job.cluster.label,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
@@ -442,10 +448,17 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             status, msg = OK, ""
         refused = settings_mod.refused(dict(job.settings),
                                        parsed.header.cvars if parsed.header else None)
+        said = ""
+        if ucx or any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
+            said = "".join((tmpd / f).read_text(errors="replace")
+                           for f in ("stdout", "stderr") if (tmpd / f).exists())
         if any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
             # Intel MPI says at startup, on stdout, which it ignores
-            said = "".join((tmpd / f).read_text(errors="replace") for f in ("stdout", "stderr"))
             refused += settings_mod.ignored_by_intel(dict(job.settings), said)
+        if ucx:
+            lanes = settings_mod.ucx_lanes(said)
+            refused += settings_mod.ucx_refused(dict(job.settings), lanes)
+            tail += f"\nUCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}"
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:

@@ -112,3 +112,44 @@ def ignored_by_intel(settings: Mapping[str, str], stderr: str) -> list[str]:
             out.append(line)
     return out
 
+
+# UCX at log level info names, for each endpoint it makes, the transports
+# of its lanes: "ep_cfg[1]: tag(sysv/memory cma/memory) rma(...) am(...)"
+_EP_CFG = re.compile(r"ep_cfg\[\d+\]: (.*)$", re.M)
+_LANES = re.compile(r"\b(tag|am|rma|rma_am)\(([^)]*)\)")
+# UCX_TLS words that name groups or negations rather than one transport
+_UCX_GROUPS = {"all", "sm", "shm", "mm", "ib", "rc", "ud", "dc", "rc_x", "ud_x", "dc_x",
+               "cuda", "rocm", "ugni"}
+
+
+def ucx_lanes(said: str) -> list[str]:
+    """The transports UCX used to reach other processes (endpoints to self
+    left out), as transport/device, in the order UCX named them."""
+    out: list[str] = []
+    for line in _EP_CFG.findall(said):
+        tag = dict(_LANES.findall(line)).get("tag", "")
+        if "self/" in tag:
+            continue  # the endpoint to the process itself
+        for lane in _LANES.findall(line):
+            for tl in lane[1].split():
+                if tl not in out:
+                    out.append(tl)
+    return out
+
+
+def ucx_refused(settings: Mapping[str, str], lanes: list[str]) -> list[str]:
+    """UCX_TLS read back from the lanes UCX used: a transport the setting
+    did not allow, or no lane reported at all.  Groups (sm, ib, all) and
+    negations (^tcp) are not checked: their members depend on the build."""
+    want = settings.get("UCX_TLS")
+    if not want:
+        return []
+    if not lanes:
+        return ["UCX_TLS: UCX named no endpoint's transports (is this implementation on UCX?)"]
+    words = [w.strip() for w in want.split(",") if w.strip()]
+    if any(w.startswith("^") or w in _UCX_GROUPS for w in words):
+        return []
+    allowed = set(words)
+    bad = [tl for tl in lanes if tl.split("/")[0] not in allowed]
+    return [f"UCX_TLS={want} was not taken: UCX used {', '.join(bad)}"] if bad else []
+
