@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .analysis.summary import ratio_text
 from .errors import CommscopeError
 from .sizes import human_bytes
 
@@ -25,7 +26,8 @@ OMPI_COLL_ID = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bc
 # dynamic decision takes the whole send buffer of alltoall (a block per
 # rank) but the buffer itself for bcast, reduce and allreduce.
 OMPI_SIZE_PER_RANK = {"alltoall", "allgather"}
-_FORCED = re.compile(r"^(?:OMPI_MCA_coll_tuned_(\w+)_algorithm|I_MPI_ADJUST_(\w+))$")
+_FORCED = re.compile(r"^(?:OMPI_MCA_coll_tuned_(\w+)_algorithm|I_MPI_ADJUST_(\w+)"
+                     r"|MPIR_CVAR_(\w+)_INTRA_ALGORITHM)$")
 
 
 @dataclass(frozen=True)
@@ -39,13 +41,18 @@ class Choice:
     segsize: int = 0  # Open MPI's segment size for it (0: the algorithm's own)
 
 
+def forced_collective(key: str) -> str | None:
+    """The collective whose algorithm a setting chooses (Open MPI's
+    coll_tuned_<op>_algorithm, Intel MPI's I_MPI_ADJUST_<OP>, MPICH's
+    MPIR_CVAR_<OP>_INTRA_ALGORITHM); None for a setting that may change
+    any benchmark."""
+    m = _FORCED.match(key)
+    return next((g.lower() for g in m.groups() if g), None) if m else None
+
+
 def forced(settings: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
     """(collective, algorithm) that a candidate's settings force, if any."""
-    for k, v in settings:
-        m = _FORCED.match(k)
-        if m:
-            return (m.group(1) or m.group(2).lower()), v
-    return None
+    return next(((c, v) for k, v in settings if (c := forced_collective(k))), None)
 
 
 def _value(cvars: Mapping[str, Mapping[str, object]], coll: str, alg: str) -> int:
@@ -114,7 +121,7 @@ def openmpi_rules(cs: Sequence[Choice], np_: int, where: str = "") -> str:
             if lo == rules[-1][0]:
                 rules.pop()
             rules.append((lo, c.value, c.segsize, f"{c.alg}: won {human_bytes(c.lo)} to "
-                                       f"{human_bytes(c.hi)}, {c.ratio:.2f}x the default"))
+                                       f"{human_bytes(c.hi)}, {ratio_text(c.ratio)} the default"))
             rules.append((after, 0, 0, "Open MPI's own decision"))
         lines += [f"{OMPI_COLL_ID[coll]}  # {coll}", "1  # one set of rules",
                   f"{np_}  # communicator size measured", f"{len(rules)}  # message sizes"]

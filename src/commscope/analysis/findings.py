@@ -36,6 +36,10 @@ class Finding:
     gain: float = 0.0  # the fraction of time a user would save by acting on it
     key: tuple[object, ...] = ()  # findings with equal keys say the same thing
     ratio: float = 1.0  # the slower over the faster (median over the sizes it holds for)
+    # the same from the edges of the intervals that separate them (the slower's
+    # low over the faster's high; the lower median over the sizes): what the
+    # next run should still show
+    ratio_lo: float = 1.0
     span: tuple[int, int] | None = None  # the first and last size it holds for
     # faster: (winner, loser); the others: the configuration it was seen under
     parties: tuple[Config, ...] = ()
@@ -116,6 +120,7 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                     ratios = sorted(by_mpi[loser][s].median / by_mpi[winner][s].median
                                     for s in sizes)
                     med = ratios[len(ratios) // 2]
+                    lows = sorted(by_mpi[loser][s].lo / by_mpi[winner][s].hi for s in sizes)
                     recs = tuple(p.result_id for s in sizes for p in (sa[s], sb[s])
                                  if p.result_id is not None)
                     out.append(Finding(
@@ -126,7 +131,8 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                         recs, bench, gain=1.0 - 1.0 / med,
                         key=("faster", np_, cluster, winner, loser, sizes[0], sizes[-1],
                              round(math.log(med) / math.log(1.15))),
-                        ratio=med, span=(sizes[0], sizes[-1]),
+                        ratio=med, ratio_lo=lows[(len(lows) - 1) // 2],
+                        span=(sizes[0], sizes[-1]),
                         parties=(cfgs[(np_, cluster, bench, winner)],
                                  cfgs[(np_, cluster, bench, loser)])))
     return out
@@ -154,7 +160,8 @@ def bandwidth_drops(series: Mapping[tuple[Config, str], Series]) -> list[Finding
                     f"{bench} under {cfg.label()}: bandwidth drops {100 * (1 - mb / ma):.0f}% "
                     f"from {human_bytes(a)} ({ma:.0f} MB/s) to {human_bytes(b)} ({mb:.0f} MB/s)",
                     tuple(x for x in (s[a].result_id, s[b].result_id) if x is not None),
-                    bench, gain=0.5 * (1.0 - mb / ma), ratio=ma / mb, span=(a, b),
+                    bench, gain=0.5 * (1.0 - mb / ma), ratio=ma / mb, ratio_lo=la / hb,
+                    span=(a, b),
                     parties=(cfg,)))
     return out
 
@@ -223,6 +230,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             where = ", ".join(f"at {human_bytes(lo)}" if lo == hi else
                               f"from {human_bytes(lo)} to {human_bytes(hi)}" for lo, hi in h_runs)
         ratios = sorted(coll[s].median / row.ref[s].median for s in sizes if s in row.ref)
+        lows = sorted(coll[s].lo / row.ref[s].hi for s in sizes if s in row.ref)
         gain = 1.0 - 1.0 / ratios[len(ratios) // 2] if ratios else 0.0
         out.append(Finding(
             "collective-slower",
@@ -230,6 +238,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             f"{row.reference} {where}: {v.advice(row.collective, row.reference)}",
             recs, row.collective, row, gain=gain,
             ratio=ratios[len(ratios) // 2] if ratios else 1.0,
+            ratio_lo=lows[(len(lows) - 1) // 2] if lows else 1.0,
             span=(sizes[0], sizes[-1]) if sizes else None, parties=(row.config,)))
     return out
 
@@ -242,6 +251,7 @@ def guideline_violations(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             f"under {v.config.label()}, {v.guideline} does not hold {v.where()} "
             f"({v.ratio:.2f}x): {v.advice}",
             v.records(), v.lhs, gain=1.0 - 1.0 / v.ratio, ratio=v.ratio,
+            ratio_lo=sorted(c.lhs.lo / c.rhs_hi for c in v.checks)[(len(v.checks) - 1) // 2],
             span=(v.checks[0].size, v.checks[-1].size), parties=(v.config,), violation=v))
     return out
 

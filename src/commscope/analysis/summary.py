@@ -85,35 +85,58 @@ def kind_of(f: Finding) -> str | None:
     return None
 
 
+def ratio_text(r: float) -> str:
+    """A ratio to two figures (1.3x, 7.1x, 14x): what repeated runs of this
+    machine carry, not the four a median would print."""
+    return f"{r:.1f}x" if r < 10 else f"{r:.0f}x"
+
+
+def _as_long(f: Finding) -> str:
+    """'7.1x as long (at least 3.0x)': the median, and the ratio the
+    separating intervals' edges still give."""
+    return f"{ratio_text(f.ratio)} as long (at least {ratio_text(f.ratio_lo)})"
+
+
+def _choose(w: Config, lo: Config, f: Finding, verb: str) -> str:
+    """'For small messages use A: B takes ...', or, where the range spans
+    small and large, 'Use A, not B, from X to Y: B takes ...'."""
+    span = f.span or (0, 0)
+    scale = _scale(span)
+    where = f"({_benches(f)}, {_where(w)})"
+    if scale == "messages":
+        return (f"{verb.capitalize()} {w.mpi}, not {lo.mpi}, {_span(span)}: {lo.mpi} takes "
+                f"{_as_long(f)} {where}")
+    return (f"For {scale} {verb} {w.mpi}: {lo.mpi} takes {_as_long(f)} {_span(span)} "
+            f"{where}")
+
+
+def _slower_runs(f: Finding) -> str:
+    """Where a collective was surely slower than its sends: each run of
+    such sizes, not one range over sizes the statistics left undecided."""
+    runs = [(lo, hi) for m, lo, hi in f.xrow.verdict.runs() if m == "H"]  # type: ignore[union-attr]
+    return ", ".join(_span(r) for r in runs)
+
+
 def headline(f: Finding) -> str:
     """What to do about a finding, in one sentence."""
     k = kind_of(f)
     span = f.span or (0, 0)
     if k == "implementation":
-        w, lo = f.parties
-        scale = _scale(span)
-        if scale == "messages":
-            return (f"Use {w.mpi}, not {lo.mpi}, {_span(span)}: {lo.mpi} takes "
-                    f"{f.ratio:.2f}x as long ({_benches(f)}, {_where(w)})")
-        return (f"For {scale} use {w.mpi}: {lo.mpi} takes {f.ratio:.2f}x as long "
-                f"{_span(span)} ({_benches(f)}, {_where(w)})")
+        return _choose(*f.parties, f, "use")
+    if k == "variant":
+        return _choose(*f.parties, f, "prefer")
     if k == "setting":
         w, lo = f.parties
         gained = " ".join(f"{a}={b}" for a, b in sorted(_settings(w) - _settings(lo)))
         dropped = " ".join(f"{a}={b}" for a, b in sorted(_settings(lo) - _settings(w)))
-        if gained:
-            return (f"Set {gained} for {w.implementation}: without it {_benches(f)} takes "
-                    f"{f.ratio:.2f}x as long {_span(span)} ({_where(w)})")
-        return (f"Leave {dropped} unset for {w.implementation}: with it {_benches(f)} takes "
-                f"{f.ratio:.2f}x as long {_span(span)} ({_where(w)})")
-    if k == "variant":
-        w, lo = f.parties
-        return (f"For {_scale(span)} prefer {w.mpi} to {lo.mpi}: the latter takes "
-                f"{f.ratio:.2f}x as long {_span(span)} ({_benches(f)}, {_where(w)})")
+        action, it = (f"Set {gained}", "without") if gained else (f"Leave {dropped} unset",
+                                                                   "with")
+        return (f"{action} for {w.implementation}: {it} it {_benches(f)} takes {_as_long(f)} "
+                f"{_span(span)} ({_where(w)})")
     if k == "collective" and f.xrow is not None:
         x = f.xrow
-        return (f"Replace {mpi_name(x.collective)} by {x.reference} {_span(span)} under "
-                f"{x.config.label()}: the collective takes {f.ratio:.2f}x as long there")
+        return (f"Replace {mpi_name(x.collective)} by {x.reference} {_slower_runs(f)} under "
+                f"{x.config.label()}: the collective takes {_as_long(f)} there")
     if f.kind == "drop":
         (c,) = f.parties
         lo_, hi_ = span
@@ -198,9 +221,9 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
             seen.setdefault((cfg.np, cfg.cluster, bench), set()).add(cfg.implementation)
     told: set[tuple[int, str, str]] = set()
     for f in found:
-        if kind_of(f) == "implementation" and f.span and f.bench in ("latency", "bw"):
+        if kind_of(f) == "implementation" and f.span:
             w = f.parties[0]
-            told.add((w.np, w.cluster, f.bench))
+            told.update((w.np, w.cluster, b) for b in (f.benches or (f.bench,)))
     for (np_, cluster, bench), impls in sorted(seen.items()):
         if len(impls) > 1 and (np_, cluster, bench) not in told:
             what = "small messages (latency)" if bench == "latency" else "large messages (bw)"

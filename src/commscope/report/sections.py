@@ -7,11 +7,13 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from functools import lru_cache
 
 from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
+from ..analysis.summary import ratio_text
 from ..config import what
+from ..selection import forced_collective
 from ..show import place
 from ..sizes import human
 from ..store import Store
@@ -156,25 +158,54 @@ def hockney_table(series) -> Table | None:
                   "α after (us)", "β after (GB/s)", "rms rel. error"), rows, (2, 3, 5, 6, 7))
 
 
-# -- GPU buffers --------------------------------------------------------------------
-GPU_METRIC = {"latency": ("time", "one-way latency (us)"), "bw": ("bandwidth", "MB/s"),
-              "bibw": ("bandwidth", "MB/s, both ways")}
+# -- GPU buffers and runtime settings -----------------------------------------------
+METRIC = {"latency": ("time", "one-way latency (us)"), "bw": ("bandwidth", "MB/s"),
+          "bibw": ("bandwidth", "MB/s, both ways")}  # the others: time per call
+
+
+@lru_cache(maxsize=4096)
+def _config_of(text: str) -> dict:
+    return json.loads(text or "{}")
+
+
+def _impl(r: sqlite3.Row) -> str:
+    return str(_config_of(r["config"] or "").get("mpi") or r["mpi_name"])
 
 
 def _buffer(r: sqlite3.Row) -> str:
-    return str(json.loads(r["config"] or "{}").get("buffer") or "host")
+    return str(_config_of(r["config"] or "").get("buffer") or "host")
+
+
+def _settings(r: sqlite3.Row) -> dict[str, str]:
+    return dict(_config_of(r["config"] or "").get("settings") or {})
 
 
 def gpu_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
     """The implementations measured with a GPU path."""
-    return sorted({json.loads(r["config"])["mpi"] for r in rows
-                   if r["config"] and _buffer(r) != "host"})
+    return sorted({_impl(r) for r in rows if _buffer(r) != "host"})
 
 
 def tuned_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
     """The implementations measured with runtime settings."""
-    return sorted({json.loads(r["config"])["mpi"] for r in rows
-                   if r["config"] and _settings(r)})
+    return sorted({_impl(r) for r in rows if _settings(r)})
+
+
+def _same_impl(found: Sequence[findings.Finding]):
+    """(finding, faster, slower) for each separated difference between two
+    configurations of one implementation."""
+    for f in found:
+        if f.kind == "faster" and len(f.parties) == 2:
+            w, lo = f.parties
+            if w.implementation == lo.implementation:
+                yield f, w, lo
+
+
+def _by_how_much(f: findings.Finding) -> tuple[str, str, str]:
+    s0, s1 = f.span or (0, 0)
+    return f"{human(s0)}-{human(s1)}", ratio_text(f.ratio), ratio_text(f.ratio_lo)
+
+
+RATIO_HEAD = ("sizes", "median ratio", "at least")
 
 
 def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
@@ -184,25 +215,16 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
     benchmark with one line per path, host memory as the reference; then
     which path beats which over which sizes, from the separated findings."""
     out: list[Item] = []
-    impls = gpu_impls(rows)
-    if not impls:
-        return []
-    for impl in impls:
-        mine = [r for r in rows if r["config"] and json.loads(r["config"])["mpi"] == impl]
-        benches = [b for b in (*GPU_METRIC, *COLLECTIVES)
+    for impl in gpu_impls(rows):
+        mine = [r for r in rows if _impl(r) == impl]
+        benches = [b for b in (*METRIC, *COLLECTIVES)
                    if any(r["bench"] == b and _buffer(r) != "host" for r in mine)]
         panels = []
         for b in benches:
-            metric, ylabel = GPU_METRIC.get(b, ("time", "time (us)"))
-            by: dict[str, list[sqlite3.Row]] = {}
-            for r in mine:
-                if r["bench"] == b:
-                    by.setdefault(f"{what(r)}, {r['np']} ranks ({place(r)})", []).append(r)
-            # one line per path: lines_for draws each group's records, the
-            # label says the path first
-            lines = [replace(ln, label=label) for label, rs in sorted(
-                         by.items(), key=lambda kv: (_buffer(kv[1][0]) != "host", kv[0]))
-                     for ln in lines_for(rs, b, metric)[:1]]
+            metric, ylabel = METRIC.get(b, ("time", "time (us)"))
+            lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
+            # host memory first: the line every path is read against
+            lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
             panels.append(Figure(f"fig-gpu-{slug(impl)}-{b}", b, ylabel, lines))
         # time and bandwidth panels side by side: each its own y axis
         out += items(page.grid(Grid(f"fig-gpu-{slug(impl)}", f"{impl}: every buffer path",
@@ -210,23 +232,14 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
                                f"{impl}: one line per path (host memory the reference), a "
                                "panel per benchmark; bands the 95% interval between runs."))
         tick(f"gpu {impl}")
-    pairs = []
-    for f in found:
-        if f.kind == "faster" and len(f.parties) == 2:
-            w, lo = f.parties
-            if w.implementation == lo.implementation and w.buffer != lo.buffer:
-                s0, s1 = f.span or (0, 0)
-                pairs.append((w.implementation, ", ".join(f.benches or (f.bench,)), w.buffer,
-                              lo.buffer, f"{human(s0)}-{human(s1)}", f"{f.ratio:.2f}x"))
-    out.append(table(("implementation", "benchmark", "faster path", "than", "sizes",
-                      "median ratio"), pairs) if pairs else
+    if not out:
+        return []
+    pairs = [(w.implementation, ", ".join(f.benches or (f.bench,)), w.buffer, lo.buffer,
+              *_by_how_much(f)) for f, w, lo in _same_impl(found) if w.buffer != lo.buffer]
+    out.append(table(("implementation", "benchmark", "faster path", "than", *RATIO_HEAD), pairs)
+               if pairs else
                Para("No path is told apart from another by the between-run statistics."))
     return out
-
-
-# -- runtime settings ---------------------------------------------------------------
-def _settings(r: sqlite3.Row) -> dict[str, str]:
-    return dict(json.loads(r["config"] or "{}").get("settings") or {})
 
 
 def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
@@ -235,16 +248,13 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
     candidates of commscope tune) against the same implementation's
     defaults: a panel per benchmark with the default and each setting, then
     where a setting is faster or slower, from the separated findings."""
-    impls = tuned_impls(rows)
-    if not impls:
-        return []
     out: list[Item] = []
-    for impl in impls:
-        mine = [r for r in rows if r["config"] and json.loads(r["config"])["mpi"] == impl]
+    for impl in tuned_impls(rows):
+        mine = [r for r in rows if _impl(r) == impl]
         benches = sorted({str(r["bench"]) for r in mine if _settings(r)})
         panels = []
         for b in benches:
-            metric, ylabel = GPU_METRIC.get(b, ("time", "time (us)"))
+            metric, ylabel = METRIC.get(b, ("time", "time (us)"))
             lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
             # the defaults first: the line every setting is read against
             lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
@@ -254,27 +264,23 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
                                f"{impl} with its defaults and with each setting measured, a "
                                "panel per benchmark; bands the 95% interval between runs."))
         tick(f"settings {impl}")
+    if not out:
+        return []
     rows_: list[tuple[object, ...]] = []
     elsewhere = 0
-    for f in found:
-        if f.kind != "faster" or len(f.parties) != 2:
-            continue
-        w, lo = f.parties
-        # against the defaults only: one side set nothing
-        if w.implementation != lo.implementation or bool(w.settings) == bool(lo.settings):
-            continue
+    for f, w, lo in _same_impl(found):
+        if bool(w.settings) == bool(lo.settings):
+            continue  # against the defaults only: one side set nothing
         changed = sorted(set(w.settings) ^ set(lo.settings))
         benches = f.benches or (f.bench,)
-        if all(_only_for(k) not in (None, *benches) for k, _ in changed):
+        if all(forced_collective(k) not in (None, *benches) for k, _ in changed):
             elsewhere += 1
             continue
-        s0, s1 = f.span or (0, 0)
         rows_.append((w.implementation, ", ".join(benches),
                       " ".join(f"{k}={v}" for k, v in changed),
-                      "faster with it" if w.settings else "slower with it",
-                      f"{human(s0)}-{human(s1)}", f"{f.ratio:.2f}x"))
-    out.append(table(("implementation", "benchmark", "setting", "verdict", "sizes",
-                      "median ratio"), rows_) if rows_ else
+                      "faster with it" if w.settings else "slower with it", *_by_how_much(f)))
+    out.append(table(("implementation", "benchmark", "setting", "verdict", *RATIO_HEAD), rows_)
+               if rows_ else
                Para("No setting is told apart from the defaults by the between-run "
                     "statistics."))
     if elsewhere:
@@ -284,17 +290,6 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
                         "pairs each candidate with the defaults in rounds to avoid this).",
                         "muted"))
     return out
-
-
-_ALG = re.compile(r"^(?:OMPI_MCA_coll_tuned_(\w+)_algorithm|MPIR_CVAR_(\w+)_INTRA_ALGORITHM"
-                  r"|I_MPI_ADJUST_(\w+))$")
-
-
-def _only_for(key: str) -> str | None:
-    """The collective a setting chooses the algorithm of; None for a
-    setting that may change any benchmark."""
-    m = _ALG.match(key)
-    return next((g.lower() for g in m.groups() if g), None) if m else None
 
 
 # -- collectives against sends ----------------------------------------------------
