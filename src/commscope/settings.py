@@ -101,16 +101,16 @@ def refused(settings: Mapping[str, str], cvars: Mapping[str, object] | None) -> 
 _IMPI_IGNORED = re.compile(r"Incorrect (algorithm|adjust value): (\w+)=(\S+?),? will be ignored")
 
 
-def ignored_by_intel(settings: Mapping[str, str], stderr: str) -> list[str]:
+def intel_ignored(said: str) -> dict[str, str]:
+    """I_MPI_ADJUST_<OP> -> what Intel MPI found wrong with it ("algorithm",
+    "adjust value"), for each one it said it ignores."""
+    return {f"I_MPI_ADJUST_{op}": kind for kind, op, _ in _IMPI_IGNORED.findall(said)}
+
+
+def ignored_by_intel(settings: Mapping[str, str], said: str) -> list[str]:
     """The I_MPI_ADJUST settings Intel MPI said it ignores."""
-    out: list[str] = []
-    for kind, op, _ in _IMPI_IGNORED.findall(stderr):
-        key = f"I_MPI_ADJUST_{op}"
-        line = (f"{key}={settings.get(key)} was not taken: Intel MPI says 'Incorrect {kind}' "
-                "and ignores it")
-        if key in settings and line not in out:
-            out.append(line)
-    return out
+    return [f"{key}={settings[key]} was not taken: Intel MPI says 'Incorrect {kind}' and "
+            "ignores it" for key, kind in intel_ignored(said).items() if key in settings]
 
 
 # UCX at log level info names, for each endpoint it makes, the transports

@@ -67,27 +67,35 @@ class Candidate:
 DEFAULT = Candidate((), "the implementation's defaults")
 
 
-def read_cvars(core: Core, timeout_s: float = 60.0) -> dict[str, dict[str, object]]:
-    """Every control variable of the implementation with its value (and
-    enumeration), read inside a 2-rank job on this machine."""
-    place = Placement(1, 2)
-    with tempfile.TemporaryDirectory(prefix="commscope-cvars-") as tmp:
+def _short_job(core: Core, extra_env: Mapping[str, str], timeout_s: float):
+    """A 2-rank barrier of a few samples on this machine: enough to start
+    the implementation and hear what it says.  (exit code, parsed records,
+    stdout and stderr together)."""
+    with tempfile.TemporaryDirectory(prefix="commscope-ask-") as tmp:
         t = Path(tmp)
         out = t / "records.jsonl"
-        launch = Local().launch(core.impl, place, str(core.exe),
+        launch = Local().launch(core.impl, Placement(1, 2), str(core.exe),
                                 ["--bench", "barrier", "--min-samples", "3", "--time-cap",
                                  "0.01", "--output", str(out)], t, provenance.n_cores(),
                                 os.geteuid() == 0)
-        env = {**os.environ, **core.impl.env, **launch.env, "COMMSCOPE_CVARS": "*"}
+        env = {**os.environ, **core.impl.env, **launch.env, **extra_env}
         res = run_bounded(launch.argv, timeout_s=timeout_s, env=env, cwd=tmp,
                           stdout_path=t / "stdout", stderr_path=t / "stderr")
-        parsed = parse_file(out)
-        if res.exit_code != 0 or parsed.header is None or parsed.header.cvars is None:
-            err = (t / "stderr").read_text().strip().splitlines()
-            ours = [x for x in err if x.startswith("cs-core")] or err[-1:]
-            raise CommscopeError(f"cannot read {core.impl.name}'s control variables: "
-                                 + (ours[0] if ours else f"exit {res.exit_code}"))
-        return {k: v for k, v in parsed.header.cvars.items() if isinstance(v, dict)}
+        # Intel MPI's startup notes go to stdout, the core's errors to stderr
+        said = "".join((t / f).read_text(errors="replace") for f in ("stdout", "stderr"))
+        return res.exit_code, parse_file(out), said
+
+
+def read_cvars(core: Core, timeout_s: float = 60.0) -> dict[str, dict[str, object]]:
+    """Every control variable of the implementation with its value (and
+    enumeration), read inside a 2-rank job on this machine."""
+    code, parsed, said = _short_job(core, {"COMMSCOPE_CVARS": "*"}, timeout_s)
+    if code != 0 or parsed.header is None or parsed.header.cvars is None:
+        err = said.strip().splitlines()
+        ours = [x for x in err if x.startswith("cs-core")] or err[-1:]
+        raise CommscopeError(f"cannot read {core.impl.name}'s control variables: "
+                             + (ours[0] if ours else f"exit {code}"))
+    return {k: v for k, v in parsed.header.cvars.items() if isinstance(v, dict)}
 
 
 INTEL_MAX_ALG = 64  # the most algorithm numbers asked of Intel MPI (2021.18: 32 allreduce)
@@ -99,29 +107,19 @@ def intel_algorithms(core: Core, colls: Sequence[str], timeout_s: float = 60.0
     I_MPI_ADJUST_<OP>: its algorithms are not MPI_T variables, but it says at
     startup which number it ignores.  One short job per number, every
     collective asked at once, until it ignores them all."""
-    from .settings import ignored_by_intel
+    from .settings import intel_ignored
 
     left = list(colls)
     found: dict[str, list[int]] = {c: [] for c in colls}
     for k in range(1, INTEL_MAX_ALG + 1):
         if not left:
             break
-        asked = {f"I_MPI_ADJUST_{c.upper()}": str(k) for c in left}
-        with tempfile.TemporaryDirectory(prefix="commscope-impi-") as tmp:
-            t = Path(tmp)
-            launch = Local().launch(core.impl, Placement(1, 2), str(core.exe),
-                                    ["--bench", "barrier", "--min-samples", "3", "--time-cap",
-                                     "0.01", "--output", str(t / "r.jsonl")], t,
-                                    provenance.n_cores(), os.geteuid() == 0)
-            env = {**os.environ, **core.impl.env, **launch.env, **asked}
-            res = run_bounded(launch.argv, timeout_s=timeout_s, env=env, cwd=tmp,
-                              stdout_path=t / "stdout", stderr_path=t / "stderr")
-            # Intel MPI's startup notes go to stdout
-            err = "".join((t / f).read_text(errors="replace") for f in ("stdout", "stderr"))
-        if res.exit_code != 0:
-            raise CommscopeError(f"asking Intel MPI for its algorithms failed (exit "
-                                 f"{res.exit_code}): {err.strip().splitlines()[-1:]}")
-        ignored = {line.split("=")[0].split()[0] for line in ignored_by_intel(asked, err)}
+        code, _, said = _short_job(
+            core, {f"I_MPI_ADJUST_{c.upper()}": str(k) for c in left}, timeout_s)
+        if code != 0:
+            raise CommscopeError(f"asking Intel MPI for its algorithms failed (exit {code}): "
+                                 f"{said.strip().splitlines()[-1:]}")
+        ignored = intel_ignored(said)
         for c in list(left):
             if f"I_MPI_ADJUST_{c.upper()}" in ignored:
                 left.remove(c)

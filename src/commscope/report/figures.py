@@ -8,6 +8,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..config import what
 from ..show import place
@@ -143,9 +144,10 @@ def _colours(figs: Sequence[Figure]) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=1)
 def _plain_log():
     """matplotlib's log formatter (which labels it thins out), writing each
-    label as a plain number."""
+    label as a plain number; the class made once (matplotlib loads late)."""
     from matplotlib.ticker import LogFormatter
 
     class Plain(LogFormatter):
