@@ -8,7 +8,7 @@ import pytest
 
 from commscope import cli, selection
 from commscope.store import Store
-from commscope.tune import Candidate, Effect, Outcome, with_rules
+from commscope.tune import Candidate, Effect, Outcome, with_rules, with_selection
 
 BCAST = {"coll_tuned_bcast_algorithm": {
     "value": "ignore", "enum": ["ignore", "basic_linear", "chain", "pipeline"],
@@ -66,6 +66,28 @@ def test_an_algorithm_open_mpi_does_not_list_is_refused():
         selection.choices([o], BCAST)
 
 
+def alternate(capsys, db, mpi: str, sizes: str, factor: int, env, marker: str, rounds: int
+              ) -> tuple[list[str], dict[int, list[float]]]:
+    """bcast without and with a settings file, alternating, `rounds` times:
+    the run's arguments, and per size the sorted ratios tuned / default
+    within each round (the settings' configuration holds `marker`)."""
+    common = ["run", "--db", str(db), "--mpi", mpi, "--bench", "bcast", "--sizes", sizes,
+              "--factor", str(factor), "--min-samples", "8", "--time-cap", "0.3",
+              "--no-probe", "--quiet"]
+    for _ in range(rounds):
+        assert cli.main(common) == 0, capsys.readouterr().err
+        assert cli.main([*common, "--settings", str(env)]) == 0, capsys.readouterr().err
+    rows = Store(db).result_rows(latest=False)
+    assert all(r["valid"] for r in rows)
+    by: dict[tuple[bool, int], list[float]] = {}
+    for r in rows:
+        by.setdefault((marker in (r["config"] or ""), r["size_bytes"]), []).append(
+            r["median_us"])
+    assert all(len(v) == rounds for v in by.values()) and len(by) == 4, by
+    return common, {s: sorted(t / d for t, d in zip(by[(True, s)], by[(False, s)], strict=True))
+                    for _, s in by}
+
+
 @pytest.mark.mpi
 def test_open_mpi_reads_the_rules_file_and_applies_it_where_it_says(tmp_path, cores, capsys):
     """A rules file that sends MPI_Bcast from 64 KiB up to the pipeline
@@ -83,24 +105,10 @@ def test_open_mpi_reads_the_rules_file_and_applies_it_where_it_says(tmp_path, co
     assert env.read_text().splitlines()[-2:] == [
         "export OMPI_MCA_coll_tuned_use_dynamic_rules=1",
         f"export OMPI_MCA_coll_tuned_dynamic_rules_filename={rules}"]
-    db = tmp_path / "r.db"
-    common = ["run", "--db", str(db), "--mpi", "openmpi", "--bench", "bcast", "--sizes",
-              "4K:1M", "--factor", "256", "--min-samples", "8", "--time-cap", "0.3",
-              "--no-probe", "--quiet"]
-    for _ in range(3):
-        assert cli.main(common) == 0, capsys.readouterr().err
-        assert cli.main([*common, "--settings", str(env)]) == 0, capsys.readouterr().err
-    rows = Store(db).result_rows(latest=False)
-    assert all(r["valid"] for r in rows)
-    by: dict[tuple[bool, int], list[float]] = {}
-    for r in rows:
-        tuned = "dynamic_rules_filename" in (r["config"] or "")
-        by.setdefault((tuned, r["size_bytes"]), []).append(r["median_us"])
-    assert all(len(v) == 3 for v in by.values()) and len(by) == 4, by
-    slower = [t / d for t, d in zip(by[(True, 1 << 20)], by[(False, 1 << 20)], strict=True)]
-    assert min(slower) > 3.0, slower  # about 15-20x here
-    below = sorted(t / d for t, d in zip(by[(True, 4096)], by[(False, 4096)], strict=True))
-    assert below[1] < 2.0, below  # the median round: no rule below 64 KiB
+    _, at = alternate(capsys, tmp_path / "r.db", "openmpi", "4K:1M", 256, env,
+                      "dynamic_rules_filename", 3)
+    assert at[1 << 20][0] > 3.0, at  # every round: about 15-20x here
+    assert at[4096][1] < 2.0, at  # the median round: no rule below 64 KiB
 
 
 # -- Intel MPI -------------------------------------------------------------------
@@ -174,3 +182,103 @@ def test_intel_mpi_lists_its_algorithms_and_takes_the_written_strings(tmp_path, 
     assert cli.main([*common, "--settings", str(beyond)]) == 1
     err = capsys.readouterr().err
     assert "Intel MPI says 'Incorrect algorithm'" in err, err
+
+
+# -- MPICH -------------------------------------------------------------------------
+TREE = {"collective=bcast": {"comm_type=intra": {"avg_msg_size<=12288": {
+    "algorithm=MPIR_Bcast_intra_binomial": {}}, "avg_msg_size=any": {
+    "algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}}},
+    "comm_type=inter": {"algorithm=MPIR_Bcast_inter_remote_send_local_bcast": {}}},
+    "collective=allreduce": {"comm_type=intra": {"algorithm=MPIR_Allreduce_intra_smp": {}}},
+    "collective=barrier": {"comm_type=intra": {"algorithm=MPIR_Barrier_intra_smp": {}}}}
+
+
+def test_the_mpich_file_is_its_own_tree_with_the_choices_grafted_in():
+    import json
+    from pathlib import Path
+
+    lib = selection.MpichLibrary(Path("libmpich.so"), TREE, {
+        "bcast": ("binomial", "scatter_ring_allgather"),
+        "allreduce": ("recursive_doubling", "smp")})
+    cs = [selection.Choice("bcast", 65536, 1 << 20, "scatter_ring_allgather", 0, 1.4),
+          selection.Choice("bcast", 1, 16, "binomial", 0, 1.2),
+          selection.Choice("allreduce", 4096, 8192, "recursive_doubling", 0, 1.1)]
+    got = json.loads(selection.mpich_json(cs, lib, {}))
+    own = TREE["collective=bcast"]["comm_type=intra"]
+    assert got["collective=bcast"] == {
+        "comm_type=intra": {
+            "avg_msg_size<1": own,
+            "avg_msg_size<=16": {"algorithm=MPIR_Bcast_intra_binomial": {}},
+            "avg_msg_size<65536": own,
+            "avg_msg_size<=1048576": {"algorithm=MPIR_Bcast_intra_scatter_ring_allgather": {}},
+            "avg_msg_size=any": own},
+        "comm_type=inter": TREE["collective=bcast"]["comm_type=inter"]}
+    # a reduction's choice holds only where it was measured: a built-in,
+    # commutative operation on no fewer elements than ranks
+    red = got["collective=allreduce"]["comm_type=intra"]
+    mine = TREE["collective=allreduce"]["comm_type=intra"]
+    assert list(red.items())[:3] == [("is_op_built_in=no", mine), ("is_commutative=no", mine),
+                                     ("count<pow2", mine)]
+    assert red["avg_msg_size<=8192"] == {"algorithm=MPIR_Allreduce_intra_recursive_doubling": {}}
+    # every other collective keeps MPICH's choice: a file naming only the
+    # tuned ones leaves MPICH without any for the rest
+    assert got["collective=barrier"] == TREE["collective=barrier"]
+    bad = [selection.Choice("bcast", 1, 16, "warp_drive", 0, 1.2)]
+    with pytest.raises(Exception, match="knows no bcast algorithm 'warp_drive'"):
+        selection.mpich_json(bad, lib, {})
+
+
+
+def test_an_mpich_algorithm_with_parameters_gets_the_values_it_ran_with():
+    """MPICH 5 reads a tree algorithm's k, chunk size and so on from keys
+    under it, 0 where one is missing (a division by zero in the job): they
+    come from the control variables the search forced it under."""
+    import json
+    from pathlib import Path
+
+    lib = selection.MpichLibrary(Path("libmpi.so"), TREE, {"bcast": ("pipelined_tree",)})
+    cs = [selection.Choice("bcast", 65536, 1 << 20, "pipelined_tree", 0, 1.4)]
+    cvars = {f"MPIR_CVAR_BCAST_{k}": {"value": v} for k, v in (
+        ("TREE_TYPE", "kary"), ("TREE_KVAL", "2"), ("IS_NON_BLOCKING", "1"),
+        ("TREE_PIPELINE_CHUNK_SIZE", "8192"), ("RECV_PRE_POST", "0"))}
+    got = json.loads(selection.mpich_json(cs, lib, cvars))
+    assert got["collective=bcast"]["comm_type=intra"]["avg_msg_size<=1048576"] == {
+        "algorithm=MPIR_Bcast_intra_pipelined_tree": {
+            "tree_type=kary": {}, "k=2": {}, "is_non_blocking=1": {}, "chunk_size=8192": {},
+            "recv_pre_posted=0": {}}}
+    del cvars["MPIR_CVAR_BCAST_TREE_KVAL"]
+    with pytest.raises(Exception, match="takes k, but MPIR_CVAR_BCAST_TREE_KVAL cannot be read"):
+        selection.mpich_json(cs, lib, cvars)
+
+
+@pytest.mark.mpi
+def test_mpich_reads_the_selection_file_and_applies_it_where_it_says(tmp_path, cores, capsys):
+    """A file that sends MPI_Bcast from 64 KiB to 256 KiB to the scatter-ring
+    algorithm (about 1.5x MPICH's binomial tree between two ranks here, in
+    the harness): MPICH must take it at 256 KiB and not at 1 MiB, in the
+    median of five alternating rounds.  The
+    same file naming an algorithm MPICH lacks fails the job: MPICH parsed
+    it, and did not pass over it."""
+    if "mpich" not in cores:
+        pytest.skip("needs Debian's MPICH")
+    core = cores["mpich"]
+    lib = selection.mpich_library(core.exe, core.impl.env)
+    cs = [selection.Choice("bcast", 65536, 1 << 18, "scatter_ring_allgather", 0, 1.0)]
+    sel = tmp_path / "bcast.json"
+    sel.write_text(selection.mpich_json(cs, lib, {}))
+    env = tmp_path / "sel.env"  # as `commscope tune --write` writes it
+    env.write_text(with_selection(None, [(selection.MPICH_JSON_CVAR, str(sel))], "t", core))
+    assert env.read_text().splitlines()[-1] == f"export {selection.MPICH_JSON_CVAR}={sel}"
+    db = tmp_path / "m.db"
+    common, at = alternate(capsys, db, "mpich", "256K:1M", 4, env,
+                           "SELECTION_TUNING_JSON_FILE", 5)
+    assert at[1 << 18][2] > 1.4, at  # the median round: about 2x here
+    assert at[1 << 20][2] < 1.3, at  # about 1x
+    broken = tmp_path / "broken.json"
+    broken.write_text(sel.read_text().replace("_intra_scatter_ring_allgather\": {}",
+                                              "_intra_warp_drive\": {}", 1))
+    assert broken.read_text() != sel.read_text()
+    env.write_text(f"{selection.MPICH_JSON_CVAR}={broken}\n")
+    assert cli.main([*common, "--settings", str(env)]) == 1
+    (failed,) = Store(db).runs(["failed"])
+    assert "algorithm=MPIR_Bcast_intra_warp_drive" in failed["stderr_tail"], failed["stderr_tail"]

@@ -120,8 +120,11 @@ def test_the_search_space_comes_from_the_implementations_variables():
         "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_bcast_algorithm=chain"]
     assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == []
     mp = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": {"value": "0"}}
-    got = [c.label for c in tune.space(fake_core("mpich"), mp, ["bcast"])]
-    assert got == [f"MPIR_CVAR_BCAST_INTRA_ALGORITHM={a}" for a in tune.MPICH_ALGS["bcast"]]
+    # MPICH: the names its selection tables hold, less those a single node cannot use
+    got = [c.label for c in tune.space(fake_core("mpich"), mp, ["bcast"], {
+        "bcast": ("binomial", "smp", "tree"), "reduce": ("binomial",)})]
+    assert got == ["MPIR_CVAR_BCAST_INTRA_ALGORITHM=binomial",
+                   "MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree"]
     # Intel MPI: the numbers Intel MPI itself accepted, for the collectives asked
     got = [c.label for c in tune.space(fake_core("intel"), {}, ["bcast", "bw"],
                                        {"bcast": [1, 2, 3], "allreduce": [1, 2]})]
@@ -153,3 +156,72 @@ def test_tune_bad_input_is_one_line(capsys, tmp_path):
                          (["--mpi", "openmpi", "--budget", "5"], "more than --budget")):
         rc, _, err = run(capsys, "tune", "--db", str(tmp_path / "t.db"), "--quiet", *argv)
         assert rc != 0 and len(err.strip().splitlines()) == 1 and needle in err, err
+
+
+def _bcast_wins(alg):
+    """A search() whose candidate forcing `alg` won bcast from 64 KiB to
+    256 KiB; the labels it was handed."""
+    searched = []
+
+    def search(core, benches, opts, cands, store, **_):
+        searched.extend(c.label for c in cands)
+        return [tune.Outcome(c, effects=[
+            tune.Effect("bcast", s, 1.5 if 65536 <= s <= 262144 and alg in c.label else 1.0,
+                        1.4 if 65536 <= s <= 262144 and alg in c.label else 0.9, 1.6, 5)
+            for s in SIZES]) for c in cands]
+    return search, searched
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_tune_write_puts_per_size_choices_in_the_implementations_own_file(
+        capsys, tmp_path, cores, family, monkeypatch):
+    """The search's measurements stand in (a bcast algorithm that won from
+    64 KiB to 256 KiB); everything else is real: the implementation's
+    variables and algorithm names, the file beside the settings, and the
+    settings naming it."""
+    import json
+
+    from commscope import selection
+
+    if family not in cores:
+        pytest.skip(f"{family} not installed")
+    alg = {"openmpi": "chain", "mpich": "scatter_ring_allgather"}[family]
+    search, searched = _bcast_wins(alg)
+    monkeypatch.setattr(tune, "search", search)
+    out = tmp_path / "tuned.env"
+    rc, text, err = run(capsys, "tune", "--db", str(tmp_path / "t.db"), "--mpi", family,
+                        "--bench", "bcast", "--write", str(out), "--quiet")
+    assert rc == 0, err
+    assert any(alg in label for label in searched), searched
+    side = out.with_suffix({"openmpi": ".rules", "mpich": ".json"}[family])
+    names = {"openmpi": "OMPI_MCA_coll_tuned_dynamic_rules_filename",
+             "mpich": selection.MPICH_JSON_CVAR}
+    exports = [x for x in out.read_text().splitlines() if x.startswith("export ")]
+    assert f"export {names[family]}={side.resolve()}" in exports, exports
+    if family == "mpich":
+        tree = json.loads(side.read_text())["collective=bcast"]["comm_type=intra"]
+        assert tree["avg_msg_size<=262144"] == {f"algorithm=MPIR_Bcast_intra_{alg}": {}}, tree
+    else:
+        assert "65536 2 0 0  # chain" in side.read_text()
+
+
+def test_a_selection_file_mpich_does_not_take_is_not_handed_over(capsys, tmp_path, cores,
+                                                                  monkeypatch):
+    """The written file runs in a check job first: one MPICH cannot parse
+    (here an algorithm it lacks) fails it, and the settings leave it out."""
+    from commscope import selection
+
+    if "mpich" not in cores:
+        pytest.skip("mpich not installed")
+    search, _ = _bcast_wins("scatter_ring_allgather")
+    monkeypatch.setattr(tune, "search", search)
+    good = selection.mpich_json
+    monkeypatch.setattr(selection, "mpich_json", lambda *a: good(*a).replace(
+        "_intra_scatter_ring_allgather", "_intra_warp_drive"))
+    out = tmp_path / "tuned.env"
+    rc, text, err = run(capsys, "tune", "--db", str(tmp_path / "t.db"), "--mpi", "mpich",
+                        "--bench", "bcast", "--write", str(out), "--quiet")
+    assert rc == 1, (text, err)
+    assert f"mpich did not take {out.with_suffix('.json')} in a check job" in err, err
+    assert selection.MPICH_JSON_CVAR not in out.read_text()
+    assert "MPIR_CVAR_BCAST_INTRA_ALGORITHM=scatter_ring_allgather" in out.read_text()

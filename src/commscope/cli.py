@@ -513,9 +513,15 @@ def cmd_tune(a: argparse.Namespace) -> int:
         raise CommscopeError(f"--validate takes an application (matmul, jacobi) or none, "
                              f"not {a.validate}")
     cvars = tune.read_cvars(core)
-    intel = (tune.intel_algorithms(core, [b for b in benches if b in tune.COLLS])
-             if impl.family == "intel" else None)
-    cands = tune.space(core, cvars, benches, intel)
+    mpich = None
+    if impl.family == "intel":
+        algorithms = tune.intel_algorithms(core, [b for b in benches if b in tune.COLLS])
+    elif impl.family == "mpich" and any(b in tune.COLLS for b in benches):
+        mpich = selection.mpich_library(core.exe, impl.env)
+        algorithms = dict(mpich.algorithms)
+    else:
+        algorithms = None
+    cands = tune.space(core, cvars, benches, algorithms)
     if a.candidates:
         cands += [tune.Candidate(settings_mod.parse_file(f), f"from {f}")
                   for f in _list(a.candidates)]
@@ -531,24 +537,41 @@ def cmd_tune(a: argparse.Namespace) -> int:
                            progress=progress)
     w = tune.best(outcomes)
     text = tune.settings_text(w, core) if w is not None else None
-    choices = (selection.choices(outcomes, cvars)
-               if core.impl.family in ("openmpi", "intel") else [])
-    if choices and core.impl.family == "intel":
+    choices = selection.choices(outcomes, cvars, impl.family)
+    side = None  # the implementation's own file of per-size choices
+    if choices and impl.family == "intel":
         text = tune.with_selection(w, selection.intel_adjust(choices),
                                    "Intel MPI's I_MPI_ADJUST syntax", core)
-    elif choices and a.write:
-        # Open MPI's collectives: each algorithm over the sizes it won, in a
-        # rules file beside the settings, instead of one forced everywhere
-        rules = Path(a.write).with_suffix(".rules")
-        rules.write_text(selection.openmpi_rules(choices, 2, core.impl.name))
-        text = tune.with_rules(w, rules, core)
+    elif choices and a.write and impl.family == "openmpi":
+        # each algorithm over the sizes it won, in a file beside the
+        # settings, instead of one forced everywhere
+        side = Path(a.write).with_suffix(".rules")
+        side.write_text(selection.openmpi_rules(choices, 2, core.impl.name))
+        text = tune.with_rules(w, side, core)
+    elif choices and a.write and mpich is not None:
+        side = Path(a.write).with_suffix(".json")
+        side.write_text(selection.mpich_json(choices, mpich, cvars))
+        text = tune.with_selection(w, [(selection.MPICH_JSON_CVAR, str(side.resolve()))],
+                                   str(side), core)
+    rc = 0
+    if side is not None and text:
+        # the file, as written, in a real job before it is handed over
+        chk = tune.check_settings(core, sorted({c.coll for c in choices}), opts,
+                                  settings_mod.parse_text(text), store, argv=sys.argv,
+                                  timeout_s=timeout, policy=policy)
+        if not chk.ok:
+            print(f"commscope: {impl.name} did not take {side} in a check job ({chk.reason}); "
+                  "the settings leave it out", file=sys.stderr)
+            side, rc = None, 1
+            text = tune.settings_text(w, core) if w is not None else None
     if a.apply:
         if text:
             print("\n".join(x for x in text.splitlines() if x.startswith("export ")))
-        if choices and not a.write and core.impl.family == "openmpi":
+        if choices and not a.write and impl.family in ("openmpi", "mpich"):
             print("# collective algorithms won per size range: add --write FILE for "
-                  "Open MPI's rules file")
-        return 0
+                  + ("Open MPI's rules file" if impl.family == "openmpi"
+                     else "MPICH's selection file"))
+        return rc
     print(tune.report(core, outcomes, a.rounds), end="")
     if w is None and a.validate != "none":
         print(f"nothing to validate on {a.validate}: no candidate won")
@@ -565,11 +588,12 @@ def cmd_tune(a: argparse.Namespace) -> int:
     if text and a.write:
         Path(a.write).write_text(text)
         print(f"settings written to {a.write} (commscope run --settings {a.write})")
-        if choices and core.impl.family == "openmpi":
-            print(f"collective algorithms per size range in {Path(a.write).with_suffix('.rules')}"
-                  ", the Open MPI rules file it names")
+        if side is not None:
+            print(f"collective algorithms per size range in {side}, the "
+                  + ("Open MPI rules file" if impl.family == "openmpi" else
+                     "MPICH selection file") + " it names (taken in a check job)")
     store.close()
-    return 0
+    return rc
 
 
 # -- probe ----------------------------------------------------------------

@@ -1,19 +1,24 @@
 """Algorithm choices per message-size range, written in the form the
 implementation reads itself: for Open MPI a coll_tuned dynamic rules file
-(classic format, read by 4.1 and 5.0 alike), for Intel MPI its
-I_MPI_ADJUST_<OP> strings.
+(classic format, read by 4.1 and 5.0 alike), for MPICH a collective
+selection JSON file (its own tree, taken from the library, with the choices
+grafted in), for Intel MPI its I_MPI_ADJUST_<OP> strings.
 
 A choice comes from the tuning advisor: a candidate that forced one
 collective's algorithm and won over a range of sizes against the default
 (tune.Outcome.ranges).  Where two candidates win at one size, the larger
 median ratio takes it.  Outside every range the file hands the decision
-back to Open MPI's fixed rules (algorithm 0)."""
+back to the implementation's own."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .analysis.summary import ratio_text
 from .errors import CommscopeError
@@ -55,7 +60,9 @@ def forced(settings: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
     return next(((c, v) for k, v in settings if (c := forced_collective(k))), None)
 
 
-def _value(cvars: Mapping[str, Mapping[str, object]], coll: str, alg: str) -> int:
+def _value(cvars: Mapping[str, Mapping[str, object]], coll: str, alg: str, family: str) -> int:
+    if family != "openmpi":  # Intel MPI's are numbers, MPICH's files take names
+        return int(alg) if alg.isdigit() else 0
     cv = cvars.get(f"coll_tuned_{coll}_algorithm") or {}
     names = list(cv.get("enum") or [])  # type: ignore[call-overload]
     values = list(cv.get("enum_values") or [])  # type: ignore[call-overload]
@@ -67,8 +74,8 @@ def _value(cvars: Mapping[str, Mapping[str, object]], coll: str, alg: str) -> in
                          "values")
 
 
-def choices(outcomes: Sequence[object], cvars: Mapping[str, Mapping[str, object]]
-            ) -> list[Choice]:
+def choices(outcomes: Sequence[object], cvars: Mapping[str, Mapping[str, object]],
+            family: str = "openmpi") -> list[Choice]:
     """The winning algorithm at each size, per collective, as ranges."""
     best: dict[tuple[str, int], tuple[float, str]] = {}
     for o in outcomes:
@@ -90,7 +97,7 @@ def choices(outcomes: Sequence[object], cvars: Mapping[str, Mapping[str, object]
             if run and (s is None or best[(coll, s)][1] != best[(coll, run[0])][1]):
                 alg = best[(coll, run[0])][1]
                 ratios = sorted(best[(coll, x)][0] for x in run)
-                out.append(Choice(coll, run[0], run[-1], alg, _value(cvars, coll, alg),
+                out.append(Choice(coll, run[0], run[-1], alg, _value(cvars, coll, alg, family),
                                   ratios[len(ratios) // 2]))
                 run = []
             if s is not None:
@@ -141,3 +148,123 @@ def intel_adjust(cs: Sequence[Choice]) -> list[tuple[str, str]]:
              '"' + ";".join(f"{c.value}:{c.lo}-{c.hi}" for c in sorted(group, key=lambda c: c.lo))
              + '"') for coll, group in sorted(by.items())]
 
+
+
+# -- MPICH -------------------------------------------------------------------
+MPICH_JSON_CVAR = "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"
+# An algorithm's name in MPICH's selection tables: MPIR_Bcast_intra_binomial
+_MPICH_ALG = re.compile(rb"(?<=\x00)(?:algorithm=)?MPIR_([A-Z][a-z_]*?)_intra_([a-z0-9_]+)(?=\x00)")
+_MPICH_TREE = re.compile(rb'\{"collective=[^\x00]*')
+# Where a measured choice does not hold: the benchmarks reduce a built-in,
+# commutative operation on at least as many elements as ranks, and never
+# send in place.  There the file keeps MPICH's own tree.
+_MPICH_GUARDS = {"allreduce": ("is_op_built_in=no", "is_commutative=no", "count<pow2"),
+                 "reduce": ("is_op_built_in=no", "is_commutative=no", "count<pow2"),
+                 "alltoall": ("is_sendbuf_inplace=yes",)}
+
+
+# The algorithms whose entries in a selection file carry parameters (MPICH 5
+# reads them as keys under the algorithm: {"algorithm=...": {"k=2": {}}};
+# one left out reads as 0), and the control variable each takes its value
+# from when the algorithm is forced, as the search measured it.
+_TOPO = (("topo_overhead", "TOPO_OVERHEAD"), ("topo_diff_groups", "TOPO_DIFF_GROUPS"),
+         ("topo_diff_switches", "TOPO_DIFF_SWITCHES"), ("topo_same_switches", "TOPO_SAME_SWITCHES"))
+MPICH_PARAMS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    ("bcast", "tree"): (("tree_type", "TREE_TYPE"), ("k", "TREE_KVAL"),
+                        ("is_non_blocking", "IS_NON_BLOCKING"), *_TOPO),
+    ("bcast", "pipelined_tree"): (("tree_type", "TREE_TYPE"), ("k", "TREE_KVAL"),
+                                  ("is_non_blocking", "IS_NON_BLOCKING"),
+                                  ("chunk_size", "TREE_PIPELINE_CHUNK_SIZE"),
+                                  ("recv_pre_posted", "RECV_PRE_POST")),
+    ("allreduce", "tree"): (("buffer_per_child", "TREE_BUFFER_PER_CHILD"), ("k", "TREE_KVAL"),
+                            ("tree_type", "TREE_TYPE"),
+                            ("chunk_size", "TREE_PIPELINE_CHUNK_SIZE"), *_TOPO),
+    ("allreduce", "recexch"): (("k", "RECEXCH_KVAL"),
+                               ("single_phase_recv", "RECEXCH_SINGLE_PHASE_RECV")),
+    ("allreduce", "k_reduce_scatter_allgather"): (
+        ("k", "RECEXCH_KVAL"), ("single_phase_recv", "RECEXCH_SINGLE_PHASE_RECV")),
+    ("allreduce", "recursive_multiplying"): (("k", "RECURSIVE_MULTIPLYING_KVAL"),),
+    ("alltoall", "k_brucks"): (("k", "BRUCKS_KVAL"),),
+}
+
+
+def _mpich_params(coll: str, alg: str, cvars: Mapping[str, Mapping[str, object]]
+                  ) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, cv in MPICH_PARAMS.get((coll, alg), ()):
+        name = f"MPIR_CVAR_{coll.upper()}_{cv}"
+        v = (cvars.get(name) or {}).get("value")
+        if v is None:
+            raise CommscopeError(f"MPICH's {coll} {alg} takes {key}, but {name} cannot be "
+                                 "read to give it the value it was measured with")
+        out[f"{key}={v}"] = {}
+    return out
+
+
+@dataclass(frozen=True)
+class MpichLibrary:
+    path: Path
+    tree: dict[str, object]  # MPICH's own collective selection (the MPIR layer's)
+    algorithms: dict[str, tuple[str, ...]]  # collective -> the names its tables know
+
+
+def mpich_library(exe: Path, env: Mapping[str, str]) -> MpichLibrary:
+    """The MPICH library a core runs with (as the loader finds it), its
+    built-in selection tree and its algorithm names.  MPICH 4 and later
+    carry the tree as JSON text; a file that names one collective only
+    leaves the others without a choice, so a written file starts from it."""
+    try:
+        out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
+                             env={**os.environ, **env}, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"cannot ask the loader for {exe}'s MPI library: {exc}") from exc
+    m = re.search(r"^\s*libmpi(?:ch)?\.so[.\d]*\s+=>\s+(\S+)", out, re.M)
+    if m is None:
+        raise CommscopeError(f"{exe} does not load an MPICH library (ldd: {out.strip()[:160]})")
+    lib = Path(m.group(1))
+    data = lib.read_bytes()
+    trees = [json.loads(t) for t in _MPICH_TREE.findall(data) if b'"algorithm=MPIR_' in t]
+    if not trees:
+        raise CommscopeError(f"{lib} holds no collective selection tree of MPICH's (MPICH 4 "
+                             "or later has one)")
+    algs: dict[str, list[str]] = {}
+    for coll, alg in _MPICH_ALG.findall(data):
+        names = algs.setdefault(coll.decode().lower(), [])
+        if alg.decode() not in names:
+            names.append(alg.decode())
+    return MpichLibrary(lib, trees[0], {c: tuple(v) for c, v in algs.items()})
+
+
+def mpich_json(cs: Sequence[Choice], lib: MpichLibrary,
+               cvars: Mapping[str, Mapping[str, object]]) -> str:
+    """MPICH's own tree with each collective's choices grafted in front of
+    its intra-communicator branch: the sizes a choice won take its
+    algorithm, every other size (and every case the measurement did not
+    cover) falls through to MPICH's own branch.  MPICH compares a
+    collective's "average message size": the buffer for bcast, reduce and
+    allreduce, the block per rank for alltoall, as the benchmarks count.
+    An algorithm's parameters take the values of the control variables it
+    ran with in the search (cvars, as read from the library)."""
+    tree = json.loads(json.dumps(lib.tree))
+    by: dict[str, list[Choice]] = {}
+    for c in cs:
+        if c.alg not in lib.algorithms.get(c.coll, ()):
+            raise CommscopeError(f"{lib.path} knows no {c.coll} algorithm {c.alg!r} (it has "
+                                 f"{', '.join(lib.algorithms.get(c.coll, ())) or 'none'})")
+        by.setdefault(c.coll, []).append(c)
+    for coll, group in sorted(by.items()):
+        old = tree.get(f"collective={coll}")
+        if not isinstance(old, dict) or "comm_type=intra" not in old:
+            raise CommscopeError(f"MPICH's tree in {lib.path} has no intra-communicator "
+                                 f"branch for {coll}")
+        own = old["comm_type=intra"]
+        new: dict[str, object] = {g: own for g in _MPICH_GUARDS.get(coll, ())}
+        for c in sorted(group, key=lambda c: c.lo):
+            new[f"avg_msg_size<{c.lo}"] = own
+            new[f"avg_msg_size<={c.hi}"] = {
+                f"algorithm=MPIR_{coll.capitalize()}_intra_{c.alg}": _mpich_params(
+                    coll, c.alg, cvars)}
+        new["avg_msg_size=any"] = own
+        tree[f"collective={coll}"] = {"comm_type=intra": new,
+                                      **{k: v for k, v in old.items() if k != "comm_type=intra"}}
+    return json.dumps(tree, indent=1) + "\n"

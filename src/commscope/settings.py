@@ -22,6 +22,11 @@ def parse_file(path: str | Path) -> tuple[tuple[str, str], ...]:
         text = p.read_text()
     except OSError as exc:
         raise CommscopeError(f"cannot read settings file {p}: {exc.strerror}") from exc
+    return parse_text(text, p)
+
+
+def parse_text(text: str, p: str | Path = "settings") -> tuple[tuple[str, str], ...]:
+    """parse_file's reading of a text (p names it in messages)."""
     out: dict[str, str] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()

@@ -41,15 +41,9 @@ from .store import OK, Store
 PRUNE_AFTER = 3  # rounds before a sure loser stops running
 
 COLLS = ("bcast", "allreduce", "reduce", "alltoall")
-# MPICH names its algorithms in documentation only (MPI_T reads them back as
-# numbers): the ones MPICH 4 documents for each collective's intra-node cvar
-MPICH_ALGS = {
-    "bcast": ("binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather",
-              "pipelined_tree", "tree"),
-    "allreduce": ("recursive_doubling", "reduce_scatter_allgather", "tree", "recexch", "ring"),
-    "reduce": ("binomial", "reduce_scatter_gather"),
-    "alltoall": ("brucks", "k_brucks", "pairwise", "pairwise_sendrecv_replace", "scattered"),
-}
+# MPICH algorithms a single-node search leaves out: smp splits the job by
+# node, ccl hands the collective to an external library
+MPICH_SKIP = ("smp", "ccl")
 # UCX transports a shared-memory job can be given (UCX's own names)
 UCX_TLS = ("posix,self", "sysv,self", "tcp,self")
 
@@ -129,10 +123,12 @@ def intel_algorithms(core: Core, colls: Sequence[str], timeout_s: float = 60.0
 
 
 def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
-          benches: Sequence[str], intel: Mapping[str, Sequence[int]] | None = None
+          benches: Sequence[str], algorithms: Mapping[str, Sequence[object]] | None = None
           ) -> list[Candidate]:
     """The candidates worth measuring for these benchmarks, from what the
-    implementation says it has."""
+    implementation says it has: its control variables, and each
+    collective's algorithms as it names them (Intel MPI's accepted numbers,
+    the names in MPICH's selection tables)."""
     fam = core.impl.family
     out: list[Candidate] = []
     p2p = any(core.bench(b).get("group") in ("p2p", "loggp") for b in benches)
@@ -163,17 +159,22 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
                              (f"OMPI_MCA_{name}", str(item))), f"{b} algorithm {item}"))
     elif fam == "intel":
         for b in benches:
-            for k in (intel or {}).get(b, ()):
+            for k in (algorithms or {}).get(b, ()):
                 out.append(Candidate(((f"I_MPI_ADJUST_{b.upper()}", str(k)),),
                                      f"{b} algorithm {k}"))
     elif fam == "mpich":
         if p2p:
             out.extend(Candidate((("UCX_TLS", t),), f"UCX transports {t}") for t in UCX_TLS)
+        if "MPIR_CVAR_DEVICE_COLLECTIVES" in cvars and any(b in COLLS for b in benches):
+            # MPICH 5's device (shared-memory) collectives answer a single
+            # node before its own selection is asked
+            out.append(Candidate((("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),),
+                                 "MPICH's own collectives instead of the device's"))
         for b in benches:
             name = f"MPIR_CVAR_{b.upper()}_INTRA_ALGORITHM"
-            if b in MPICH_ALGS and name in cvars:
-                out.extend(Candidate(((name, a),), f"{b} algorithm {a}")
-                           for a in MPICH_ALGS[b])
+            if b in COLLS and name in cvars:
+                out.extend(Candidate(((name, str(a)),), f"{b} algorithm {a}")
+                           for a in (algorithms or {}).get(b, ()) if a not in MPICH_SKIP)
     return out
 
 
@@ -411,6 +412,23 @@ def with_rules(w: Outcome | None, rules: Path, core: Core) -> str:
     return with_selection(w, [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
                               ("OMPI_MCA_coll_tuned_dynamic_rules_filename",
                                str(rules.resolve()))], str(rules), core)
+
+
+def check_settings(core: Core, benches: Sequence[str], opts: CoreOptions,
+                   settings: Sequence[tuple[str, str]], store: Store, *, argv: Sequence[str],
+                   timeout_s: float, policy) -> Measured:
+    """One short job of the benchmarks over the search's sizes with these
+    settings, strict and validated: does the implementation take what was
+    written for it (a selection file it cannot parse, or whose algorithm
+    cannot run, fails here rather than in the user's job)."""
+    quick = replace(opts, min_samples=3, time_cap_s=min(opts.time_cap_s, 0.02))
+    job = Job(core, ",".join(benches), Placement(1, 2), quick, Local(), tuple(settings),
+              strict=True)
+    sweep = store.begin_sweep(argv, [{"check": " ".join(f"{k}={v}" for k, v in settings)}])
+    try:
+        return measure_job(job, store, sweep, 0, timeout_s=timeout_s, policy=policy)
+    finally:
+        store.end_sweep(sweep)
 
 
 def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOptions,
