@@ -146,3 +146,73 @@ def test_ucx_tls_is_taken_and_the_lanes_are_stored(capsys, tmp_path, cores, tls,
     assert line.startswith("UCX lanes to the other ranks: ") and want in line, line
     allowed = {w for w in tls.split(",")}
     assert all(tl.split("/")[0] in allowed for tl in line.split(": ", 1)[1].split()), line
+
+
+# -- binding ---------------------------------------------------------------------
+def test_binding_is_read_back_from_each_ranks_cpus():
+    r = settings.binding_refused
+    assert r("none", ["0-3", "0-3"], 4, False) == []
+    assert r("none", ["0-3", "2"], 4, False) == [
+        "COMMSCOPE_BIND=none was not taken: rank 1 may run only on CPUs 2"]
+    assert r("core", ["0", "1"], 4, False) == []
+    assert r("core", ["0,4", "1,5"], 8, False) == []  # a core's two hardware threads
+    assert r("core", ["0-1", "1"], 4, False) == [
+        "COMMSCOPE_BIND=core was not taken: ranks 0 and 1 share CPUs (0-1; 1)"]
+    assert r("core", ["0", "0-3"], 4, False) == [
+        "COMMSCOPE_BIND=core was not taken: rank 1 may run on every CPU (0-3)"]
+    # an oversubscribed job is never bound, whatever was asked
+    assert r("core", ["0-1", "0-1", "0-1"], 2, True) == []
+    assert r("core", ["0-1", "?"], 2, False) == [
+        "COMMSCOPE_BIND=core: the job did not report each rank's CPUs"]
+    assert r("core", [], 2, False) == r("core", ["0-1", "?"], 2, False)
+
+
+def test_binding_becomes_each_launchers_flags_and_bad_values_are_refused(tmp_path):
+    from commscope import mpi
+
+    assert mpi.bind_flags("openmpi", "none") == ["--bind-to", "none", "--map-by", "core"]
+    assert mpi.bind_flags("openmpi", "hwthread") == ["--bind-to", "hwthread", "--map-by",
+                                                     "hwthread"]
+    assert mpi.bind_flags("mpich", "none") == []  # hydra binds nothing unless told
+    assert mpi.bind_flags("mpich", "core") == ["-bind-to", "core"]
+    assert mpi.bind_flags("intel", "none") == ["-genv", "I_MPI_PIN", "0"]
+    with pytest.raises(Exception, match="COMMSCOPE_BIND must be one of core, hwthread, none"):
+        mpi.bind_flags("mpich", "socket")
+    f = tmp_path / "b.env"
+    for text in ("COMMSCOPE_BIND=socket\n", "COMMSCOPE_BINDING=core\n"):
+        f.write_text(text)
+        with pytest.raises(Exception, match="commscope's own setting is COMMSCOPE_BIND="):
+            settings.parse_file(f)
+
+
+@pytest.mark.parametrize("family", ["openmpi", "mpich"])
+def test_a_binding_is_taken_and_one_the_launcher_overrides_fails(capsys, tmp_path, cores,
+                                                                 family, monkeypatch):
+    """Unbound ranks may each run on every core; bound ones on one each.
+    MPICH's launcher also binds when HYDRA_BINDING says so: then 'none' was
+    not what the job ran under, and the job fails as not taken."""
+    import os
+
+    if family not in cores:
+        pytest.skip(f"{family} not installed")
+    n = len(os.sched_getaffinity(0))
+    if n < 2:
+        pytest.skip("needs two cores")
+    env, db = tmp_path / "b.env", tmp_path / "b.db"
+    args = ["run", "--db", str(db), "--mpi", family, "--bench", "latency", "--sizes", "8",
+            "--time-cap", "0.05", "--no-probe", "--quiet", "--settings", str(env)]
+    for bind in ("none", "core"):
+        env.write_text(f"COMMSCOPE_BIND={bind}\n")
+        rc, _, err = run(capsys, *args)
+        assert rc == 0, err
+    runs = Store(db).runs()
+    cpus = [json.loads(r["header"])["cpus"] for r in runs]
+    assert [json.loads(r["config"])["settings"]["COMMSCOPE_BIND"] for r in runs] == [
+        "none", "core"]
+    assert all(len(settings._cpu_set(c) or ()) == n for c in cpus[0]), cpus
+    assert all(len(settings._cpu_set(c) or ()) < n for c in cpus[1]), cpus
+    if family == "mpich":
+        monkeypatch.setenv("HYDRA_BINDING", "core")
+        env.write_text("COMMSCOPE_BIND=none\n")
+        rc, _, err = run(capsys, *args)
+        assert rc == 1 and "COMMSCOPE_BIND=none was not taken: rank 0 may run only on" in err, err

@@ -104,7 +104,12 @@ def test_a_search_beyond_its_budget_is_refused_before_any_job(core):
     assert len(calls) == 8
 
 
-def test_the_search_space_comes_from_the_implementations_variables():
+def test_the_search_space_comes_from_the_implementations_variables(monkeypatch):
+    from commscope import provenance
+
+    monkeypatch.setattr(provenance, "n_cores", lambda: 2)
+    bind = "COMMSCOPE_BIND=none"  # the launcher binds each rank to a core by default
+
     def fake_core(family):
         return SimpleNamespace(impl=SimpleNamespace(family=family, name=family),
                                bench=lambda b: {"group": "p2p" if b == "bw" else "coll"})
@@ -117,18 +122,22 @@ def test_the_search_space_comes_from_the_implementations_variables():
         "OMPI_MCA_btl_vader_single_copy_mechanism=emulated",
         "OMPI_MCA_btl_vader_single_copy_mechanism=none",
         "OMPI_MCA_btl_vader_eager_limit=2048", "OMPI_MCA_btl_vader_eager_limit=16384",
-        "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_bcast_algorithm=chain"]
-    assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == []
-    mp = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": {"value": "0"}}
+        "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_bcast_algorithm=chain",
+        bind]
+    assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == [bind]
+    mp = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": {"value": "0"},
+          "MPIR_CVAR_DEVICE_COLLECTIVES": {"value": "2"}}
     # MPICH: the names its selection tables hold, less those a single node cannot use
     got = [c.label for c in tune.space(fake_core("mpich"), mp, ["bcast"], {
         "bcast": ("binomial", "smp", "tree"), "reduce": ("binomial",)})]
-    assert got == ["MPIR_CVAR_BCAST_INTRA_ALGORITHM=binomial",
-                   "MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree"]
+    assert got == ["MPIR_CVAR_DEVICE_COLLECTIVES=none", "MPIR_CVAR_BCAST_INTRA_ALGORITHM=binomial",
+                   "MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree", bind]
     # Intel MPI: the numbers Intel MPI itself accepted, for the collectives asked
     got = [c.label for c in tune.space(fake_core("intel"), {}, ["bcast", "bw"],
                                        {"bcast": [1, 2, 3], "allreduce": [1, 2]})]
-    assert got == ["I_MPI_ADJUST_BCAST=1", "I_MPI_ADJUST_BCAST=2", "I_MPI_ADJUST_BCAST=3"]
+    assert got == ["I_MPI_ADJUST_BCAST=1", "I_MPI_ADJUST_BCAST=2", "I_MPI_ADJUST_BCAST=3", bind]
+    monkeypatch.setattr(provenance, "n_cores", lambda: 1)  # one core: nothing to bind
+    assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == []
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
@@ -225,3 +234,13 @@ def test_a_selection_file_mpich_does_not_take_is_not_handed_over(capsys, tmp_pat
     assert f"mpich did not take {out.with_suffix('.json')} in a check job" in err, err
     assert selection.MPICH_JSON_CVAR not in out.read_text()
     assert "MPIR_CVAR_BCAST_INTRA_ALGORITHM=scatter_ring_allgather" in out.read_text()
+
+
+def test_a_binding_winner_says_how_to_launch_with_it():
+    core = SimpleNamespace(impl=SimpleNamespace(family="openmpi", name="openmpi"))
+    w = tune.Outcome(tune.Candidate((("COMMSCOPE_BIND", "none"),)), effects=[
+        tune.Effect("bw", s, 1.5, 1.3, 1.7, 5) for s in SIZES])
+    text = tune.settings_text(w, core)
+    assert ("# COMMSCOPE_BIND=none: outside commscope, launch with --bind-to none --map-by core"
+            in text.splitlines()), text
+    assert text.endswith("export COMMSCOPE_BIND=none\n")

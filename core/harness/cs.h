@@ -409,7 +409,7 @@ typedef struct cs_result {
 void cs_json_str(FILE *f, const char *s);
 void cs_cvars_json(FILE *f, const char *names);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
-                     char **hosts, const char *libver, int mpi_major, int mpi_minor,
+                     char **hosts, char **cpus, const char *libver, int mpi_major, int mpi_minor,
                      const cs_clock *clock, double floor_ns, const char *path_json);
 MPI_Datatype cs_dtype(const cs_opts *o);
 size_t cs_dtype_size(const cs_opts *o);

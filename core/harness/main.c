@@ -211,6 +211,32 @@ static void pin_if_asked(MPI_Comm machine) {
   }
 }
 
+/* The CPUs this process may run on, as ranges ("0-3,6"): what the
+ * launcher's binding (and COMMSCOPE_PIN) left it, for the record. */
+enum { CPULEN = 256 };
+static void cpu_list(char *buf, size_t len) {
+  cpu_set_t allowed;
+  buf[0] = 0;
+  if (sched_getaffinity(0, sizeof allowed, &allowed)) {
+    snprintf(buf, len, "?");
+    return;
+  }
+  size_t at = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &allowed)) last++;
+    int n = last > cpu ? snprintf(buf + at, len - at, "%s%d-%d", at ? "," : "", cpu, last)
+                       : snprintf(buf + at, len - at, "%s%d", at ? "," : "", cpu);
+    if (n < 0 || (size_t)n >= len - at) { /* too long to list: say so */
+      snprintf(buf + (at < len - 4 ? at : len - 4), 4, "...");
+      return;
+    }
+    at += (size_t)n;
+    cpu = last;
+  }
+}
+
 static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv) {
   cs_err e = {0};
   int rank, np, rc = CS_OK;
@@ -225,6 +251,10 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   char *all = rank == 0 ? calloc((size_t)np, MPI_MAX_PROCESSOR_NAME) : NULL;
   MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
              MPI_COMM_WORLD);
+  char mine[CPULEN];
+  cpu_list(mine, sizeof mine);
+  char *cpus = rank == 0 ? calloc((size_t)np, CPULEN) : NULL;
+  MPI_Gather(mine, CPULEN, MPI_CHAR, cpus, CPULEN, MPI_CHAR, 0, MPI_COMM_WORLD);
 
   FILE *out = NULL;
   int open_ok = 1;
@@ -236,6 +266,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   if (!open_ok) {
     if (rank == 0) fprintf(stderr, "cs-core: cannot write %s\n", o->output);
     free(all);
+    free(cpus);
     MPI_Comm_free(&machine);
     return CS_EIO;
   }
@@ -255,13 +286,16 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
   cs_floor_open(comm, &floor);
   double floor0 = cs_floor_measure(&floor);
   if (rank == 0) {
-    char *hosts[np];
-    for (int i = 0; i < np; i++) hosts[i] = all + (size_t)i * MPI_MAX_PROCESSOR_NAME;
+    char *hosts[np], *cpu_of[np];
+    for (int i = 0; i < np; i++) {
+      hosts[i] = all + (size_t)i * MPI_MAX_PROCESSOR_NAME;
+      cpu_of[i] = cpus + (size_t)i * CPULEN;
+    }
     char ver[MPI_MAX_LIBRARY_VERSION_STRING];
     int major, minor;
     MPI_Get_library_version(ver, &len);
     MPI_Get_version(&major, &minor);
-    cs_write_header(out, o, argc, argv, np, hosts, ver, major, minor, &clock, floor0,
+    cs_write_header(out, o, argc, argv, np, hosts, cpu_of, ver, major, minor, &clock, floor0,
                     skipped ? NULL : path.desc);
     if (o->table) cs_table_header(stdout);
   }
@@ -290,6 +324,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     if (out != stdout) fclose(out);
   }
   free(all);
+  free(cpus);
   MPI_Comm_free(&machine);
   if (rc == CS_OK && ninvalid) rc = CS_EINVALID;
   return rc;

@@ -35,7 +35,7 @@ static void num(FILE *f, const char *key, double v) {
 }
 
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
-                     const char *libver, int mpi_major, int mpi_minor, const cs_clock *clock,
+                     char **cpus, const char *libver, int mpi_major, int mpi_minor, const cs_clock *clock,
                      double floor_ns, const char *path_json) {
   struct timespec res;
   clock_getres(CLOCK_MONOTONIC, &res);
@@ -47,6 +47,11 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   for (int i = 0; i < np; i++) {
     if (i) fputc(',', f);
     cs_json_str(f, hosts[i]);
+  }
+  fprintf(f, "],\"cpus\":["); /* each rank's allowed CPUs: the binding it ran under */
+  for (int i = 0; i < np; i++) {
+    if (i) fputc(',', f);
+    cs_json_str(f, cpus[i]);
   }
   fprintf(f, "],\"compiler\":");
   cs_json_str(f, CS_COMPILER);

@@ -230,6 +230,10 @@ def _plan_check(jobs: Sequence[Job]) -> None:
     runs and emulated clusters, whose nodes share it): one line, exit 2."""
     seen = set()
     for j in jobs:
+        if bind := dict(j.settings).get("COMMSCOPE_BIND"):
+            mpi_mod.bind_flags(j.core.impl.family, bind)  # a value it does not know
+            if j.cluster.kind != "local":
+                cluster_mod.local_only(bind, j.cluster.label)
         apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
         one_host = j.cluster.kind in ("local", "emu")
         key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)

@@ -237,15 +237,34 @@ class LaunchSpec:
     np: int
     cores: int
     root: bool
+    bind: str = "core"  # core | hwthread | none: how the launcher binds each rank
 
     @property
     def oversubscribed(self) -> bool:
         return self.np > self.cores
 
 
+BIND = ("core", "hwthread", "none")
+
+
+def bind_flags(family: str, bind: str) -> list[str]:
+    """How each launcher is told to bind a rank (not oversubscribed): to a
+    core (the default here), a hardware thread, or not at all.  Intel MPI
+    pins each rank to one logical CPU by its processor list (added by
+    launcher_flags), or not at all."""
+    if bind not in BIND:
+        raise CommscopeError(f"COMMSCOPE_BIND must be one of {', '.join(BIND)}, not {bind!r}")
+    if family == "openmpi":
+        return ["--bind-to", bind, "--map-by", "hwthread" if bind == "hwthread" else "core"]
+    if family == "mpich":
+        return [] if bind == "none" else ["-bind-to", bind]
+    return ["-genv", "I_MPI_PIN", "0"] if bind == "none" else []
+
+
 def launcher_flags(impl: MpiImpl, spec: LaunchSpec) -> list[str]:
     """The flags this implementation needs here: running as root, binding
-    one rank per core, and oversubscription beyond the core count."""
+    one rank per core (or as spec.bind says), and oversubscription beyond
+    the core count."""
     flags: list[str] = []
     if impl.family == "openmpi":
         if spec.root:
@@ -255,14 +274,14 @@ def launcher_flags(impl: MpiImpl, spec: LaunchSpec) -> list[str]:
             # stack ranks on the same cores.
             flags += ["--oversubscribe", "--bind-to", "none"]
         else:
-            flags += ["--bind-to", "core", "--map-by", "core"]
+            flags += bind_flags("openmpi", spec.bind)
     elif impl.family == "mpich":
         if not spec.oversubscribed:
-            flags += ["-bind-to", "core"]
+            flags += bind_flags("mpich", spec.bind)
     elif impl.family == "intel":
         # one node: shared memory alone, so no network provider is probed
         flags += ["-genv", "I_MPI_FABRICS", "shm"]
-        if spec.oversubscribed:
+        if spec.oversubscribed or spec.bind == "none":
             flags += ["-genv", "I_MPI_PIN", "0"]
         else:
             flags += ["-genv", "I_MPI_PIN_PROCESSOR_LIST", f"0-{spec.cores - 1}"]

@@ -30,6 +30,7 @@ class Header:
     # control variables read back through MPI_T after MPI_Init (None: no such variable)
     cvars: dict[str, object] | None = field(default=None, hash=False)
     compiler: str = ""  # the C compiler the core was built with ("gcc 12.2.0")
+    cpus: tuple[str, ...] = ()  # each rank's allowed CPUs ("0-3,6"): its binding
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ def parse_header(d: dict[str, object]) -> Header:
                   clock_quantum_ns=_num(d.get("clock_quantum_ns")),
                   floor_ns=_num(d.get("floor_ns")),
                   cvars=dict(d["cvars"]) if isinstance(d.get("cvars"), dict) else None,  # type: ignore[arg-type]
-                  compiler=str(d.get("compiler") or ""))
+                  compiler=str(d.get("compiler") or ""),
+                  cpus=tuple(str(c) for c in d.get("cpus") or ()))  # type: ignore[attr-defined]
 
 
 def parse_result(d: dict[str, object]) -> Result:

@@ -372,8 +372,9 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         tmpd = Path(tmp)
         out_path = tmpd / "records.jsonl"
         args = ["--bench", job.bench, *job.opts.argv(), "--output", str(out_path)]
+        bind = dict(job.settings).get("COMMSCOPE_BIND")
         launch = job.cluster.launch(impl, job.place, str(job.core.exe), args, tmpd, cores,
-                                    os.geteuid() == 0)
+                                    os.geteuid() == 0, bind or "core")
         for name, text in launch.files.items():
             (tmpd / name).write_text(text)
         argv = launch.argv
@@ -455,6 +456,10 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         if any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
             # Intel MPI says at startup, on stdout, which it ignores
             refused += settings_mod.ignored_by_intel(dict(job.settings), said)
+        if bind and status == OK:
+            refused += settings_mod.binding_refused(
+                bind, parsed.header.cpus if parsed.header else (), cores,
+                job.cluster.oversubscribed(job.place, cores))
         if ucx:
             lanes = settings_mod.ucx_lanes(said)
             refused += settings_mod.ucx_refused(dict(job.settings), lanes)

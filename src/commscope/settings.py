@@ -7,10 +7,11 @@ refused instead of measured as if it had been taken."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from .errors import CommscopeError
+from .mpi import BIND
 from .provenance import SETTING_PREFIXES
 
 
@@ -43,6 +44,9 @@ def parse_text(text: str, p: str | Path = "settings") -> tuple[tuple[str, str], 
                                  + ", ".join(SETTING_PREFIXES) + ")")
         if not value or any(c in value for c in "\n\r\0"):
             raise CommscopeError(f"{p}:{n}: {key} has no value")
+        if key.startswith("COMMSCOPE_") and (key != "COMMSCOPE_BIND" or value not in BIND):
+            raise CommscopeError(f"{p}:{n}: commscope's own setting is COMMSCOPE_BIND="
+                                 f"{'|'.join(BIND)}, not {key}={value}")
         out[key] = value
     if not out:
         raise CommscopeError(f"settings file {p} sets nothing")
@@ -99,6 +103,39 @@ def refused(settings: Mapping[str, str], cvars: Mapping[str, object] | None) -> 
             continue  # an enumeration read as its number, or a string read as its default
         out.append(f"{key}={want} was not taken: the implementation holds {name}={got}")
     return out
+
+
+def _cpu_set(text: str) -> set[int] | None:
+    """"0-3,6" as {0, 1, 2, 3, 6}; None for a list the core could not give."""
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return None
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out or None
+
+
+def binding_refused(bind: str, cpus: Sequence[str], cores: int, oversubscribed: bool
+                    ) -> list[str]:
+    """COMMSCOPE_BIND read back from the CPUs each rank was allowed, as the
+    core reported them after MPI_Init: unbound ranks may each run on every
+    one of this machine's cores; bound ones each on fewer, none shared."""
+    sets = [_cpu_set(c) for c in cpus]
+    if not sets or any(s is None for s in sets):
+        return [f"COMMSCOPE_BIND={bind}: the job did not report each rank's CPUs"]
+    if bind == "none" or oversubscribed:  # an oversubscribed job is never bound
+        return [f"COMMSCOPE_BIND={bind} was not taken: rank {i} may run only on CPUs {c}"
+                for i, (s, c) in enumerate(zip(sets, cpus, strict=True))
+                if len(s or ()) < cores][:1]
+    for i, (s, c) in enumerate(zip(sets, cpus, strict=True)):
+        if len(s or ()) >= cores:
+            return [f"COMMSCOPE_BIND={bind} was not taken: rank {i} may run on every CPU ({c})"]
+        for j in range(i):
+            if s & (sets[j] or set()):
+                return [f"COMMSCOPE_BIND={bind} was not taken: ranks {j} and {i} share CPUs "
+                        f"({cpus[j]}; {c})"]
+    return []
 
 
 # Intel MPI checks its I_MPI_ADJUST_<OP> variables at startup and says so on

@@ -333,7 +333,7 @@ class Store:
                               "np": header.np, "hosts": list(header.hosts),
                               "options": header.options, "argv": list(header.argv),
                               "commscope_version": header.commscope_version,
-                              "compiler": header.compiler})
+                              "compiler": header.compiler, "cpus": list(header.cpus)})
             clock = json.dumps({"read_ns": header.clock_read_ns,
                                 "quantum_ns": header.clock_quantum_ns})
         floor_end = None

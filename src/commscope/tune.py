@@ -175,6 +175,9 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
             if b in COLLS and name in cvars:
                 out.extend(Candidate(((name, str(a)),), f"{b} algorithm {a}")
                            for a in (algorithms or {}).get(b, ()) if a not in MPICH_SKIP)
+    if provenance.n_cores() >= 2:
+        # the launcher's default here binds each rank to a core of its own
+        out.append(Candidate((("COMMSCOPE_BIND", "none"),), "ranks not bound to cores"))
     return out
 
 
@@ -380,12 +383,22 @@ def report(core: Core, outcomes: Sequence[Outcome], rounds: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _launcher_note(settings: Sequence[tuple[str, str]], core: Core) -> list[str]:
+    """COMMSCOPE_BIND is commscope's: how to say it to the launcher itself."""
+    from .mpi import bind_flags
+
+    return [f"# COMMSCOPE_BIND={v}: outside commscope, launch with "
+            + (" ".join(bind_flags(core.impl.family, v)) or "no binding flag")
+            for k, v in settings if k == "COMMSCOPE_BIND"]
+
+
 def settings_text(w: Outcome, core: Core) -> str:
     """The settings file `commscope run --settings` reads (and a shell can
     source): the winner's variables, with where it was measured to win."""
     head = [f"# commscope tune: {core.impl.name} ({core.impl.family}), this machine, 2 ranks"]
     head += [f"# faster: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("wins")]
     head += [f"# slower: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("loses")]
+    head += _launcher_note(w.cand.settings, core)
     return "\n".join(head + [f"export {k}={v}" for k, v in w.cand.settings]) + "\n"
 
 
@@ -403,6 +416,7 @@ def with_selection(w: Outcome | None, lines: Sequence[tuple[str, str]], what: st
     if w is not None and selection.forced(w.cand.settings) is None:
         head += [f"# and {w.cand.label}: faster at {b} {_span(lo, hi)} {_claim(es)}"
                  for b, lo, hi, es in w.ranges("wins")]
+        head += _launcher_note(w.cand.settings, core)
         out += list(w.cand.settings)
     return "\n".join(head + [f"export {k}={v}" for k, v in out]) + "\n"
 

@@ -68,8 +68,9 @@ class Cluster:
         return place.ppn > cores
 
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
-               workdir: Path, cores: int, root: bool) -> Launch:
-        spec = LaunchSpec(np=place.np, cores=cores, root=root)
+               workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
+        """The command line of one job, bound as `bind` (COMMSCOPE_BIND) says."""
+        spec = LaunchSpec(np=place.np, cores=cores, root=root, bind=bind)
         return Launch(launch_argv(impl, spec, exe, args))
 
     def describe(self) -> dict[str, object]:
@@ -110,6 +111,12 @@ def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
     return hosts
 
 
+def local_only(bind: str, label: str) -> None:
+    """Clusters bind as their launchers do: COMMSCOPE_BIND is a local setting."""
+    if bind != "core":
+        raise CommscopeError(f"COMMSCOPE_BIND={bind} applies to local runs only, not {label}")
+
+
 def _head(impl: MpiImpl, place: Placement, root: bool) -> list[str]:
     """The launcher and the rank count; Open MPI also needs leave to run as root."""
     allow = ["--allow-run-as-root"] if root and impl.family == "openmpi" else []
@@ -142,7 +149,8 @@ class Hostfile(Cluster):
         return len(self.hosts)
 
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
-               workdir: Path, cores: int, root: bool) -> Launch:
+               workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
+        local_only(bind, self.label)
         hf = workdir / "hostfile"
         text = hostfile_text(impl.family, [h for h, _ in self.hosts[:place.nodes]], place.ppn)
         if impl.family == "openmpi":
@@ -191,7 +199,8 @@ class Slurm(Cluster):
                                  "--cluster slurm:mpirun inside an allocation")
 
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
-               workdir: Path, cores: int, root: bool) -> Launch:
+               workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
+        local_only(bind, self.label)
         n, ppn = str(place.np), str(place.ppn)
         if self.mode == "srun":
             argv = ["srun", f"--mpi={SRUN_MPI[impl.family]}", f"--nodes={place.nodes}",
@@ -240,12 +249,13 @@ class Emulated(Cluster):
         return place.np > cores  # every node shares this machine's cores
 
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
-               workdir: Path, cores: int, root: bool) -> Launch:
+               workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
         """The launcher runs inside the first node, reaches the others through
         the cluster's agent, talks TCP only on the emulated subnet, and binds
         nothing itself: each rank pins itself to its own core of this machine
         (COMMSCOPE_PIN=machine), so that ranks of different nodes do not all
         sit on core 0."""
+        local_only(bind, self.label)
         c = self.c
         used = [n.address for n in c.nodes[:place.nodes]]
         hf = workdir / "hostfile"
