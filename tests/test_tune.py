@@ -46,10 +46,12 @@ class Store:
 
 
 def search(core, cands, times, rounds=4, **kw):
-    measure, calls = fake(times, **{k: kw.pop(k) for k in ("jitter", "broken") if k in kw})
+    measure, calls = fake(times, **{k: kw.pop(k) for k in ("jitter", "broken", "seed")
+                                    if k in kw})
     out = tune.search(core, ["bw"], CoreOptions(sizes="1K:4M", factor=4.0), cands, Store(),
                       rounds=rounds, budget_s=kw.pop("budget_s", 1e9), argv=[], timeout_s=60,
-                      policy=None, progress=Progress(0, enabled=False), measure=measure)
+                      policy=None, progress=Progress(0, enabled=False), measure=measure,
+                      extra_rounds=kw.pop("extra_rounds", 0))
     return out, calls
 
 
@@ -92,6 +94,24 @@ def test_a_sure_loser_stops_after_the_third_round_and_a_broken_setting_at_once(c
     assert [r for r, c in calls if c == tune.DEFAULT] == [1, 2, 3, 4, 5, 6]
     with pytest.raises(CommscopeError, match="default configuration failed"):
         search(core, [A], times, broken=(tune.DEFAULT,))
+
+
+def test_only_close_contenders_run_the_extra_rounds(core):
+    """After four rounds, a 10% gain inside 8% jitter is not yet told
+    apart; it (and the default) run on, alone, until it is.  A sure winner
+    and a sure loser are decided and run no more."""
+    c = tune.Candidate((("OMPI_MCA_x", "c"),), "c")
+    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.10, B: lambda s: 20.0,
+             c: lambda s: 5.0}
+    (a, b, cc), calls = search(core, [A, B, c], times, rounds=4, extra_rounds=8, jitter=0.08)
+    ran = {x: [r for r, y in calls if y == x] for x in times}
+    assert ran[B] == [1, 2, 3] and ran[c] == [1, 2, 3, 4], ran  # B pruned after three
+    assert max(ran[A]) > 4 and ran[A] == ran[tune.DEFAULT], ran
+    assert a.ranges("wins") and not tune.close(a), a.effects  # decided in the extra rounds
+    assert all(e.n == len(ran[A]) for e in a.effects)
+    # without extra rounds the same gain stays undecided
+    (a4, *_), _ = search(core, [A, B, c], times, rounds=4, jitter=0.08)
+    assert tune.close(a4) and not a4.ranges("wins"), a4.effects
 
 
 def test_a_search_beyond_its_budget_is_refused_before_any_job(core):
@@ -146,7 +166,8 @@ def test_a_short_real_search(capsys, tmp_path, cores, family):
         pytest.skip(f"{family} not installed")
     out = tmp_path / "tuned.env"
     rc, text, err = run(capsys, "tune", "--db", str(tmp_path / "t.db"), "--mpi", family,
-                        "--bench", "bw", "--sizes", "1M", "--rounds", "3", "--time-cap", "0.05",
+                        "--bench", "bw", "--sizes", "1M", "--rounds", "3", "--extra-rounds", "1",
+                        "--time-cap", "0.05",
                         "--write", str(out), "--quiet")
     assert rc == 0, err
     cv = tune.read_cvars(cores[family])

@@ -538,7 +538,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
     timeout = a.timeout or 3 * tune.estimate_s(opts, benches) + 30
     outcomes = tune.search(core, benches, opts, cands, store, rounds=a.rounds,
                            budget_s=a.budget, argv=sys.argv, timeout_s=timeout, policy=policy,
-                           progress=progress)
+                           progress=progress, extra_rounds=a.extra_rounds)
     w = tune.best(outcomes)
     text = tune.settings_text(w, core) if w is not None else None
     choices = selection.choices(outcomes, cvars, impl.family)
@@ -576,7 +576,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
                   + ("Open MPI's rules file" if impl.family == "openmpi"
                      else "MPICH's selection file"))
         return rc
-    print(tune.report(core, outcomes, a.rounds), end="")
+    print(tune.report(core, outcomes, a.rounds, a.extra_rounds), end="")
     if w is None and a.validate != "none":
         print(f"nothing to validate on {a.validate}: no candidate won")
     if w is not None and a.validate != "none":
@@ -932,6 +932,10 @@ def make_parser() -> Parser:
     tu.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
     tu.add_argument("--rounds", type=_positive(int, 3, 50), default=4,
                     help="interleaved rounds of every candidate and the default (default 4)")
+    tu.add_argument("--extra-rounds", type=_positive(int, 0, 50), default=4,
+                    help="more rounds, after --rounds, for the default and the candidates "
+                         "still close (a gain whose interval reaches 1), while --budget "
+                         "allows (default 4)")
     tu.add_argument("--budget", type=_positive(float, 1, 86400), default=900.0,
                     help="seconds the search may take at most; a larger plan is refused "
                          "before it starts (default 900)")

@@ -21,6 +21,7 @@ import math
 import os
 import random
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -285,11 +286,20 @@ def measure_job(job: Job, store: Store, sweep: int, pos: int, *, timeout_s: floa
     return Measured(True, out.run_id, "", _medians(store, out.run_id))
 
 
+def close(o: Outcome) -> bool:
+    """A contender not yet decided: at some size its median gains the
+    factor that counts, but the between-round interval still reaches 1."""
+    return o.state == "measured" and any(
+        e.ratio >= MIN_FACTOR and not e.wins and not e.loses for e in o.effects)
+
+
 def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequence[Candidate],
            store: Store, *, rounds: int, budget_s: float, argv: Sequence[str],
-           timeout_s: float, policy, progress, seed: int = 0,
+           timeout_s: float, policy, progress, seed: int = 0, extra_rounds: int = 0,
            measure: Callable[..., Measured] = measure_job) -> list[Outcome]:
-    """Every candidate and the default, interleaved over `rounds` rounds."""
+    """Every candidate and the default, interleaved over `rounds` rounds;
+    then up to `extra_rounds` more of the default and the close contenders
+    only, while the time spent leaves the budget room for another."""
     need = (len(cands) + 1) * rounds * estimate_s(opts, benches)
     if need > budget_s:
         raise CommscopeError(
@@ -304,9 +314,16 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
     plan = [{"tune": c.label, "bench": bench} for c in everyone]
     sweep = store.begin_sweep(argv, plan)
     rng = random.Random(seed)
+    t0 = time.monotonic()
+    per_job = estimate_s(opts, benches)
     try:
-        for r in range(1, rounds + 1):
+        for r in range(1, rounds + extra_rounds + 1):
             active = [c for c in everyone if results[c].state == "measured"]
+            if r > rounds:
+                active = [DEFAULT, *(c for c in cands if close(results[c]))]
+                if len(active) == 1 or (time.monotonic() - t0
+                                        + len(active) * per_job > budget_s):
+                    break
             order = list(active)
             if r > 1:
                 rng.shuffle(order)
@@ -323,7 +340,7 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
                     results[c].state, results[c].reason = "broken", m.reason
                     continue
                 rounds_of[c][r] = m.medians
-            for c in cands:
+            for c in active[1:] if r > rounds else cands:
                 o = results[c]
                 if o.state == "measured":
                     o.effects = effects(rounds_of[c], rounds_of[DEFAULT])
@@ -349,10 +366,13 @@ def _claim(es: Sequence[Effect]) -> str:
     return f"{mid.ratio:.2f}x [{mid.lo:.2f}, {mid.hi:.2f}]"
 
 
-def report(core: Core, outcomes: Sequence[Outcome], rounds: int) -> str:
+def report(core: Core, outcomes: Sequence[Outcome], rounds: int, extra: int = 0) -> str:
+    ran = max((e.n for o in outcomes for e in o.effects), default=rounds)
+    more = (f" (close contenders {ran - rounds} more)" if ran > rounds
+            else " (no contender close enough for more)" if extra else "")
     lines = [f"{core.impl.name}: {len(outcomes)} candidate(s) against the default, {rounds} "
-             f"interleaved rounds; ratio = default time / candidate time (above 1: faster), "
-             f"median over rounds [95% interval between rounds]"]
+             f"interleaved rounds{more}; ratio = default time / candidate time (above 1: "
+             f"faster), median over rounds [95% interval between rounds]"]
     for o in outcomes:
         lines.append(f"\n  {o.cand.label}  ({o.cand.why})")
         if o.state == "broken":
