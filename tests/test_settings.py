@@ -216,3 +216,45 @@ def test_a_binding_is_taken_and_one_the_launcher_overrides_fails(capsys, tmp_pat
         env.write_text("COMMSCOPE_BIND=none\n")
         rc, _, err = run(capsys, *args)
         assert rc == 1 and "COMMSCOPE_BIND=none was not taken: rank 0 may run only on" in err, err
+
+
+
+# -- UCX's own variables ---------------------------------------------------------------
+READ = ("[1.2] [vm:1:0]  parser.c:1916 UCX  INFO  UCX_* env variables: UCX_RNDV_THRES=16k "
+        "UCX_LOG_LEVEL=info\n")
+UNUSED = ("[1.2] [vm:1:0]  parser.c:1908 UCX  WARN  unused env variable: UCX_RNDV_THRES (set "
+          "UCX_WARN_UNUSED_ENV_VARS=n to suppress this warning)\n")
+
+
+def test_ucx_variables_are_read_back_from_what_ucx_says():
+    s = {"UCX_RNDV_THRES": "16k", "UCX_RNDV_THRESH": "1m"}
+    assert settings.ucx_unread(s, READ + UNUSED) == [
+        "UCX_RNDV_THRES=16k was not taken: UCX says it has no such variable"]
+    assert settings.ucx_unread({"UCX_RNDV_THRESH": "1m"}, READ) == []
+    assert settings.ucx_unread({"UCX_RNDV_THRESH": "1m"}, "") == [
+        "UCX_RNDV_THRESH: UCX never read its variables (is this implementation on UCX?)"]
+    # one variable: UCX says "variable", not "variables"
+    assert settings.ucx_unread({"UCX_RNDV_THRESH": "1m"}, READ.replace("variables", "variable")
+                               ) == []
+    assert settings.ucx_unread({"OMPI_MCA_x": "1"}, "") == []
+
+
+@pytest.mark.parametrize("family,key,needle", [
+    ("mpich", "UCX_RNDV_THRES", "UCX_RNDV_THRES=16k was not taken: UCX says it has no such"),
+    ("openmpi", "UCX_RNDV_THRESH", "UCX_RNDV_THRESH: UCX never read its variables")])
+def test_a_ucx_variable_ucx_did_not_take_fails_the_job(capsys, tmp_path, cores, family, key,
+                                                       needle):
+    """MPICH's UCX warns of a variable it does not have; Debian's Open MPI
+    4.1 does not load UCX here at all, so no UCX variable can be taken."""
+    if family not in cores:
+        pytest.skip(f"{family} not installed")
+    env = tmp_path / "ucx.env"
+    args = ["run", "--db", str(tmp_path / "u.db"), "--mpi", family, "--bench", "latency",
+            "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet", "--settings", str(env)]
+    env.write_text(f"{key}=16k\n")
+    rc, _, err = run(capsys, *args)
+    assert rc == 1 and needle in err, err
+    if family == "mpich":
+        env.write_text("UCX_RNDV_THRESH=16k\n")
+        rc, _, err = run(capsys, *args)
+        assert rc == 0, err

@@ -382,10 +382,11 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         names = [n for k, _ in job.settings if (n := settings_mod.cvar_name(k))]
         if names:
             env["COMMSCOPE_CVARS"] = ",".join(names)
-        # UCX settings are not MPI_T variables: UCX itself names the transports
-        # of each endpoint it makes, at log level info (once per endpoint, at
-        # its creation, before any timed loop)
-        ucx = "UCX_TLS" in dict(job.settings)
+        # UCX settings are not MPI_T variables: at log level info UCX lists
+        # the variables it read, warns of those it does not have, and names
+        # the transports of each endpoint it makes (once per endpoint, at its
+        # creation, before any timed loop)
+        ucx = any(k.startswith("UCX_") for k, _ in job.settings)
         if ucx and "UCX_LOG_LEVEL" not in env:
             env["UCX_LOG_LEVEL"] = "info"
         placement = {**job.cluster.describe(), "label": job.cluster.label,
@@ -461,9 +462,13 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
                 bind, parsed.header.cpus if parsed.header else (), cores,
                 job.cluster.oversubscribed(job.place, cores))
         if ucx:
+            unread = settings_mod.ucx_unread(dict(job.settings), said)
+            refused += unread
             lanes = settings_mod.ucx_lanes(said)
-            refused += settings_mod.ucx_refused(dict(job.settings), lanes)
-            tail += f"\nUCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}"
+            if not unread:
+                refused += settings_mod.ucx_refused(dict(job.settings), lanes)
+            if "UCX_TLS" in dict(job.settings):
+                tail += f"\nUCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}"
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:

@@ -164,6 +164,25 @@ _UCX_GROUPS = {"all", "sm", "shm", "mm", "ib", "rc", "ud", "dc", "rc_x", "ud_x",
                "cuda", "rocm", "ugni"}
 
 
+_UCX_READ = re.compile(r"UCX_\* env variables?: ")
+_UCX_UNUSED = re.compile(r"unused env variable: (UCX_\w+)")
+
+
+def ucx_unread(settings: Mapping[str, str], said: str) -> list[str]:
+    """UCX variables read back from UCX's own words at log level info: it
+    lists the UCX_* variables it read (so it was loaded at all: Debian's
+    Open MPI 4.1 never loads it here) and warns of each it does not have."""
+    keys = [k for k in settings if k.startswith("UCX_") and k != "UCX_LOG_LEVEL"]
+    if not keys:
+        return []
+    if not _UCX_READ.search(said):
+        return [f"{', '.join(keys)}: UCX never read its variables (is this implementation "
+                "on UCX?)"]
+    unused = set(_UCX_UNUSED.findall(said))
+    return [f"{k}={settings[k]} was not taken: UCX says it has no such variable"
+            for k in keys if k in unused]
+
+
 def ucx_lanes(said: str) -> list[str]:
     """The transports UCX used to reach other processes (endpoints to self
     left out), as transport/device, in the order UCX named them."""

@@ -45,8 +45,10 @@ COLLS = ("bcast", "allreduce", "reduce", "alltoall")
 # MPICH algorithms a single-node search leaves out: smp splits the job by
 # node, ccl hands the collective to an external library
 MPICH_SKIP = ("smp", "ccl")
-# UCX transports a shared-memory job can be given (UCX's own names)
+# UCX transports a shared-memory job can be given (UCX's own names), and
+# rendezvous thresholds on either side of UCX's own choice ("auto")
 UCX_TLS = ("posix,self", "sysv,self", "tcp,self")
+UCX_RNDV = ("16k", "1m")
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,8 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
     elif fam == "mpich":
         if p2p:
             out.extend(Candidate((("UCX_TLS", t),), f"UCX transports {t}") for t in UCX_TLS)
+            out.extend(Candidate((("UCX_RNDV_THRESH", t),), f"UCX rendezvous from {t}")
+                       for t in UCX_RNDV)
         if "MPIR_CVAR_DEVICE_COLLECTIVES" in cvars and any(b in COLLS for b in benches):
             # MPICH 5's device (shared-memory) collectives answer a single
             # node before its own selection is asked
