@@ -258,3 +258,61 @@ def test_a_ucx_variable_ucx_did_not_take_fails_the_job(capsys, tmp_path, cores, 
         env.write_text("UCX_RNDV_THRESH=16k\n")
         rc, _, err = run(capsys, *args)
         assert rc == 0, err
+
+
+def test_what_ucx_chose_is_read_from_its_protocol_tables():
+    """UCX_PROTO_INFO=y output of PyPI's MPICH 5 (UCX 1.22) between two
+    ranks, the two processes' lines interleaved as they came: the tagged
+    send to the other process, once, each range with its transport."""
+    from pathlib import Path
+
+    from commscope import runner
+
+    said = (Path(__file__).parent / "golden" / "ucx_proto_info.txt").read_text()
+    assert settings.ucx_protocols(said) == [
+        "intra-node, from host memory: 0..92 eager short (sysv/memory); 93..5028 eager "
+        "copy-in copy-out (sysv/memory); 5029..inf (?) rendezvous zero-copy read from remote "
+        "(cma/memory)"]
+    # the same tables, with UCX's "256K" sizes, and none of self's
+    assert settings.ucx_protocols(said.replace("5029..inf", "256K..inf")
+                                  )[0].endswith("256K..inf (?) rendezvous zero-copy read from "
+                                                "remote (cma/memory)")
+    assert settings.ucx_protocols("") == []
+    # the stored stderr keeps what else was said, not the tables
+    f = Path(__file__).parent / "golden" / "ucx_proto_info.txt"
+    assert runner._stderr_tail(f, 100000).strip() == ""
+
+
+@pytest.mark.mpi
+def test_the_report_says_what_ucx_chose(capsys, tmp_path, cores):
+    """A real MPICH run with UCX_TLS: its lanes, and (written into its
+    stored stderr as a run on a newer UCX writes it) UCX's protocols, in
+    the report's table of what the libraries chose."""
+    import sqlite3
+
+    from commscope.report import sections
+
+    if "mpich" not in cores:
+        pytest.skip("mpich not installed")
+    env, db = tmp_path / "u.env", tmp_path / "u.db"
+    env.write_text("UCX_TLS=tcp,self\n")
+    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", "mpich", "--bench", "latency",
+                     "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet",
+                     "--settings", str(env))
+    assert rc == 0, err
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE runs SET stderr_tail = stderr_tail || ?",
+                  ("\nUCX protocols, intra-node, from host memory: 0..92 eager short "
+                   "(sysv/memory)",))
+    (r,) = Store(db).runs()
+    t = sections.library_choices(Store(db), {r["id"]})
+    assert t is not None
+    said = [row[1] for row in t.rows]
+    assert said[0] == "UCX lanes: tcp/lo tcp/eth0" or said[0].startswith("UCX lanes: tcp/"), said
+    assert said[1] == "UCX protocols, intra-node, from host memory: 0..92 eager short " \
+        "(sysv/memory)", said
+    assert all(row[0] == "mpich UCX_TLS=tcp,self" for row in t.rows), t.rows
+    rc, out, err = run(capsys, "report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "What the libraries said they chose" in page and "0..92 eager short" in page

@@ -159,6 +159,18 @@ class Core:
         raise KeyError(name)
 
 
+def loaded_library(exe: Path, env: dict[str, str], soname: str) -> Path | None:
+    """The file the loader would give `exe` for a library whose name starts
+    with `soname` (a regular expression, e.g. r"libucp"), or None."""
+    try:
+        out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
+                             env={**os.environ, **env}, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"cannot ask the loader for {exe}'s libraries: {exc}") from exc
+    m = re.search(rf"^\s*{soname}\.so[.\d]*\s+=>\s+(/\S+)", out, re.M)
+    return Path(m.group(1)) if m else None
+
+
 def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
     env = {**os.environ, **impl.env}
     try:

@@ -3,11 +3,13 @@ job's records as soon as it ends, flag (and optionally retry) noisy ones."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
 import os
 import random
+import re
 import sys
 import tempfile
 import time
@@ -18,7 +20,7 @@ from pathlib import Path
 from . import noise as noise_mod
 from . import provenance
 from . import settings as settings_mod
-from .build import Core
+from .build import Core, loaded_library
 from .cluster import Cluster, Local, Placement, transport_check
 from .config import PARAM_DEFAULTS, Configuration, params_of
 from .errors import CommscopeError
@@ -333,12 +335,29 @@ class Progress:
         self.stream.flush()
 
 
+# the lines of UCX's protocol tables ("[time] [host:pid:tid]   | 0..92 | ...")
+_UCX_TABLE_LINE = re.compile(r"^\[[^\]]*\] \[[^\]]*\]\s+[|+].*\n?", re.M)
+
+
 def _stderr_tail(path: Path, limit: int = 4000) -> str:
+    """The end of a job's stderr, less UCX's protocol tables (read apart)."""
     try:
         data = path.read_bytes()
     except OSError:
         return ""
-    return data[-limit:].decode(errors="replace")
+    return _UCX_TABLE_LINE.sub("", data.decode(errors="replace"))[-limit:]
+
+
+@functools.lru_cache(maxsize=32)
+def ucx_prints_protocols(exe: Path, ld_path: str) -> bool:
+    """Whether the UCX the core loads has UCX_PROTO_INFO (it prints the
+    protocol it chose for each range of sizes, from UCX 1.13's; Open MPI
+    and Intel MPI here load no UCX)."""
+    lib = loaded_library(exe, {"LD_LIBRARY_PATH": ld_path} if ld_path else {}, r"libucp")
+    try:
+        return lib is not None and b"PROTO_INFO" in lib.read_bytes()
+    except OSError:
+        return False
 
 
 # Seconds a job may take to exit once its last record is written.
@@ -389,6 +408,12 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         ucx = any(k.startswith("UCX_") for k, _ in job.settings)
         if ucx and "UCX_LOG_LEVEL" not in env:
             env["UCX_LOG_LEVEL"] = "info"
+        # and what UCX chose for each range of message sizes, printed once
+        # at start-up where its protocol selection can say so
+        protocols = "UCX_PROTO_INFO" not in env and ucx_prints_protocols(
+            job.core.exe, env.get("LD_LIBRARY_PATH", ""))
+        if protocols:
+            env["UCX_PROTO_INFO"] = "y"
         placement = {**job.cluster.describe(), "label": job.cluster.label,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
@@ -451,7 +476,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         refused = settings_mod.refused(dict(job.settings),
                                        parsed.header.cvars if parsed.header else None)
         said = ""
-        if ucx or any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
+        if ucx or protocols or any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
             said = "".join((tmpd / f).read_text(errors="replace")
                            for f in ("stdout", "stderr") if (tmpd / f).exists())
         if any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
@@ -469,6 +494,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
                 refused += settings_mod.ucx_refused(dict(job.settings), lanes)
             if "UCX_TLS" in dict(job.settings):
                 tail += f"\nUCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}"
+        if protocols:
+            tail += "".join(f"\nUCX protocols, {p}" for p in settings_mod.ucx_protocols(said))
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:

@@ -13,9 +13,7 @@ back to the implementation's own."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,15 +211,11 @@ def mpich_library(exe: Path, env: Mapping[str, str]) -> MpichLibrary:
     built-in selection tree and its algorithm names.  MPICH 4 and later
     carry the tree as JSON text; a file that names one collective only
     leaves the others without a choice, so a written file starts from it."""
-    try:
-        out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
-                             env={**os.environ, **env}, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CommscopeError(f"cannot ask the loader for {exe}'s MPI library: {exc}") from exc
-    m = re.search(r"^\s*libmpi(?:ch)?\.so[.\d]*\s+=>\s+(\S+)", out, re.M)
-    if m is None:
-        raise CommscopeError(f"{exe} does not load an MPICH library (ldd: {out.strip()[:160]})")
-    lib = Path(m.group(1))
+    from .build import loaded_library
+
+    lib = loaded_library(exe, dict(env), r"libmpi(?:ch)?")
+    if lib is None:
+        raise CommscopeError(f"{exe} does not load an MPICH library (libmpi or libmpich)")
     data = lib.read_bytes()
     trees = [json.loads(t) for t in _MPICH_TREE.findall(data) if b'"algorithm=MPIR_' in t]
     if not trees:

@@ -183,6 +183,42 @@ def ucx_unread(settings: Mapping[str, str], said: str) -> list[str]:
             for k in keys if k in unused]
 
 
+# UCX_PROTO_INFO=y (UCX's protocol selection, v2): a table per endpoint
+# configuration and operation, rows of "LO..HI | protocol | transport"
+_UCX_LINE = re.compile(r"^\[[^\]]*\] \[[^:\]]*:(\d+):\d+\]\s+\|(.*)\|\s*$", re.M)
+_UCX_TITLE = re.compile(r"^\s*ucp_context_\d+ (\S+) cfg#\d+\s*$")
+_UCX_ROW = re.compile(r"^\s*(\d+[KMG]?)\.\.(\d+[KMG]?|inf)\s*$")
+
+
+def ucx_protocols(said: str) -> list[str]:
+    """What UCX chose to send a tagged message with (MPI's sends) to other
+    processes, per range of sizes, as its protocol information prints it:
+    one line per peer kind and memory type, e.g. "intra-node, from host
+    memory: 0..92 eager short (sysv/memory); 93..5028 eager copy-in
+    copy-out (sysv/memory); 5029..inf (?) rendezvous zero-copy read from
+    remote (cma/memory)".  Each process prints its own tables, interleaved
+    with the others' lines; tables alike are said once."""
+    current: dict[str, tuple[str, str] | None] = {}
+    tables: dict[tuple[str, str], list[str]] = {}
+    for pid, body in _UCX_LINE.findall(said):
+        cells = [c.strip() for c in body.split("|")]
+        if len(cells) == 2 and (t := _UCX_TITLE.match(cells[0])):
+            op = cells[1]
+            keep = t.group(1) != "self" and op.startswith("tagged message by ucp_tag_send* from")
+            current[pid] = (t.group(1), op.split(" from ", 1)[1]) if keep else None
+            if keep and current[pid] not in tables:
+                tables[current[pid]] = []  # type: ignore[index]
+            continue
+        key = current.get(pid)
+        if key is None or len(cells) != 3 or not (r := _UCX_ROW.match(cells[0])):
+            continue
+        row = f"{r.group(1)}..{r.group(2)} {cells[1]} ({cells[2]})"
+        if row not in tables[key]:
+            tables[key].append(row)
+    return [f"{peer}, from {memory}: " + "; ".join(rows)
+            for (peer, memory), rows in tables.items() if rows]
+
+
 def ucx_lanes(said: str) -> list[str]:
     """The transports UCX used to reach other processes (endpoints to self
     left out), as transport/device, in the order UCX named them."""

@@ -83,6 +83,33 @@ def runs_table(store: Store, run_ids: set[int]) -> Table:
                   "CPU", "cores", "kernel", "commscope", "started"), rows, (0, 5, 9))
 
 
+# what a run's stderr says the libraries chose (runner.run_job writes them)
+CHOSE = ("UCX protocols, ", "UCX lanes to the other ranks: ")
+
+
+def library_choices(store: Store, run_ids: set[int]) -> Table | None:
+    """What the libraries said they chose, per implementation and its
+    settings: UCX's protocol per range of message sizes, its lanes."""
+    seen: dict[tuple[str, str], list[int]] = {}
+    for r in store.runs():
+        if r["id"] not in run_ids:
+            continue
+        for line in (r["stderr_tail"] or "").splitlines():
+            for head in CHOSE:
+                if line.startswith(head):
+                    what = ("protocols, " if head.startswith("UCX protocols") else "lanes: ")
+                    key = (_label(r), "UCX " + what + line[len(head):])
+                    seen.setdefault(key, []).append(r["id"])
+    rows = [(label, said, f"{len(ids)} run(s), e.g. {min(ids)}")
+            for (label, said), ids in sorted(seen.items())]
+    return table(("configuration", "what the library chose", "runs"), rows, ()) if rows else None
+
+
+def _label(r: sqlite3.Row) -> str:
+    s = _settings(r)
+    return " ".join([r["mpi_name"], *(f"{k}={v}" for k, v in sorted(s.items()))])
+
+
 def _first_line(r: sqlite3.Row) -> str:
     return (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else ""
 
