@@ -3,8 +3,8 @@
 
 For 2 ranks (both on GPU 0 unless there are two), in interleaved rounds
 (--repeat, each round in a new order), every path this machine can run:
-host, staged, staged-pageable, cuda-aware (where the MPI says it supports
-CUDA), ipc and nccl.  Prints, per path, the 1 B latency and the 4 MiB
+host, staged, staged-pageable, staged-pipelined, cuda-aware (where the MPI
+says it supports CUDA), ipc and nccl.  Prints, per path, the 1 B latency and the 4 MiB
 time per message with their between-round intervals, and each against the
 host path's with the range both intervals allow (bandwidth: host's time
 over the path's);
@@ -33,7 +33,7 @@ from commscope.analysis.repeats import aggregate
 from commscope.runner import gpu_standin
 from commscope.store import Store
 
-PATHS = ["host", "staged", "staged-pageable", "cuda-aware", "ipc", "nccl"]
+PATHS = ["host", "staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"]
 
 
 def commscope(*argv: str) -> int:

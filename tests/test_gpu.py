@@ -81,21 +81,21 @@ def test_a_sweep_over_every_path_skips_the_gpu_ones_with_the_drivers_reason(
     store = Store(db)
     runs = {json.loads(r["config"])["buffer"]: r for r in store.runs()}
     store.close()
-    assert sorted(runs) == sorted(["host", "staged", "staged-pageable", "cuda-aware", "ipc",
-                                   "nccl"])
+    assert sorted(runs) == sorted(["host", "staged", "staged-pageable", "staged-pipelined",
+                                   "cuda-aware", "ipc", "nccl"])
     assert runs["host"]["status"] == "ok"
-    for path in ("staged", "staged-pageable", "cuda-aware", "ipc", "nccl"):
+    for path in ("staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"):
         r = runs[path]
         assert r["status"] == "skipped", (path, r["stderr_tail"])
         assert reason in r["stderr_tail"], r["stderr_tail"]
         assert r["bench"] == ("latency" if path == "ipc" else "latency,allreduce")
-    assert err.count("skipped: rank 0: no GPU") == 5
+    assert err.count("skipped: rank 0: no GPU") == 6
     # the report lists them apart, with the reason, not as failures
     rc, _, err = run(capsys, "report", "--db", str(db), "--out", str(tmp_path / "rep"))
     assert rc == 0, err
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "Paths this machine could not run were skipped" in page
-    assert page.count(reason) == 5, page.count(reason)  # one row per skipped path
+    assert page.count(reason) == 6, page.count(reason)  # one row per skipped path
     assert "Some jobs failed" not in page
 
 
@@ -136,16 +136,20 @@ STANDIN = {"COMMSCOPE_GPU_STANDIN": "host"}
 ALL_GPU = "latency,roundtrip,sendloop,bw,bibw,bcast,allreduce,alltoall"
 
 
-@pytest.mark.parametrize("path", ["staged", "staged-pageable", "cuda-aware"])
+@pytest.mark.parametrize("path,extra", [
+    ("staged", []), ("staged-pageable", []), ("cuda-aware", []), ("staged-pipelined", []),
+    # 1000-byte chunks: 5 for 4 KiB; 256 KiB would take 263, so 64 of 4 KiB
+    ("staged-pipelined", ["--stage-chunk", "1000"])])
 def test_the_paths_logic_moves_and_checks_every_message_with_host_memory_standing_in(
-        tmp_path, cores, path):
-    """Every copy to and from the (stand-in) device, every window slot
-    checked: the records are valid, and say the device was a stand-in."""
+        tmp_path, cores, path, extra):
+    """Every copy to and from the (stand-in) device, every window slot and
+    every chunk checked: the records are valid, and say the device was a
+    stand-in."""
     for family, core in sorted(cores.items()):
         out = tmp_path / f"{family}-{path}.jsonl"
         p = _mpirun(core, 2, ["--bench", ALL_GPU, "--sizes", "1:256K", "--factor", "64",
-                              "--time-cap", "0.02", "--path", path, "--output", str(out)],
-                    STANDIN)
+                              "--time-cap", "0.02", "--path", path, *extra, "--output",
+                              str(out)], STANDIN)
         assert p.returncode == 0, p.stderr[-2000:]
         parsed = parse_file(out)
         assert parsed.footer and parsed.footer["status"] == "ok"
@@ -161,14 +165,17 @@ def test_the_paths_logic_moves_and_checks_every_message_with_host_memory_standin
         assert bw[0].checked_msgs >= bw[0].window
 
 
-@pytest.mark.parametrize("bench", ["bw", "allreduce"])
-def test_a_corrupted_message_on_the_staged_path_is_caught(tmp_path, cores, bench):
+@pytest.mark.parametrize("bench,path", [("bw", "staged"), ("allreduce", "staged"),
+                                        ("latency", "staged-pipelined"),
+                                        ("bcast", "staged-pipelined")])
+def test_a_corrupted_message_on_the_staged_path_is_caught(tmp_path, cores, bench, path):
     """The check reads the (stand-in) device buffer through its host view:
     a byte spoiled there after the transfer fails the record."""
     core = next(iter(cores.values()))
     out = tmp_path / "bad.jsonl"
     p = _mpirun(core, 2, ["--bench", bench, "--sizes", "4K", "--time-cap", "0.02", "--path",
-                          "staged", "--inject", "corrupt@4096", "--output", str(out)], STANDIN)
+                          path, "--stage-chunk", "1000", "--inject", "corrupt@4096", "--output",
+                          str(out)], STANDIN)
     assert p.returncode != 0
     parsed = parse_file(out)
     assert [r.valid for r in parsed.results] == [False]
@@ -201,7 +208,7 @@ def test_the_gpu_applications_skip_without_a_gpu_and_refuse_host_memory(capsys, 
     runs = {json.loads(r["config"])["buffer"]: r for r in store.runs()}
     store.close()
     # no host job (they need a device), no ipc job (point-to-point only)
-    assert sorted(runs) == ["cuda-aware", "nccl", "staged", "staged-pageable"]
+    assert sorted(runs) == ["cuda-aware", "nccl", "staged", "staged-pageable", "staged-pipelined"]
     assert all(r["status"] == "skipped" and "no GPU" in r["stderr_tail"] for r in runs.values())
     rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--bench", "gpu_jacobi",
                      "--param", "N=64", "--no-probe", "--quiet")

@@ -101,6 +101,13 @@ static void prep_bcast(cs_ctx *c, long s) {
 static int check_bcast(cs_ctx *c, long s, char *why, size_t n) {
   return check_block(cs_buf_get(c, c->sbuf, c->size), c, c->root, 0, s, why, n);
 }
+/* Testing (--inject corrupt@SIZE): bcast's data lands in sbuf, not rbuf. */
+static void corrupt_bcast(cs_ctx *c) {
+  if (!c->size) return;
+  unsigned char *v = cs_buf_get(c, c->sbuf, c->size);
+  v[c->size / 2] ^= 0x40;
+  cs_buf_put(c, c->sbuf, v, c->size);
+}
 static int run_bcast(cs_ctx *c, long reps) {
   int rc = 0;
   if (c->tp->bcast)
@@ -310,13 +317,14 @@ const cs_bench cs_bench_bcast = {
     .name = "bcast", COLL, .gpu = 1, .metric = "time per broadcast", .rooted = 1,
     .desc = "MPI_Bcast of size bytes from the root", .equiv_sends = sends_nm1,
     .alg_bytes = bytes_1, .bus_factor = factor_1, .buf_bytes = buf_size, .prepare = prep_bcast,
-    .run = run_bcast, .check = check_bcast,
+    .run = run_bcast, .check = check_bcast, .corrupt = corrupt_bcast,
 };
 const cs_bench cs_bench_bcast_sends = {
     .name = "bcast_sends", SENDS, .metric = "time per broadcast", .rooted = 1,
     .desc = "broadcast by hand: the root sends to every rank", .equiv_of = "bcast",
     .equiv_sends = sends_nm1, .alg_bytes = bytes_1, .bus_factor = factor_1,
     .buf_bytes = buf_size, .prepare = prep_bcast, .run = run_bcast_sends, .check = check_bcast,
+    .corrupt = corrupt_bcast,
 };
 const cs_bench cs_bench_reduce = {
     .name = "reduce", COLL, .metric = "time per reduction", .rooted = 1,

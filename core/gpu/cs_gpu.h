@@ -41,6 +41,14 @@ int cs_gpu_to_host(void *dst, const void *src, size_t n);   /* blocking */
 int cs_gpu_from_host(void *dst, const void *src, size_t n); /* blocking */
 int cs_gpu_copy_async(void *dst, const void *src, size_t n); /* device to device, queued */
 int cs_gpu_sync(void);  /* every queued copy and kernel of the core's stream has finished */
+/* Pipelined staging: copies between the device and page-locked host memory
+ * queued on the core's stream, each followed by mark k (0 <= k <
+ * CS_GPU_MARKS) that cs_gpu_wait_mark(k) waits for. */
+#define CS_GPU_MARKS 64
+int cs_gpu_to_host_async(void *dst, const void *src, size_t n);
+int cs_gpu_from_host_async(void *dst, const void *src, size_t n);
+int cs_gpu_mark(int k);
+int cs_gpu_wait_mark(int k);
 
 /* CUDA IPC: a handle for an allocation's base, and the peer's mapping. */
 int cs_gpu_ipc_handle(void *base, void *handle);

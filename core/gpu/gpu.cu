@@ -15,6 +15,7 @@
 static char g_err[512];
 static cudaStream_t g_stream;
 static cudaEvent_t g_event;
+static cudaEvent_t g_marks[CS_GPU_MARKS]; /* pipelined staging (created with the stream) */
 static int g_dev = -1;
 
 static int fail(const char *fmt, ...) {
@@ -60,6 +61,9 @@ int cs_gpu_open(int dev) {
     return 1;
   if (cuda(cudaEventCreateWithFlags(&g_event, cudaEventDisableTiming), "cudaEventCreate"))
     return 1;
+  for (int k = 0; k < CS_GPU_MARKS; k++)
+    if (cuda(cudaEventCreateWithFlags(&g_marks[k], cudaEventDisableTiming), "cudaEventCreate"))
+      return 1;
   g_dev = dev;
   return 0;
 }
@@ -117,6 +121,26 @@ int cs_gpu_from_host(void *dst, const void *src, size_t n) {
 int cs_gpu_copy_async(void *dst, const void *src, size_t n) {
   return cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, g_stream),
               "cudaMemcpyAsync device to device");
+}
+
+int cs_gpu_to_host_async(void *dst, const void *src, size_t n) {
+  return cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, g_stream),
+              "cudaMemcpyAsync to host");
+}
+
+int cs_gpu_from_host_async(void *dst, const void *src, size_t n) {
+  return cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, g_stream),
+              "cudaMemcpyAsync to the device");
+}
+
+int cs_gpu_mark(int k) {
+  if (k < 0 || k >= CS_GPU_MARKS) return fail("mark %d outside 0..%d", k, CS_GPU_MARKS - 1);
+  return cuda(cudaEventRecord(g_marks[k], g_stream), "cudaEventRecord");
+}
+
+int cs_gpu_wait_mark(int k) {
+  if (k < 0 || k >= CS_GPU_MARKS) return fail("mark %d outside 0..%d", k, CS_GPU_MARKS - 1);
+  return cuda(cudaEventSynchronize(g_marks[k]), "cudaEventSynchronize");
 }
 
 /* An event recorded behind everything queued, then waited for. */

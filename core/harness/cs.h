@@ -104,7 +104,9 @@ typedef struct cs_opts {
   int plan_mem;          /* ... all on this machine: and their memory */
   char inject[64];       /* testing: KIND@SIZE, KIND in hang|crash|corrupt */
   char transport[16];    /* mpi | chan | chan-cma: what moves the timed data */
-  char path[16];         /* host | staged | staged-pageable | cuda-aware | ipc | nccl */
+  char path[20];         /* host | staged | staged-pageable | staged-pipelined | cuda-aware |
+                          * ipc | nccl */
+  long stage_chunk;      /* staged-pipelined: bytes of one chunk (0: 256 KiB) */
   char param[256];       /* applications' parameters "K=V;K=V" (a list for the swept one) */
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;

@@ -69,8 +69,11 @@ static const opt_def OPTS[] = {
     {"transport", STR(transport, CORE),
      "what moves the timed data: mpi, chan or chan-cma (the intra-node channel)"},
     {"path", STR(path, CORE),
-     "where the buffers live and what moves them: host, staged, staged-pageable (device "
-     "memory through host memory), cuda-aware (device pointers to MPI), ipc (CUDA IPC) or nccl"},
+     "where the buffers live and what moves them: host, staged, staged-pageable, "
+     "staged-pipelined (device memory through host memory, whole or in chunks), cuda-aware "
+     "(device pointers to MPI), ipc (CUDA IPC) or nccl"},
+    {"stage-chunk", LNG(stage_chunk, 0, 1L << 30, RUN),
+     "staged-pipelined: bytes of one chunk (0: 256 KiB; at most 64 chunks a message)"},
     {"chan-ring", LNG(chan_ring, 0, 1L << 30, CORE), "channel: per-pair ring bytes (power of 2)"},
     {"chan-eager", LNG(chan_eager, 0, 1L << 30, CORE),
      "channel: largest message sent through the ring"},

@@ -4,6 +4,11 @@
  *   staged           device memory; each message copied to page-locked host
  *                    memory, sent with MPI, copied to the device at the far end
  *   staged-pageable  the same through ordinary (pageable) host memory
+ *   staged-pipelined staged in chunks (--stage-chunk): a blocking send
+ *                    queues every chunk's copy to the host and sends each as
+ *                    its copy ends, the receiver copies each chunk to the
+ *                    device as it arrives; bcast likewise; the nonblocking
+ *                    calls and the other collectives stage whole messages
  *   cuda-aware       device pointers handed to MPI; only where the library
  *                    says it supports CUDA (COMMSCOPE_FORCE_CUDA_AWARE=1 forces)
  *   ipc              CUDA IPC: each partner maps the other's receive buffer
@@ -12,8 +17,8 @@
  *   nccl             NCCL send/recv and collectives over a communicator
  *                    whose id MPI carried
  *
- * COMMSCOPE_GPU_STANDIN=host (testing only) runs staged, staged-pageable
- * and cuda-aware with host memory standing in for the device: the paths'
+ * COMMSCOPE_GPU_STANDIN=host (testing only) runs staged, staged-pageable,
+ * staged-pipelined and cuda-aware with host memory standing in for the device: the paths'
  * logic, with every copy, without a GPU.  Records say so. */
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +31,12 @@
 #endif
 
 #define TAG_IPC 11
+#define TAG_CHUNK 12
 #define MAX_REGIONS 8
 
-enum { P_HOST, P_STAGED, P_PAGEABLE, P_AWARE, P_IPC, P_NCCL };
+enum { P_HOST, P_STAGED, P_PAGEABLE, P_AWARE, P_IPC, P_NCCL, P_PIPE };
 static const char *const NAMES[] = {"host", "staged", "staged-pageable", "cuda-aware", "ipc",
-                                    "nccl", NULL};
+                                    "nccl", "staged-pipelined", NULL};
 
 typedef struct region {
   char *base, *host, *peer; /* device memory, its host mirror (staged), the peer's (ipc) */
@@ -65,12 +71,12 @@ static int kind_of(const char *name) {
 int cs_path_check(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err *e) {
   int k = kind_of(o->path);
   if (k < 0)
-    return CS_FAIL(e, CS_EUSAGE, "--path must be host, staged, staged-pageable, cuda-aware, ipc "
-                   "or nccl, got '%s'", o->path);
+    return CS_FAIL(e, CS_EUSAGE, "--path must be host, staged, staged-pageable, "
+                   "staged-pipelined, cuda-aware, ipc or nccl, got '%s'", o->path);
   for (int i = 0; k == P_HOST && i < nb; i++)
     if (benches[i]->gpu_only)
       return CS_FAIL(e, CS_EUSAGE, "benchmark %s runs on a GPU path (--path staged, "
-                     "staged-pageable, cuda-aware or nccl)", benches[i]->name);
+                     "staged-pageable, staged-pipelined, cuda-aware or nccl)", benches[i]->name);
   if (k == P_HOST) return CS_OK;
   if (strcmp(o->transport, "mpi"))
     return CS_FAIL(e, CS_EUSAGE, "--path %s moves data itself: not with --transport %s", o->path,
@@ -146,7 +152,7 @@ static int add_region(cs_ctx *c, void *base, size_t n) {
   memset(r, 0, sizeof *r);
   r->base = base;
   r->len = n;
-  if (p->kind == P_STAGED || p->kind == P_PAGEABLE) {
+  if (p->kind == P_STAGED || p->kind == P_PAGEABLE || p->kind == P_PIPE) {
     r->host = mirror_alloc(p, n);
     if (!r->host) return CS_ENOMEM;
   }
@@ -322,6 +328,104 @@ static int s_allreduce(cs_ctx *c, const void *s, void *r, size_t count) {
 static const cs_transport staged = {
     .name = "staged", .send = s_send, .recv = s_recv, .isend = s_isend, .irecv = s_irecv,
     .waitall = s_waitall, .alltoall = s_alltoall, .bcast = s_bcast, .allreduce = s_allreduce,
+};
+
+/* -- staged-pipelined ------------------------------------------------------ */
+/* The stand-in copies at once; on a device the copies are queued on the
+ * core's stream and a mark follows each. */
+static int out_async(const cs_ctx *c, void *dst, const void *src, size_t n, int k) {
+  if (!on_device(c)) {
+    memcpy(dst, src, n);
+    return 0;
+  }
+  return cs_gpu_to_host_async(dst, src, n) || cs_gpu_mark(k);
+}
+
+static int in_async(const cs_ctx *c, void *dst, const void *src, size_t n) {
+  if (!on_device(c)) {
+    memcpy(dst, src, n);
+    return 0;
+  }
+  return cs_gpu_from_host_async(dst, src, n);
+}
+
+static int wait_mark(const cs_ctx *c, int k) { return on_device(c) ? cs_gpu_wait_mark(k) : 0; }
+static int drain(const cs_ctx *c) { return on_device(c) ? cs_gpu_sync() : 0; }
+
+/* Chunks of --stage-chunk bytes (default 256 KiB), at most CS_GPU_MARKS of
+ * them: a larger message gets larger chunks.  Both ends compute the same. */
+static size_t chunking(const cs_ctx *c, size_t n, int *k) {
+  size_t cs = c->opts->stage_chunk > 0 ? (size_t)c->opts->stage_chunk : (size_t)256 << 10;
+  if ((n + cs - 1) / cs > CS_GPU_MARKS) cs = (n + CS_GPU_MARKS - 1) / CS_GPU_MARKS;
+  *k = n ? (int)((n + cs - 1) / cs) : 1;
+  return cs;
+}
+
+static size_t piece(size_t n, size_t cs, int i) {
+  size_t off = (size_t)i * cs;
+  return off >= n ? 0 : (n - off < cs ? n - off : cs);
+}
+
+static int p_send(cs_ctx *c, const void *buf, size_t n, int peer) {
+  region *r = find(c->path, buf);
+  if (!r) return cs_transport_mpi.send(c, buf, n, peer); /* an acknowledgement */
+  char *h = r->host + ((const char *)buf - r->base);
+  int k;
+  size_t cs = chunking(c, n, &k);
+  for (int i = 0; i < k; i++) /* every copy queued at once: the copy engine streams */
+    if (out_async(c, h + (size_t)i * cs, (const char *)buf + (size_t)i * cs, piece(n, cs, i), i))
+      return -1000;
+  for (int i = 0; i < k; i++) {
+    if (wait_mark(c, i)) return -1000;
+    int rc = MPI_Send(h + (size_t)i * cs, (int)piece(n, cs, i), MPI_BYTE, peer, TAG_CHUNK,
+                      c->comm);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static int p_recv(cs_ctx *c, void *buf, size_t n, int peer) {
+  region *r = find(c->path, buf);
+  if (!r) return cs_transport_mpi.recv(c, buf, n, peer);
+  char *h = r->host + ((char *)buf - r->base);
+  int k, rc = 0;
+  size_t cs = chunking(c, n, &k);
+  MPI_Request req[CS_GPU_MARKS];
+  for (int i = 0; i < k; i++)
+    MPI_Irecv(h + (size_t)i * cs, (int)piece(n, cs, i), MPI_BYTE, peer, TAG_CHUNK, c->comm,
+              &req[i]);
+  for (int i = 0; i < k; i++) { /* each chunk to the device as it lands */
+    int e = MPI_Wait(&req[i], MPI_STATUS_IGNORE);
+    if (!rc && e) rc = e;
+    if (!rc && in_async(c, (char *)buf + (size_t)i * cs, h + (size_t)i * cs, piece(n, cs, i)))
+      rc = -1000;
+  }
+  return rc ? rc : (drain(c) ? -1000 : 0);
+}
+
+static int p_bcast(cs_ctx *c, void *buf, size_t n, int root) {
+  region *r = find(c->path, buf);
+  if (!r) return MPI_Bcast(buf, (int)n, MPI_BYTE, root, c->comm);
+  char *h = r->host + ((char *)buf - r->base);
+  int k, me = c->rank == root;
+  size_t cs = chunking(c, n, &k);
+  for (int i = 0; me && i < k; i++)
+    if (out_async(c, h + (size_t)i * cs, (char *)buf + (size_t)i * cs, piece(n, cs, i), i))
+      return -1000;
+  for (int i = 0; i < k; i++) {
+    if (me && wait_mark(c, i)) return -1000;
+    int rc = MPI_Bcast(h + (size_t)i * cs, (int)piece(n, cs, i), MPI_BYTE, root, c->comm);
+    if (rc) return rc;
+    if (!me && in_async(c, (char *)buf + (size_t)i * cs, h + (size_t)i * cs, piece(n, cs, i)))
+      return -1000;
+  }
+  return me ? 0 : (drain(c) ? -1000 : 0);
+}
+
+static const cs_transport pipelined = {
+    .name = "staged-pipelined", .send = p_send, .recv = p_recv, .isend = s_isend,
+    .irecv = s_irecv, .waitall = s_waitall, .alltoall = s_alltoall, .bcast = p_bcast,
+    .allreduce = s_allreduce,
 };
 
 /* -- cuda-aware: device pointers straight to MPI ----------------------------- */
@@ -588,6 +692,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
   }
   pe->path = p;
   if (k == P_STAGED || k == P_PAGEABLE) pe->tp = &staged;
+  if (k == P_PIPE) pe->tp = &pipelined;
   if (k == P_IPC) pe->tp = &ipc;
   if (k == P_NCCL) pe->tp = &nccl;
   if (k == P_AWARE) {

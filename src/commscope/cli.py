@@ -850,7 +850,8 @@ def make_parser() -> Parser:
                         "channel design, bootstrapped by the MPI (e.g. --transport mpi,chan)")
     r.add_argument("--path", action="append",
                    help="where the buffers live and what moves them: host (default), staged, "
-                        "staged-pageable, cuda-aware, ipc, nccl, or all (every path; those this "
+                        "staged-pageable, staged-pipelined (--stage-chunk), cuda-aware, ipc, "
+                        "nccl, or all (every path; those this "
                         "machine cannot run are recorded as skipped) (e.g. --path host,staged)")
     r.add_argument("--resume", action="store_true",
                    help="skip jobs whose results are already stored")

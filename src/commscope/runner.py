@@ -101,6 +101,8 @@ class Job:
             extra += (("cc", self.core.impl.cc),)  # the C compiler the wrapper drove
         if self.opts.path != "host" and gpu_standin():
             extra += (("gpu", "stand-in"),)  # host memory standing in (testing)
+        if self.opts.path == "staged-pipelined":  # the chunk changes what is measured
+            extra += (("stage_chunk", self.opts.stage_chunk or "256K"),)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
                              transport=self.opts.transport, buffer=self.opts.path,
                              params=params_of(opts), settings=self.settings,
@@ -191,7 +193,7 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
 
 # Where a benchmark's buffers live and what moves them: host memory over
 # MPI, or device memory by one of the GPU paths (core/harness/path.c).
-GPU_PATHS = ("staged", "staged-pageable", "cuda-aware", "ipc", "nccl")
+GPU_PATHS = ("staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl")
 PATHS = ("host", *GPU_PATHS)
 
 
@@ -236,7 +238,7 @@ def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
                                      f"{opts.transport}")
             if opts.path == "host" and core.bench(bench).get("gpu_only"):
                 raise CommscopeError(f"benchmark {bench} runs on a GPU path (--path staged, "
-                                     f"staged-pageable, cuda-aware or nccl)")
+                                     f"staged-pageable, staged-pipelined, cuda-aware or nccl)")
             if opts.path != "host" and not gpu_path_runs(core, bench, opts.path):
                 raise CommscopeError(f"benchmark {bench} has no --path {opts.path} (GPU paths "
                                      f"run {', '.join(gpu_benches(core, opts.path))})")
