@@ -10,7 +10,9 @@ Prints, on an idle machine:
  (3) the probe's core-to-core floor next to each MPI's 1 B latency, taken
      alternately (probe, Open MPI, MPICH, probe, ...);
  (4) the number of guideline violations found with both MPIs (collectives
-     at 2 ranks, --repeat 3).
+     at 2 ranks, --repeat 3);
+ (5) binding: ranks left unbound (COMMSCOPE_BIND=none) against the default
+     one core each, 8 B and 1 MiB latency, both MPIs, interleaved rounds.
 
     .venv/bin/python bench/tune.py [--rounds 6]
 """
@@ -95,6 +97,20 @@ def main() -> int:
           f"({res.checked} checks, {res.one_run} with a one-run point)")
     for v in res.violations:
         print(f"    {v.config.label()}: {v.guideline} {v.where()}, {v.ratio:.2f}x")
+
+    print(f"(5) ranks unbound against one core each, latency, {a.rounds} interleaved rounds "
+          "(default time / unbound time):")
+    unbound = tune.Candidate((("COMMSCOPE_BIND", "none"),), "unbound")
+    for name in ("openmpi", "mpich"):
+        c = build.build(mpi.select([name])[0])
+        (o,) = tune.search(c, ["latency"], CoreOptions(sizes="8:1M", factor=131072), [unbound],
+                           store, rounds=a.rounds, budget_s=1e9, argv=sys.argv, timeout_s=120,
+                           policy=NoisePolicy(), progress=quiet)
+        for e in o.effects if o.state == "measured" else []:
+            verdict = "faster" if e.wins else "slower" if e.loses else "not told apart"
+            print(f"    {name} {e.size} B: {e.ratio:.2f} [{e.lo:.2f}, {e.hi:.2f}] -> {verdict}")
+        if o.state != "measured":
+            print(f"    {name}: {o.state} ({o.reason})")
     return 0
 
 
