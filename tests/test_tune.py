@@ -220,7 +220,8 @@ def test_tune_write_puts_per_size_choices_in_the_implementations_own_file(
     monkeypatch.setattr(tune, "search", search)
     out = tmp_path / "tuned.env"
     rc, text, err = run(capsys, "tune", "--db", str(tmp_path / "t.db"), "--mpi", family,
-                        "--bench", "bcast", "--write", str(out), "--quiet")
+                        "--bench", "bcast", "--write", str(out), "--validate", "matmul",
+                        "--validate-param", "N=64", "--quiet")
     assert rc == 0, err
     assert any(alg in label for label in searched), searched
     side = out.with_suffix({"openmpi": ".rules", "mpich": ".json"}[family])
@@ -228,6 +229,11 @@ def test_tune_write_puts_per_size_choices_in_the_implementations_own_file(
              "mpich": selection.MPICH_JSON_CVAR}
     exports = [x for x in out.read_text().splitlines() if x.startswith("export ")]
     assert f"export {names[family]}={side.resolve()}" in exports, exports
+    # what is handed over was measured again, together, against the default,
+    # and is what the application validates
+    assert "the settings handed over, measured together against the default" in text, text
+    assert sum(str(side.resolve()) in label for label in searched) == 2, searched
+    assert f"validating {[x for x in searched if str(side.resolve()) in x][0]} against" in text
     if family == "mpich":
         tree = json.loads(side.read_text())["collective=bcast"]["comm_type=intra"]
         assert tree["avg_msg_size<=262144"] == {f"algorithm=MPIR_Bcast_intra_{alg}": {}}, tree

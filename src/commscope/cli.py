@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -507,6 +508,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_tune(a: argparse.Namespace) -> int:
     from . import selection, tune
 
+    started = time.monotonic()
     opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
     expand_sizes(opts.sizes, opts.factor)
     (impl,) = mpi_mod.select([a.mpi])
@@ -577,10 +579,21 @@ def cmd_tune(a: argparse.Namespace) -> int:
                      else "MPICH's selection file"))
         return rc
     print(tune.report(core, outcomes, a.rounds, a.extra_rounds), end="")
-    if w is None and a.validate != "none":
+    if side is not None and text:
+        # the per-size choices and the best winner besides were measured
+        # apart: measure what is handed over, together
+        print(tune.together_text(tune.together(
+            core, benches, opts, settings_mod.parse_text(text), store, rounds=a.rounds,
+            budget_s=a.budget - (time.monotonic() - started), argv=sys.argv, timeout_s=timeout,
+            policy=policy, progress=progress)), end="")
+    if not text and a.validate != "none":
         print(f"nothing to validate on {a.validate}: no candidate won")
-    if w is not None and a.validate != "none":
-        es = tune.validate(core, w.cand, a.validate, a.validate_param, opts, store,
+    if text and a.validate != "none":
+        # what the user is handed (a selection file and the best winner
+        # besides, together), not only the best single candidate
+        handed = tune.Candidate(settings_mod.parse_text(text), "the settings handed over")
+        print(f"validating {handed.label} against the default on {a.validate}")
+        es = tune.validate(core, handed, a.validate, a.validate_param, opts, store,
                            rounds=a.rounds, argv=sys.argv, timeout_s=max(timeout, 300.0),
                            policy=policy, progress=progress)
         for e in es:

@@ -469,6 +469,39 @@ def check_settings(core: Core, benches: Sequence[str], opts: CoreOptions,
         store.end_sweep(sweep)
 
 
+def together(core: Core, benches: Sequence[str], opts: CoreOptions,
+             settings: Sequence[tuple[str, str]], store: Store, *, rounds: int,
+             budget_s: float, argv: Sequence[str], timeout_s: float, policy,
+             progress) -> Outcome | None:
+    """The settings handed over (per-size choices and the best winner
+    besides, which the search only measured apart) against the default,
+    together, in rounds of their own; None where the budget left cannot
+    hold them."""
+    handed = Candidate(tuple(settings), "the settings handed over")
+    if 2 * rounds * estimate_s(opts, benches) > budget_s:
+        return None
+    (o,) = search(core, benches, opts, [handed], store, rounds=rounds, budget_s=budget_s,
+                  argv=argv, timeout_s=timeout_s, policy=policy, progress=progress, seed=2)
+    return o
+
+
+def together_text(o: Outcome | None) -> str:
+    if o is None:
+        return ("the settings handed over were not measured together: the budget left could "
+                "not hold it (raise --budget)\n")
+    n = max((e.n for e in o.effects), default=0)
+    lines = [f"the settings handed over, measured together against the default over {n} "
+             "rounds:"]
+    if o.state != "measured":
+        lines.append(f"  {o.state}: {o.reason}")
+    lines += [f"  faster  {b} {_span(lo, hi)}: {_claim(es)}" for b, lo, hi, es in o.ranges("wins")]
+    lines += [f"  slower  {b} {_span(lo, hi)}: {_claim(es)}"
+              for b, lo, hi, es in o.ranges("loses")]
+    if o.state == "measured" and not o.ranges("wins") and not o.ranges("loses"):
+        lines.append("  no range of sizes told apart from the default")
+    return "\n".join(lines) + "\n"
+
+
 def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOptions,
              store: Store, *, rounds: int, argv: Sequence[str], timeout_s: float, policy,
              progress) -> list[Effect]:
