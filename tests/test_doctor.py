@@ -61,8 +61,9 @@ def test_a_healthy_cluster_is_ready(capsys, three, cores):
     assert sorted(by(checks, "tcp")) == sorted(f"{a}-{b}" for i, a in enumerate(hosts)
                                                for b in hosts[i + 1:])
     assert by(checks, "records")[hosts[0]]["status"] == "ok"
-    rc, out, _ = run(capsys, "doctor", "--cluster", f"emu:{three.name}", "--mpi", m)
-    assert rc == 0 and out.strip().splitlines()[-1].startswith("ready: 10 checks, 10 ok")
+    rc, out, err = run(capsys, "doctor", "--cluster", f"emu:{three.name}", "--mpi", m)
+    assert rc == 0 and out.strip().splitlines()[-1].startswith("ready: 10 checks, 10 ok"), (
+        out, err)  # the second look: what failed, if it does
 
 
 @pytest.mark.mpi
