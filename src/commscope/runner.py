@@ -352,9 +352,10 @@ def _stderr_tail(path: Path, limit: int = 4000) -> str:
 
 @functools.lru_cache(maxsize=32)
 def ucx_prints_protocols(exe: Path, ld_path: str) -> bool:
-    """Whether the UCX the core loads has UCX_PROTO_INFO (it prints the
-    protocol it chose for each range of sizes, from UCX 1.13's; Open MPI
-    and Intel MPI here load no UCX)."""
+    """Whether the UCX the core loads has UCX_PROTO_INFO, under which it
+    prints the protocol it chose for each range of sizes (UCX 1.13 has the
+    variable but prints nothing on its older selection; Open MPI and Intel
+    MPI here load no UCX)."""
     lib = loaded_library(exe, {"LD_LIBRARY_PATH": ld_path} if ld_path else {}, r"libucp")
     try:
         return lib is not None and b"PROTO_INFO" in lib.read_bytes()
@@ -393,29 +394,16 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         tmpd = Path(tmp)
         out_path = tmpd / "records.jsonl"
         args = ["--bench", job.bench, *job.opts.argv(), "--output", str(out_path)]
-        bind = dict(job.settings).get("COMMSCOPE_BIND")
+        settings = dict(job.settings)
         launch = job.cluster.launch(impl, job.place, str(job.core.exe), args, tmpd, cores,
-                                    os.geteuid() == 0, bind or "core")
+                                    os.geteuid() == 0, settings.get("COMMSCOPE_BIND", "core"))
         for name, text in launch.files.items():
             (tmpd / name).write_text(text)
         argv = launch.argv
-        env = {**os.environ, **impl.env, **launch.env, **dict(job.settings)}
-        names = [n for k, _ in job.settings if (n := settings_mod.cvar_name(k))]
-        if names:
-            env["COMMSCOPE_CVARS"] = ",".join(names)
-        # UCX settings are not MPI_T variables: at log level info UCX lists
-        # the variables it read, warns of those it does not have, and names
-        # the transports of each endpoint it makes (once per endpoint, at its
-        # creation, before any timed loop)
-        ucx = any(k.startswith("UCX_") for k, _ in job.settings)
-        if ucx and "UCX_LOG_LEVEL" not in env:
-            env["UCX_LOG_LEVEL"] = "info"
-        # and what UCX chose for each range of message sizes, printed once
-        # at start-up where its protocol selection can say so
+        env = {**os.environ, **impl.env, **launch.env, **settings}
         protocols = "UCX_PROTO_INFO" not in env and ucx_prints_protocols(
             job.core.exe, env.get("LD_LIBRARY_PATH", ""))
-        if protocols:
-            env["UCX_PROTO_INFO"] = "y"
+        env.update(settings_mod.readback_env(settings, env, protocols))
         placement = {**job.cluster.describe(), "label": job.cluster.label,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
@@ -475,29 +463,14 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             msg = "core ended without a complete record stream"
         else:
             status, msg = OK, ""
-        refused = settings_mod.refused(dict(job.settings),
-                                       parsed.header.cvars if parsed.header else None)
-        said = ""
-        if ucx or protocols or any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
-            said = "".join((tmpd / f).read_text(errors="replace")
-                           for f in ("stdout", "stderr") if (tmpd / f).exists())
-        if any(k.startswith("I_MPI_ADJUST_") for k, _ in job.settings):
-            # Intel MPI says at startup, on stdout, which it ignores
-            refused += settings_mod.ignored_by_intel(dict(job.settings), said)
-        if bind and status == OK:
-            refused += settings_mod.binding_refused(
-                bind, parsed.header.cpus if parsed.header else (), cores,
-                job.cluster.oversubscribed(job.place, cores))
-        if ucx:
-            unread = settings_mod.ucx_unread(dict(job.settings), said)
-            refused += unread
-            lanes = settings_mod.ucx_lanes(said)
-            if not unread:
-                refused += settings_mod.ucx_refused(dict(job.settings), lanes)
-            if "UCX_TLS" in dict(job.settings):
-                tail += f"\nUCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}"
-        if protocols:
-            tail += "".join(f"\nUCX protocols, {p}" for p in settings_mod.ucx_protocols(said))
+        # Intel MPI says on stdout what it ignores, UCX on stderr what it read
+        said = "".join((tmpd / f).read_text(errors="replace")
+                       for f in ("stdout", "stderr") if (tmpd / f).exists())
+        rb = settings_mod.read_back(settings, parsed.header, said, cores=cores,
+                                    protocols=protocols, finished=status == OK,
+                                    oversubscribed=job.cluster.oversubscribed(job.place, cores))
+        refused = rb.refused
+        tail += "".join(f"\n{x}" for x in rb.notes)
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CommscopeError
 from .mpi import BIND
 from .provenance import SETTING_PREFIXES
+from .records import Header
 
 
 def parse_file(path: str | Path) -> tuple[tuple[str, str], ...]:
@@ -250,3 +252,51 @@ def ucx_refused(settings: Mapping[str, str], lanes: list[str]) -> list[str]:
     bad = [tl for tl in lanes if tl.split("/")[0] not in allowed]
     return [f"UCX_TLS={want} was not taken: UCX used {', '.join(bad)}"] if bad else []
 
+
+
+# -- one job's settings: what it needs to read them back, and the verdict ------
+def readback_env(settings: Mapping[str, str], env: Mapping[str, str],
+                 protocols: bool) -> dict[str, str]:
+    """The variables a job is started with so that its settings can be read
+    back: the MPI_T names the core reads after MPI_Init; UCX at log level
+    info, where it lists the variables it read, warns of those it lacks and
+    names each endpoint's transports (once per endpoint, before any timed
+    loop); and, where `protocols` (its UCX has UCX_PROTO_INFO), the
+    protocol it chose for each range of sizes, printed once at start-up."""
+    out: dict[str, str] = {}
+    names = [n for k in settings if (n := cvar_name(k))]
+    if names:
+        out["COMMSCOPE_CVARS"] = ",".join(names)
+    if any(k.startswith("UCX_") for k in settings) and "UCX_LOG_LEVEL" not in env:
+        out["UCX_LOG_LEVEL"] = "info"
+    if protocols:
+        out["UCX_PROTO_INFO"] = "y"
+    return out
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    refused: list[str]  # settings the job did not run under
+    notes: list[str]  # what the libraries said they chose, for the stored stderr
+
+
+def read_back(settings: Mapping[str, str], header: Header | None, said: str, *, cores: int,
+              oversubscribed: bool, protocols: bool, finished: bool) -> ReadBack:
+    """Every setting against what the job reports: MPI_T values (header),
+    Intel MPI's ignored values and UCX's own words (`said`: the job's
+    stdout and stderr), the CPUs each rank was allowed (binding; judged
+    only for a job that finished)."""
+    refusals = refused(settings, header.cvars if header else None)
+    refusals += ignored_by_intel(settings, said)
+    notes: list[str] = []
+    if (bind := settings.get("COMMSCOPE_BIND")) and finished:
+        refusals += binding_refused(bind, header.cpus if header else (), cores, oversubscribed)
+    if any(k.startswith("UCX_") for k in settings):
+        unread = ucx_unread(settings, said)
+        lanes = ucx_lanes(said)
+        refusals += unread or ucx_refused(settings, lanes)
+        if "UCX_TLS" in settings:
+            notes.append(f"UCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}")
+    if protocols:
+        notes += [f"UCX protocols, {p}" for p in ucx_protocols(said)]
+    return ReadBack(refusals, notes)
