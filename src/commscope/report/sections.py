@@ -235,6 +235,20 @@ def _by_how_much(f: findings.Finding) -> tuple[str, str, str]:
 RATIO_HEAD = ("sizes", "median ratio", "at least")
 
 
+def _against_reference(mine: Sequence[sqlite3.Row], benches: Sequence[str], impl: str,
+                       prefix: str) -> list[Figure]:
+    """A panel per benchmark of one implementation's configurations, its
+    reference line (host memory, its defaults: the bare implementation
+    name) first."""
+    panels = []
+    for b in benches:
+        metric, ylabel = METRIC.get(b, ("time", "time (us)"))
+        lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
+        lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
+        panels.append(Figure(f"{prefix}-{slug(impl)}-{b}", b, ylabel, lines))
+    return panels
+
+
 def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
         tick: Tick) -> list[Item]:
     """The GPU users' paths side by side (the IIT Bombay study's figure 5:
@@ -246,13 +260,7 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
         mine = [r for r in rows if _impl(r) == impl]
         benches = [b for b in (*METRIC, *COLLECTIVES)
                    if any(r["bench"] == b and _buffer(r) != "host" for r in mine)]
-        panels = []
-        for b in benches:
-            metric, ylabel = METRIC.get(b, ("time", "time (us)"))
-            lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
-            # host memory first: the line every path is read against
-            lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
-            panels.append(Figure(f"fig-gpu-{slug(impl)}-{b}", b, ylabel, lines))
+        panels = _against_reference(mine, benches, impl, "fig-gpu")
         # time and bandwidth panels side by side: each its own y axis
         out += items(page.grid(Grid(f"fig-gpu-{slug(impl)}", f"{impl}: every buffer path",
                                     panels, sharey=False),
@@ -279,13 +287,7 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
     for impl in tuned_impls(rows):
         mine = [r for r in rows if _impl(r) == impl]
         benches = sorted({str(r["bench"]) for r in mine if _settings(r)})
-        panels = []
-        for b in benches:
-            metric, ylabel = METRIC.get(b, ("time", "time (us)"))
-            lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
-            # the defaults first: the line every setting is read against
-            lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
-            panels.append(Figure(f"fig-set-{slug(impl)}-{b}", b, ylabel, lines))
+        panels = _against_reference(mine, benches, impl, "fig-set")
         out += items(page.grid(Grid(f"fig-set-{slug(impl)}", f"{impl}: settings against its "
                                     "defaults", panels, sharey=False),
                                f"{impl} with its defaults and with each setting measured, a "
