@@ -66,8 +66,8 @@ def main() -> int:
         (e,) = tune.validate(core, w.cand, "matmul", "N=1000", CoreOptions(), store,
                              rounds=a.rounds, argv=sys.argv, timeout_s=300,
                              policy=NoisePolicy(), progress=quiet)
-        print(f"(2) matmul N=1000 end to end, default/tuned: {e.ratio:.3f} "
-              f"[{e.lo:.3f}, {e.hi:.3f}] over {e.n} rounds")
+        print(f"(2) matmul N=1000 end to end, default/tuned: {e.ratio:.2f} "
+              f"[{e.lo:.2f}, {e.hi:.2f}] over {e.n} rounds")
     else:
         print("(2) no winner to validate on matmul")
 

@@ -570,28 +570,29 @@ def cmd_tune(a: argparse.Namespace) -> int:
                   "the settings leave it out", file=sys.stderr)
             side, rc = None, 1
             text = tune.settings_text(w, core) if w is not None else None
+    # what the user is handed: the per-size file and the best winner besides
+    handed = tune.Candidate(settings_mod.parse_text(text) if text else (),
+                            "the settings handed over")
+    kind = {"openmpi": "Open MPI's rules file", "mpich": "MPICH's selection file"}.get(
+        impl.family, "")
     if a.apply:
         if text:
             print("\n".join(x for x in text.splitlines() if x.startswith("export ")))
-        if choices and not a.write and impl.family in ("openmpi", "mpich"):
-            print("# collective algorithms won per size range: add --write FILE for "
-                  + ("Open MPI's rules file" if impl.family == "openmpi"
-                     else "MPICH's selection file"))
+        if choices and not a.write and kind:
+            print(f"# collective algorithms won per size range: add --write FILE for {kind}")
         return rc
     print(tune.report(core, outcomes, a.rounds, a.extra_rounds), end="")
     if side is not None and text:
         # the per-size choices and the best winner besides were measured
         # apart: measure what is handed over, together
         print(tune.together_text(tune.together(
-            core, benches, opts, settings_mod.parse_text(text), store, rounds=a.rounds,
+            core, benches, opts, handed.settings, store, rounds=a.rounds,
             budget_s=a.budget - (time.monotonic() - started), argv=sys.argv, timeout_s=timeout,
             policy=policy, progress=progress)), end="")
     if not text and a.validate != "none":
         print(f"nothing to validate on {a.validate}: no candidate won")
     if text and a.validate != "none":
-        # what the user is handed (a selection file and the best winner
-        # besides, together), not only the best single candidate
-        handed = tune.Candidate(settings_mod.parse_text(text), "the settings handed over")
+        # what the user is handed, not only the best single candidate
         print(f"validating {handed.label} against the default on {a.validate}")
         es = tune.validate(core, handed, a.validate, a.validate_param, opts, store,
                            rounds=a.rounds, argv=sys.argv, timeout_s=max(timeout, 300.0),
@@ -600,15 +601,14 @@ def cmd_tune(a: argparse.Namespace) -> int:
             verdict = ("faster" if e.wins else "slower" if e.loses
                        else "not told apart from the default")
             print(f"validated on {e.bench} {a.validate_param}: end-to-end time "
-                  f"default/tuned {e.ratio:.3f} [{e.lo:.3f}, {e.hi:.3f}] over {e.n} rounds: "
+                  f"default/tuned {e.ratio:.2f} [{e.lo:.2f}, {e.hi:.2f}] over {e.n} rounds: "
                   f"{verdict}")
     if text and a.write:
         Path(a.write).write_text(text)
         print(f"settings written to {a.write} (commscope run --settings {a.write})")
         if side is not None:
-            print(f"collective algorithms per size range in {side}, the "
-                  + ("Open MPI rules file" if impl.family == "openmpi" else
-                     "MPICH selection file") + " it names (taken in a check job)")
+            print(f"collective algorithms per size range in {side}, {kind} it names (taken in "
+                  "a check job)")
     store.close()
     return rc
 
