@@ -18,8 +18,8 @@
  *                    whose id MPI carried
  *
  * COMMSCOPE_GPU_STANDIN=host (testing only) runs staged, staged-pageable,
- * staged-pipelined and cuda-aware with host memory standing in for the device: the paths'
- * logic, with every copy, without a GPU.  Records say so. */
+ * staged-pipelined and cuda-aware with host memory standing in for the
+ * device: the paths' logic, with every copy, without a GPU.  Records say so. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,8 +86,8 @@ int cs_path_check(const cs_opts *o, const cs_bench *const *benches, int nb, cs_e
     int coll = b->timing == CS_TIME_MAX;
     if (!b->gpu)
       return CS_FAIL(e, CS_EUSAGE, "benchmark %s has no GPU path (GPU paths run latency, "
-                     "roundtrip, sendloop, bw, bibw, bcast, allreduce, alltoall, gpu_matmul, gpu_jacobi)",
-                     b->name);
+                     "roundtrip, sendloop, bw, bibw, bcast, allreduce, alltoall, gpu_matmul, "
+                     "gpu_jacobi)", b->name);
     if (k == P_IPC && coll)
       return CS_FAIL(e, CS_EUSAGE, "--path ipc is point-to-point only; %s is a collective",
                      b->name);

@@ -35,8 +35,8 @@ static void num(FILE *f, const char *key, double v) {
 }
 
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
-                     char **cpus, const char *libver, int mpi_major, int mpi_minor, const cs_clock *clock,
-                     double floor_ns, const char *path_json) {
+                     char **cpus, const char *libver, int mpi_major, int mpi_minor,
+                     const cs_clock *clock, double floor_ns, const char *path_json) {
   struct timespec res;
   clock_getres(CLOCK_MONOTONIC, &res);
   fprintf(f, "{\"type\":\"header\",\"schema\":%d,\"commscope_version\":", CS_SCHEMA_VERSION);

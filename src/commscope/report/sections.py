@@ -12,7 +12,7 @@ from functools import lru_cache
 from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
 from ..analysis.summary import ratio_text
-from ..config import what
+from ..config import Configuration, what
 from ..selection import forced_collective
 from ..show import place
 from ..sizes import human
@@ -83,8 +83,9 @@ def runs_table(store: Store, run_ids: set[int]) -> Table:
                   "CPU", "cores", "kernel", "commscope", "started"), rows, (0, 5, 9))
 
 
-# what a run's stderr says the libraries chose (runner.run_job writes them)
-CHOSE = ("UCX protocols, ", "UCX lanes to the other ranks: ")
+# what a run's stored stderr says the libraries chose (settings.read_back's
+# notes), and how the report's table says it
+CHOSE = {"UCX protocols, ": "UCX protocols, ", "UCX lanes to the other ranks: ": "UCX lanes: "}
 
 
 def library_choices(store: Store, run_ids: set[int]) -> Table | None:
@@ -95,10 +96,9 @@ def library_choices(store: Store, run_ids: set[int]) -> Table | None:
         if r["id"] not in run_ids:
             continue
         for line in (r["stderr_tail"] or "").splitlines():
-            for head in CHOSE:
+            for head, shown in CHOSE.items():
                 if line.startswith(head):
-                    what = ("protocols, " if head.startswith("UCX protocols") else "lanes: ")
-                    key = (_label(r), "UCX " + what + line[len(head):])
+                    key = (_label(r), shown + line[len(head):])
                     seen.setdefault(key, []).append(r["id"])
     rows = [(label, said, f"{len(ids)} run(s), e.g. {min(ids)}")
             for (label, said), ids in sorted(seen.items())]
@@ -106,8 +106,9 @@ def library_choices(store: Store, run_ids: set[int]) -> Table | None:
 
 
 def _label(r: sqlite3.Row) -> str:
-    s = _settings(r)
-    return " ".join([r["mpi_name"], *(f"{k}={v}" for k, v in sorted(s.items()))])
+    """The run's configuration as every label of the report says it."""
+    return Configuration.from_json(json.loads(r["config"])).label() if r["config"] else str(
+        r["mpi_name"])
 
 
 def _first_line(r: sqlite3.Row) -> str:
