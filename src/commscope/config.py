@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+
+from .errors import CommscopeError
 
 # Parameters of the core that change what a benchmark measures (not how
 # long it samples), with their defaults: a label names only those that
@@ -162,3 +164,126 @@ def what(row: Mapping[str, object], params: bool = True) -> str:
         _WHAT_CACHE[key] = " ".join(v for k, v in p.items() if v and k in (
             "mpi", "transport", "buffer", "params", "settings", "extra"))
     return _WHAT_CACHE[key]
+
+
+# -- telling configurations apart -------------------------------------------
+# The order a label names fields in (as parts() does), the build last.
+_ORDER = ("mpi", "transport", "buffer", "params", "settings", "cluster", "nodes", "ppn",
+          "extra", "mpi_identity")
+_UNSET = object()
+
+
+def differences(a: Configuration, b: Configuration) -> tuple[str, ...]:
+    """Where two configurations differ: a field's name ("mpi_identity"), or
+    one parameter, setting or extra by its name ("params.window")."""
+    out: list[str] = []
+    for name in _ORDER:
+        x, y = getattr(a, name), getattr(b, name)
+        if name in ("params", "settings", "extra"):
+            dx, dy = dict(x), dict(y)
+            out += [f"{name}.{k}" for k in sorted(set(dx) | set(dy), key=str)
+                    if dx.get(k, _UNSET) != dy.get(k, _UNSET)]
+        elif x != y:
+            out.append(name)
+    return tuple(out)
+
+
+def word(cfg: Configuration, name: str, width: int = 8) -> str:
+    """How a label names one field of cfg (a name from `differences`), even
+    where it holds the default: "window=64", "build 2667a80c"."""
+    if "." in name:
+        part, k = name.split(".", 1)
+        v = dict(getattr(cfg, part)).get(k, _UNSET)
+        return f"{k}=(unset)" if v is _UNSET else f"{k}={v}"
+    if name == "mpi_identity":
+        return f"build {cfg.mpi_identity[:width] or '(unknown)'}"
+    if name == "nodes":
+        return f"{cfg.nodes} nodes"
+    if name == "ppn":
+        return f"ppn={cfg.ppn}"
+    return f"{name}={getattr(cfg, name)}"
+
+
+class Apart:
+    """Display labels that never stand for two configurations.
+
+    entries are (label, key, configuration) for every record to be shown,
+    the label as it would be shown (what, process count, place).  Where one
+    label holds records of several keys, the fields that tell those
+    configurations apart (a parameter that does not apply to the benchmark,
+    the build behind one implementation name...) are named (`name`) in the
+    label of every configuration of that implementation, so that each reads
+    the same way wherever it is shown.  Keys that nothing stored tells apart
+    (a record without a configuration, or two keys of equal configurations)
+    are a CommscopeError naming both."""
+
+    def __init__(self, entries: Iterable[tuple[str, str, Configuration | None]]) -> None:
+        keys: dict[str, dict[str, Configuration | None]] = {}
+        for label, key, cfg in entries:
+            keys.setdefault(label, {}).setdefault(key, cfg)
+        found: dict[str, set[str]] = {}  # implementation -> the fields that tell its own apart
+        builds: set[str] = set()
+        for label, cfgs in sorted(keys.items()):
+            items = sorted(cfgs.items())
+            for i, (ka, ca) in enumerate(items):
+                for kb, cb in items[i + 1:]:
+                    if ca is None or cb is None:
+                        none = " nor ".join(k or "(no key)" for k, c in ((ka, ca), (kb, cb))
+                                            if c is None)
+                        raise CommscopeError(
+                            f"two configurations are both labelled '{label}' and nothing "
+                            f"stored tells them apart: keys {ka or '(no key)'} and "
+                            f"{kb or '(no key)'} (no configuration is stored for {none})")
+                    d = differences(ca, cb)
+                    if not d:
+                        raise CommscopeError(
+                            f"two configurations are both labelled '{label}' and differ in "
+                            f"nothing stored: keys {ka} and {kb} both hold "
+                            f"{json.dumps(ca.to_json(), sort_keys=True)} (the store's keys "
+                            "disagree with its configurations)")
+                    for c in (ca, cb):
+                        found.setdefault(c.mpi, set()).update(d)
+                    if "mpi_identity" in d:
+                        builds |= {ca.mpi_identity, cb.mpi_identity}
+
+        def ordered(fs: Iterable[str]) -> tuple[str, ...]:
+            return tuple(sorted(fs, key=lambda f: (_ORDER.index(f.split(".")[0]), f)))
+
+        self.by_impl = {m: ordered(fs) for m, fs in found.items()}
+        self.fields = ordered(set().union(*found.values()))
+        self.width = 8  # of a build's identity: enough to tell every build named apart
+        while len({b[:self.width] for b in builds}) < len(builds):
+            self.width += 4
+
+    def name(self, text: str, cfg: Configuration | None) -> str:
+        """text (what a record ran with) with the fields that tell its
+        configuration from another of the same label, where not already said."""
+        if cfg is None:
+            return text
+        words = [w for f in self.by_impl.get(cfg.mpi, ())
+                 if (w := word(cfg, f, self.width)) and f" {w} " not in f" {text} "]
+        return " ".join([text, *words])
+
+
+def stored(row: Mapping[str, object]) -> tuple[str, Configuration | None]:
+    """A stored record's configuration key (runs.config_key; its
+    configuration's where only that was stored; '' where neither) and its
+    full configuration (None where the store holds none)."""
+    def get(k: str) -> object:
+        try:
+            return row[k]
+        except (KeyError, IndexError):
+            return None
+
+    text = get("config")
+    full = _configuration(str(text)) if text else None
+    return str(get("config_key") or (full.key if full else "")), full
+
+
+_CFG_CACHE: dict[str, Configuration] = {}
+
+
+def _configuration(text: str) -> Configuration:
+    if text not in _CFG_CACHE:
+        _CFG_CACHE[text] = Configuration.from_json(json.loads(text))
+    return _CFG_CACHE[text]

@@ -8,10 +8,11 @@ import io
 import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .analysis import apps
-from .config import what
+from .config import Apart, stored, what
+from .errors import CommscopeError
 from .sizes import human
 
 # Which number a table shows is the core's to say (each record names its
@@ -93,11 +94,26 @@ def place(r: sqlite3.Row) -> str:
     return r["cluster"] if nodes == 1 else f"{r['cluster']} {nodes} nodes"
 
 
+def names(rows: Sequence[sqlite3.Row]) -> dict[int, tuple[str, str]]:
+    """Each record's (what, where) by id(): `what` and `where` as they are,
+    but where one label would show records of two configurations (keys),
+    both name what tells those apart (config.Apart), everywhere they appear;
+    a CommscopeError where nothing stored does."""
+    recs = [(r, *stored(r)) for r in rows]
+    apart = Apart((f"{what(r)}, {r['np']} processes, {place(r)}", key, full)
+                  for r, key, full in recs)
+    return {id(r): (apart.name(what(r), full),
+                    f"{apart.name(what(r, params=False), full)}, {place(r)}")
+            for r, _, full in recs}
+
+
 def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
     """One table per (benchmark, process count); clusters and placements of
-    a sweep that spans several stand side by side as columns.  With
+    a sweep that spans several stand side by side as columns, one column
+    per configuration (its key), headed by its label (`names`).  With
     per_node, bandwidth is shown per machine: the per-process figure times
     the processes per node, as the UMBC cluster report gives its collectives."""
+    name = names(rows)
     groups: dict[tuple[str, int], list[sqlite3.Row]] = defaultdict(list)
     for r in rows:
         groups[(r["bench"], r["np"])].append(r)
@@ -108,7 +124,9 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
         if per_node and any(r["mb_per_s"] is not None for r in rs):
             key, unit = "mb_per_s", "MB/s per node"
         places = sorted({place(r) for r in rs})
-        col = {id(r): what(r) if len(places) == 1 else f"{what(r)} {place(r)}" for r in rs}
+        col = {id(r): name[id(r)][0] if len(places) == 1 else f"{name[id(r)][0]} {place(r)}"
+               for r in rs}
+        _one_key_each(rs, col, f"{bench}, {np_} processes")
         cols = sorted(set(col.values()))
         cells: dict[int, dict[str, str]] = defaultdict(dict)
         for r in rs:
@@ -125,8 +143,8 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
                        + "  ".join(f"{cells[size].get(m, '-'):>{w}}" for m in cols))
         out.append("")
         out.extend(phase_table(rs, col, axis or "size"))
-    out.extend(scaling_table(rows))
-    out.extend(overlap_table(rows))
+    out.extend(scaling_table(rows, lambda r: name[id(r)][1]))
+    out.extend(overlap_table(rows, lambda r: name[id(r)][1]))
     reps = sorted({_n_reps(r) for r in rows})
     if reps and reps[-1] > 1:
         out.append(f"± is the 95% interval between runs ({'/'.join(map(str, reps))} "
@@ -182,9 +200,21 @@ def where(r: sqlite3.Row) -> str:
     return f"{what(r, params=False)}, {place(r)}"
 
 
-def overlap_table(rows: Sequence[sqlite3.Row]) -> list[str]:
+def _one_key_each(rs: Sequence[sqlite3.Row], col: Mapping[int, str], table: str) -> None:
+    """A column shows one configuration: never two keys under one header."""
+    owner: dict[str, str] = {}
+    for r in rs:
+        key = stored(r)[0]
+        held = owner.setdefault(col[id(r)], key)
+        if held != key:
+            raise CommscopeError(f"{table}: two configurations are both labelled "
+                                 f"'{col[id(r)]}': {held or '(no key)'} and {key or '(no key)'}")
+
+
+def overlap_table(rows: Sequence[sqlite3.Row],
+                  label: Callable[[sqlite3.Row], str] = where) -> list[str]:
     """Jacobi: how much of the halo time the overlapped exchange hides."""
-    pairs = apps.overlaps(rows, where)
+    pairs = apps.overlaps(rows, label)  # type: ignore[arg-type]
     if not pairs:
         return []
     out = ["jacobi overlap: the fraction of the blocking run's halo time (pack + exchange + "
@@ -204,10 +234,11 @@ def overlap_table(rows: Sequence[sqlite3.Row]) -> list[str]:
     return out
 
 
-def scaling_table(rows: Sequence[sqlite3.Row]) -> list[str]:
+def scaling_table(rows: Sequence[sqlite3.Row],
+                  label: Callable[[sqlite3.Row], str] = where) -> list[str]:
     """Jacobi: lattice updates per second, in all and per rank, and the
     parallel efficiency against the one-rank run (analysis.apps.scaling)."""
-    return scaling_lines(apps.scaling(rows, where))
+    return scaling_lines(apps.scaling(rows, label))  # type: ignore[arg-type]
 
 
 def scaling_lines(scs: Sequence[apps.Scaling]) -> list[str]:

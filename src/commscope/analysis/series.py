@@ -3,13 +3,13 @@ intervals against message size."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..config import Configuration, what
+from ..config import Apart, Configuration, stored, what
+from ..errors import CommscopeError
 from ..show import place
 
 
@@ -28,11 +28,17 @@ class Point:
                      tuple(x * k for x in self.reps))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Config:
     """Where a series was measured: what (the implementation with its
     transport, parameters and settings where not the defaults), process
-    count, cluster (with its node count when the ranks span several)."""
+    count, cluster (with its node count when the ranks span several).
+
+    Its identity is the configuration's canonical key (runs.config_key)
+    where it has one: `mpi` is for display only.  A Config without a key
+    (one built to look a series up by what it is called) equals the one
+    of its label; collect() never gives one label to two keys, so such a
+    lookup finds at most one series per benchmark."""
 
     mpi: str
     np: int
@@ -46,6 +52,20 @@ class Config:
     impl: str = field(default="", compare=False)
     settings: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     buffer: str = field(default="host", compare=False)  # host, or a GPU path (staged, ipc...)
+    key: str = field(default="", compare=False)  # config.Configuration.key; '' where unknown
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Config):
+            return NotImplemented
+        where = (self.np, self.cluster, self.oversubscribed) == (
+            other.np, other.cluster, other.oversubscribed)
+        if self.key and other.key:
+            return where and self.key == other.key
+        return where and self.mpi == other.mpi
+
+    def __hash__(self) -> int:
+        # what equal Configs share whether they are compared by key or by label
+        return hash((self.np, self.cluster, self.oversubscribed))
 
     @property
     def implementation(self) -> str:
@@ -76,26 +96,40 @@ def point(r: sqlite3.Row) -> Point | None:
 
 
 def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
-    """(configuration, benchmark) -> series of valid points."""
-    out: dict[tuple[Config, str], Series] = defaultdict(dict)
+    """(configuration, benchmark) -> series of valid points.  Records are
+    told apart by their configuration's key; where two keys would be shown
+    by one label, every label names what tells them apart (config.Apart),
+    and where nothing stored does, this is a CommscopeError."""
+    recs = []
     for r in rows:
         p = point(r)
         if p is not None:
+            key, full = stored(r)
             over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])
-            impl, settings, buffer = _identity(r)
-            cfg = Config(what(r), int(r["np"]), place(r), over, what(r, params=False), impl,
-                         settings, buffer)
-            out[(cfg, r["bench"])][p.size] = p
+            shown = Config(what(r), int(r["np"]), place(r), over)
+            recs.append((r, p, key, full, shown))
+    apart = Apart((c.label(), key, full) for _, _, key, full, c in recs)
+    out: dict[tuple[Config, str], Series] = defaultdict(dict)
+    owner: dict[str, str] = {}  # label -> the key behind it
+    for r, p, key, full, c in recs:
+        impl, settings, buffer = _identity(r, full)
+        cfg = Config(apart.name(c.mpi, full), c.np, c.cluster, c.oversubscribed,
+                     apart.name(what(r, params=False), full), impl, settings, buffer, key)
+        held = owner.setdefault(cfg.label(), key)
+        if held != key:  # named fields that still read alike (True and "True")
+            raise CommscopeError(f"two configurations are both labelled '{cfg.label()}' even "
+                                 f"naming {', '.join(apart.fields) or 'nothing more'}: "
+                                 f"{held or '(no key)'} and {key or '(no key)'}")
+        out[(cfg, str(r["bench"]))][p.size] = p
     return dict(out)
 
 
-def _identity(r: sqlite3.Row) -> tuple[str, tuple[tuple[str, str], ...], str]:
+def _identity(r: sqlite3.Row, full: Configuration | None
+              ) -> tuple[str, tuple[tuple[str, str], ...], str]:
     """The implementation, runtime settings and buffer kind a record ran with."""
-    text = r["config"] if "config" in r.keys() else None
-    if not text:
+    if full is None:
         return str(r["mpi_name"]), (), "host"
-    cfg = Configuration.from_json(json.loads(text))
-    return cfg.mpi, cfg.settings, cfg.buffer
+    return full.mpi, full.settings, full.buffer
 
 
 def separated(a: Point, b: Point) -> int:
