@@ -113,3 +113,46 @@ def test_the_table_states_each_violation_with_both_sides_figures():
     assert "allreduce(m) <= reduce(m) + bcast(m): violated from 4 KiB" in text
     assert "reduce(4 KiB) + bcast(4 KiB)" in text
     assert "mpich, 4 processes, local" in text
+
+
+def test_a_separated_difference_under_five_percent_is_no_violation():
+    """Intervals of +-0.5% separate a 4% gap, but a violation needs the
+    medians 5% apart (MIN_FACTOR); 6% is one."""
+    tight = {"reduce": line(5, 0.002, rel=0.005), "bcast": line(4, 0.002, rel=0.005)}
+
+    def allreduce(k):
+        return {s: pt(s, k * (9 + 0.004 * s), rel=0.005) for s in SIZES}
+
+    def violated(res):
+        return [v for v in res.violations if v.guideline.startswith("allreduce(m) <= reduce(m)")]
+
+    res = guidelines.check(base(allreduce=allreduce(1.04), **tight))
+    assert not violated(res)
+    # the intervals do separate at every size: only the factor keeps it out
+    lhs, rhs = allreduce(1.04)[1024], (tight["reduce"][1024], tight["bcast"][1024])
+    assert lhs.lo > sum(p.hi for p in rhs)
+    (v,) = violated(guidelines.check(base(allreduce=allreduce(1.06), **tight)))
+    assert [c.size for c in v.checks] == SIZES and 1.05 < v.ratio < 1.07
+
+
+def test_a_first_size_slower_alone_is_a_likely_warm_up_with_no_advice():
+    """A gather of 1 B slower than of 2 B (and of every larger size up to
+    64 B): 1 B is the first size swept, which also pays the sweep's warm-up.
+    No violation, no 'pad the message'; said as a likely warm-up."""
+    sizes = [1, 2, *SIZES]
+    slow1 = {s: pt(s, (9.0 if s == 1 else 4 + 0.001 * s)) for s in sizes}
+    res = guidelines.check(base(gather=slow1))
+    assert not [v for v in res.violations if v.lhs == "gather"]
+    (w,) = res.first_size
+    assert w.lhs == "gather" and [c.size for c in w.checks] == [1]
+    assert "pad the message" not in w.advice and "warm-up" in w.advice
+    text = guidelines.table(res)
+    assert "gather at 1 B" in text and "likely a first-size (warm-up) effect" in text
+    assert "pad the message" not in text
+    assert not [f for f in findings.all_findings(base(gather=slow1)) if f.kind == "guideline"]
+    # the first two sizes slower together are a run, not the first size alone: a claim
+    slow2 = {s: pt(s, (9.0 if s <= 2 else 4 + 0.001 * s)) for s in sizes}
+    res = guidelines.check(base(gather=slow2))
+    (v,) = [v for v in res.violations if v.lhs == "gather"]
+    assert [c.size for c in v.checks] == [1, 2] and "pad the message" in v.advice
+    assert res.first_size == []

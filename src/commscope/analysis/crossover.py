@@ -4,11 +4,24 @@ commodity-cluster study).
 For each size a collective is H (surely slower) or L (surely faster) than
 its reference, or '=' when the 95% confidence intervals overlap, the
 medians differ by less than 5%, or the size is the only one of its
-neighbours separated that way (a claim needs two neighbouring sizes).  Only
-separated sizes decide the short- and long-message verdicts; a crossover
-("changing length") is claimed only when the separated sizes change label
-exactly once.  The four scenarios are the commodity-cluster study's:
-1 H/H, 2 L/L, 3 H then L, 4 L then H."""
+neighbours separated that way (a claim needs two neighbouring sizes; the
+first or the last size compared alone is none either: the first size swept
+also carries the sweep's warm-up).  Only separated sizes decide the short-
+and long-message verdicts; a crossover ("changing length") is claimed only
+when the separated sizes change label exactly once.  The four scenarios are
+the commodity-cluster study's: 1 H/H, 2 L/L, 3 H then L, 4 L then H.
+
+Two references, two meanings.  The study's equivalent sends (n-1 for
+bcast, reduce, gather and scatter, n(n-1) for alltoall, from measured
+latency) are an aggregate of latencies, not a program that does the
+collective's job: a bare send combines no data (a reduce does), and nothing
+checks that the sends deliver what the collective does.  Against them a
+verdict says the collective's overhead over the sends it stands for, and
+advises nothing.  Only the hand-written equivalents (the *_sends
+benchmarks), which compute the same result and are validated like the
+collective, can be advised instead of it; they are the only rows with
+advice, so each size of one collective on one configuration gets one
+verdict at most."""
 
 from __future__ import annotations
 
@@ -19,11 +32,40 @@ from ..sizes import human, human_bytes
 from .series import Config, Series, lone_is_no_claim, separated
 
 MIN_FACTOR = 1.05  # a separated difference under 5% is not a verdict (asv's change factor)
+HAND = "_sends"  # the suffix of the hand-written equivalents: the only references advised
 
 
 def mpi_name(coll: str) -> str:
     """MPI_Bcast for bcast: the call a collective benchmark times."""
     return "MPI_" + coll.capitalize()
+
+
+def is_hand_written(reference: str) -> bool:
+    """A reference that computes the collective's result (bcast_sends...),
+    not the study's count of bare sends ("3 x MPI_Send")."""
+    return reference.endswith(HAND)
+
+
+def edge_alone_is_no_claim(marks: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A run of one mark at the first or the last size compared is no
+    verdict: an edge size has one neighbour to confirm it, and the first
+    size swept also carries the sweep's warm-up.  (lone_is_no_claim does
+    this for three sizes or more; this holds it for any number.)"""
+    out = list(marks)
+    n = len(out)
+    for i, j in ((0, 1), (n - 1, n - 2)):
+        if n and out[i][1] != "=" and (n == 1 or marks[j][1] != marks[i][1]):
+            out[i] = (out[i][0], "=")
+    return out
+
+
+def _runs_text(v: Verdict, said: dict[str, str]) -> str:
+    parts = []
+    for m, lo, hi in v.runs():
+        where = (f"at {human_bytes(lo)}" if lo == hi
+                 else f"from {human_bytes(lo)} to {human_bytes(hi)}")
+        parts.append(f"{said[m]} {where}")
+    return "; ".join(parts)
 
 
 def equivalent_sends(coll: Series) -> int | None:
@@ -88,6 +130,26 @@ class Verdict:
                          f"keep {name} {where}" if m == "L" else f"no difference {where}")
         return "; ".join(parts) + " (this configuration)"
 
+    def overhead(self, coll: str, ref: str) -> str:
+        """What a verdict against the study's equivalent sends means: the
+        collective's overhead over the bare sends it stands for.  No advice:
+        those sends do not do the collective's job."""
+        name = mpi_name(coll)
+        why = ("a send combines no data" if coll in ("reduce", "allreduce", "reduce_scatter")
+               else "the sends are an aggregate of measured latencies, not a program that "
+                    "does the collective's job")
+        tail = f"the collective's overhead over bare sends, a reference and no advice: {why}"
+        if self.mixed:
+            return f"{name} against the {ref} it stands for changes side more than once; {tail}"
+        if self.scenario is None:
+            return f"{name} and the {ref} it stands for are not told apart at any size; {tail}"
+        runs = self.runs()
+        if len(runs) == 1:
+            what = "slower" if runs[0][0] == "H" else "faster"
+            return f"{name} against the {ref} it stands for: {what} at every measured size; {tail}"
+        said = {"H": "slower", "L": "faster", "=": "no difference"}
+        return f"{name} against the {ref} it stands for: {_runs_text(self, said)}; {tail}"
+
 
 def classify(coll: Series, ref: Series, min_factor: float = MIN_FACTOR) -> Verdict:
     sizes = sorted(set(coll) & set(ref))
@@ -97,7 +159,7 @@ def classify(coll: Series, ref: Series, min_factor: float = MIN_FACTOR) -> Verdi
         big_enough = max(a, b) >= min_factor * min(a, b)
         sign = separated(coll[s], ref[s]) if big_enough else 0
         marks.append((s, "H" if sign > 0 else "L" if sign < 0 else "="))
-    marks = lone_is_no_claim(marks)
+    marks = edge_alone_is_no_claim(lone_is_no_claim(marks))
     sep = [(s, m) for s, m in marks if m != "="]
     if not sep:
         return Verdict("=", "=", None, None, None, tuple(marks))
@@ -127,6 +189,27 @@ class Row:
     coll: Series = field(default_factory=dict, compare=False, repr=False)
     ref: Series = field(default_factory=dict, compare=False, repr=False)
 
+    @property
+    def advises(self) -> bool:
+        """Whether this row may say what to use: only against a hand-written
+        equivalent that computes the same result."""
+        return is_hand_written(self.reference)
+
+    @property
+    def reference_text(self) -> str:
+        """The reference as a sentence names it."""
+        if self.advises:
+            return "hand-written sends"
+        k = self.reference.split(" x ", 1)[0]
+        return f"{k} MPI_Send call" + ("" if k == "1" else "s")
+
+    def text(self) -> str:
+        """The advice (hand-written equivalents), or what the comparison
+        means (the study's equivalent sends)."""
+        if self.advises:
+            return self.verdict.advice(self.collective, self.reference_text)
+        return self.verdict.overhead(self.collective, self.reference_text)
+
 
 def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
     """Every collective with a reference: the equivalent sends (from latency
@@ -144,9 +227,9 @@ def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
         refs = []
         if lat:
             refs.append((f"{k} x MPI_Send", sends_reference(lat, k)))
-        hand = series.get((cfg, f"{bench}_sends"))
+        hand = series.get((cfg, f"{bench}{HAND}"))
         if hand:
-            refs.append((f"{bench}_sends", hand))
+            refs.append((f"{bench}{HAND}", hand))
         rows.extend(Row(cfg, bench, name, classify(coll, ref), coll, ref) for name, ref in refs)
     return rows
 
@@ -158,14 +241,11 @@ def table(rows: list[Row]) -> str:
         if r.config != last:
             out.append(f"\n{r.config.label()}")
             out.append(f"  {'collective':<11} {'against':<15} {'short':<5} {'long':<5} "
-                       f"{'changing':>9}  {'scen.':<5} advice")
+                       f"{'changing':>9}  {'scen.':<5} advice (hand-written sends) or meaning")
             last = r.config
         v = r.verdict
         change = v.changing
         scen = str(v.scenario) if v.scenario else ("mixed" if v.mixed else "-")
-        ref = ("hand-written sends" if r.reference.endswith("_sends")
-               else r.reference.replace(" x MPI_Send", " MPI_Send call"
-                                        + ("" if r.reference.startswith("1 ") else "s")))
         out.append(f"  {r.collective:<11} {r.reference:<15} {v.short:<5} {v.long:<5} "
-                   f"{change:>9}  {scen:<5} {v.advice(r.collective, ref)}")
+                   f"{change:>9}  {scen:<5} {r.text()}")
     return "\n".join(out).lstrip("\n") + "\n"

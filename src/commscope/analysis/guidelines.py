@@ -12,15 +12,18 @@ A violation is claimed only where it holds beyond the uncertainty: the
 collective's 95% interval lies wholly above the composition's (the sum of
 the parts' intervals, which is wider than the sum's own and so errs toward
 no claim), the medians differ by at least 5%, and a size separated alone
-among measured neighbours is no claim (as for crossovers)."""
+among measured neighbours is no claim (as for crossovers), nor is the
+first or the last size alone.  A smaller message slower than a larger one
+(monotony) at the first size swept alone is said as what it most likely
+is, the sweep's first size paying its warm-up, with no advice."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..sizes import human_bytes
-from .crossover import MIN_FACTOR, mpi_name
+from .crossover import MIN_FACTOR, edge_alone_is_no_claim, mpi_name
 from .series import Config, Point, Series, lone_is_no_claim
 
 # (benchmark, the part's size for the collective's size m over n ranks)
@@ -152,11 +155,17 @@ def _advice(g: Guideline) -> str:
             f"fixes {mpi_name(g.lhs)}, or compose it")
 
 
+WARMUP = ("likely a first-size (warm-up) effect: the first size swept runs first, and one "
+          "size alone at the edge of the sweep supports no claim; no advice")
+
+
 @dataclass(frozen=True)
 class Result:
     violations: list[Violation]
     checked: int  # (guideline, size) pairs whose records all exist
     one_run: int  # of those, how many had a point from a single run (no claim)
+    # separated at the first size swept alone: no claim, said as a warm-up
+    first_size: list[Violation] = field(default_factory=list)
 
 
 def check(series: Mapping[tuple[Config, str], Series]) -> Result:
@@ -167,6 +176,7 @@ def check(series: Mapping[tuple[Config, str], Series]) -> Result:
         if not cfg.oversubscribed:
             by_cfg.setdefault(cfg, {})[bench] = s
     out: list[Violation] = []
+    first: list[Violation] = []
     for cfg, benches in sorted(by_cfg.items(), key=lambda kv: (kv[0].mpi, kv[0].np,
                                                                 kv[0].cluster)):
         for g in GUIDELINES:
@@ -177,28 +187,35 @@ def check(series: Mapping[tuple[Config, str], Series]) -> Result:
                       if (c := _compose(g, m, cfg.np, lhs[m], benches)) is not None]
             checked += len(checks)
             one_run += sum(not c.repeated for c in checks)
-            marks = lone_is_no_claim([(c.size, "V" if c.separated else "=") for c in checks])
+            marks = edge_alone_is_no_claim(
+                lone_is_no_claim([(c.size, "V" if c.separated else "=") for c in checks]))
             bad = tuple(c for c, (_, m) in zip(checks, marks, strict=True) if m == "V")
             if bad:
                 out.append(Violation(cfg, g.text, g.lhs, bad, _advice(g)))
         for name in MONOTONE:
             s = benches.get(name)
             if s:
-                v = _monotony(cfg, name, s)
+                v, w = _monotony(cfg, name, s)
                 checked += len(s) - 1
                 ordered = [s[k] for k in sorted(s)]
                 one_run += sum(not _repeated(x, y)
                                for x, y in zip(ordered, ordered[1:], strict=False))
                 if v:
                     out.append(v)
-    return Result(out, checked, one_run)
+                if w:
+                    first.append(w)
+    return Result(out, checked, one_run, first)
 
 
-def _monotony(cfg: Config, name: str, s: Series) -> Violation | None:
+def _monotony(cfg: Config, name: str, s: Series
+              ) -> tuple[Violation | None, Violation | None]:
     """A size surely slower than a larger one: each size against the
-    largest larger size it is surely above (the widest gap)."""
+    largest larger size it is surely above (the widest gap).  Returns the
+    violation, and apart from it the first size swept where it was slower
+    alone (the next size not slower too): no claim, said as a likely
+    warm-up, with no advice."""
     sizes = sorted(s)
-    bad: list[Check] = []
+    worst_of: dict[int, Check] = {}
     for i, a in enumerate(sizes):
         worst: Check | None = None
         for b in sizes[i + 1:]:
@@ -207,13 +224,27 @@ def _monotony(cfg: Config, name: str, s: Series) -> Violation | None:
             if c.separated and (worst is None or c.ratio > worst.ratio):
                 worst = c
         if worst:
-            bad.append(worst)
-    if not bad:
-        return None
-    return Violation(cfg, f"monotony: {name}(m) <= {name}(m') for m < m'", name, tuple(bad),
-                     f"{mpi_name(name) if name != 'latency' else 'a send'} of a smaller "
-                     f"message takes longer than a larger one: a protocol or algorithm "
-                     f"switch is mistuned here; pad the message, or move the threshold")
+            worst_of[a] = worst
+    marks = edge_alone_is_no_claim([(a, "V" if a in worst_of else "=") for a in sizes])
+    bad = tuple(worst_of[a] for a, m in marks if m == "V")
+    edge = tuple(worst_of[a] for a, m in marks if m == "=" and a in worst_of)
+    rule = f"monotony: {name}(m) <= {name}(m') for m < m'"
+    v = Violation(cfg, rule, name, bad,
+                  f"{mpi_name(name) if name != 'latency' else 'a send'} of a smaller "
+                  f"message takes longer than a larger one: a protocol or algorithm "
+                  f"switch is mistuned here; pad the message, or move the threshold"
+                  ) if bad else None
+    w = Violation(cfg, rule, name, edge, WARMUP) if edge else None
+    return v, w
+
+
+def _first_size_notes(res: Result) -> str:
+    """The first sizes swept that were slower alone: said, not claimed."""
+    out = [f"  {v.config.label()}: {v.lhs} at {human_bytes(c.size)} ({c.lhs.median:.2f} us) "
+           f"above {v.lhs}({human_bytes(c.parts[0][1])}) ({c.rhs_median:.2f} us): {v.advice}"
+           for v in res.first_size for c in v.checks]
+    return ("not claimed, the first size swept alone:\n" + "\n".join(out) + "\n\n"
+            if out else "")
 
 
 def table(res: Result) -> str:
@@ -221,7 +252,8 @@ def table(res: Result) -> str:
             + (f"; {res.one_run} of them involve a size measured in one run only, which "
                f"supports no claim (run with --repeat 3)" if res.one_run else "") + "\n")
     if not res.violations:
-        return "no guideline violated beyond the between-run uncertainty: " + note
+        return (_first_size_notes(res)
+                + "no guideline violated beyond the between-run uncertainty: " + note)
     out: list[str] = []
     last: Config | None = None
     for v in res.violations:
@@ -235,4 +267,4 @@ def table(res: Result) -> str:
                        f"[{c.lhs.lo:.2f}, {c.lhs.hi:.2f}]  >  {parts} {c.rhs_median:.2f} us "
                        f"[{c.rhs_lo:.2f}, {c.rhs_hi:.2f}]")
         out.append(f"    {v.advice}")
-    return "\n".join(out).lstrip("\n") + "\n\n" + note
+    return "\n".join(out).lstrip("\n") + "\n\n" + _first_size_notes(res) + note

@@ -1,7 +1,14 @@
 """Hockney's model T(m) = alpha + m / beta, piecewise: a protocol switch
 (eager to rendezvous, say) shows as a breakpoint between two sizes, and
 each side gets its own alpha and beta.  Fits weigh relative error, since
-times span orders of magnitude."""
+times span orders of magnitude.
+
+The model is of a message of m bytes: it is fitted to point-to-point and
+collective benchmarks only (the core's groups p2p, coll and coll-sends),
+never to applications, whose size is a problem size (matmul's N).  A fit
+whose parameters no message could have (alpha < 0, a time that does not
+grow with size, a piece on too few sizes) is not a model: `implausible`
+says why, and `commscope fit` stores none."""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 MIN_POINTS = 3  # per piece
+GROUPS = ("p2p", "coll", "coll-sends")  # the core's groups of message-size benchmarks
 REL_FLOOR = 1e-3  # timings are not better than 0.1%: a perfect fit gains nothing
 
 
@@ -97,3 +105,40 @@ def fit(sizes: Sequence[int], times_us: Sequence[float], *, allow_break: bool = 
             best_bic = b
             best = Fit((left, right), math.sqrt((rl + rr) / n))
     return best
+
+
+def skipped(bench: str, group: str | None, app_like: bool = False) -> str | None:
+    """Why a benchmark gets no Hockney fit, or None when it gets one.
+    group: the core's group for it (None where no core table knows it);
+    app_like: its records carry an application's fields (size_param,
+    params, phases), what an unknown benchmark is judged by."""
+    if group is None:
+        group = "apps" if app_like else "loggp" if bench.startswith("loggp") else "p2p"
+    if group == "apps":
+        return "an application: its size is a problem size, not a message"
+    if group not in GROUPS:
+        return f"not a message-size benchmark (group {group})"
+    if bench == "barrier":
+        return "no message"
+    return None
+
+
+def implausible(f: Fit, sizes: Sequence[int]) -> str | None:
+    """Why a fit's parameters are no model of a message, or None: each
+    piece needs alpha >= 0, a time that grows with size (beta > 0 and
+    finite) and MIN_POINTS sizes."""
+    why = []
+    for i, p in enumerate(f.pieces):
+        name = ("the fit" if len(f.pieces) == 1 else
+                "the small-message piece" if i == 0 else "the large-message piece")
+        n = sum(p.first_size <= s <= p.last_size for s in sizes)
+        if n < MIN_POINTS:
+            why.append(f"{name} rests on {n} size{'s' if n != 1 else ''} "
+                       f"(fewer than {MIN_POINTS})")
+        if p.alpha_us < 0:
+            why.append(f"{name} gives alpha {p.alpha_us:.3g} us < 0")
+        if not (math.isfinite(p.beta_mb_per_s) and p.beta_mb_per_s > 0):
+            why.append(f"{name}'s time does not grow with size (beta <= 0)")
+    if not why:
+        return None
+    return "; ".join(why) + (" (a bad piece)" if len(f.pieces) > 1 else "")
