@@ -38,7 +38,7 @@ def fake(times, jitter=0.02, seed=3, broken=()):
 
 
 class Store:
-    def begin_sweep(self, argv, plan):
+    def begin_sweep(self, argv, plan, purpose=None):
         return 1
 
     def end_sweep(self, sweep):

@@ -169,6 +169,8 @@ def cmd_run(a: argparse.Namespace) -> int:
             print(tables(agg), end="")
             for line in probe_mod.lines_for(store, agg):
                 print(line)
+    if not a.no_advise:
+        _advise(a, store, outcomes, cores, opts, policy)
     # a path asked for by name must run; one from 'all' may be skipped
     named = {p for p, every in paths if not every}
     skipped = [o for o in outcomes if o.status == "skipped" and o.job.opts.path not in named]
@@ -184,6 +186,37 @@ def cmd_run(a: argparse.Namespace) -> int:
                           + ")" for o in bad), file=sys.stderr)
         return 1
     return 0
+
+
+def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts: CoreOptions,
+            policy: NoisePolicy) -> None:
+    """The sweep's conclusions whose cause is a setting, each fix measured
+    against the configuration as it ran (advise.py), within --advise-budget."""
+    from . import advise
+    from .analysis import findings
+    from .analysis.series import collect
+
+    ids = [o.run_id for o in outcomes if o.status == "ok"]
+    if not ids:
+        return
+    series = collect(aggregate(store.result_rows(run_ids=ids), mode="dominant"))
+    found, _ = findings.explained(store, series, ids)
+    if not advise.tasks(found):
+        return
+    row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
+    say = (lambda _: None) if a.quiet else print
+    t0 = time.monotonic()
+    fixes = advise.advise(found, {c.impl.name: c for c in cores}, opts, store,
+                          sweep_id=row[0] if row else None, budget_s=a.advise_budget,
+                          out_dir=Path(a.db).resolve().parent / "advice", argv=sys.argv,
+                          policy=policy, progress=Progress(0, enabled=not a.quiet), say=say)
+    for f in fixes:
+        where = f" -> {f.file}" if f.file else ""
+        say(f"advise: {f.label}: {f.verdict}"
+            + (f" ({f.bench} {f.ratio:.2f}x [{f.lo:.2f}, {f.hi:.2f}], {f.rounds} rounds)"
+               if f.rounds else f" ({f.reason})" if f.reason else "") + where)
+    say(f"advise: {len(fixes)} cause(s) measured in {time.monotonic() - t0:.1f} s "
+        f"(--advise-budget {a.advise_budget:g} s; commscope analyze findings says them)")
 
 
 def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
@@ -333,15 +366,20 @@ def cmd_crossover(a: argparse.Namespace) -> int:
     lat = aggregate([r for r in store.result_rows()
                      if r["bench"] == "latency" and r["mpi_name"] in mpis],
                     mode=None if a.mode == "all" else (a.mode or "dominant"))
-    series = collect(picked)
-    series.update({k: v for k, v in collect(lat).items() if k not in series})
-    wanted = {(what(r), r["np"]) for r in picked}
-    rows = [r for r in crossover.analyze(series) if (r.config.mpi, r.config.np) in wanted]
+    have = {(r["config_key"], r["bench"]) for r in picked}
+    series = collect([*picked, *(r for r in lat if (r["config_key"], r["bench"]) not in have)])
+    wanted = {(r["config_key"] or what(r), r["np"]) for r in picked}
+    rows = [r for r in crossover.analyze(series)
+            if (r.config.key or r.config.mpi, r.config.np) in wanted]
     if not rows:
         raise CommscopeError("no collective with a reference to compare: run bcast, reduce, "
                              "gather, scatter or alltoall together with latency or their "
                              "_sends versions (e.g. --bench coll,coll-sends,latency)")
     print(crossover.table(rows), end="")
+    if not any(r.advises for r in rows):
+        print("\nno advice: against the equivalent sends from latency a verdict is the "
+              "collective's overhead, not a replacement; only the hand-written equivalents, "
+              "which compute the same result, are advised (--bench coll,coll-sends)")
     return 0
 
 
@@ -350,9 +388,10 @@ def cmd_findings(a: argparse.Namespace) -> int:
     from .analysis import findings, summary
     from .analysis.series import collect
 
-    series = collect(_matching(a)[1])
-    found = findings.all_findings(series)
-    top = summary.text(summary.summarize(series, found))
+    store, rows = _matching(a)
+    series = collect(rows)
+    found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}))
+    top = summary.text(summary.summarize(series, found, fixes=fixes))
     print(top + ("Every finding, those that save most first:\n" if top and found else "")
           + findings.text(found, limit=a.limit or None), end="")
     return 0
@@ -396,17 +435,48 @@ def cmd_fit(a: argparse.Namespace) -> int:
 
     store, rows = _matching(a)
     series = collect(rows)
-    run_of = {(what(r), r["np"], place(r), r["bench"]): r["run_id"] for r in rows}
+    run_of = {(r["config_key"] or what(r), r["np"], place(r), r["bench"]): r["run_id"]
+              for r in rows}
     done = 0
     if a.model in ("hockney", "all"):
+        # Which benchmarks are of a message size: the core's own table (its
+        # group), as every core built here wrote it (read, never built: the
+        # store may hold an implementation no longer installed); a benchmark
+        # no table knows is an application when its records carry one's
+        # fields (the swept parameter, the parameters, the phases).
+        groups: dict[str, str] = {}
+        metas = sorted((build_mod.cache_dir() / "build").glob("*/meta.json"),
+                       key=lambda p: p.stat().st_mtime, reverse=True)
+        for meta in metas:
+            try:
+                for b in json.loads(meta.read_text()).get("benches", ()):
+                    groups.setdefault(str(b["name"]), str(b["group"]))
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                continue
+        app_like = {r["bench"] for r in rows
+                    if any(k in r.keys() and r[k] for k in ("size_param", "params", "phases"))}
         print(f"{'configuration':<34} {'bench':<15} {'alpha_us':>9} {'beta_GB/s':>10} "
               f"{'break_B':>9} {'alpha2_us':>9} {'beta2_GB/s':>10} {'rms_err':>8}")
+        apps: list[str] = []
         for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][1])):
+            why = hockney.skipped(bench, groups.get(bench), bench in app_like)
+            if why:
+                if why.startswith("an application") and bench not in apps:
+                    apps.append(bench)
+                continue
             sizes = sorted(x for x in s if x > 0)
-            if len(sizes) < 2 or bench.startswith("loggp") or bench == "barrier":
+            if len(sizes) < 2:
+                print(f"{cfg.label():<34} {bench:<15} not stored: {len(sizes)} size(s), "
+                      "a line needs more")
                 continue
             f = hockney.fit(sizes, [s[x].median for x in sizes])
-            store.save_fit(run_of[(cfg.mpi, cfg.np, cfg.cluster, bench)], "hockney", f.to_json())
+            bad = hockney.implausible(f, sizes)
+            if bad:
+                print(f"{cfg.label():<34} {bench:<15} not stored: {bad}")
+                done += 1  # fitted and refused: said, not an empty result
+                continue
+            store.save_fit(run_of[(cfg.key or cfg.mpi, cfg.np, cfg.cluster, bench)], "hockney",
+                           f.to_json())
             p1 = f.pieces[0]
             p2 = f.pieces[1] if len(f.pieces) > 1 else None
             print(f"{cfg.label():<34} {bench:<15} {p1.alpha_us:>9.3f} {p1.beta_gb_per_s:>10.2f} "
@@ -414,6 +484,9 @@ def cmd_fit(a: argparse.Namespace) -> int:
                   f"{(f'{p2.alpha_us:.3f}' if p2 else '-'):>9} "
                   f"{(f'{p2.beta_gb_per_s:.2f}' if p2 else '-'):>10} {f.rms_rel_error:>8.3f}")
             done += 1
+        if apps:
+            print(f"not fitted: {', '.join(apps)} (applications: their size is a problem "
+                  "size, not a message; Hockney's model is of messages)")
     if a.model in ("loggp", "all"):
         configs = {cfg for (cfg, bench) in series if bench == "loggp_1"}
         for cfg in sorted(configs, key=lambda c: (c.mpi, c.np)):
@@ -421,7 +494,7 @@ def cmd_fit(a: argparse.Namespace) -> int:
                                                         "loggp_ndr")}
             if not all(trains.values()):
                 continue
-            rid = run_of[(cfg.mpi, cfg.np, cfg.cluster, "loggp_nd")]
+            rid = run_of[(cfg.key or cfg.mpi, cfg.np, cfg.cluster, "loggp_nd")]
             opts = json.loads(store.db.execute("SELECT options FROM runs WHERE id=?",
                                                (rid,)).fetchone()[0])
             med = {b: {s: p.median for s, p in t.items()} for b, t in trains.items() if t}
@@ -444,8 +517,9 @@ def cmd_fit(a: argparse.Namespace) -> int:
 SELECT_KEYS = ("run", "sweep", "mpi", "cluster")
 
 
-def select_rows(store: Store, sel: str) -> list:
-    """A set of results: run=1,2 | sweep=3 | mpi=openmpi | cluster=local."""
+def selected(store: Store, sel: str) -> list:
+    """The stored records of a selection, one per repetition:
+    run=1,2 | sweep=3 | mpi=openmpi | cluster=local; none is an error."""
     key, _, value = sel.partition("=")
     values = [v.strip() for v in value.split(",") if v.strip()]
     if key not in SELECT_KEYS or not values:
@@ -464,23 +538,38 @@ def select_rows(store: Store, sel: str) -> list:
     else:
         col = "mpi_name" if key == "mpi" else "cluster"
         rows = [r for r in store.result_rows() if r[col] in values]
-    rows = aggregate(rows)
     if not rows:
         raise CommscopeError(f"no stored results for {sel}")
     return rows
 
 
+def select_rows(store: Store, sel: str) -> list:
+    """A set of results, one row per configuration, benchmark and size over
+    its repetitions (analysis/repeats.py)."""
+    return aggregate(selected(store, sel))
+
+
 @command("compare")
 def cmd_compare(a: argparse.Namespace) -> int:
+    """Exit 1 only for a regression beyond the factor and its interval,
+    under the rule the repetitions allow (analysis/compare.py)."""
     from .analysis import compare as cmp
 
     store = Store(a.db, create=False)
-    comps = cmp.compare_rows(select_rows(store, a.a), select_rows(store, a.b), a.factor)
+    raw_a, raw_b = selected(store, a.a), selected(store, a.b)
+    runs = {int(r["run_id"]) for r in raw_a}
+    if runs == {int(r["run_id"]) for r in raw_b}:
+        raise CommscopeError(f"{a.a} and {a.b} select the same runs "
+                             f"({', '.join(map(str, sorted(runs)))}): compare two different sets")
+    comps = cmp.compare_rows(aggregate(raw_a), aggregate(raw_b), a.factor)
     if not comps:
         raise CommscopeError(f"{a.a} and {a.b} have no benchmark, process count and size "
                              "in common")
-    print(cmp.table(comps, a.a, a.b), end="")
-    return 1 if any(c.regression for c in comps) else 0
+    if a.format == "json":
+        print(json.dumps(cmp.to_json(comps, a.a, a.b, a.factor), indent=1))
+    else:
+        print(cmp.table(comps, a.a, a.b), end="")
+    return cmp.exit_status(comps)
 
 
 @command("report")
@@ -868,6 +957,11 @@ def make_parser() -> Parser:
                         "machine cannot run are recorded as skipped) (e.g. --path host,staged)")
     r.add_argument("--resume", action="store_true",
                    help="skip jobs whose results are already stored")
+    r.add_argument("--advise-budget", type=_positive(float, 1, 86400), default=60.0,
+                   help="seconds for measuring, after the sweep, the fix of each conclusion "
+                        "whose cause is a setting (e.g. --advise-budget 120; default 60)")
+    r.add_argument("--no-advise", action="store_true",
+                   help="conclude without measuring any fix (the conclusions say how to)")
     r.add_argument("--retry-noisy", type=_positive(int, 0, 10), default=0,
                    help="re-run a job up to N times while records are flagged noisy")
     r.add_argument("--noise-max-cores", type=_positive(float, 0, 1024), default=0.10,
@@ -935,7 +1029,10 @@ def make_parser() -> Parser:
                                                "cluster=NAME")
     cp.add_argument("--b", required=True, help="candidate, same forms as --a")
     cp.add_argument("--factor", type=_positive(float, 1.0, 100.0), default=1.05,
-                    help="smallest change that counts (default 1.05 = 5%%)")
+                    help="smallest change that counts (default 1.05 = 5%%; single runs "
+                         "need 2x)")
+    cp.add_argument("--format", choices=("text", "json"), default="text",
+                    help="text (default) or json, for CI")
 
     tu = sub.add_parser("tune", help="search settings that make an implementation faster "
                         "here, decided over interleaved rounds", formatter_class=fmt,

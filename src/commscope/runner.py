@@ -403,7 +403,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         env = {**os.environ, **impl.env, **launch.env, **settings}
         protocols = "UCX_PROTO_INFO" not in env and ucx_prints_protocols(
             job.core.exe, env.get("LD_LIBRARY_PATH", ""))
-        env.update(settings_mod.readback_env(settings, env, protocols))
+        env.update(settings_mod.readback_env(settings, env, protocols, impl.family))
         placement = {**job.cluster.describe(), "label": job.cluster.label,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(

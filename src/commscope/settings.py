@@ -255,16 +255,37 @@ def ucx_refused(settings: Mapping[str, str], lanes: list[str]) -> list[str]:
 
 
 # -- one job's settings: what it needs to read them back, and the verdict ------
+# The control variables that decide how a message of a given size travels,
+# read in every job (not only where a setting names them), so that a
+# difference between two configurations can be traced to the limit that
+# causes it (analysis/causes.py).  A name the implementation lacks reads null.
+PROTOCOL_CVARS: dict[str, tuple[str, ...]] = {
+    "openmpi": (
+        # Open MPI 4's shared-memory transport is vader, Open MPI 5's sm
+        "btl_vader_eager_limit", "btl_vader_max_send_size", "btl_vader_single_copy_mechanism",
+        "btl_sm_eager_limit", "btl_sm_max_send_size", "btl_sm_single_copy_mechanism",
+        "btl_tcp_eager_limit", "btl_tcp_max_send_size", "pml"),
+    "mpich": (
+        "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "MPIR_CVAR_NEMESIS_SHM_EAGER_MAX_SZ",
+        "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", "MPIR_CVAR_CH4_OFI_EAGER_MAX_MSG_SIZE",
+        "MPIR_CVAR_CH4_XPMEM_ENABLE", "MPIR_CVAR_CH4_IPC_XPMEM_P2P_THRESHOLD",
+        "MPIR_CVAR_CH4_NETMOD", "MPIR_CVAR_CH4_SHM"),
+}
+PROTOCOL_CVARS["intel"] = PROTOCOL_CVARS["mpich"]
+
+
 def readback_env(settings: Mapping[str, str], env: Mapping[str, str],
-                 protocols: bool) -> dict[str, str]:
+                 protocols: bool, family: str = "") -> dict[str, str]:
     """The variables a job is started with so that its settings can be read
-    back: the MPI_T names the core reads after MPI_Init; UCX at log level
+    back: the MPI_T names the core reads after MPI_Init (the settings' and
+    the family's PROTOCOL_CVARS); UCX at log level
     info, where it lists the variables it read, warns of those it lacks and
     names each endpoint's transports (once per endpoint, before any timed
     loop); and, where `protocols` (its UCX has UCX_PROTO_INFO), the
     protocol it chose for each range of sizes, printed once at start-up."""
     out: dict[str, str] = {}
     names = [n for k in settings if (n := cvar_name(k))]
+    names += [n for n in PROTOCOL_CVARS.get(family, ()) if n not in names]
     if names:
         out["COMMSCOPE_CVARS"] = ",".join(names)
     if any(k.startswith("UCX_") for k in settings) and "UCX_LOG_LEVEL" not in env:

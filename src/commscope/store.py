@@ -150,6 +150,22 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX probes_sweep ON probes(sweep_id);
     """,
+    # 8: fixes measured for the causes a sweep's conclusions named (advise.py):
+    # the sweep they explain, the search that measured them, the verdict; and
+    # what a sweep was for (NULL: a characterization; tune, advise, check: a
+    # search whose default runs must not stand in for the characterization)
+    """
+    CREATE TABLE advice (
+      id INTEGER PRIMARY KEY,
+      created_at TEXT NOT NULL,
+      sweep_id INTEGER REFERENCES sweeps(id),
+      search_sweep_id INTEGER REFERENCES sweeps(id),
+      cause_key TEXT NOT NULL,
+      fix TEXT NOT NULL
+    );
+    CREATE INDEX advice_cause ON advice(cause_key);
+    ALTER TABLE sweeps ADD COLUMN purpose TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -261,10 +277,15 @@ class Store:
             yield self.db
 
     # -- sweeps ---------------------------------------------------------
-    def begin_sweep(self, argv: Sequence[str], plan: object) -> int:
+    def begin_sweep(self, argv: Sequence[str], plan: object, purpose: str | None = None
+                    ) -> int:
+        """A new sweep; `purpose` marks a search (tune, advise, check) whose
+        runs are read as the latest measurement of a configuration only
+        where no characterization measured it."""
         with self.tx() as db:
-            cur = db.execute("INSERT INTO sweeps(started_at, argv, plan) VALUES (?, ?, ?)",
-                             (now_iso(), json.dumps(list(argv)), json.dumps(plan)))
+            cur = db.execute("INSERT INTO sweeps(started_at, argv, plan, purpose) "
+                             "VALUES (?, ?, ?, ?)",
+                             (now_iso(), json.dumps(list(argv)), json.dumps(plan), purpose))
             return int(cur.lastrowid or 0)
 
     def end_sweep(self, sweep_id: int) -> None:
@@ -294,6 +315,22 @@ class Store:
                 f"SELECT p.* FROM probes p WHERE p.sweep_id IN (SELECT sweep_id FROM runs "
                 f"WHERE id IN ({marks})) ORDER BY p.id DESC LIMIT 1", ids).fetchone()
         return found or self.db.execute("SELECT * FROM probes ORDER BY id DESC LIMIT 1").fetchone()
+
+    # -- advice ---------------------------------------------------------
+    def add_advice(self, cause_key: str, fix_json: str, sweep_id: int | None,
+                   search_sweep_id: int | None) -> int:
+        with self.tx() as db:
+            cur = db.execute("INSERT INTO advice(created_at, sweep_id, search_sweep_id, "
+                             "cause_key, fix) VALUES (?, ?, ?, ?, ?)",
+                             (now_iso(), sweep_id, search_sweep_id, cause_key, fix_json))
+            return int(cur.lastrowid or 0)
+
+    def advice(self) -> dict[str, str]:
+        """The newest measured fix of each cause (cause key -> its JSON): a
+        fix is a fact of the configuration and the limit it names on this
+        machine, whichever sweep asked for it."""
+        rows = self.db.execute("SELECT cause_key, fix FROM advice ORDER BY id").fetchall()
+        return {str(k): str(v) for k, v in rows}
 
     # -- runs -----------------------------------------------------------
     def begin_run(self, info: RunInfo, sweep_id: int | None) -> int:
@@ -333,7 +370,9 @@ class Store:
                               "np": header.np, "hosts": list(header.hosts),
                               "options": header.options, "argv": list(header.argv),
                               "commscope_version": header.commscope_version,
-                              "compiler": header.compiler, "cpus": list(header.cpus)})
+                              "compiler": header.compiler, "cpus": list(header.cpus),
+                              # the protocol limits and settings as the library held them
+                              "cvars": header.cvars})
             clock = json.dumps({"read_ns": header.clock_read_ns,
                                 "quantum_ns": header.clock_quantum_ns})
         floor_end = None
@@ -424,8 +463,9 @@ class Store:
         sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
                   r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,
                   coalesce(r.nodes, 1) AS nodes, r.config_key, r.config, r.repetition,
-                  r.sweep_id
+                  r.sweep_id, w.purpose AS sweep_purpose
                   FROM results x JOIN runs r ON r.id = x.run_id
+                  LEFT JOIN sweeps w ON w.id = r.sweep_id
                   WHERE {' AND '.join(where)}
                   ORDER BY x.bench, x.np, r.cluster, x.size_bytes, r.mpi_name, r.id"""
         rows = self.db.execute(sql, tuple(args)).fetchall()
@@ -436,7 +476,13 @@ def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
     """The rows of the newest complete measurement of each (configuration,
     benchmark): every ok run of the sweep of the newest ok run (that run
     alone when it belongs to no sweep), else the newest run of any
-    status, so that a failure shows where nothing ever succeeded."""
+    status, so that a failure shows where nothing ever succeeded.  Runs of
+    a search (tune, check: a few sizes around a question) count only for
+    a configuration and benchmark no characterization measured; those of
+    the advise step never (what they found is stored as advice)."""
+    rows = [r for r in rows if "sweep_purpose" not in r.keys() or r["sweep_purpose"] != "advise"]
+    measured = {(r["config_key"], r["bench"]) for r in rows if not _searched(r)}
+    rows = [r for r in rows if not _searched(r) or (r["config_key"], r["bench"]) not in measured]
     newest_ok: dict[tuple[str, str], sqlite3.Row] = {}
     newest: dict[tuple[str, str], int] = {}
     for r in rows:
@@ -456,3 +502,7 @@ def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
                 or (pick["sweep_id"] is not None and r["sweep_id"] == pick["sweep_id"])):
             out.append(r)
     return out
+
+
+def _searched(r: sqlite3.Row) -> bool:
+    return "sweep_purpose" in r.keys() and r["sweep_purpose"] is not None

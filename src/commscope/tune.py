@@ -300,10 +300,13 @@ def close(o: Outcome) -> bool:
 def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequence[Candidate],
            store: Store, *, rounds: int, budget_s: float, argv: Sequence[str],
            timeout_s: float, policy, progress, seed: int = 0, extra_rounds: int = 0,
-           measure: Callable[..., Measured] = measure_job) -> list[Outcome]:
+           measure: Callable[..., Measured] = measure_job, purpose: str = "tune",
+           base: Sequence[tuple[str, str]] = ()) -> list[Outcome]:
     """Every candidate and the default, interleaved over `rounds` rounds;
     then up to `extra_rounds` more of the default and the close contenders
-    only, while the time spent leaves the budget room for another."""
+    only, while the time spent leaves the budget room for another.  `base`:
+    the settings of the configuration under study, which the default runs
+    with and each candidate overrides."""
     need = (len(cands) + 1) * rounds * estimate_s(opts, benches)
     if need > budget_s:
         raise CommscopeError(
@@ -316,7 +319,7 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
     results = {c: Outcome(c) for c in everyone}
     rounds_of: dict[Candidate, dict[int, dict[tuple[str, int], float]]] = {c: {} for c in everyone}
     plan = [{"tune": c.label, "bench": bench} for c in everyone]
-    sweep = store.begin_sweep(argv, plan)
+    sweep = store.begin_sweep(argv, plan, purpose)
     rng = random.Random(seed)
     t0 = time.monotonic()
     per_job = estimate_s(opts, benches)
@@ -332,7 +335,8 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
             if r > 1:
                 rng.shuffle(order)
             for pos, c in enumerate(order):
-                job = Job(core, bench, place, opts, Local(), c.settings, rep=r, strict=True)
+                settings = tuple(sorted({**dict(base), **dict(c.settings)}.items()))
+                job = Job(core, bench, place, opts, Local(), settings, rep=r, strict=True)
                 progress.start(job.label)
                 m = measure(job, store, sweep, pos, timeout_s=timeout_s, policy=policy)
                 progress.end(job.label, "ok" if m.ok else "broken")
@@ -462,7 +466,8 @@ def check_settings(core: Core, benches: Sequence[str], opts: CoreOptions,
     quick = replace(opts, min_samples=3, time_cap_s=min(opts.time_cap_s, 0.02))
     job = Job(core, ",".join(benches), Placement(1, 2), quick, Local(), tuple(settings),
               strict=True)
-    sweep = store.begin_sweep(argv, [{"check": " ".join(f"{k}={v}" for k, v in settings)}])
+    sweep = store.begin_sweep(argv, [{"check": " ".join(f"{k}={v}" for k, v in settings)}],
+                              "check")
     try:
         return measure_job(job, store, sweep, 0, timeout_s=timeout_s, policy=policy)
     finally:

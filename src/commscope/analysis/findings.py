@@ -9,12 +9,13 @@ merged."""
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..sizes import human_bytes
-from . import crossover, guidelines, hockney
+from . import causes, crossover, guidelines, hockney
 from .series import Config, Point, Series, separated
 
 BANDWIDTH = {"bw", "bibw", "sendloop"}
@@ -45,6 +46,9 @@ class Finding:
     parties: tuple[Config, ...] = ()
     benches: tuple[str, ...] = ()  # merged: every benchmark it was seen in
     violation: guidelines.Violation | None = None  # guideline: the checks behind it
+    # the mechanism that explains it, from what the run recorded (causes.py);
+    # None where it was not asked (no store behind the series)
+    cause: causes.Cause | None = None
 
 
 def bh_keep(pvalues: Mapping[object, float], q: float = FDR) -> set[object]:
@@ -91,13 +95,32 @@ def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]]) -
 
 
 def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
+    """Configurations are compared by identity (their key, where they have
+    one); their labels only name them, so two in one comparison that one
+    label would name are an error, not one silently standing for both."""
+    from ..errors import CommscopeError
+
     out: list[Finding] = []
-    groups: dict[tuple[int, str, str], dict[str, Series]] = {}
-    cfgs: dict[tuple[int, str, str, str], Config] = {}
+    by_cfg: dict[tuple[int, str, str], dict[Config, Series]] = {}
     for (cfg, bench), s in series.items():
         if bench not in SKIP_FASTER:
-            groups.setdefault((cfg.np, cfg.cluster, bench), {})[cfg.mpi] = s
-            cfgs[(cfg.np, cfg.cluster, bench, cfg.mpi)] = cfg
+            by_cfg.setdefault((cfg.np, cfg.cluster, bench), {})[cfg] = s
+    groups: dict[tuple[int, str, str], dict[str, Series]] = {}
+    cfgs: dict[tuple[int, str, str, str], Config] = {}
+    for (np_, cluster, bench), these in by_cfg.items():
+        named = groups.setdefault((np_, cluster, bench), {})
+        for cfg, s in these.items():
+            # oversubscribed beside not: the same label, told apart as the label does
+            name = cfg.mpi + (" (oversubscribed)" if cfg.oversubscribed and any(
+                c.mpi == cfg.mpi and not c.oversubscribed for c in these) else "")
+            if name in named:
+                other = cfgs[(np_, cluster, bench, name)]
+                raise CommscopeError(
+                    f"{bench}, {np_} processes, {cluster}: two configurations are both "
+                    f"labelled '{name}' ({other.key or 'no key'} and {cfg.key or 'no key'}): "
+                    "no finding can say which of them is faster")
+            named[name] = s
+            cfgs[(np_, cluster, bench, name)] = cfg
     kept = _welch_family(groups)
     for (np_, cluster, bench), by_mpi in sorted(groups.items()):
         mpis = sorted(by_mpi)
@@ -215,10 +238,16 @@ def step_separated(s: Series, lo: int, hi: int, min_excess: float = 1.10) -> boo
 
 
 def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
+    """A collective surely slower than its hand-written equivalent (the
+    *_sends benchmarks: the same result, validated like the collective),
+    where to use that instead.  Against the commodity-cluster study's count
+    of bare sends (from latency) nothing is advised: those sends do not do
+    the collective's job (a reduce combines data, a send does not), so that
+    comparison stays in the crossover table as the collective's overhead."""
     out: list[Finding] = []
     for row in crossover.analyze(series):
         v = row.verdict
-        if v.scenario not in (1, 3, 4):
+        if not row.advises or v.scenario not in (1, 3, 4):
             continue
         sizes = [s for s, m in v.marks if m == "H"]
         coll = row.coll
@@ -235,7 +264,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
         out.append(Finding(
             "collective-slower",
             f"{crossover.mpi_name(row.collective)} under {row.config.label()} is slower than "
-            f"{row.reference} {where}: {v.advice(row.collective, row.reference)}",
+            f"its hand-written equivalent ({row.reference}) {where}: {row.text()}",
             recs, row.collective, row, gain=gain,
             ratio=ratios[len(ratios) // 2] if ratios else 1.0,
             ratio_lo=lows[(len(lows) - 1) // 2] if lows else 1.0,
@@ -284,6 +313,47 @@ def all_findings(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
     return merged(faster_implementation(series) + bandwidth_drops(series)
                   + protocol_switches(series) + collectives_vs_sends(series)
                   + guideline_violations(series))
+
+
+def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Series],
+              facts: Mapping[Config, causes.Facts], machine: causes.Machine) -> list[Finding]:
+    """Each implementation difference and each bandwidth drop with the
+    mechanism that explains it (causes.py), said in its text."""
+    out = []
+    for f in found:
+        cause = None
+        if f.kind == "faster" and len(f.parties) == 2 and f.span:
+            w, lo = f.parties
+            sizes = sorted(series.get((lo, f.bench), {}))
+            cause = causes.of_faster(w, lo, f.span, sizes, facts)
+        elif f.kind == "drop" and f.span and (s := series.get((f.parties[0], f.bench))):
+            a, b = f.span
+            k = 2.0 if f.bench == "bibw" else 1.0
+            cause = causes.of_drop(f.parties[0], f.bench, a, b, k * a / s[a].median, s, facts,
+                                   machine)
+        if cause is None:
+            out.append(f)
+            continue
+        out.append(replace(f, cause=cause, text=f"{f.text}; cause: {cause.text}"))
+    return out
+
+
+def explained(store, series: Mapping[tuple[Config, str], Series],
+              run_ids: Sequence[int]) -> tuple[list[Finding], dict[str, causes.Fix]]:
+    """Every finding with its cause, from what the store recorded about the
+    jobs (their control variables) and the machine (the probe taken with
+    them), and the fixes measured for those causes."""
+    prow = store.probe_for(run_ids)
+    probe = json.loads(prow["data"]) if prow is not None else None
+    found = attribute(all_findings(series), series, causes.facts_of(store.db, series),
+                      causes.machine_of(probe))
+    fixes = {}
+    for k, text in store.advice().items():
+        try:
+            fixes[k] = causes.Fix.from_json(text)
+        except (ValueError, TypeError, KeyError):
+            continue  # written by another version: the cause is said unmeasured
+    return found, fixes
 
 
 def text(findings: list[Finding], limit: int | None = 10) -> str:

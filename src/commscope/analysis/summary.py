@@ -6,7 +6,12 @@ to replace by plain sends and where, and what looks wrong.
 Nothing here decides whether a difference is real: each conclusion is one
 finding the statistics already separated (findings.py).  This module
 chooses among them, says what to do in one sentence, and ranks them by the
-share of time a user would save by acting on it."""
+share of time a user would save by acting on it.
+
+Causes come before comparisons: a difference that one setting explains
+(causes.py: an eager limit read back from the job) is said as that
+setting, once for every benchmark that shows it, with its fix as measured
+(advise.py), not as "use another library"."""
 
 from __future__ import annotations
 
@@ -14,27 +19,34 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..sizes import human_bytes
+from .causes import Cause, Fix, cause_key
 from .crossover import mpi_name
 from .findings import Finding
 from .series import Config, Series
 
-SMALL_MAX = 8 << 10  # a range that starts at or below this speaks of small messages
-LARGE_MIN = 64 << 10  # one that ends at or above this, of large messages
+SMALL_MAX = 8 << 10  # "small messages": a range within 1 B ... 8 KiB
+SMALL_FROM = 64  # that starts at the smallest sizes
+LARGE_MIN = 64 << 10  # "large messages": a range from 64 KiB on
+RANGE_SPAN = 8  # and covers a factor of 8 or more (4 sizes in powers of two)
 P2P = ("latency", "roundtrip", "sendloop", "bw", "bibw")
 LIMIT = 6  # conclusions on the first screen; the findings section holds the rest
 # how many of each kind may lead, so that one kind cannot fill the screen
-QUOTA = {"implementation": 3, "setting": 2, "variant": 1, "collective": 2, "anomaly": 2}
+QUOTA = {"cause": 3, "implementation": 3, "setting": 2, "variant": 1, "collective": 2,
+         "anomaly": 2}
 
 
 @dataclass(frozen=True)
 class Conclusion:
-    kind: str  # implementation | setting | variant | collective | anomaly
+    kind: str  # cause | implementation | setting | variant | collective | anomaly
     headline: str  # what to do, in one sentence, with the figure that carries it
     finding: Finding  # the separated difference behind it: its numbers and records
+    also: tuple[Finding, ...] = ()  # the others with the same cause
+    cause: Cause | None = None
+    fix: Fix | None = None  # the cause's setting as measured against the default
 
     @property
     def gain(self) -> float:
-        return self.finding.gain
+        return max([self.finding.gain, *(f.gain for f in self.also)])
 
 
 @dataclass(frozen=True)
@@ -51,10 +63,14 @@ def _span(span: tuple[int, int] | None) -> str:
 
 
 def _scale(span: tuple[int, int]) -> str:
+    """A range word only where the range covers what the word means to a
+    reader: "small messages" from the smallest sizes up to a few KiB,
+    "large messages" from 64 KiB over a factor of 8 or more; any other
+    range (two sizes, say) is named by its sizes."""
     lo, hi = span
-    if hi <= SMALL_MAX:
+    if lo <= SMALL_FROM and hi <= SMALL_MAX and hi >= RANGE_SPAN * max(lo, 1):
         return "small messages"
-    if lo >= LARGE_MIN:
+    if lo >= LARGE_MIN and hi >= RANGE_SPAN * lo:
         return "large messages"
     return "messages"
 
@@ -72,7 +88,13 @@ def _settings(c: Config) -> set[tuple[str, str]]:
 
 
 def kind_of(f: Finding) -> str | None:
-    """Which conclusion a finding can lead to; None: information only."""
+    """Which conclusion a finding can lead to; None: information only (a
+    drop at a cache boundary or at the sweep's first size carries no
+    claim)."""
+    if f.cause is not None and f.cause.key:
+        return "cause"
+    if f.cause is not None and not f.cause.claims:
+        return None
     if f.kind == "faster" and len(f.parties) == 2:
         w, lo = f.parties
         if w.implementation != lo.implementation:
@@ -122,7 +144,9 @@ def headline(f: Finding) -> str:
     k = kind_of(f)
     span = f.span or (0, 0)
     if k == "implementation":
-        return _choose(*f.parties, f, "use")
+        why = (f"; {f.cause.text}" if f.cause is not None and f.cause.kind == "unexplained"
+               else "")
+        return _choose(*f.parties, f, "use") + why
     if k == "variant":
         return _choose(*f.parties, f, "prefer")
     if k == "setting":
@@ -135,16 +159,123 @@ def headline(f: Finding) -> str:
                 f"{_span(span)} ({_where(w)})")
     if k == "collective" and f.xrow is not None:
         x = f.xrow
-        return (f"Replace {mpi_name(x.collective)} by {x.reference} {_slower_runs(f)} under "
+        return (f"Replace {mpi_name(x.collective)} by hand-written sends ({x.reference}) "
+                f"{_slower_runs(f)} under "
                 f"{x.config.label()}: the collective takes {_as_long(f)} there")
     if f.kind == "drop":
         (c,) = f.parties
         lo_, hi_ = span
+        # a drop no recorded limit explains: the place to search, not a cause
         return (f"{f.bench} under {c.label()} loses {100 * (1 - 1 / f.ratio):.0f}% of its "
-                f"bandwidth from {human_bytes(lo_)} to {human_bytes(hi_)}: a protocol limit "
-                f"sits there (commscope tune --mpi {c.implementation} --bench {f.bench} "
-                "searches the eager and rendezvous limits)")
+                f"bandwidth from {human_bytes(lo_)} to {human_bytes(hi_)}: no recorded eager "
+                f"limit or cache boundary sits there (commscope tune --mpi {c.implementation} "
+                f"--bench {f.bench} searches the protocol limits)")
     return f.text[:1].upper() + f.text[1:]
+
+
+def _ratios(fs: Sequence[Finding]) -> str:
+    lo, hi = ratio_text(min(f.ratio for f in fs)), ratio_text(max(f.ratio for f in fs))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _sizes(lo: int, hi: int) -> str:
+    return human_bytes(lo) if lo == hi else f"{human_bytes(lo)} to {human_bytes(hi)}"
+
+
+def _rel(path: str) -> str:
+    """A settings file's path as a user in this folder would type it."""
+    import os
+
+    rel = os.path.relpath(path) if path else path
+    return rel if path and not rel.startswith("..") else path
+
+
+def fix_text(c: Cause, fix: Fix | None) -> str:
+    """What measuring the cause's setting showed, or how to measure it."""
+    impl = c.config.implementation if c.config else ""
+    if fix is None or fix.verdict == "skipped":
+        lo, hi = c.sizes or (0, 0)
+        cand = " ".join(f"{k}={v}" for k, v in c.candidates[0]) if c.candidates else ""
+        why = f" ({fix.reason})" if fix is not None and fix.reason else ""
+        return (f"Not measured{why}: commscope tune --mpi {impl} --bench bw --sizes "
+                f"{human_bytes(max(1, lo // 2)).replace(' ', '')}:"
+                f"{human_bytes(2 * hi).replace(' ', '')} measures {cand}")
+    span = _span(fix.sizes) if fix.sizes else ""
+    figure = f"{ratio_text(fix.ratio)} [{fix.lo:.2f}, {fix.hi:.2f}]"
+    rounds = f"({fix.rounds} interleaved rounds against the default)"
+    if fix.verdict == "verified":
+        return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
+                f"{rounds}, no measured size slower: settings file {_rel(fix.file)}")
+    if fix.verdict == "mixed":
+        return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
+                f"{rounds}, but is slower at {fix.slower}: weigh it before setting it "
+                f"(settings file {_rel(fix.file)})")
+    if fix.verdict == "broken":
+        return f"Measured: {impl} did not run with {fix.label} ({fix.reason}): nothing to set"
+    return (f"Measured: {fix.label} made no size faster beyond the between-round uncertainty "
+            f"({fix.bench}, {figure}): nothing to set")
+
+
+def _merged_cause(fs: Sequence[Finding]) -> Cause:
+    """One cause for the findings it explains: the sizes of all, every
+    candidate any of them asks for."""
+    from dataclasses import replace
+
+    first = fs[0].cause
+    assert first is not None
+    spans = [f.cause.sizes for f in fs if f.cause and f.cause.sizes]
+    cands = sorted({c for f in fs if f.cause for c in f.cause.candidates},
+                   key=lambda c: [int(v) if v.isdigit() else 0 for _, v in c])
+    return replace(first, sizes=(min(a for a, _ in spans), max(b for _, b in spans))
+                   if spans else None, candidates=tuple(cands))
+
+
+def cause_headline(c: Cause, fs: Sequence[Finding], fix: Fix | None) -> str:
+    """A setting's conclusion: the mechanism, every benchmark it shows in,
+    with their figures, and the fix as measured."""
+    cfg, lim = c.config, c.limit
+    assert cfg is not None and lim is not None
+    faster = [f for f in fs if f.kind == "faster"]
+    drops = [f for f in fs if f.kind == "drop"]
+    parts = []
+    if faster:
+        benches = list(dict.fromkeys(b for f in faster for b in (f.benches or (f.bench,))))
+        winners = sorted({f.parties[0].mpi for f in faster})
+        lo, hi = min(f.span[0] for f in faster), max(f.span[1] for f in faster)  # type: ignore[index]
+        parts.append(f"{', '.join(benches)} take{'s' if len(benches) == 1 else ''} "
+                     f"{_ratios(faster)} as long as under {', '.join(winners)} {_span((lo, hi))}")
+    parts += [f"{f.bench} loses {100 * (1 - 1 / f.ratio):.0f}% of its bandwidth "
+              f"{_span(f.span)}" for f in drops if f.span]
+    first = min((f.cause.boundary for f in fs if f.cause and f.cause.boundary), default=0)
+    return (f"{cfg.mpi} sends messages of {human_bytes(first)} and more by rendezvous "
+            f"({lim.variable} = {lim.bytes} B, {lim.what}): {'; '.join(parts)} "
+            f"({_where(cfg)}). {fix_text(c, fix)}")
+
+
+def _causes(fs: Sequence[Finding], fixes: Mapping[str, Fix]) -> list[Conclusion]:
+    """One conclusion per cause, however many findings it explains."""
+    groups: dict[str, list[Finding]] = {}
+    for f in fs:
+        if f.cause is not None:
+            groups.setdefault(cause_key(f.cause), []).append(f)
+    out = []
+    for key, same in groups.items():
+        same = sorted(same, key=lambda f: -f.gain)
+        c = _merged_cause(same)
+        fix = fixes.get(key)
+        out.append(Conclusion("cause", cause_headline(c, same, fix), same[0], tuple(same[1:]),
+                              c, fix))
+    return out
+
+
+def causes_to_fix(found: Sequence[Finding]) -> list[tuple[str, Cause, list[Finding]]]:
+    """The causes that are settings, each merged over the findings it
+    explains: what the advise step measures (key, cause, findings)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in found:
+        if kind_of(f) == "cause" and f.cause is not None:
+            groups.setdefault(cause_key(f.cause), []).append(f)
+    return [(k, _merged_cause(fs), fs) for k, fs in groups.items()]
 
 
 def _rest(c: Config) -> str:
@@ -189,9 +320,11 @@ def _anomalies(fs: Sequence[Finding]) -> list[Conclusion]:
     return out
 
 
-def conclusions(found: Sequence[Finding], limit: int = LIMIT) -> list[Conclusion]:
+def conclusions(found: Sequence[Finding], limit: int = LIMIT,
+                fixes: Mapping[str, Fix] | None = None) -> list[Conclusion]:
     """The findings worth a user's first look, those that save most first:
-    no kind beyond its quota, information-only findings never."""
+    no kind beyond its quota, information-only findings never; findings
+    with one cause make one conclusion."""
     by_kind: dict[str, list[Finding]] = {}
     for f in found:
         k = kind_of(f)
@@ -200,6 +333,9 @@ def conclusions(found: Sequence[Finding], limit: int = LIMIT) -> list[Conclusion
     picked: list[Conclusion] = []
     for k, fs in by_kind.items():
         fs = sorted(fs, key=lambda f: -f.gain)
+        if k == "cause":
+            picked += sorted(_causes(fs, fixes or {}), key=lambda c: -c.gain)[:QUOTA[k]]
+            continue
         if k == "implementation":
             fs = _implementation_picks(fs)
         if k == "anomaly":
@@ -233,8 +369,8 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
 
 
 def summarize(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding],
-              limit: int = LIMIT) -> Summary:
-    return Summary(tuple(conclusions(found, limit)), tuple(even(series, found)))
+              limit: int = LIMIT, fixes: Mapping[str, Fix] | None = None) -> Summary:
+    return Summary(tuple(conclusions(found, limit, fixes)), tuple(even(series, found)))
 
 
 def text(s: Summary) -> str:

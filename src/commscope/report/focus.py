@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from ..analysis.crossover import mpi_name
 from ..analysis.findings import Finding
-from ..analysis.series import Config, Series
+from ..analysis.series import Config, Point, Series
 from ..analysis.summary import Conclusion
 from .figures import Figure, Line
 
@@ -56,20 +56,51 @@ def _lines(f: Finding, series: Mapping[tuple[Config, str], Series]) -> list[Line
     return []
 
 
+def _fixed(c: Conclusion, series: Mapping[tuple[Config, str], Series]) -> list[Line]:
+    """Default against fixed, on the benchmark the fix was measured on: the
+    configuration under study, those it was slower than, and beside them the
+    first with each size's measured ratio (default over fixed, paired within
+    rounds) applied."""
+    fix, cfg = c.fix, c.cause.config if c.cause else None
+    s = series.get((cfg, fix.bench)) if fix and cfg else None
+    if not s or fix is None or cfg is None:
+        return []
+    others = {f.parties[0] for f in (c.finding, *c.also) if f.kind == "faster" and f.parties}
+    out = [line(cfg.mpi, s, fix.bench)]
+    out += [line(w.mpi, series[(w, fix.bench)], fix.bench) for w in sorted(
+        others, key=lambda w: w.mpi) if (w, fix.bench) in series]
+    pts = {size: (r, lo, hi) for size, r, lo, hi in fix.effects if size in s}
+    fixed = {size: Point(size, s[size].median / r, s[size].median / hi, s[size].median / lo)
+             for size, (r, lo, hi) in pts.items()}
+    return out + [line(f"with {fix.label} (measured ratio)", fixed, fix.bench, dashed=True)]
+
+
 def figure(c: Conclusion, series: Mapping[tuple[Config, str], Series], fig_id: str
            ) -> Figure | None:
     f = c.finding
     lines = _lines(f, series)
+    bench = f.bench if f.kind in ("faster", "drop") else ""
+    if c.kind == "cause" and c.fix is not None and c.fix.effects:
+        fixed = _fixed(c, series)
+        if fixed:
+            lines, bench = fixed, c.fix.bench
     if not lines:
         return None
-    bench = f.bench if f.kind in ("faster", "drop") else ""
-    title = {"implementation": "which implementation", "setting": "a setting",
+    title = {"cause": "a setting's cause", "implementation": "which implementation",
+             "setting": "a setting",
              "variant": "which build", "collective": "collective or sends",
              "anomaly": "worth a look"}[c.kind]
     c0 = f.parties[0] if f.parties else None
     where = f", {c0.np} processes, {c0.cluster}" if c0 else ""
-    fig = Figure(fig_id, f"{title}: {f.bench}{where}", _ylabel(bench), lines, inches=SIZE)
-    if f.span:
+    fig = Figure(fig_id, f"{title}: {bench or f.bench}{where}", _ylabel(bench), lines,
+                 inches=SIZE)
+    if f.kind == "collective-slower" and f.xrow is not None:
+        # exactly the runs of sizes the advice names, not one span over the
+        # sizes between them where it says there is no difference
+        fig.spans += [(lo, hi, "") for m, lo, hi in f.xrow.verdict.runs() if m == "H"]
+    elif c.kind == "cause" and c.cause is not None and c.cause.sizes:
+        fig.spans.append((*c.cause.sizes, ""))  # every size the one cause concerns
+    elif f.span:
         lo, hi = f.span
         fig.spans.append((lo, hi, ""))
     return fig

@@ -100,8 +100,8 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
 
 def _summary(page: Page, store, rows: Sequence[sqlite3.Row], run_ids: set[int], series,
              found: list[findings.Finding], xrows: list[crossover.Row], probe: dict | None,
-             failed: int, key: FigRef | None) -> dict[str, object]:
-    s = summary.summarize(series, found)
+             failed: int, key: FigRef | None, fixes=None) -> dict[str, object]:
+    s = summary.summarize(series, found, fixes=fixes)
     cards = []
     for i, c in enumerate(s.conclusions, 1):
         fig = focus.figure(c, series, f"fig-top-{i}")
@@ -125,7 +125,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     run_ids = {int(r["run_id"]) for r in rows}
     series = collect(rows)
     benches = {str(r["bench"]) for r in rows}
-    found = findings.all_findings(series)
+    found, fixes = findings.explained(store, series, sorted(run_ids))
     xrows = crossover.analyze(series)
     app_rows = [r for r in rows if r["phases"]]
 
@@ -179,7 +179,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     html = environment().get_template("report.html.j2").render(
         meta=meta, uncertainty=_uncertainty(rows),
         contents=[(anchor, title) for anchor, title, shown in parts if shown],
-        summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key),
+        summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key,
+                         fixes),
         findings=sections.findings_section(found, xrows), machine=machine,
         runs=sections.runs_table(store, run_ids), chose=sections.library_choices(store, run_ids),
         failures=fails, p2p=p2p,

@@ -1,0 +1,227 @@
+"""From a finding to verified advice, in the same run.
+
+When a conclusion's cause is a setting (analysis/causes.py: an eager limit
+the job read back), commscope measures the fix before it advises it: after
+the sweep, a targeted search (tune.search, the tuning advisor's engine)
+runs only the candidates the cause names, only over the sizes concerned
+and their neighbours, on the cheapest benchmark that shows it, interleaved
+in rounds against the configuration as it ran, within a budget.  The
+verdict is stored with the cause (store.add_advice) and a fix that holds
+is written as a settings file that `commscope run --settings` and a shell
+both read.  A fix that does not verify, or that slows other sizes, is
+stored as what it is: the conclusion says so."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import tune
+from .analysis import summary
+from .analysis.causes import Cause, Fix
+from .analysis.findings import Finding
+from .build import Core
+from .errors import CommscopeError
+from .runner import CoreOptions
+from .sizes import human_bytes
+from .store import Store
+
+ROUNDS = 5  # interleaved rounds against the default, where the budget holds them
+MIN_ROUNDS = 3  # fewer cannot separate anything (tune.Effect.wins needs 3)
+START_S = 1.5  # a 2-rank job's start and end here, besides its sizes
+# the benchmark a fix is measured on: the cheapest that shows the cause
+CHEAPEST = ("bw", "latency", "roundtrip", "bibw", "sendloop")
+
+
+@dataclass(frozen=True)
+class Task:
+    key: str
+    cause: Cause
+    bench: str
+    sizes: str  # the core's --sizes: the cause's sizes and one neighbour each side
+    gain: float  # what the findings it explains would save: the order of the work
+
+
+def tasks(found: Sequence[Finding]) -> list[Task]:
+    """What to measure: each cause that is a setting, once, those whose
+    findings would save most first."""
+    out = []
+    for key, cause, fs in summary.causes_to_fix(found):
+        if not cause.candidates or cause.sizes is None:
+            continue
+        named = [b for f in fs for b in (f.benches or (f.bench,))]
+        bench = next((b for b in CHEAPEST if b in named), named[0])
+        lo, hi = cause.sizes
+        out.append(Task(key, cause, bench, f"{max(1, lo // 2)}:{2 * hi}",
+                        max(f.gain for f in fs)))
+    return sorted(out, key=lambda t: -t.gain)
+
+
+def _rounds(opts: CoreOptions, n_cands: int, budget_s: float) -> int:
+    from .sizes import expand_sizes
+
+    per_job = START_S + len(expand_sizes(opts.sizes, opts.factor)) * (
+        opts.time_cap_s + opts.warmup_s + 0.05)
+    return min(ROUNDS, int(budget_s // ((n_cands + 1) * per_job)))
+
+
+def _mid(es: Sequence[tune.Effect]) -> tune.Effect:
+    return sorted(es, key=lambda e: e.ratio)[len(es) // 2]
+
+
+def judge(task: Task, outcomes: Sequence[tune.Outcome]) -> Fix:
+    """The verdict on a cause's candidates: verified where one is faster
+    from the first size the cause concerns on (a range of sizes that
+    neighbours confirm, tune.Outcome.ranges) and slower at no size; mixed
+    where it is faster there and slower elsewhere; no-gain, or broken."""
+    lo, hi = task.cause.sizes or (0, 0)
+    first = task.cause.boundary or lo
+    ok = [o for o in outcomes if o.state != "broken"]
+    if not ok:
+        reason = outcomes[0].reason if outcomes else "no candidate"
+        return Fix(task.key, outcomes[0].cand.settings if outcomes else (), "broken",
+                   task.bench, reason=reason[:300])
+
+    def won(o: tune.Outcome) -> list[tune.Effect]:
+        """The run of won sizes that holds the cause's first size."""
+        return next((es for b, a, z, es in o.ranges("wins")
+                     if b == task.bench and a <= first <= z), [])
+
+    best = max(ok, key=lambda o: (bool(won(o)), not o.ranges("loses"), o.gain))
+    measured = tuple((e.size, e.ratio, e.lo, e.hi) for e in sorted(
+        (e for e in best.effects if e.bench == task.bench), key=lambda e: e.size))
+    es = won(best)
+    if not es:
+        there = [e for e in best.effects if e.bench == task.bench and lo <= e.size <= hi]
+        if not there:
+            return Fix(task.key, best.cand.settings, "no-gain", task.bench,
+                       reason="no size measured")
+        mid = _mid(there)
+        return Fix(task.key, best.cand.settings, "no-gain", task.bench, (lo, hi), mid.ratio,
+                   mid.lo, mid.hi, mid.n, effects=measured)
+    mid = _mid(es)
+    loses = best.ranges("loses")
+    slower = ", ".join(f"{b} {human_bytes(a)}" + (f" to {human_bytes(z)}" if z != a else "")
+                       + f" ({1 / _mid(x).ratio:.2f}x as long)" for b, a, z, x in loses)
+    return Fix(task.key, best.cand.settings, "mixed" if loses else "verified", task.bench,
+               (es[0].size, es[-1].size), mid.ratio, mid.lo, mid.hi, mid.n, slower=slower,
+               effects=measured)
+
+
+def settings_file(path: Path, impl: str, where: str, fixes: Sequence[tuple[Fix, Cause]],
+                  base: Sequence[tuple[str, str]]) -> str:
+    """The file a user is handed: the configuration's own settings and each
+    verified fix, with what was measured; values quoted for a shell."""
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"# commscope: settings for {impl} ({where}), measured {when}",
+             "# read by `commscope run --settings FILE`, or sourced by a shell"]
+    merged = dict(base)
+    for fix, cause in fixes:
+        lines.append(f"# cause: {cause.text}")
+        lines.append(f"# measured: {fix.bench} {human_bytes(fix.sizes[0])} to "  # type: ignore[index]
+                     f"{human_bytes(fix.sizes[1])} {fix.ratio:.2f}x faster "  # type: ignore[index]
+                     f"[{fix.lo:.2f}, {fix.hi:.2f}] over {fix.rounds} rounds"
+                     + (f"; slower at {fix.slower}" if fix.slower else
+                        ", no measured size slower"))
+        merged.update(dict(fix.settings))
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(merged.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    """Written beside the store, never over one (an SQLite file)."""
+    if path.exists() and (path.is_dir() or path.read_bytes()[:16] == b"SQLite format 3\0"):
+        raise CommscopeError(f"{path} is a store or a folder: the advice is not written over it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOptions,
+           store: Store, *, sweep_id: int | None, budget_s: float, out_dir: Path,
+           argv: Sequence[str], policy, progress, say: Callable[[str], None] = print,
+           search: Callable[..., list[tune.Outcome]] = tune.search) -> list[Fix]:
+    """Measure the fix of every cause that is a setting, within budget_s;
+    store each verdict and write the verified fixes' settings files."""
+    import time
+
+    t0 = time.monotonic()
+    fixes: list[tuple[Fix, Task, int | None]] = []
+    for task in tasks(found):
+        cfg = task.cause.config
+        assert cfg is not None
+        core = cores.get(cfg.implementation)
+        cands = [tune.Candidate(c, f"raises {task.cause.limit.variable}")  # type: ignore[union-attr]
+                 for c in task.cause.candidates]
+        o = replace(opts, sizes=task.sizes, factor=2, time_cap_s=min(opts.time_cap_s, 0.1),
+                    param="")
+        left = budget_s - (time.monotonic() - t0)
+        rounds = _rounds(o, len(cands), left)
+        if rounds < MIN_ROUNDS and len(cands) > 1:
+            cands = cands[:1]  # the smallest raise that covers the sizes, alone
+            rounds = _rounds(o, 1, left)
+        fix: Fix | None = None
+        if core is None:
+            fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
+                      reason=f"{cfg.implementation}'s core is not in this run")
+        elif cfg.cluster != "local":
+            fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
+                      reason="fixes are measured on this machine, not on a cluster")
+        elif rounds < MIN_ROUNDS:
+            fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
+                      reason=f"the advise budget left ({max(left, 0):.0f} s) cannot hold "
+                             f"{MIN_ROUNDS} rounds; raise --advise-budget")
+        search_sweep = None
+        if fix is None:
+            say(f"advise: measuring {' or '.join(c.label for c in cands)} for {cfg.mpi} "
+                f"({task.bench} {task.sizes}, {rounds} rounds)")
+            try:
+                outs = search(core, [task.bench], o, cands, store, rounds=rounds,
+                              budget_s=float("inf"), argv=argv,
+                              timeout_s=30 + 3 * tune.estimate_s(o, [task.bench]),
+                              policy=policy, progress=progress, seed=3, purpose="advise",
+                              base=cfg.settings)
+            except CommscopeError as exc:  # the configuration itself failed this time
+                fix = Fix(task.key, cands[0].settings, "broken", task.bench,
+                          reason=str(exc)[:300])
+            else:
+                fix = judge(task, outs)
+                ids = [i for x in outs for i in x.run_ids]
+                row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?",
+                                       (ids[0],)).fetchone() if ids else None
+                search_sweep = row[0] if row else None
+        fixes.append((fix, task, search_sweep))
+    out = _hand_over([(f, t) for f, t, _ in fixes], out_dir)
+    for fix, (_, task, search_sweep) in zip(out, fixes, strict=True):
+        store.add_advice(task.key, fix.to_json(), sweep_id, search_sweep)
+    return out
+
+
+def _hand_over(fixes: list[tuple[Fix, Task]], out_dir: Path) -> list[Fix]:
+    """One settings file per configuration with a fix that holds (verified,
+    or mixed: the file says where it is slower), and each fix told where
+    its file is."""
+    by_cfg: dict[object, list[tuple[Fix, Task]]] = {}
+    for fix, task in fixes:
+        if fix.verdict in ("verified", "mixed"):
+            by_cfg.setdefault(task.cause.config, []).append((fix, task))
+    named: dict[str, str] = {}
+    taken: set[Path] = set()
+    for items in by_cfg.values():
+        c = items[0][1].cause.config
+        assert c is not None
+        name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in c.implementation)
+        path, n = out_dir / f"{name}.env", 1
+        while path in taken:  # the same implementation set otherwise, or at another np
+            n += 1
+            path = out_dir / f"{name}-{n}.env"
+        taken.add(path)
+        _write(path, settings_file(path, c.implementation, f"{c.np} processes, {c.cluster}",
+                                   [(f, t.cause) for f, t in items], c.settings))
+        named.update((t.key, str(path)) for _, t in items)
+    return [replace(fix, file=named[task.key]) if task.key in named else fix
+            for fix, task in fixes]

@@ -1,0 +1,301 @@
+"""Causes before comparisons: which known mechanism explains a difference
+the statistics separated, from what the run itself recorded.
+
+A finding says "A is slower than B from 4 KiB to 8 KiB" or "bw loses 71%
+of its bandwidth from 2 KiB to 4 KiB".  Before that reaches a user as
+advice, this module asks what the libraries and the machine reported:
+
+- a protocol limit: each job reads its implementation's eager limits
+  through MPI_T (settings.PROTOCOL_CVARS).  A gap that begins at the first
+  size one side sends by rendezvous, while the other still sends it
+  eagerly, is that side's eager limit, and the limit is a setting;
+- the caches: the probe's copy bandwidth from memory and its cache sizes.
+  A bandwidth above what this machine copies from memory means the message
+  sat in cache; a drop where the message outgrows a cache level is a cache
+  boundary, not a protocol loss;
+- the sweep's edges: the first size swept also pays the warm-up, and a
+  claim resting on it alone is not made.
+
+A difference that none explains says so.  Conclusions that share a cause
+are one conclusion (summary.py), and a cause that is a setting can be
+measured before it is advised (advise.py)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..sizes import human_bytes
+from .series import Config, Series
+
+# A message of s bytes goes eagerly while s plus the library's header fits
+# the limit: Open MPI's ob1 puts its match header (14-32 B) in front, so a
+# 4 KiB payload under a 4096 B limit already goes by rendezvous.
+HEADER_SLACK = 64
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A size limit between two protocols, as the job read it back."""
+
+    variable: str  # its MPI_T name
+    setting: str  # the environment variable that sets it
+    bytes: int
+    what: str  # in words: "Open MPI's shared-memory eager limit"
+    # variables that must rise with it (Open MPI refuses an eager limit
+    # above the largest send), with their values as read
+    companions: tuple[tuple[str, str, int], ...] = ()
+
+    def first_rendezvous(self, sizes: Sequence[int]) -> int | None:
+        """The smallest swept size that no longer goes eagerly."""
+        return next((s for s in sorted(sizes) if s + HEADER_SLACK > self.bytes), None)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What one configuration's jobs recorded about themselves."""
+
+    family: str = ""
+    cvars: Mapping[str, object] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Machine:
+    """The probe's figures a cause is checked against."""
+
+    mem_copy_gbs: float | None = None  # copy from memory (64 MiB), GB/s
+    caches: tuple[tuple[str, int], ...] = ()  # ("L2", bytes), ...
+
+
+@dataclass(frozen=True)
+class Cause:
+    """The mechanism behind a finding.  kind: eager-limit | cache | edge |
+    unexplained.  A cause with a setting can be measured (advise.py)."""
+
+    kind: str
+    text: str  # the mechanism in words, with the figures that show it
+    config: Config | None = None  # whose setting it is
+    limit: Limit | None = None
+    sizes: tuple[int, int] | None = None  # the sizes the mechanism concerns
+    # what to try: each candidate a set of settings
+    candidates: tuple[tuple[tuple[str, str], ...], ...] = ()
+    boundary: int | None = None  # eager-limit: the first swept size sent by rendezvous
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """Findings with equal keys have one cause and make one conclusion."""
+        if self.kind == "eager-limit" and self.limit is not None and self.config is not None:
+            return (self.kind, self.config, self.limit.variable)
+        return ()
+
+    @property
+    def setting(self) -> tuple[str, str] | None:
+        return (self.limit.setting, str(self.limit.bytes)) if self.limit else None
+
+    @property
+    def claims(self) -> bool:
+        """Whether a conclusion may rest on it: a cache boundary or the edge
+        of the sweep alone carry no claim."""
+        return self.kind in ("eager-limit", "unexplained")
+
+
+def _int(v: object) -> int | None:
+    try:
+        n = int(str(v))
+    except (TypeError, ValueError):
+        return None
+    return n if n > 0 else None
+
+
+def limits(facts: Facts, cluster: str) -> list[Limit]:
+    """The eager limits that decide a point-to-point message's protocol
+    between the ranks of this configuration, from the values read back."""
+    cv, out = facts.cvars, []
+    if facts.family == "openmpi":
+        # the shared-memory transport on one machine (vader in Open MPI 4, sm
+        # in 5), TCP between nodes
+        btls = ("vader", "sm") if cluster == "local" else ("tcp",)
+        for btl in btls:
+            name = f"btl_{btl}_eager_limit"
+            if (n := _int(cv.get(name))) is not None:
+                comp = f"btl_{btl}_max_send_size"
+                m = _int(cv.get(comp))
+                out.append(Limit(name, f"OMPI_MCA_{name}", n,
+                                 f"Open MPI's {'TCP' if btl == 'tcp' else 'shared-memory'} "
+                                 "eager limit",
+                                 ((comp, f"OMPI_MCA_{comp}", m),) if m else ()))
+                break
+    elif facts.family == "mpich" and cluster == "local":
+        # ch4's POSIX shared memory sends a message that fits one cell eagerly
+        name = "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE"
+        if (n := _int(cv.get(name))) is not None:
+            out.append(Limit(name, name, n, "MPICH's shared-memory cell size (eager limit)"))
+    return out
+
+
+def _next_pow2_above(n: int) -> int:
+    k = 1
+    while k <= n:
+        k <<= 1
+    return k
+
+
+def _raise_to(limit: Limit, hi: int) -> tuple[tuple[str, str], ...]:
+    """Settings that send every size up to `hi` eagerly: the limit at the
+    power of two above hi plus its header, and its companions with it."""
+    want = _next_pow2_above(hi + HEADER_SLACK - 1)
+    out = [(limit.setting, str(want))]
+    out += [(env, str(want)) for _, env, cur in limit.companions if cur < want]
+    return tuple(sorted(out))
+
+
+def _names(c: Config) -> str:
+    return c.mpi
+
+
+def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Sequence[int],
+              facts: Mapping[Config, Facts]) -> Cause:
+    """Why `loser` is slower than `winner` over `span`."""
+    lo, hi = span
+    ordered = sorted(sizes)
+    nxt = {a: b for a, b in zip(ordered, ordered[1:], strict=False)}
+    for lim in limits(facts.get(loser, Facts()), loser.cluster):
+        b = lim.first_rendezvous(ordered)
+        if b is None or lo not in (b, nxt.get(b)):
+            continue  # the gap does not begin where this side turns to rendezvous
+        theirs = [w.first_rendezvous(ordered) for w in limits(facts.get(winner, Facts()),
+                                                               winner.cluster)]
+        if any(t is not None and t <= lo for t in theirs):
+            continue  # both send it by rendezvous: the limit does not tell them apart
+        other = (f"; {theirs[0] and human_bytes(theirs[0]) or 'above'} is where "
+                 f"{_names(winner)} turns to rendezvous" if theirs else "")
+        return Cause(
+            "eager-limit",
+            f"{_names(loser)} sends {human_bytes(b)} and more by rendezvous "
+            f"({lim.variable} = {lim.bytes} B, {lim.what}){other}",
+            loser, lim, (lo, hi), (_raise_to(lim, hi),), b)
+    return Cause("unexplained", "no recorded mechanism (eager limits read through MPI_T, "
+                 "the probe's cache sizes) explains the difference")
+
+
+def of_drop(cfg: Config, bench: str, a: int, b: int, bw_a_mbs: float, series: Series,
+            facts: Mapping[Config, Facts], machine: Machine) -> Cause:
+    """Why a bandwidth benchmark loses bandwidth from size a to size b."""
+    sizes = sorted(series)
+    if sizes and a == sizes[0]:
+        return Cause("edge", f"{human_bytes(a)} is the first size swept: it also pays the "
+                     "warm-up, and a drop from it alone is no claim", cfg, sizes=(a, b))
+    for lim in limits(facts.get(cfg, Facts()), cfg.cluster):
+        if lim.first_rendezvous(sizes) == b:
+            # where bandwidth comes back to the size before the drop: the
+            # sizes a larger eager limit would carry
+            def rate(s: int) -> float:
+                return s / series[s].median
+
+            back = next((s for s in sizes if s > b and rate(s) >= rate(a)), None)
+            top = max((s for s in sizes if b <= s < back), default=b) if back else b
+            return Cause(
+                "eager-limit",
+                f"from {human_bytes(b)} {_names(cfg)} sends by rendezvous ({lim.variable} = "
+                f"{lim.bytes} B, {lim.what})", cfg, lim, (b, top), (_raise_to(lim, top),), b)
+    mem = machine.mem_copy_gbs
+    if mem and bw_a_mbs / 1e3 > mem:
+        return Cause("cache", f"at {human_bytes(a)} {bench} reads {bw_a_mbs / 1e3:.1f} GB/s, "
+                     f"above this machine's {mem:.1f} GB/s copy from memory (the probe): the "
+                     "message lives in cache, and the drop marks where it leaves it, not a "
+                     "protocol loss", cfg, sizes=(a, b))
+    for name, c in machine.caches:
+        if a <= c < b:
+            return Cause("cache", f"the message outgrows this machine's {name} "
+                         f"({human_bytes(c)}) between {human_bytes(a)} and {human_bytes(b)}: a "
+                         "cache boundary, not a protocol loss", cfg, sizes=(a, b))
+    return Cause("unexplained", "no recorded eager limit or cache boundary sits there", cfg,
+                 sizes=(a, b))
+
+
+# -- what the store holds about each configuration ---------------------------
+def machine_of(probe: Mapping[str, object] | None) -> Machine:
+    if not probe:
+        return Machine()
+    mem = next((c.get("gbs") for c in probe.get("copy", []) or []  # type: ignore[union-attr]
+                if isinstance(c, dict) and c.get("where") == "memory"), None)
+    caches = tuple((n, int(probe[k])) for n, k in (("L2", "l2_bytes"), ("L3", "l3_bytes"))
+                   if isinstance(probe.get(k), int | float) and probe[k])  # type: ignore[arg-type]
+    return Machine(float(mem) if isinstance(mem, int | float) else None, caches)
+
+
+def facts_of(db: sqlite3.Connection, series: Mapping[tuple[Config, str], Series]
+             ) -> dict[Config, Facts]:
+    """Each configuration's family and control variables, from the header of
+    a run that measured it (every job reads the same variables)."""
+    rid_of: dict[Config, int] = {}
+    for (cfg, _), s in series.items():
+        if cfg not in rid_of:
+            rid = next((p.result_id for p in s.values() if p.result_id is not None), None)
+            if rid is not None:
+                rid_of[cfg] = rid
+    out: dict[Config, Facts] = {}
+    for cfg, rid in rid_of.items():
+        row = db.execute("SELECT r.mpi_family, r.header FROM results x JOIN runs r "
+                         "ON r.id = x.run_id WHERE x.id = ?", (rid,)).fetchone()
+        if row is None:
+            continue
+        try:
+            cv = json.loads(row[1] or "{}").get("cvars") or {}
+        except (ValueError, AttributeError):
+            cv = {}
+        out[cfg] = Facts(str(row[0]), cv if isinstance(cv, dict) else {})
+    return out
+
+
+# -- a fix measured against the default ----------------------------------------
+@dataclass(frozen=True)
+class Fix:
+    """A cause's setting measured against the default (advise.py), as
+    stored: what was tried, over which benchmark and sizes, and the verdict.
+    verdict: verified (faster where the cause is, slower nowhere) | mixed
+    (faster there, slower elsewhere) | no-gain | broken | skipped."""
+
+    cause_key: str
+    settings: tuple[tuple[str, str], ...]
+    verdict: str
+    bench: str = ""
+    sizes: tuple[int, int] | None = None  # where it was faster
+    ratio: float = 1.0  # default time / fixed time, median over those sizes
+    lo: float = 1.0
+    hi: float = 1.0
+    rounds: int = 0
+    slower: str = ""  # where it was slower, in words
+    reason: str = ""  # broken, skipped: why
+    file: str = ""  # the settings file written
+    # per size measured: (size, ratio, lo, hi), default time / fixed time
+    effects: tuple[tuple[int, float, float, float], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.settings)
+
+    def to_json(self) -> str:
+        d = dict(self.__dict__)
+        d["settings"] = [list(kv) for kv in self.settings]
+        d["sizes"] = list(self.sizes) if self.sizes else None
+        d["effects"] = [list(e) for e in self.effects]
+        return json.dumps(d)
+
+    @staticmethod
+    def from_json(text: str) -> Fix:
+        d = json.loads(text)
+        d["settings"] = tuple(tuple(kv) for kv in d["settings"])
+        d["sizes"] = tuple(d["sizes"]) if d.get("sizes") else None
+        d["effects"] = tuple(tuple(e) for e in d.get("effects") or ())
+        return Fix(**d)
+
+
+def cause_key(c: Cause) -> str:
+    """The cause's identity as stored with its measured fix."""
+    if c.config is None or c.limit is None:
+        return ""
+    return "|".join((c.kind, c.config.key or c.config.mpi, str(c.config.np), c.config.cluster,
+                     c.limit.variable, str(c.limit.bytes)))
