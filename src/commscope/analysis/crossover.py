@@ -236,13 +236,15 @@ def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
 
 def table(rows: list[Row]) -> str:
     out: list[str] = []
-    last: Config | None = None
+    last: str | None = None
     for r in rows:
-        if r.config != last:
+        # by label: one job's benchmarks share a configuration key, while a
+        # rooted collective's label names the root and alltoall's does not
+        if r.config.label() != last:
             out.append(f"\n{r.config.label()}")
             out.append(f"  {'collective':<11} {'against':<15} {'short':<5} {'long':<5} "
                        f"{'changing':>9}  {'scen.':<5} advice (hand-written sends) or meaning")
-            last = r.config
+            last = r.config.label()
         v = r.verdict
         change = v.changing
         scen = str(v.scenario) if v.scenario else ("mixed" if v.mixed else "-")
