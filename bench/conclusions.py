@@ -58,7 +58,8 @@ def false_alarms(db: Path, a: int, b: int) -> tuple[int, int, str]:
     doc = json.loads(p.stdout)
     rows = doc["rows"]
     called = sum(1 for r in rows if r["verdict"] != "same")
-    return called, len(rows), str(doc.get("rule", ""))
+    rules = sorted({str(r.get("rule", "")) for r in rows})
+    return called, len(rows), ", ".join(rules)
 
 
 def main() -> int:

@@ -271,3 +271,18 @@ def test_a_binding_winner_says_how_to_launch_with_it():
     assert ("# COMMSCOPE_BIND=none: outside commscope, launch with --bind-to none --map-by core"
             in text.splitlines()), text
     assert text.endswith("export COMMSCOPE_BIND=none\n")
+
+
+def test_rounds_taken_across_machine_modes_pair_nothing():
+    # the host moved the vCPUs in round 2 (floor 60 -> 250 ns) for the
+    # candidate only: that round's ratio is the host's, not the setting's
+    key = ("bw", 4096)
+    cand = {1: {key: 0.5}, 2: {key: 2.0}, 3: {key: 0.5}, 4: {key: 0.5}}
+    base = {r: {key: 2.0} for r in cand}
+    floors = {1: {key: 60.0}, 2: {key: 250.0}, 3: {key: 58.0}, 4: {key: 61.0}}
+    base_floors = {r: {key: 60.0} for r in cand}
+    (e,) = tune.effects(cand, base, floors, base_floors)
+    assert e.n == 3 and e.ratio == 4.0 and e.wins
+    # without floors every round pairs, as before
+    (e,) = tune.effects(cand, base)
+    assert e.n == 4

@@ -31,7 +31,7 @@ from .store import Store
 
 ROUNDS = 5  # interleaved rounds against the default, where the budget holds them
 MIN_ROUNDS = 3  # fewer cannot separate anything (tune.Effect.wins needs 3)
-START_S = 1.5  # a 2-rank job's start and end here, besides its sizes
+EXTRA_ROUNDS = 12  # more, for a candidate not yet told apart, within the budget
 # the benchmark a fix is measured on: the cheapest that shows the cause
 CHEAPEST = ("bw", "latency", "roundtrip", "bibw", "sendloop")
 
@@ -60,12 +60,9 @@ def tasks(found: Sequence[Finding]) -> list[Task]:
     return sorted(out, key=lambda t: -t.gain)
 
 
-def _rounds(opts: CoreOptions, n_cands: int, budget_s: float) -> int:
-    from .sizes import expand_sizes
-
-    per_job = START_S + len(expand_sizes(opts.sizes, opts.factor)) * (
-        opts.time_cap_s + opts.warmup_s + 0.05)
-    return min(ROUNDS, int(budget_s // ((n_cands + 1) * per_job)))
+def _rounds(opts: CoreOptions, bench: str, n_cands: int, budget_s: float) -> int:
+    """The rounds the budget holds, each job at the search's own bound."""
+    return min(ROUNDS, int(budget_s // ((n_cands + 1) * tune.estimate_s(opts, [bench]))))
 
 
 def _mid(es: Sequence[tune.Effect]) -> tune.Effect:
@@ -160,10 +157,10 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
         o = replace(opts, sizes=task.sizes, factor=2, time_cap_s=min(opts.time_cap_s, 0.1),
                     param="")
         left = budget_s - (time.monotonic() - t0)
-        rounds = _rounds(o, len(cands), left)
+        rounds = _rounds(o, task.bench, len(cands), left)
         if rounds < MIN_ROUNDS and len(cands) > 1:
             cands = cands[:1]  # the smallest raise that covers the sizes, alone
-            rounds = _rounds(o, 1, left)
+            rounds = _rounds(o, task.bench, 1, left)
         fix: Fix | None = None
         if core is None:
             fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
@@ -180,8 +177,11 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
             say(f"advise: measuring {' or '.join(c.label for c in cands)} for {cfg.mpi} "
                 f"({task.bench} {task.sizes}, {rounds} rounds)")
             try:
+                # rounds taken across machine modes pair nothing (tune.effects):
+                # an undecided candidate runs on with the default while the
+                # budget lasts
                 outs = search(core, [task.bench], o, cands, store, rounds=rounds,
-                              budget_s=float("inf"), argv=argv,
+                              extra_rounds=EXTRA_ROUNDS, budget_s=left, argv=argv,
                               timeout_s=30 + 3 * tune.estimate_s(o, [task.bench]),
                               policy=policy, progress=progress, seed=3, purpose="advise",
                               base=cfg.settings)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import provenance
 from .analysis.crossover import MIN_FACTOR
-from .analysis.repeats import between
+from .analysis.repeats import MODE_GAP, between
 from .analysis.series import lone_is_no_claim
 from .build import Core
 from .cluster import Local, Placement
@@ -240,14 +240,33 @@ class Outcome:
                    for *_, es in self.ranges(which) for e in es)
 
 
+Floors = Mapping[int, Mapping[tuple[str, int], float]]
+
+
+def same_mode(a: float | None, b: float | None) -> bool:
+    """Two records' core-to-core floors in one machine mode: the host moves
+    the vCPUs (60 ns, then 275 ns for seconds), and a pair measured across
+    modes measures the host, not the setting."""
+    return a is None or b is None or max(a, b) <= MODE_GAP * min(a, b)
+
+
 def effects(per_round: Mapping[int, Mapping[tuple[str, int], float]],
-            base: Mapping[int, Mapping[tuple[str, int], float]]) -> list[Effect]:
-    """Paired ratios per round, then their median and between-round interval."""
+            base: Mapping[int, Mapping[tuple[str, int], float]],
+            floors: Floors | None = None, base_floors: Floors | None = None) -> list[Effect]:
+    """Paired ratios per round, then their median and between-round
+    interval; a round whose two records were taken in different machine
+    modes (their floors apart) pairs nothing at that size."""
     keys = sorted({k for r in per_round.values() for k in r})
     out = []
+
+    def paired(r: int, key: tuple[str, int]) -> bool:
+        return same_mode((floors or {}).get(r, {}).get(key),
+                         (base_floors or {}).get(r, {}).get(key))
+
     for key in keys:
         ratios = [base[r][key] / per_round[r][key] for r in per_round
-                  if r in base and key in base[r] and key in per_round[r] and per_round[r][key] > 0]
+                  if r in base and key in base[r] and key in per_round[r] and per_round[r][key] > 0
+                  and paired(r, key)]
         if ratios:
             b = between(ratios)
             out.append(Effect(key[0], key[1], b.median, b.lo, b.hi, len(ratios)))
@@ -258,6 +277,12 @@ def _medians(store: Store, run_id: int) -> dict[tuple[str, int], float]:
     return {(str(r["bench"]), int(r["size_bytes"])): float(r["median_us"])
             for r in store.result_rows(latest=False, run_ids=[run_id])
             if r["valid"] and r["median_us"]}
+
+
+def _floors(store: Store, run_id: int) -> dict[tuple[str, int], float]:
+    return {(str(r["bench"]), int(r["size_bytes"])): float(r["floor_ns"])
+            for r in store.result_rows(latest=False, run_ids=[run_id])
+            if r["valid"] and r["floor_ns"]}
 
 
 def _why(out: JobOutcome) -> str:
@@ -280,6 +305,8 @@ class Measured:
     run_id: int
     reason: str  # why not ok
     medians: dict[tuple[str, int], float]  # (benchmark, size) -> median time, us
+    # (benchmark, size) -> the core-to-core floor the record was taken at, ns
+    floors: dict[tuple[str, int], float] = field(default_factory=dict)
 
 
 def measure_job(job: Job, store: Store, sweep: int, pos: int, *, timeout_s: float,
@@ -287,7 +314,8 @@ def measure_job(job: Job, store: Store, sweep: int, pos: int, *, timeout_s: floa
     out = run_job(job, store, sweep, timeout_s=timeout_s, policy=policy, round_pos=pos)
     if out.status != OK:
         return Measured(False, out.run_id, _why(out), {})
-    return Measured(True, out.run_id, "", _medians(store, out.run_id))
+    return Measured(True, out.run_id, "", _medians(store, out.run_id),
+                    _floors(store, out.run_id))
 
 
 def close(o: Outcome) -> bool:
@@ -318,6 +346,7 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
     everyone = [DEFAULT, *cands]
     results = {c: Outcome(c) for c in everyone}
     rounds_of: dict[Candidate, dict[int, dict[tuple[str, int], float]]] = {c: {} for c in everyone}
+    floors_of: dict[Candidate, dict[int, dict[tuple[str, int], float]]] = {c: {} for c in everyone}
     plan = [{"tune": c.label, "bench": bench} for c in everyone]
     sweep = store.begin_sweep(argv, plan, purpose)
     rng = random.Random(seed)
@@ -348,10 +377,12 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
                     results[c].state, results[c].reason = "broken", m.reason
                     continue
                 rounds_of[c][r] = m.medians
+                floors_of[c][r] = m.floors
             for c in active[1:] if r > rounds else cands:
                 o = results[c]
                 if o.state == "measured":
-                    o.effects = effects(rounds_of[c], rounds_of[DEFAULT])
+                    o.effects = effects(rounds_of[c], rounds_of[DEFAULT], floors_of[c],
+                                        floors_of[DEFAULT])
                     if r >= PRUNE_AFTER and o.effects and all(e.loses for e in o.effects):
                         o.state, o.reason = "pruned", f"slower at every size after round {r}"
     finally:
