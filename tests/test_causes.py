@@ -250,3 +250,64 @@ def test_advise_budget_takes_positive_seconds_only(value, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--advise-budget" in err[0], err
+
+
+# -- a collective's algorithm -------------------------------------------------
+def coll_gap(coll="allreduce", lo=1, hi=4096):
+    return {(MPICH, coll): series(slow_at(lo, hi)), (OMPI, coll): series(lat)}
+
+
+def test_a_collective_slower_in_one_library_is_first_its_algorithm():
+    data = coll_gap()
+    found = explained(data)
+    (f,) = [f for f in found if f.kind == "faster"]
+    assert f.cause.kind == "algorithm" and f.cause.coll == "allreduce"
+    assert f.cause.config == MPICH
+    s = summary.summarize(data, found)
+    (con,) = s.conclusions
+    assert con.kind == "cause"
+    assert con.headline.startswith("mpich's MPI_Allreduce takes 3.0x as long as openmpi's "
+                                   "from 1 B to 4 KiB"), con.headline
+    assert "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in con.headline
+    assert ("Not measured: commscope tune --mpi mpich --bench allreduce --sizes 1:4K "
+            "measures its allreduce algorithms") in con.headline
+    assert "use openmpi" not in con.headline.lower()
+    (t,) = advise.tasks(found)
+    assert (t.bench, t.sizes, t.factor) == ("allreduce", "1:4096", 4)  # 7 sizes, not 13
+
+
+def test_only_when_no_algorithm_helps_is_the_other_library_the_answer():
+    data = coll_gap()
+    found = explained(data)
+    key = causes.cause_key(next(f for f in found if f.cause).cause)
+    none = causes.Fix(key, (("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "recursive_doubling"),),
+                      "no-gain", "allreduce", (1, 4096), 1.02, 0.95, 1.1, 8, tried=3)
+    (con,) = summary.summarize(data, found, fixes={key: none}).conclusions
+    assert ("none of the 3 allreduce settings mpich offers was faster over neighbouring "
+            "sizes") in con.headline
+    assert con.headline.endswith("openmpi is the faster library here"), con.headline
+    # a fix that closes part of the gap says what is left of it
+    part = causes.Fix(key, none.settings, "verified", "allreduce", (1, 4096), 1.5, 1.3, 1.7, 8,
+                      file="advice/mpich.env", tried=3)
+    (con,) = summary.summarize(data, found, fixes={key: part}).conclusions
+    assert "takes 1.5x [1.30, 1.70] less time" in con.headline
+    assert con.headline.endswith("openmpi stays about 2.0x faster there"), con.headline
+
+
+def test_a_collective_no_setting_can_choose_is_a_fact_not_advice_to_switch():
+    data = coll_gap("gather")  # no algorithm variable commscope searches
+    found = explained(data)
+    (con,) = summary.summarize(data, found).conclusions
+    assert con.kind == "implementation"
+    assert con.headline.startswith("Under mpich, gather takes 3.0x as long"), con.headline
+    assert "no recorded mechanism" in con.headline and "Use " not in con.headline
+
+
+def test_an_algorithm_is_judged_where_it_wins_most_within_the_cause():
+    data = coll_gap()
+    (t,) = advise.tasks(explained(data))
+    cand = tune.Candidate((("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "recursive_doubling"),))
+    o = tune.Outcome(cand, effects=_effects({1: 1.0, 4: 1.0, 16: 1.0, 64: 1.0, 256: 2.0,
+                                             1024: 2.2, 4096: 1.9}, bench="allreduce"))
+    fix = advise.judge(t, [o])
+    assert fix.verdict == "verified" and fix.sizes == (256, 4096), fix

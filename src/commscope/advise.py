@@ -13,10 +13,12 @@ stored as what it is: the conclusion says so."""
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 from . import tune
@@ -32,6 +34,8 @@ from .store import Store
 ROUNDS = 5  # interleaved rounds against the default, where the budget holds them
 MIN_ROUNDS = 3  # fewer cannot separate anything (tune.Effect.wins needs 3)
 EXTRA_ROUNDS = 12  # more, for a candidate not yet told apart, within the budget
+JOB_START_S = 1.0  # a 2-rank job's start and end here (0.3-0.7 s measured), besides its sizes
+MAX_SIZES = 8  # sizes a collective's algorithms are measured at
 # the benchmark a fix is measured on: the cheapest that shows the cause
 CHEAPEST = ("bw", "latency", "roundtrip", "bibw", "sendloop")
 
@@ -43,26 +47,60 @@ class Task:
     bench: str
     sizes: str  # the core's --sizes: the cause's sizes and one neighbour each side
     gain: float  # what the findings it explains would save: the order of the work
+    factor: int = 2  # between sizes: more where a collective's gap spans many
+
+
+def _factor(lo: int, hi: int) -> int:
+    """A power of two that keeps a range to MAX_SIZES sizes or fewer."""
+    f = 2
+    while lo * f ** (MAX_SIZES - 1) < hi:
+        f *= 2
+    return f
 
 
 def tasks(found: Sequence[Finding]) -> list[Task]:
     """What to measure: each cause that is a setting, once, those whose
-    findings would save most first."""
+    findings would save most first.  An eager limit is measured on the
+    cheapest benchmark that shows it, over its sizes and one neighbour
+    each side; a collective's algorithm on that collective, over its
+    sizes."""
     out = []
     for key, cause, fs in summary.causes_to_fix(found):
-        if not cause.candidates or cause.sizes is None:
+        if cause.sizes is None or not (cause.candidates or cause.kind == "algorithm"):
+            continue
+        lo, hi = cause.sizes
+        gain = max(f.gain for f in fs)
+        if cause.kind == "algorithm":
+            out.append(Task(key, cause, cause.coll, f"{lo}:{hi}", gain, _factor(lo, hi)))
             continue
         named = [b for f in fs for b in (f.benches or (f.bench,))]
         bench = next((b for b in CHEAPEST if b in named), named[0])
-        lo, hi = cause.sizes
-        out.append(Task(key, cause, bench, f"{max(1, lo // 2)}:{2 * hi}",
-                        max(f.gain for f in fs)))
+        out.append(Task(key, cause, bench, f"{max(1, lo // 2)}:{2 * hi}", gain))
     return sorted(out, key=lambda t: -t.gain)
 
 
-def _rounds(opts: CoreOptions, bench: str, n_cands: int, budget_s: float) -> int:
-    """The rounds the budget holds, each job at the search's own bound."""
-    return min(ROUNDS, int(budget_s // ((n_cands + 1) * tune.estimate_s(opts, [bench]))))
+def job_s(opts: CoreOptions) -> float:
+    """One 2-rank job of these sizes here: its start, then each size's
+    sampling cap, warm-up and validation."""
+    from .sizes import expand_sizes
+
+    n = len(expand_sizes(opts.sizes, opts.factor))
+    return JOB_START_S + n * (opts.time_cap_s + opts.warmup_s + 0.05)
+
+
+def _rounds(opts: CoreOptions, n_cands: int, budget_s: float) -> int:
+    """The rounds the budget holds."""
+    return min(ROUNDS, int(budget_s // ((n_cands + 1) * job_s(opts))))
+
+
+def _candidates(task: Task, core: Core | None) -> list[tune.Candidate]:
+    """An eager limit's raises, from the cause; a collective's algorithms,
+    asked of the implementation (a short job)."""
+    c = task.cause
+    if c.kind == "algorithm":
+        return tune.algorithm_candidates(core, c.coll) if core is not None else []
+    return [tune.Candidate(x, f"raises {c.limit.variable}")  # type: ignore[union-attr]
+            for x in c.candidates]
 
 
 def _mid(es: Sequence[tune.Effect]) -> tune.Effect:
@@ -83,9 +121,13 @@ def judge(task: Task, outcomes: Sequence[tune.Outcome]) -> Fix:
                    task.bench, reason=reason[:300])
 
     def won(o: tune.Outcome) -> list[tune.Effect]:
-        """The run of won sizes that holds the cause's first size."""
-        return next((es for b, a, z, es in o.ranges("wins")
-                     if b == task.bench and a <= first <= z), [])
+        """An eager limit's fix must win from the first size it concerns on;
+        an algorithm wherever in the cause's sizes it wins most."""
+        runs = [es for b, a, z, es in o.ranges("wins") if b == task.bench]
+        if task.cause.kind == "eager-limit":
+            return next((es for es in runs if es[0].size <= first <= es[-1].size), [])
+        inside = [es for es in runs if lo <= es[-1].size and es[0].size <= hi]
+        return max(inside, key=lambda es: sum(math.log(e.ratio) for e in es), default=[])
 
     best = max(ok, key=lambda o: (bool(won(o)), not o.ranges("loses"), o.gain))
     measured = tuple((e.size, e.ratio, e.lo, e.hi) for e in sorted(
@@ -115,6 +157,8 @@ def settings_file(path: Path, impl: str, where: str, fixes: Sequence[tuple[Fix, 
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [f"# commscope: settings for {impl} ({where}), measured {when}",
              "# read by `commscope run --settings FILE`, or sourced by a shell"]
+    if len(fixes) > 1:
+        lines.append("# each fix below was measured alone against the default, not together")
     merged = dict(base)
     for fix, cause in fixes:
         lines.append(f"# cause: {cause.text}")
@@ -148,33 +192,46 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
 
     t0 = time.monotonic()
     fixes: list[tuple[Fix, Task, int | None]] = []
-    for task in tasks(found):
+    todo = tasks(found)
+    for i, task in enumerate(todo):
         cfg = task.cause.config
         assert cfg is not None
         core = cores.get(cfg.implementation)
-        cands = [tune.Candidate(c, f"raises {task.cause.limit.variable}")  # type: ignore[union-attr]
-                 for c in task.cause.candidates]
-        o = replace(opts, sizes=task.sizes, factor=2, time_cap_s=min(opts.time_cap_s, 0.1),
-                    param="")
-        left = budget_s - (time.monotonic() - t0)
-        rounds = _rounds(o, task.bench, len(cands), left)
-        if rounds < MIN_ROUNDS and len(cands) > 1:
-            cands = cands[:1]  # the smallest raise that covers the sizes, alone
-            rounds = _rounds(o, task.bench, 1, left)
+        o = replace(opts, sizes=task.sizes, factor=task.factor,
+                    time_cap_s=min(opts.time_cap_s, 0.1), param="")
         fix: Fix | None = None
+        skip = partial(Fix, task.key, (), "skipped", task.bench)
+        cands: list[tune.Candidate] = []
         if core is None:
-            fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
-                      reason=f"{cfg.implementation}'s core is not in this run")
+            fix = skip(reason=f"{cfg.implementation}'s core is not in this run")
         elif cfg.cluster != "local":
-            fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
-                      reason="fixes are measured on this machine, not on a cluster")
-        elif rounds < MIN_ROUNDS:
-            fix = Fix(task.key, cands[0].settings, "skipped", task.bench,
-                      reason=f"the advise budget left ({max(left, 0):.0f} s) cannot hold "
-                             f"{MIN_ROUNDS} rounds; raise --advise-budget")
+            fix = skip(reason="fixes are measured on this machine, not on a cluster")
+        else:
+            try:
+                cands = _candidates(task, core)
+            except CommscopeError as exc:
+                fix = skip(reason=f"its candidates could not be read: {str(exc)[:200]}")
+            else:
+                if not cands:
+                    fix = skip(reason=f"{cfg.implementation} offers no {task.bench} setting "
+                                      "commscope can search")
+        left = budget_s - (time.monotonic() - t0)
+        # each cause its share of what is left, or what three rounds of it
+        # need where that is more: extra rounds of one never starve the next
+        need = (len(cands) + 1) * MIN_ROUNDS * job_s(o)
+        left = min(left, max(left / (len(todo) - i), need))
+        rounds = _rounds(o, len(cands), left)
+        if fix is None and rounds < MIN_ROUNDS and task.cause.kind == "eager-limit":
+            cands = cands[:1]  # the smallest raise that covers the sizes, alone
+            rounds = _rounds(o, 1, left)
+        if fix is None and rounds < MIN_ROUNDS:
+            fix = skip(reason=f"{len(cands)} candidate(s) need {MIN_ROUNDS} rounds of about "
+                              f"{(len(cands) + 1) * job_s(o):.0f} s, more than the advise "
+                              f"budget left ({max(left, 0):.0f} s); raise --advise-budget")
         search_sweep = None
         if fix is None:
-            say(f"advise: measuring {' or '.join(c.label for c in cands)} for {cfg.mpi} "
+            say(f"advise: measuring {len(cands)} candidate(s) for {cfg.mpi}: "
+                f"{'; '.join(c.label for c in cands[:3])}{' ...' if len(cands) > 3 else ''} "
                 f"({task.bench} {task.sizes}, {rounds} rounds)")
             try:
                 # rounds taken across machine modes pair nothing (tune.effects):
@@ -184,12 +241,12 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                               extra_rounds=EXTRA_ROUNDS, budget_s=left, argv=argv,
                               timeout_s=30 + 3 * tune.estimate_s(o, [task.bench]),
                               policy=policy, progress=progress, seed=3, purpose="advise",
-                              base=cfg.settings)
+                              base=cfg.settings, job_s=job_s(o))
             except CommscopeError as exc:  # the configuration itself failed this time
                 fix = Fix(task.key, cands[0].settings, "broken", task.bench,
                           reason=str(exc)[:300])
             else:
-                fix = judge(task, outs)
+                fix = replace(judge(task, outs), tried=len(cands))
                 ids = [i for x in outs for i in x.run_ids]
                 row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?",
                                        (ids[0],)).fetchone() if ids else None

@@ -186,6 +186,22 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
     return out
 
 
+def algorithm_candidates(core: Core, coll: str) -> list[Candidate]:
+    """One collective's algorithms as `tune` searches them, from what the
+    implementation says it has (Open MPI's enumerations, the names in
+    MPICH's selection tables); none for Intel MPI, whose numbers take a job
+    each to ask (`commscope tune` does that)."""
+    if core.impl.family not in ("openmpi", "mpich") or coll not in COLLS:
+        return []
+    algorithms = None
+    if core.impl.family == "mpich":
+        from . import selection
+
+        algorithms = dict(selection.mpich_library(core.exe, core.impl.env).algorithms)
+    return [c for c in space(core, read_cvars(core), [coll], algorithms)
+            if not any(k == "COMMSCOPE_BIND" for k, _ in c.settings)]
+
+
 @dataclass(frozen=True)
 class Effect:
     """A candidate against the default at one size of one benchmark."""
@@ -329,13 +345,15 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
            store: Store, *, rounds: int, budget_s: float, argv: Sequence[str],
            timeout_s: float, policy, progress, seed: int = 0, extra_rounds: int = 0,
            measure: Callable[..., Measured] = measure_job, purpose: str = "tune",
-           base: Sequence[tuple[str, str]] = ()) -> list[Outcome]:
+           base: Sequence[tuple[str, str]] = (), job_s: float | None = None) -> list[Outcome]:
     """Every candidate and the default, interleaved over `rounds` rounds;
     then up to `extra_rounds` more of the default and the close contenders
     only, while the time spent leaves the budget room for another.  `base`:
     the settings of the configuration under study, which the default runs
-    with and each candidate overrides."""
-    need = (len(cands) + 1) * rounds * estimate_s(opts, benches)
+    with and each candidate overrides; `job_s`: one job's time where the
+    caller knows it better than estimate_s's bound."""
+    per_job = job_s or estimate_s(opts, benches)
+    need = (len(cands) + 1) * rounds * per_job
     if need > budget_s:
         raise CommscopeError(
             f"a search of {len(cands)} candidate(s) and the default over {rounds} rounds needs "
@@ -351,7 +369,6 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
     sweep = store.begin_sweep(argv, plan, purpose)
     rng = random.Random(seed)
     t0 = time.monotonic()
-    per_job = estimate_s(opts, benches)
     try:
         for r in range(1, rounds + extra_rounds + 1):
             active = [c for c in everyone if results[c].state == "measured"]

@@ -82,12 +82,15 @@ class Cause:
     # what to try: each candidate a set of settings
     candidates: tuple[tuple[tuple[str, str], ...], ...] = ()
     boundary: int | None = None  # eager-limit: the first swept size sent by rendezvous
+    coll: str = ""  # algorithm: the collective whose algorithm the library chose
 
     @property
     def key(self) -> tuple[object, ...]:
         """Findings with equal keys have one cause and make one conclusion."""
         if self.kind == "eager-limit" and self.limit is not None and self.config is not None:
             return (self.kind, self.config, self.limit.variable)
+        if self.kind == "algorithm" and self.config is not None:
+            return (self.kind, self.config, self.coll)
         return ()
 
     @property
@@ -98,7 +101,7 @@ class Cause:
     def claims(self) -> bool:
         """Whether a conclusion may rest on it: a cache boundary or the edge
         of the sweep alone carry no claim."""
-        return self.kind in ("eager-limit", "unexplained")
+        return self.kind in ("eager-limit", "algorithm", "unexplained")
 
 
 def _int(v: object) -> int | None:
@@ -155,9 +158,15 @@ def _names(c: Config) -> str:
     return c.mpi
 
 
+# collectives whose algorithm an implementation lets a user choose (tune.COLLS)
+CHOSEN = ("bcast", "allreduce", "reduce", "alltoall")
+ALGORITHM_VARIABLE = {"openmpi": "coll_tuned_{}_algorithm",
+                      "mpich": "MPIR_CVAR_{}_INTRA_ALGORITHM"}
+
+
 def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Sequence[int],
-              facts: Mapping[Config, Facts]) -> Cause:
-    """Why `loser` is slower than `winner` over `span`."""
+              facts: Mapping[Config, Facts], benches: Sequence[str] = ()) -> Cause:
+    """Why `loser` is slower than `winner` over `span` (in `benches`)."""
     lo, hi = span
     ordered = sorted(sizes)
     nxt = {a: b for a, b in zip(ordered, ordered[1:], strict=False)}
@@ -176,6 +185,15 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
             f"{_names(loser)} sends {human_bytes(b)} and more by rendezvous "
             f"({lim.variable} = {lim.bytes} B, {lim.what}){other}",
             loser, lim, (lo, hi), (_raise_to(lim, hi),), b)
+    family = facts.get(loser, Facts()).family
+    if len(benches) == 1 and benches[0] in CHOSEN and family in ALGORITHM_VARIABLE:
+        # no protocol limit sits there: one collective slower than another
+        # library's is first the algorithm this library chose for it
+        coll = benches[0]
+        var = ALGORITHM_VARIABLE[family].format(coll.upper() if family == "mpich" else coll)
+        return Cause("algorithm", f"{_names(loser)} chooses its {coll} algorithm by its own "
+                     f"rules ({var} unset), and no protocol limit sits where the gap begins",
+                     loser, None, (lo, hi), coll=coll)
     return Cause("unexplained", "no recorded mechanism (eager limits read through MPI_T, "
                  "the probe's cache sizes) explains the difference")
 
@@ -269,6 +287,7 @@ class Fix:
     rounds: int = 0
     slower: str = ""  # where it was slower, in words
     reason: str = ""  # broken, skipped: why
+    tried: int = 0  # how many candidates were measured
     file: str = ""  # the settings file written
     # per size measured: (size, ratio, lo, hi), default time / fixed time
     effects: tuple[tuple[int, float, float, float], ...] = ()
@@ -295,7 +314,11 @@ class Fix:
 
 def cause_key(c: Cause) -> str:
     """The cause's identity as stored with its measured fix."""
-    if c.config is None or c.limit is None:
+    if c.config is None:
+        return ""
+    what = ((c.limit.variable, str(c.limit.bytes)) if c.limit is not None else
+            (c.coll,) if c.kind == "algorithm" else ())
+    if not what:
         return ""
     return "|".join((c.kind, c.config.key or c.config.mpi, str(c.config.np), c.config.cluster,
-                     c.limit.variable, str(c.limit.bytes)))
+                     *what))

@@ -325,7 +325,7 @@ def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Seri
         if f.kind == "faster" and len(f.parties) == 2 and f.span:
             w, lo = f.parties
             sizes = sorted(series.get((lo, f.bench), {}))
-            cause = causes.of_faster(w, lo, f.span, sizes, facts)
+            cause = causes.of_faster(w, lo, f.span, sizes, facts, f.benches or (f.bench,))
         elif f.kind == "drop" and f.span and (s := series.get((f.parties[0], f.bench))):
             a, b = f.span
             k = 2.0 if f.bench == "bibw" else 1.0

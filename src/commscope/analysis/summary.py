@@ -146,6 +146,13 @@ def headline(f: Finding) -> str:
     if k == "implementation":
         why = (f"; {f.cause.text}" if f.cause is not None and f.cause.kind == "unexplained"
                else "")
+        if not any(b in P2P for b in (f.benches or (f.bench,))):
+            # one collective slower in one library: a fact to weigh, not a
+            # reason to change libraries (its algorithm is the cause to look
+            # at first, where the library lets it be chosen)
+            w, lo = f.parties
+            return (f"Under {lo.mpi}, {_benches(f)} takes {_as_long(f)} as under {w.mpi} "
+                    f"{_span(span)} ({_where(w)}){why}")
         return _choose(*f.parties, f, "use") + why
     if k == "variant":
         return _choose(*f.parties, f, "prefer")
@@ -190,28 +197,55 @@ def _rel(path: str) -> str:
     return rel if path and not rel.startswith("..") else path
 
 
-def fix_text(c: Cause, fix: Fix | None) -> str:
-    """What measuring the cause's setting showed, or how to measure it."""
+def _cli_size(n: int) -> str:
+    """A size as --sizes takes it: 4K, 1M, 512."""
+    for shift, unit in ((20, "M"), (10, "K")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _still(gap: float, fix: Fix, winners: Sequence[str]) -> str:
+    """What a fix leaves of the gap to another library."""
+    left = gap / fix.ratio if fix.ratio > 0 else gap
+    if not winners or left < 1.05:
+        return ""
+    return f"; {', '.join(winners)} stays about {ratio_text(left)} faster there"
+
+
+def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float = 1.0
+             ) -> str:
+    """What measuring the cause's setting showed, or how to measure it;
+    `gap`: how much longer it took than under `winners`."""
     impl = c.config.implementation if c.config else ""
+    lo, hi = c.sizes or (0, 0)
     if fix is None or fix.verdict == "skipped":
-        lo, hi = c.sizes or (0, 0)
-        cand = " ".join(f"{k}={v}" for k, v in c.candidates[0]) if c.candidates else ""
         why = f" ({fix.reason})" if fix is not None and fix.reason else ""
+        if c.kind == "algorithm":
+            return (f"Not measured{why}: commscope tune --mpi {impl} --bench {c.coll} --sizes "
+                    f"{_cli_size(lo)}:{_cli_size(hi)} measures its {c.coll} algorithms")
+        cand = " ".join(f"{k}={v}" for k, v in c.candidates[0]) if c.candidates else ""
         return (f"Not measured{why}: commscope tune --mpi {impl} --bench bw --sizes "
-                f"{human_bytes(max(1, lo // 2)).replace(' ', '')}:"
-                f"{human_bytes(2 * hi).replace(' ', '')} measures {cand}")
+                f"{_cli_size(max(1, lo // 2))}:{_cli_size(2 * hi)} measures {cand}")
     span = _span(fix.sizes) if fix.sizes else ""
     figure = f"{ratio_text(fix.ratio)} [{fix.lo:.2f}, {fix.hi:.2f}]"
     rounds = f"({fix.rounds} interleaved rounds against the default)"
     if fix.verdict == "verified":
         return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
-                f"{rounds}, no measured size slower: settings file {_rel(fix.file)}")
+                f"{rounds}, no measured size slower: settings file {_rel(fix.file)}"
+                + _still(gap, fix, winners))
     if fix.verdict == "mixed":
         return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
                 f"{rounds}, but is slower at {fix.slower}: weigh it before setting it "
-                f"(settings file {_rel(fix.file)})")
+                f"(settings file {_rel(fix.file)})" + _still(gap, fix, winners))
     if fix.verdict == "broken":
         return f"Measured: {impl} did not run with {fix.label} ({fix.reason}): nothing to set"
+    if c.kind == "algorithm":
+        where = f" {_span((lo, hi))}" if c.sizes else ""
+        return (f"Measured: none of the {fix.tried} {c.coll} settings {impl} offers was "
+                f"faster over neighbouring sizes beyond the between-round uncertainty "
+                f"({fix.rounds} rounds): for {c.coll}{where} "
+                f"{', '.join(winners) or 'the other library'} is the faster library here")
     return (f"Measured: {fix.label} made no size faster beyond the between-round uncertainty "
             f"({fix.bench}, {figure}): nothing to set")
 
@@ -230,9 +264,25 @@ def _merged_cause(fs: Sequence[Finding]) -> Cause:
                    if spans else None, candidates=tuple(cands))
 
 
+def algorithm_headline(c: Cause, fs: Sequence[Finding], fix: Fix | None) -> str:
+    """One collective slower than in another library, where no protocol
+    limit explains it: the algorithm the library chose, and what measuring
+    its others showed."""
+    cfg = c.config
+    assert cfg is not None
+    winners = sorted({f.parties[0].mpi for f in fs if f.kind == "faster" and f.parties})
+    span = _span(c.sizes) if c.sizes else ""
+    gap = sorted(f.ratio for f in fs)[len(fs) // 2]
+    return (f"{cfg.mpi}'s {mpi_name(c.coll)} takes {_ratios(fs)} as long as "
+            f"{', '.join(winners)}'s {span} ({_where(cfg)}): {c.text}. "
+            f"{fix_text(c, fix, winners, gap)}")
+
+
 def cause_headline(c: Cause, fs: Sequence[Finding], fix: Fix | None) -> str:
     """A setting's conclusion: the mechanism, every benchmark it shows in,
     with their figures, and the fix as measured."""
+    if c.kind == "algorithm":
+        return algorithm_headline(c, fs, fix)
     cfg, lim = c.config, c.limit
     assert cfg is not None and lim is not None
     faster = [f for f in fs if f.kind == "faster"]
