@@ -80,11 +80,12 @@ def main() -> int:
     print("(1) the default characterization's conclusions (both Debian MPIs, 2 ranks, "
           "--repeat 3):")
     print("    " + head.strip().replace("\n", "\n    "))
+    verdicts = [x for x in p.stdout.splitlines()
+                if re.match(r"advise: .*: (verified|mixed|no-gain|broken|skipped)", x)]
     print(f"\n(2) the advise step: {advise_s:.1f} s of the run's {wall:.0f} s "
-          f"({len(re.findall(r'^advise: .*: ', p.stdout, re.M))} fix(es) measured)")
-    for line in p.stdout.splitlines():
-        if line.startswith("advise: ") and ": " in line[8:]:
-            print(f"    {line}")
+          f"({len(verdicts)} cause(s))")
+    for line in verdicts:
+        print(f"    {line}")
 
     # a second characterization, the same configurations, for compare
     run(["run", "--db", str(db), *DEFAULT, "--repeat", "3", "--no-advise", "--quiet"])

@@ -286,3 +286,16 @@ def test_rounds_taken_across_machine_modes_pair_nothing():
     # without floors every round pairs, as before
     (e,) = tune.effects(cand, base)
     assert e.n == 4
+
+
+def test_effects_asked_in_one_mode_pair_only_its_rounds():
+    # rounds 1-2 in the 250 ns mode, where this setting slowed the size down;
+    # rounds 3-5 at 60 ns, where it halved the time
+    key = ("bw", 8192)
+    cand = {1: {key: 4.0}, 2: {key: 4.5}, 3: {key: 1.0}, 4: {key: 1.1}, 5: {key: 0.9}}
+    base = {1: {key: 2.5}, 2: {key: 3.0}, 3: {key: 2.0}, 4: {key: 2.2}, 5: {key: 1.8}}
+    fl = {r: {key: 250.0 if r <= 2 else 60.0} for r in cand}
+    (e,) = tune.effects(cand, base, fl, fl, mode_ns=61.0)
+    assert e.n == 3 and e.ratio == 2.0 and e.wins
+    (e,) = tune.effects(cand, base, fl, fl, mode_ns=255.0)
+    assert e.n == 2 and e.ratio < 1

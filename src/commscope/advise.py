@@ -185,9 +185,14 @@ def _write(path: Path, text: str) -> None:
 def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOptions,
            store: Store, *, sweep_id: int | None, budget_s: float, out_dir: Path,
            argv: Sequence[str], policy, progress, say: Callable[[str], None] = print,
-           search: Callable[..., list[tune.Outcome]] = tune.search) -> list[Fix]:
+           search: Callable[..., list[tune.Outcome]] = tune.search,
+           mode_ns: float | None = None) -> list[Fix]:
     """Measure the fix of every cause that is a setting, within budget_s;
-    store each verdict and write the verified fixes' settings files."""
+    store each verdict and write the verified fixes' settings files.
+    `mode_ns`: the machine mode (core-to-core floor) the conclusions were
+    drawn in; a fix is judged on rounds taken in it (the host's other modes
+    can reverse an effect: eager copies at 8 KiB ran 1.4x slower than the
+    single-copy rendezvous when the floor was 250 ns, 2x faster at 60 ns)."""
     import time
 
     t0 = time.monotonic()
@@ -241,12 +246,12 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                               extra_rounds=EXTRA_ROUNDS, budget_s=left, argv=argv,
                               timeout_s=30 + 3 * tune.estimate_s(o, [task.bench]),
                               policy=policy, progress=progress, seed=3, purpose="advise",
-                              base=cfg.settings, job_s=job_s(o))
+                              base=cfg.settings, job_s=job_s(o), mode_ns=mode_ns)
             except CommscopeError as exc:  # the configuration itself failed this time
                 fix = Fix(task.key, cands[0].settings, "broken", task.bench,
                           reason=str(exc)[:300])
             else:
-                fix = replace(judge(task, outs), tried=len(cands))
+                fix = replace(judge(task, outs), tried=len(cands), mode_ns=mode_ns)
                 ids = [i for x in outs for i in x.run_ids]
                 row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?",
                                        (ids[0],)).fetchone() if ids else None

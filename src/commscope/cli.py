@@ -194,25 +194,32 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     against the configuration as it ran (advise.py), within --advise-budget."""
     from . import advise
     from .analysis import findings
+    from .analysis.repeats import detect_modes
     from .analysis.series import collect
 
     ids = [o.run_id for o in outcomes if o.status == "ok"]
     if not ids:
         return
-    series = collect(aggregate(store.result_rows(run_ids=ids), mode="dominant"))
+    rows = aggregate(store.result_rows(run_ids=ids), mode="dominant")
+    series = collect(rows)
     found, _ = findings.explained(store, series, ids)
     if not advise.tasks(found):
         return
+    # the mode the conclusions were drawn in: the fixes are judged in it
+    modes = detect_modes(r["floor_ns"] for r in rows)
+    mode = max(modes, key=lambda m: m.count, default=None)
     row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
     say = (lambda _: None) if a.quiet else print
     t0 = time.monotonic()
     fixes = advise.advise(found, {c.impl.name: c for c in cores}, opts, store,
                           sweep_id=row[0] if row else None, budget_s=a.advise_budget,
                           out_dir=Path(a.db).resolve().parent / "advice", argv=sys.argv,
-                          policy=policy, progress=Progress(0, enabled=not a.quiet), say=say)
+                          policy=policy, progress=Progress(0, enabled=not a.quiet), say=say,
+                          mode_ns=mode.center_ns if mode is not None else None)
     for f in fixes:
         where = f" -> {f.file}" if f.file else ""
-        say(f"advise: {f.label}: {f.verdict}"
+        what = f.label or f"{f.bench} ({f.cause_key.split('|')[0]})"
+        say(f"advise: {what}: {f.verdict}"
             + (f" ({f.bench} {f.ratio:.2f}x [{f.lo:.2f}, {f.hi:.2f}], {f.rounds} rounds)"
                if f.rounds else f" ({f.reason})" if f.reason else "") + where)
     say(f"advise: {len(fixes)} cause(s) measured in {time.monotonic() - t0:.1f} s "

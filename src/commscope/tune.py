@@ -268,16 +268,20 @@ def same_mode(a: float | None, b: float | None) -> bool:
 
 def effects(per_round: Mapping[int, Mapping[tuple[str, int], float]],
             base: Mapping[int, Mapping[tuple[str, int], float]],
-            floors: Floors | None = None, base_floors: Floors | None = None) -> list[Effect]:
+            floors: Floors | None = None, base_floors: Floors | None = None,
+            mode_ns: float | None = None) -> list[Effect]:
     """Paired ratios per round, then their median and between-round
     interval; a round whose two records were taken in different machine
-    modes (their floors apart) pairs nothing at that size."""
+    modes (their floors apart) pairs nothing at that size, nor, where
+    `mode_ns` names the mode asked about, one taken in another mode."""
     keys = sorted({k for r in per_round.values() for k in r})
     out = []
 
     def paired(r: int, key: tuple[str, int]) -> bool:
-        return same_mode((floors or {}).get(r, {}).get(key),
-                         (base_floors or {}).get(r, {}).get(key))
+        a = (floors or {}).get(r, {}).get(key)
+        b = (base_floors or {}).get(r, {}).get(key)
+        return same_mode(a, b) and (mode_ns is None or (same_mode(a, mode_ns)
+                                                        and same_mode(b, mode_ns)))
 
     for key in keys:
         ratios = [base[r][key] / per_round[r][key] for r in per_round
@@ -345,13 +349,15 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
            store: Store, *, rounds: int, budget_s: float, argv: Sequence[str],
            timeout_s: float, policy, progress, seed: int = 0, extra_rounds: int = 0,
            measure: Callable[..., Measured] = measure_job, purpose: str = "tune",
-           base: Sequence[tuple[str, str]] = (), job_s: float | None = None) -> list[Outcome]:
+           base: Sequence[tuple[str, str]] = (), job_s: float | None = None,
+           mode_ns: float | None = None) -> list[Outcome]:
     """Every candidate and the default, interleaved over `rounds` rounds;
     then up to `extra_rounds` more of the default and the close contenders
     only, while the time spent leaves the budget room for another.  `base`:
     the settings of the configuration under study, which the default runs
     with and each candidate overrides; `job_s`: one job's time where the
-    caller knows it better than estimate_s's bound."""
+    caller knows it better than estimate_s's bound; `mode_ns`: the machine
+    mode (core-to-core floor) the effects are asked in (tune.effects)."""
     per_job = job_s or estimate_s(opts, benches)
     need = (len(cands) + 1) * rounds * per_job
     if need > budget_s:
@@ -399,7 +405,7 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
                 o = results[c]
                 if o.state == "measured":
                     o.effects = effects(rounds_of[c], rounds_of[DEFAULT], floors_of[c],
-                                        floors_of[DEFAULT])
+                                        floors_of[DEFAULT], mode_ns)
                     if r >= PRUNE_AFTER and o.effects and all(e.loses for e in o.effects):
                         o.state, o.reason = "pruned", f"slower at every size after round {r}"
     finally:

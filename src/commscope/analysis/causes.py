@@ -288,6 +288,7 @@ class Fix:
     slower: str = ""  # where it was slower, in words
     reason: str = ""  # broken, skipped: why
     tried: int = 0  # how many candidates were measured
+    mode_ns: float | None = None  # the machine mode (floor) its rounds were paired in
     file: str = ""  # the settings file written
     # per size measured: (size, ratio, lo, hi), default time / fixed time
     effects: tuple[tuple[int, float, float, float], ...] = ()

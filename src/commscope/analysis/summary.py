@@ -229,7 +229,8 @@ def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float 
                 f"{_cli_size(max(1, lo // 2))}:{_cli_size(2 * hi)} measures {cand}")
     span = _span(fix.sizes) if fix.sizes else ""
     figure = f"{ratio_text(fix.ratio)} [{fix.lo:.2f}, {fix.hi:.2f}]"
-    rounds = f"({fix.rounds} interleaved rounds against the default)"
+    mode = f", floor ~{fix.mode_ns:.0f} ns" if fix.mode_ns else ""
+    rounds = f"({fix.rounds} interleaved rounds against the default{mode})"
     if fix.verdict == "verified":
         return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
                 f"{rounds}, no measured size slower: settings file {_rel(fix.file)}"
