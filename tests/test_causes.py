@@ -311,3 +311,27 @@ def test_an_algorithm_is_judged_where_it_wins_most_within_the_cause():
                                              1024: 2.2, 4096: 1.9}, bench="allreduce"))
     fix = advise.judge(t, [o])
     assert fix.verdict == "verified" and fix.sizes == (256, 4096), fix
+
+
+def test_every_cause_gets_its_rounds_before_any_gets_extra_ones(tmp_path, monkeypatch):
+    data = {**gap(4096, 8192), **coll_gap()}
+    found = explained(data)
+    algs = [tune.Candidate((("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", a),))
+            for a in ("recursive_doubling", "reduce_scatter_allgather")]
+    monkeypatch.setattr(tune, "algorithm_candidates", lambda core, coll: algs)
+    budgets = []
+
+    def search(core, benches, opts, cands, store_, **kw):
+        budgets.append((benches[0], kw["rounds"], kw["budget_s"]))
+        return [tune.Outcome(c) for c in cands]
+
+    fixes = advise.advise(found, {"openmpi": object(), "mpich": object()}, CoreOptions(),
+                          Store(tmp_path / "s"), sweep_id=None, budget_s=30.0,
+                          out_dir=tmp_path / "a", argv=[], policy=None, progress=None,
+                          say=lambda _: None, search=search)
+    assert [f.verdict for f in fixes] == ["no-gain", "no-gain"], fixes
+    # the first takes no more than its share: the second still holds 3 rounds
+    assert [b for b, *_ in budgets] == ["bw", "allreduce"] or \
+        [b for b, *_ in budgets] == ["allreduce", "bw"]
+    assert all(r >= advise.MIN_ROUNDS for _, r, _ in budgets)
+    assert budgets[0][2] <= 30.0 / 2 + 1e-9 or budgets[0][1] == advise.MIN_ROUNDS

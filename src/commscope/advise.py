@@ -221,18 +221,19 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                     fix = skip(reason=f"{cfg.implementation} offers no {task.bench} setting "
                                       "commscope can search")
         left = budget_s - (time.monotonic() - t0)
-        # each cause its share of what is left, or what three rounds of it
-        # need where that is more: extra rounds of one never starve the next
-        need = (len(cands) + 1) * MIN_ROUNDS * job_s(o)
-        left = min(left, max(left / (len(todo) - i), need))
         rounds = _rounds(o, len(cands), left)
         if fix is None and rounds < MIN_ROUNDS and task.cause.kind == "eager-limit":
             cands = cands[:1]  # the smallest raise that covers the sizes, alone
             rounds = _rounds(o, 1, left)
         if fix is None and rounds < MIN_ROUNDS:
-            fix = skip(reason=f"{len(cands)} candidate(s) need {MIN_ROUNDS} rounds of about "
-                              f"{(len(cands) + 1) * job_s(o):.0f} s, more than the advise "
-                              f"budget left ({max(left, 0):.0f} s); raise --advise-budget")
+            fix = skip(reason=f"{len(cands)} candidate(s) and the default need {MIN_ROUNDS} "
+                              f"rounds of about {(len(cands) + 1) * job_s(o):.0f} s each, more "
+                              f"than the advise budget left ({max(left, 0):.0f} s); raise "
+                              "--advise-budget")
+        # each cause its share of what is left for rounds beyond its first
+        # ones: extra rounds of one never starve the next
+        rounds = min(rounds, max(MIN_ROUNDS, _rounds(o, len(cands), left / (len(todo) - i))))
+        share = max(left / (len(todo) - i), (len(cands) + 1) * rounds * job_s(o))
         search_sweep = None
         if fix is None:
             say(f"advise: measuring {len(cands)} candidate(s) for {cfg.mpi}: "
@@ -243,7 +244,7 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                 # an undecided candidate runs on with the default while the
                 # budget lasts
                 outs = search(core, [task.bench], o, cands, store, rounds=rounds,
-                              extra_rounds=EXTRA_ROUNDS, budget_s=left, argv=argv,
+                              extra_rounds=EXTRA_ROUNDS, budget_s=share, argv=argv,
                               timeout_s=30 + 3 * tune.estimate_s(o, [task.bench]),
                               policy=policy, progress=progress, seed=3, purpose="advise",
                               base=cfg.settings, job_s=job_s(o), mode_ns=mode_ns)
