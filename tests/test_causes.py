@@ -55,7 +55,7 @@ def gap(lo: int, hi: int):
 def test_gap_beginning_at_one_sides_eager_limit_is_attributed_to_it():
     found = explained(gap(4096, 8192))
     faster = [f for f in found if f.kind == "faster"]
-    assert faster and all(f.cause is not None and f.cause.kind == "eager-limit"
+    assert faster and all(f.cause is not None and f.cause.kind == "limit"
                           for f in faster), [(f.text, f.cause) for f in faster]
     c = faster[0].cause
     assert c.config == OMPI and c.limit.variable == "btl_vader_eager_limit"
@@ -75,20 +75,38 @@ def test_gap_beginning_at_one_sides_eager_limit_is_attributed_to_it():
 
 
 def test_the_other_side_turning_to_rendezvous_first_is_not_this_sides_limit():
-    # MPICH's cell is 69632 B: a gap from 128 KiB is no business of Open MPI's
-    facts = {**FACTS, OMPI: Facts("openmpi", {"btl_vader_eager_limit": "131072"})}
-    found = explained(gap(131072, 262144), facts)
-    f = next(f for f in found if f.kind == "faster")
-    assert f.cause is not None and f.cause.kind == "unexplained"
+    # Open MPI 5 sends 64 KiB by rendezvous already: a gap from 128 KiB, where
+    # Open MPI 4 turns to rendezvous too, is not Open MPI 4's eager limit
+    ompi5 = Config("openmpi5", 2, "local", impl="openmpi5")
+    facts = {OMPI: Facts("openmpi", {"btl_vader_eager_limit": "131072"}),
+             ompi5: Facts("openmpi", {"btl_sm_eager_limit": "65536"})}
+    data = {(OMPI, "bw"): series(slow_at(131072, 262144)), (ompi5, "bw"): series(lat)}
+    f = next(f for f in explained(data, facts) if f.kind == "faster")
+    assert f.cause is not None and f.cause.kind == "unexplained", f.cause
+    # where Open MPI 5 is still eager there, the limit is Open MPI 4's
+    facts[ompi5] = Facts("openmpi", {"btl_sm_eager_limit": "1048576"})
+    f = next(f for f in explained(data, facts) if f.kind == "faster")
+    assert f.cause.kind == "limit" and f.cause.config == OMPI
 
 
 def test_a_gap_no_limit_explains_says_so():
-    found = explained(gap(32768, 262144))
+    # in bw only: no latency step to name either
+    data = {(OMPI, "bw"): series(slow_at(32768, 262144)), (MPICH, "bw"): series(lat)}
+    found = explained(data)
     f = next(f for f in found if f.kind == "faster")
     assert f.cause.kind == "unexplained"
-    s = summary.summarize(gap(32768, 262144), found)
+    s = summary.summarize(data, found)
     (con,) = [c for c in s.conclusions if c.kind == "implementation"]
     assert "no recorded mechanism" in con.headline, con.headline
+
+
+def test_a_gap_at_a_measured_step_no_variable_explains_names_the_step():
+    found = explained(gap(32768, 262144))
+    f = next(f for f in found if f.kind == "faster")
+    assert f.cause.kind == "break", f.cause
+    s = summary.summarize(gap(32768, 262144), found)
+    (con,) = [c for c in s.conclusions if c.kind == "implementation"]
+    assert "openmpi changes protocol between 16 KiB and 32 KiB" in con.headline, con.headline
 
 
 def test_a_two_size_range_is_named_by_its_sizes_not_small_messages():
@@ -147,9 +165,10 @@ def test_a_drop_from_the_first_size_swept_carries_no_claim():
     assert not summary.conclusions(found)
 
 
-def test_without_recorded_variables_nothing_is_attributed():
+def test_without_recorded_variables_no_setting_is_named():
     found = explained(gap(4096, 8192), facts={})
-    assert all(f.cause.kind == "unexplained" for f in found if f.kind == "faster")
+    assert all(f.cause.kind in ("unexplained", "break") for f in found if f.kind == "faster")
+    assert not advise.tasks(found)
 
 
 # -- the advise step -------------------------------------------------------
@@ -216,9 +235,11 @@ def test_advise_stores_the_verdict_and_writes_a_quoted_settings_file(tmp_path):
     s = summary.summarize(data, found, fixes={k: causes.Fix.from_json(v)
                                               for k, v in stored.items()})
     (con,) = [c for c in s.conclusions if c.kind == "cause"]
-    assert "Measured: with OMPI_MCA_btl_vader_eager_limit=16384, bw from 4 KiB to 8 KiB " \
-           "takes 3.0x [2.95, 3.05] less time (5 interleaved rounds" in con.headline, \
+    assert "Measured: with OMPI_MCA_btl_vader_eager_limit=16384, bw is 3.0x faster at 4 KiB " \
+           "(2.95-3.05x), 2.5x at 8 KiB (2.45-2.55x) (5 interleaved rounds" in con.headline, \
         con.headline
+    # what was measured, and what was not
+    assert "no measured size slower; measured from 2 KiB to 16 KiB only" in con.headline
     assert "settings file" in con.headline and "Not measured" not in con.headline
 
 
@@ -290,7 +311,8 @@ def test_only_when_no_algorithm_helps_is_the_other_library_the_answer():
     part = causes.Fix(key, none.settings, "verified", "allreduce", (1, 4096), 1.5, 1.3, 1.7, 8,
                       file="advice/mpich.env", tried=3)
     (con,) = summary.summarize(data, found, fixes={key: part}).conclusions
-    assert "takes 1.5x [1.30, 1.70] less time" in con.headline
+    assert "allreduce is 1.5x faster from 1 B to 4 KiB (95% interval 1.30-1.70x)" in \
+        con.headline, con.headline
     assert con.headline.endswith("openmpi stays about 2.0x faster there"), con.headline
 
 
@@ -335,3 +357,15 @@ def test_every_cause_gets_its_rounds_before_any_gets_extra_ones(tmp_path, monkey
         [b for b, *_ in budgets] == ["allreduce", "bw"]
     assert all(r >= advise.MIN_ROUNDS for _, r, _ in budgets)
     assert budgets[0][2] <= 30.0 / 2 + 1e-9 or budgets[0][1] == advise.MIN_ROUNDS
+
+
+def test_a_drop_past_the_inline_limit_is_that_limit():
+    facts = {OMPI: Facts("openmpi", {"btl_vader_eager_limit": "4096",
+                                     "btl_vader_max_inline_send": "256"})}
+    gbs = {64: 0.8, 128: 1.6, 256: 2.4, 512: 1.7, 1024: 3.0, 2048: 5.0}
+    found = explained({(OMPI, "sendloop"): _bw_points(gbs)}, facts)
+    (drop,) = [f for f in found if f.kind == "drop"]
+    assert drop.cause.kind == "limit" and drop.cause.limit.variable == "btl_vader_max_inline_send"
+    assert drop.cause.boundary == 512 and "without inlining" in drop.cause.text
+    # the payload alone counts: 512 B needs a limit of 512
+    assert drop.cause.candidates == ((("OMPI_MCA_btl_vader_max_inline_send", "512"),),)

@@ -85,7 +85,7 @@ def test_across_two_nodes_both_mpis_use_tcp_and_inside_one_shared_memory(two, co
     db = tmp_path / "emu.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
     common = ["--db", str(db), "--bench", "latency,allreduce", "--sizes", "8:64K", "--factor",
-              "64", "--timeout", "60", *mpis, *FAST]
+              "64", "--timeout", "60", "--no-advise", *mpis, *FAST]
     assert cli.main(["run", "--cluster", f"emu:{two}", "--cluster", "local", "--np", "2",
                      *common]) == 0
     assert cli.main(["run", "--cluster", f"emu:{two}", "--nodes", "1", "--ppn", "2",

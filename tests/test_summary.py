@@ -88,7 +88,7 @@ def test_a_difference_inside_the_noise_leads_to_nothing_and_is_said_to():
     s = summary.summarize(data, findings.all_findings(data))
     assert s.conclusions == ()
     assert s.notes == ("For small messages (latency) at 2 processes, local: mpich, openmpi "
-                       "are not told apart at any size",)
+                       "are not told apart at any size (their intervals overlap)",)
 
 
 def test_no_kind_fills_the_screen_past_its_quota():

@@ -124,7 +124,7 @@ def judge(task: Task, outcomes: Sequence[tune.Outcome]) -> Fix:
         """An eager limit's fix must win from the first size it concerns on;
         an algorithm wherever in the cause's sizes it wins most."""
         runs = [es for b, a, z, es in o.ranges("wins") if b == task.bench]
-        if task.cause.kind == "eager-limit":
+        if task.cause.kind == "limit":
             return next((es for es in runs if es[0].size <= first <= es[-1].size), [])
         inside = [es for es in runs if lo <= es[-1].size and es[0].size <= hi]
         return max(inside, key=lambda es: sum(math.log(e.ratio) for e in es), default=[])
@@ -222,7 +222,7 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                                       "commscope can search")
         left = budget_s - (time.monotonic() - t0)
         rounds = _rounds(o, len(cands), left)
-        if fix is None and rounds < MIN_ROUNDS and task.cause.kind == "eager-limit":
+        if fix is None and rounds < MIN_ROUNDS and task.cause.kind == "limit":
             cands = cands[:1]  # the smallest raise that covers the sizes, alone
             rounds = _rounds(o, 1, left)
         if fix is None and rounds < MIN_ROUNDS:

@@ -263,7 +263,8 @@ PROTOCOL_CVARS: dict[str, tuple[str, ...]] = {
     "openmpi": (
         # Open MPI 4's shared-memory transport is vader, Open MPI 5's sm
         "btl_vader_eager_limit", "btl_vader_max_send_size", "btl_vader_single_copy_mechanism",
-        "btl_sm_eager_limit", "btl_sm_max_send_size", "btl_sm_single_copy_mechanism",
+        "btl_vader_max_inline_send", "btl_sm_eager_limit", "btl_sm_max_send_size",
+        "btl_sm_single_copy_mechanism", "btl_sm_max_inline_send",
         "btl_tcp_eager_limit", "btl_tcp_max_send_size", "pml"),
     "mpich": (
         "MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE", "MPIR_CVAR_NEMESIS_SHM_EAGER_MAX_SZ",

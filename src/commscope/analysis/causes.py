@@ -47,10 +47,13 @@ class Limit:
     # variables that must rise with it (Open MPI refuses an eager limit
     # above the largest send), with their values as read
     companions: tuple[tuple[str, str, int], ...] = ()
+    after: str = "by rendezvous"  # how a message above it travels
+    slack: int = HEADER_SLACK  # what the library adds to the payload before comparing
 
     def first_rendezvous(self, sizes: Sequence[int]) -> int | None:
-        """The smallest swept size that no longer goes eagerly."""
-        return next((s for s in sorted(sizes) if s + HEADER_SLACK > self.bytes), None)
+        """The smallest swept size beyond the limit (sent by rendezvous, for
+        an eager limit)."""
+        return next((s for s in sorted(sizes) if s + self.slack > self.bytes), None)
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,9 @@ class Machine:
 
 @dataclass(frozen=True)
 class Cause:
-    """The mechanism behind a finding.  kind: eager-limit | cache | edge |
+    """The mechanism behind a finding.  kind: limit (a protocol limit, a
+    setting) | algorithm (a collective's, a setting) | break (a protocol
+    switch measured where no variable read explains it) | cache | edge |
     unexplained.  A cause with a setting can be measured (advise.py)."""
 
     kind: str
@@ -81,13 +86,13 @@ class Cause:
     sizes: tuple[int, int] | None = None  # the sizes the mechanism concerns
     # what to try: each candidate a set of settings
     candidates: tuple[tuple[tuple[str, str], ...], ...] = ()
-    boundary: int | None = None  # eager-limit: the first swept size sent by rendezvous
+    boundary: int | None = None  # limit: the first swept size beyond it
     coll: str = ""  # algorithm: the collective whose algorithm the library chose
 
     @property
     def key(self) -> tuple[object, ...]:
         """Findings with equal keys have one cause and make one conclusion."""
-        if self.kind == "eager-limit" and self.limit is not None and self.config is not None:
+        if self.kind == "limit" and self.limit is not None and self.config is not None:
             return (self.kind, self.config, self.limit.variable)
         if self.kind == "algorithm" and self.config is not None:
             return (self.kind, self.config, self.coll)
@@ -101,7 +106,7 @@ class Cause:
     def claims(self) -> bool:
         """Whether a conclusion may rest on it: a cache boundary or the edge
         of the sweep alone carry no claim."""
-        return self.kind in ("eager-limit", "algorithm", "unexplained")
+        return self.kind in ("limit", "algorithm", "break", "unexplained")
 
 
 def _int(v: object) -> int | None:
@@ -125,16 +130,27 @@ def limits(facts: Facts, cluster: str) -> list[Limit]:
             if (n := _int(cv.get(name))) is not None:
                 comp = f"btl_{btl}_max_send_size"
                 m = _int(cv.get(comp))
+                copy = cv.get(f"btl_{btl}_single_copy_mechanism")
+                how = (f"; there a handshake, then one "
+                       f"{'process_vm_readv' if copy == 'cma' else str(copy)} copy "
+                       f"(btl_{btl}_single_copy_mechanism = {copy})"
+                       if copy and copy != "none" else "")
                 out.append(Limit(name, f"OMPI_MCA_{name}", n,
                                  f"Open MPI's {'TCP' if btl == 'tcp' else 'shared-memory'} "
-                                 "eager limit",
+                                 "eager limit" + how,
                                  ((comp, f"OMPI_MCA_{comp}", m),) if m else ()))
+                # below the eager limit, the smallest messages travel inline
+                # in the fragment, without the copy into a send buffer; the
+                # payload alone is held against the limit
+                inline = f"btl_{btl}_max_inline_send"
+                if (k := _int(cv.get(inline))) is not None and k < n:
+                    out.append(Limit(inline, f"OMPI_MCA_{inline}", k,
+                                     "Open MPI's inline-send limit",
+                                     after="without inlining (one more copy)", slack=0))
                 break
-    elif facts.family == "mpich" and cluster == "local":
-        # ch4's POSIX shared memory sends a message that fits one cell eagerly
-        name = "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE"
-        if (n := _int(cv.get(name))) is not None:
-            out.append(Limit(name, name, n, "MPICH's shared-memory cell size (eager limit)"))
+    # MPICH's protocol limits are not read: in ch4 the switch depends on the
+    # device (ch4:ucx leaves it to UCX), and a value read that does not decide
+    # the switch would name a wrong cause.  A measured break says where it is.
     return out
 
 
@@ -148,7 +164,7 @@ def _next_pow2_above(n: int) -> int:
 def _raise_to(limit: Limit, hi: int) -> tuple[tuple[str, str], ...]:
     """Settings that send every size up to `hi` eagerly: the limit at the
     power of two above hi plus its header, and its companions with it."""
-    want = _next_pow2_above(hi + HEADER_SLACK - 1)
+    want = _next_pow2_above(hi + limit.slack - 1)
     out = [(limit.setting, str(want))]
     out += [(env, str(want)) for _, env, cur in limit.companions if cur < want]
     return tuple(sorted(out))
@@ -164,9 +180,17 @@ ALGORITHM_VARIABLE = {"openmpi": "coll_tuned_{}_algorithm",
                       "mpich": "MPIR_CVAR_{}_INTRA_ALGORITHM"}
 
 
+def _break(cfg: Config, a: int, b: int) -> Cause:
+    return Cause("break", f"{_names(cfg)} changes protocol between {human_bytes(a)} and "
+                 f"{human_bytes(b)} (the step in its latency; the variable that sets it is not "
+                 "among those commscope reads)", cfg, sizes=(a, b))
+
+
 def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Sequence[int],
-              facts: Mapping[Config, Facts], benches: Sequence[str] = ()) -> Cause:
-    """Why `loser` is slower than `winner` over `span` (in `benches`)."""
+              facts: Mapping[Config, Facts], benches: Sequence[str] = (),
+              breaks: Mapping[Config, tuple[int, int]] | None = None) -> Cause:
+    """Why `loser` is slower than `winner` over `span` (in `benches`);
+    `breaks`: the protocol switches measured in each configuration's latency."""
     lo, hi = span
     ordered = sorted(sizes)
     nxt = {a: b for a, b in zip(ordered, ordered[1:], strict=False)}
@@ -178,13 +202,13 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
                                                                winner.cluster)]
         if any(t is not None and t <= lo for t in theirs):
             continue  # both send it by rendezvous: the limit does not tell them apart
-        other = (f"; {theirs[0] and human_bytes(theirs[0]) or 'above'} is where "
-                 f"{_names(winner)} turns to rendezvous" if theirs else "")
         return Cause(
-            "eager-limit",
-            f"{_names(loser)} sends {human_bytes(b)} and more by rendezvous "
-            f"({lim.variable} = {lim.bytes} B, {lim.what}){other}",
+            "limit",
+            f"{_names(loser)} sends {human_bytes(b)} and more {lim.after} "
+            f"({lim.variable} = {lim.bytes} B, {lim.what})",
             loser, lim, (lo, hi), (_raise_to(lim, hi),), b)
+    if (br := (breaks or {}).get(loser)) is not None and br[1] == lo:
+        return _break(loser, *br)
     family = facts.get(loser, Facts()).family
     if len(benches) == 1 and benches[0] in CHOSEN and family in ALGORITHM_VARIABLE:
         # no protocol limit sits there: one collective slower than another
@@ -199,7 +223,8 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
 
 
 def of_drop(cfg: Config, bench: str, a: int, b: int, bw_a_mbs: float, series: Series,
-            facts: Mapping[Config, Facts], machine: Machine) -> Cause:
+            facts: Mapping[Config, Facts], machine: Machine,
+            breaks: Mapping[Config, tuple[int, int]] | None = None) -> Cause:
     """Why a bandwidth benchmark loses bandwidth from size a to size b."""
     sizes = sorted(series)
     if sizes and a == sizes[0]:
@@ -215,9 +240,11 @@ def of_drop(cfg: Config, bench: str, a: int, b: int, bw_a_mbs: float, series: Se
             back = next((s for s in sizes if s > b and rate(s) >= rate(a)), None)
             top = max((s for s in sizes if b <= s < back), default=b) if back else b
             return Cause(
-                "eager-limit",
-                f"from {human_bytes(b)} {_names(cfg)} sends by rendezvous ({lim.variable} = "
+                "limit",
+                f"from {human_bytes(b)} {_names(cfg)} sends {lim.after} ({lim.variable} = "
                 f"{lim.bytes} B, {lim.what})", cfg, lim, (b, top), (_raise_to(lim, top),), b)
+    if (breaks or {}).get(cfg) == (a, b):
+        return _break(cfg, a, b)
     mem = machine.mem_copy_gbs
     if mem and bw_a_mbs / 1e3 > mem:
         return Cause("cache", f"at {human_bytes(a)} {bench} reads {bw_a_mbs / 1e3:.1f} GB/s, "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -142,7 +143,7 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                     loser = b if winner == a else a
                     ratios = sorted(by_mpi[loser][s].median / by_mpi[winner][s].median
                                     for s in sizes)
-                    med = ratios[len(ratios) // 2]
+                    med = statistics.median(ratios)  # two sizes: their mean, not the larger
                     lows = sorted(by_mpi[loser][s].lo / by_mpi[winner][s].hi for s in sizes)
                     recs = tuple(p.result_id for s in sizes for p in (sa[s], sb[s])
                                  if p.result_id is not None)
@@ -260,13 +261,13 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
                               f"from {human_bytes(lo)} to {human_bytes(hi)}" for lo, hi in h_runs)
         ratios = sorted(coll[s].median / row.ref[s].median for s in sizes if s in row.ref)
         lows = sorted(coll[s].lo / row.ref[s].hi for s in sizes if s in row.ref)
-        gain = 1.0 - 1.0 / ratios[len(ratios) // 2] if ratios else 0.0
+        gain = 1.0 - 1.0 / statistics.median(ratios) if ratios else 0.0
         out.append(Finding(
             "collective-slower",
             f"{crossover.mpi_name(row.collective)} under {row.config.label()} is slower than "
             f"its hand-written equivalent ({row.reference}) {where}: {row.text()}",
             recs, row.collective, row, gain=gain,
-            ratio=ratios[len(ratios) // 2] if ratios else 1.0,
+            ratio=statistics.median(ratios) if ratios else 1.0,
             ratio_lo=lows[(len(lows) - 1) // 2] if lows else 1.0,
             span=(sizes[0], sizes[-1]) if sizes else None, parties=(row.config,)))
     return out
@@ -320,17 +321,21 @@ def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Seri
     """Each implementation difference and each bandwidth drop with the
     mechanism that explains it (causes.py), said in its text."""
     out = []
+    # where each configuration's latency steps (protocol findings): a switch
+    # measured, for the differences no variable read explains
+    breaks = {f.parties[0]: f.span for f in found if f.kind == "protocol" and f.span}
     for f in found:
         cause = None
         if f.kind == "faster" and len(f.parties) == 2 and f.span:
             w, lo = f.parties
             sizes = sorted(series.get((lo, f.bench), {}))
-            cause = causes.of_faster(w, lo, f.span, sizes, facts, f.benches or (f.bench,))
+            cause = causes.of_faster(w, lo, f.span, sizes, facts, f.benches or (f.bench,),
+                                     breaks)
         elif f.kind == "drop" and f.span and (s := series.get((f.parties[0], f.bench))):
             a, b = f.span
             k = 2.0 if f.bench == "bibw" else 1.0
             cause = causes.of_drop(f.parties[0], f.bench, a, b, k * a / s[a].median, s, facts,
-                                   machine)
+                                   machine, breaks)
         if cause is None:
             out.append(f)
             continue

@@ -97,6 +97,8 @@ def kind_of(f: Finding) -> str | None:
         return None
     if f.kind == "faster" and len(f.parties) == 2:
         w, lo = f.parties
+        if all(b.endswith("_sends") for b in (f.benches or (f.bench,))):
+            return None  # commscope's own reference patterns: no call a user makes
         if w.implementation != lo.implementation:
             return "implementation"
         return "setting" if _settings(w) != _settings(lo) else "variant"
@@ -144,8 +146,8 @@ def headline(f: Finding) -> str:
     k = kind_of(f)
     span = f.span or (0, 0)
     if k == "implementation":
-        why = (f"; {f.cause.text}" if f.cause is not None and f.cause.kind == "unexplained"
-               else "")
+        why = (f"; {f.cause.text}" if f.cause is not None
+               and f.cause.kind in ("unexplained", "break") else "")
         if not any(b in P2P for b in (f.benches or (f.bench,))):
             # one collective slower in one library: a fact to weigh, not a
             # reason to change libraries (its algorithm is the cause to look
@@ -172,6 +174,11 @@ def headline(f: Finding) -> str:
     if f.kind == "drop":
         (c,) = f.parties
         lo_, hi_ = span
+        if f.cause is not None and f.cause.kind == "break":
+            return (f"{f.bench} under {c.label()} loses {100 * (1 - 1 / f.ratio):.0f}% of its "
+                    f"bandwidth from {human_bytes(lo_)} to {human_bytes(hi_)}: {f.cause.text} "
+                    f"(commscope tune --mpi {c.implementation} --bench {f.bench} searches the "
+                    "protocol settings it knows)")
         # a drop no recorded limit explains: the place to search, not a cause
         return (f"{f.bench} under {c.label()} loses {100 * (1 - 1 / f.ratio):.0f}% of its "
                 f"bandwidth from {human_bytes(lo_)} to {human_bytes(hi_)}: no recorded eager "
@@ -205,6 +212,22 @@ def _cli_size(n: int) -> str:
     return str(n)
 
 
+def _per_size(fix: Fix) -> str:
+    """Where a fix won, size by size (each with its interval above 1), or
+    as a range of ratios over many sizes."""
+    lo, hi = fix.sizes or (0, 0)
+    es = [(s, r, a, b) for s, r, a, b in fix.effects if lo <= s <= hi]
+    if not es:
+        return (f"{ratio_text(fix.ratio)} faster {_span(fix.sizes)} (95% interval "
+                f"{fix.lo:.2f}-{fix.hi:.2f}x)" if fix.sizes else "")
+    if len(es) <= 4:
+        each = [f"{ratio_text(r)} at {human_bytes(s)} ({a:.2f}-{b:.2f}x)" for s, r, a, b in es]
+        return each[0].replace(" at ", " faster at ", 1) + "".join(f", {x}" for x in each[1:])
+    rs = sorted(r for _, r, _, _ in es)
+    return (f"{ratio_text(rs[0])}-{ratio_text(rs[-1])} faster {_span((es[0][0], es[-1][0]))} "
+            f"(every 95% interval above 1)")
+
+
 def _still(gap: float, fix: Fix, winners: Sequence[str]) -> str:
     """What a fix leaves of the gap to another library."""
     left = gap / fix.ratio if fix.ratio > 0 else gap
@@ -227,17 +250,19 @@ def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float 
         cand = " ".join(f"{k}={v}" for k, v in c.candidates[0]) if c.candidates else ""
         return (f"Not measured{why}: commscope tune --mpi {impl} --bench bw --sizes "
                 f"{_cli_size(max(1, lo // 2))}:{_cli_size(2 * hi)} measures {cand}")
-    span = _span(fix.sizes) if fix.sizes else ""
-    figure = f"{ratio_text(fix.ratio)} [{fix.lo:.2f}, {fix.hi:.2f}]"
-    mode = f", floor ~{fix.mode_ns:.0f} ns" if fix.mode_ns else ""
-    rounds = f"({fix.rounds} interleaved rounds against the default{mode})"
+    figure = f"{ratio_text(fix.ratio)} (95% interval {fix.lo:.1f}-{fix.hi:.1f}x)"
+    mode = (f", the host's core-to-core time ~{fix.mode_ns:.0f} ns as in the sweep"
+            if fix.mode_ns else "")
+    rounds = f"{fix.rounds} interleaved rounds against the default{mode}"
+    scope = (f"; measured from {human_bytes(fix.effects[0][0])} to "
+             f"{human_bytes(fix.effects[-1][0])} only" if fix.effects else "")
     if fix.verdict == "verified":
-        return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
-                f"{rounds}, no measured size slower: settings file {_rel(fix.file)}"
-                + _still(gap, fix, winners))
+        return (f"Measured: with {fix.label}, {fix.bench} is {_per_size(fix)} "
+                f"({rounds}), no measured size slower{scope}: settings file "
+                f"{_rel(fix.file)}" + _still(gap, fix, winners))
     if fix.verdict == "mixed":
-        return (f"Measured: with {fix.label}, {fix.bench} {span} takes {figure} less time "
-                f"{rounds}, but is slower at {fix.slower}: weigh it before setting it "
+        return (f"Measured: with {fix.label}, {fix.bench} is {_per_size(fix)} "
+                f"({rounds}), but slower at {fix.slower}: weigh it before setting it "
                 f"(settings file {_rel(fix.file)})" + _still(gap, fix, winners))
     if fix.verdict == "broken":
         return f"Measured: {impl} did not run with {fix.label} ({fix.reason}): nothing to set"
@@ -298,7 +323,7 @@ def cause_headline(c: Cause, fs: Sequence[Finding], fix: Fix | None) -> str:
     parts += [f"{f.bench} loses {100 * (1 - 1 / f.ratio):.0f}% of its bandwidth "
               f"{_span(f.span)}" for f in drops if f.span]
     first = min((f.cause.boundary for f in fs if f.cause and f.cause.boundary), default=0)
-    return (f"{cfg.mpi} sends messages of {human_bytes(first)} and more by rendezvous "
+    return (f"{cfg.mpi} sends messages of {human_bytes(first)} and more {lim.after} "
             f"({lim.variable} = {lim.bytes} B, {lim.what}): {'; '.join(parts)} "
             f"({_where(cfg)}). {fix_text(c, fix)}")
 
@@ -408,14 +433,15 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
             seen.setdefault((cfg.np, cfg.cluster, bench), set()).add(cfg.implementation)
     told: set[tuple[int, str, str]] = set()
     for f in found:
-        if kind_of(f) == "implementation" and f.span:
+        # any difference between implementations, whatever its cause
+        if f.kind == "faster" and f.span and len(f.parties) == 2:
             w = f.parties[0]
             told.update((w.np, w.cluster, b) for b in (f.benches or (f.bench,)))
     for (np_, cluster, bench), impls in sorted(seen.items()):
         if len(impls) > 1 and (np_, cluster, bench) not in told:
             what = "small messages (latency)" if bench == "latency" else "large messages (bw)"
             out.append(f"For {what} at {np_} processes, {cluster}: {', '.join(sorted(impls))} "
-                       "are not told apart at any size")
+                       "are not told apart at any size (their intervals overlap)")
     return out
 
 
