@@ -210,20 +210,26 @@ def test_advise_stores_the_verdict_and_writes_a_quoted_settings_file(tmp_path):
     data = gap(4096, 8192)
     found = explained(data)
     store = Store(tmp_path / "s.db")
-    seen = {}
+    calls = []
 
     def search(core, benches, opts, cands, store_, **kw):
-        seen.update(benches=benches, sizes=opts.sizes, base=kw["base"], rounds=kw["rounds"],
-                    purpose=kw["purpose"], cands=[c.label for c in cands])
-        return [tune.Outcome(cands[0], effects=_effects({2048: 1.0, 4096: 3.0, 8192: 2.5,
-                                                         16384: 1.0}))]
+        calls.append(dict(benches=benches, sizes=opts.sizes, base=kw["base"],
+                          rounds=kw["rounds"], purpose=kw["purpose"],
+                          cands=[c.label for c in cands]))
+        if len(calls) == 1:
+            return [tune.Outcome(cands[0], effects=_effects({2048: 1.0, 4096: 3.0, 8192: 2.5,
+                                                             16384: 1.0}))]
+        # the winner across the sweep's range (1 B to 4 MiB every 8x): slower nowhere
+        return [tune.Outcome(cands[0], effects=_effects({8**k: 1.0 for k in range(8)}))]
 
     out = tmp_path / "advice"
     fixes = advise.advise(found, {"openmpi": object()}, CoreOptions(), store, sweep_id=None,
                           budget_s=60.0, out_dir=out, argv=["x"], policy=None, progress=None,
                           say=lambda _: None, search=search)
-    assert seen == {"benches": ["bw"], "sizes": "2048:16384", "base": (), "rounds": 5,
-                    "purpose": "advise", "cands": ["OMPI_MCA_btl_vader_eager_limit=16384"]}
+    assert calls[0] == {"benches": ["bw"], "sizes": "2048:16384", "base": (), "rounds": 5,
+                        "purpose": "advise", "cands": ["OMPI_MCA_btl_vader_eager_limit=16384"]}
+    # then the winner alone across the sweep's whole range, every 8x
+    assert calls[1] == {**calls[0], "sizes": "1:4194304", "rounds": 3}
     (fix,) = fixes
     assert fix.verdict == "verified" and fix.file == str(out / "openmpi.env")
     text = (out / "openmpi.env").read_text()
@@ -238,8 +244,8 @@ def test_advise_stores_the_verdict_and_writes_a_quoted_settings_file(tmp_path):
     assert "Measured: with OMPI_MCA_btl_vader_eager_limit=16384, bw is 3.0x faster at 4 KiB " \
            "(2.95-3.05x), 2.5x at 8 KiB (2.45-2.55x) (5 interleaved rounds" in con.headline, \
         con.headline
-    # what was measured, and what was not
-    assert "no measured size slower; measured from 2 KiB to 16 KiB only" in con.headline
+    # what was measured, and where it was checked
+    assert "no measured size slower from 1 B to 4 MiB (checked every 8x)" in con.headline
     assert "settings file" in con.headline and "Not measured" not in con.headline
 
 
@@ -369,3 +375,45 @@ def test_a_drop_past_the_inline_limit_is_that_limit():
     assert drop.cause.boundary == 512 and "without inlining" in drop.cause.text
     # the payload alone counts: 512 B needs a limit of 512
     assert drop.cause.candidates == ((("OMPI_MCA_btl_vader_max_inline_send", "512"),),)
+
+
+def test_a_fix_that_slows_sizes_elsewhere_in_the_sweep_is_mixed(tmp_path):
+    found = explained(gap(4096, 8192))
+    n = []
+
+    def search(core, benches, opts, cands, store_, **kw):
+        n.append(opts.sizes)
+        if len(n) == 1:
+            return [tune.Outcome(cands[0], effects=_effects({4096: 3.0, 8192: 2.5}))]
+        # 256 KiB and 2 MiB slower with the larger eager limit
+        return [tune.Outcome(cands[0], effects=_effects(
+            {1: 1.0, 8: 1.0, 64: 1.0, 512: 1.0, 4096: 1.0, 32768: 1.0, 262144: 0.5,
+             2097152: 0.6}))]
+
+    (fix,) = advise.advise(found, {"openmpi": object()}, CoreOptions(), Store(tmp_path / "s"),
+                           sweep_id=None, budget_s=60.0, out_dir=tmp_path / "a", argv=[],
+                           policy=None, progress=None, say=lambda _: None, search=search)
+    assert fix.verdict == "mixed" and "bw 256 KiB to 2 MiB" in fix.slower, fix
+    # where the budget cannot hold the check, the fix says what it measured
+    found = explained(gap(4096, 8192))
+    n.clear()
+    (fix,) = advise.advise(found, {"openmpi": object()}, CoreOptions(), Store(tmp_path / "t"),
+                           sweep_id=None, budget_s=12.0, out_dir=tmp_path / "b", argv=[],
+                           policy=None, progress=None, say=lambda _: None, search=search)
+    assert len(n) == 1 and fix.checked is None and fix.verdict == "verified"
+    (con,) = [c for c in summary.summarize(gap(4096, 8192), found, fixes={
+        fix.cause_key: fix}).conclusions if c.kind == "cause"]
+    assert "measured from 4 KiB to 8 KiB only" in con.headline, con.headline
+
+
+def test_only_causes_on_the_first_screen_are_measured():
+    data = {}
+    # four collectives, each slower by its own factor (equal ones would merge
+    # into one finding of four benchmarks)
+    for k, coll in zip((1.5, 3.0, 5.0, 8.0), ("bcast", "allreduce", "reduce", "alltoall"),
+                       strict=True):
+        data.update({(MPICH, coll): series(slow_at(1, 4096, k)), (OMPI, coll): series(lat)})
+    found = explained(data)
+    shown = [c for c in summary.conclusions(found) if c.kind == "cause"]
+    assert len(shown) == summary.QUOTA["cause"] == 3
+    assert sorted(t.bench for t in advise.tasks(found)) == ["allreduce", "alltoall", "reduce"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import tune
 from .analysis import summary
-from .analysis.causes import Cause, Fix
+from .analysis.causes import Cause, Fix, cause_key
 from .analysis.findings import Finding
 from .build import Core
 from .errors import CommscopeError
@@ -59,13 +59,18 @@ def _factor(lo: int, hi: int) -> int:
 
 
 def tasks(found: Sequence[Finding]) -> list[Task]:
-    """What to measure: each cause that is a setting, once, those whose
-    findings would save most first.  An eager limit is measured on the
-    cheapest benchmark that shows it, over its sizes and one neighbour
-    each side; a collective's algorithm on that collective, over its
-    sizes."""
+    """What to measure: each cause that is a setting and leads a conclusion
+    on the first screen, once, those whose findings would save most first
+    (a fix is written only for a conclusion a user reads).  An eager limit
+    is measured on the cheapest benchmark that shows it, over its sizes and
+    one neighbour each side; a collective's algorithm on that collective,
+    over its sizes."""
+    shown = {cause_key(c.cause) for c in summary.conclusions(found)
+             if c.kind == "cause" and c.cause is not None}
     out = []
     for key, cause, fs in summary.causes_to_fix(found):
+        if key not in shown:
+            continue
         if cause.sizes is None or not (cause.candidates or cause.kind == "algorithm"):
             continue
         lo, hi = cause.sizes
@@ -148,6 +153,40 @@ def judge(task: Task, outcomes: Sequence[tune.Outcome]) -> Fix:
     return Fix(task.key, best.cand.settings, "mixed" if loses else "verified", task.bench,
                (es[0].size, es[-1].size), mid.ratio, mid.lo, mid.hi, mid.n, slower=slower,
                effects=measured)
+
+
+COARSE = 8  # the factor between the sizes a winning setting is checked at across the sweep
+
+
+def _check_range(fix: Fix, core: Core, o: CoreOptions, sweep: CoreOptions, store: Store,
+                 left: float, *, search, argv, policy, progress, base, mode_ns) -> Fix:
+    """A setting changes every size, not only those it was measured at: the
+    winner against the default once more, over the sweep's whole range
+    every COARSE times, where the budget left holds MIN_ROUNDS rounds of
+    it.  A size it slows (with a neighbour that agrees) makes the fix
+    mixed; where the check cannot run, the fix says what was measured."""
+    from .sizes import expand_sizes
+
+    sizes = expand_sizes(sweep.sizes, sweep.factor)
+    c = replace(o, sizes=f"{sizes[0]}:{sizes[-1]}", factor=COARSE)
+    if len(sizes) < 3 or MIN_ROUNDS * 2 * job_s(c) > left:
+        return fix
+    cand = tune.Candidate(fix.settings, "the winner, across the sweep's range")
+    try:
+        (out,) = search(core, [fix.bench], c, [cand], store, rounds=MIN_ROUNDS, extra_rounds=0,
+                        budget_s=left, argv=argv, timeout_s=30 + 3 * tune.estimate_s(
+                            c, [fix.bench]), policy=policy, progress=progress, seed=4,
+                        purpose="advise", base=base, job_s=job_s(c), mode_ns=mode_ns)
+    except CommscopeError:
+        return fix
+    if out.state == "broken":
+        return replace(fix, verdict="broken", reason=f"across the sweep's range: {out.reason}")
+    loses = out.ranges("loses")
+    slower = ", ".join(filter(None, [fix.slower, *(
+        f"{b} {human_bytes(a)}" + (f" to {human_bytes(z)}" if z != a else "")
+        + f" ({1 / _mid(x).ratio:.2f}x as long)" for b, a, z, x in loses)]))
+    return replace(fix, verdict="mixed" if loses or fix.slower else "verified", slower=slower,
+                   checked=(sizes[0], sizes[-1]))
 
 
 def settings_file(path: Path, impl: str, where: str, fixes: Sequence[tuple[Fix, Cause]],
@@ -253,6 +292,10 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                           reason=str(exc)[:300])
             else:
                 fix = replace(judge(task, outs), tried=len(cands), mode_ns=mode_ns)
+                if fix.verdict in ("verified", "mixed"):
+                    fix = _check_range(fix, core, o, opts, store, budget_s - (
+                        time.monotonic() - t0), search=search, argv=argv, policy=policy,
+                        progress=progress, base=cfg.settings, mode_ns=mode_ns)
                 ids = [i for x in outs for i in x.run_ids]
                 row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?",
                                        (ids[0],)).fetchone() if ids else None

@@ -316,6 +316,8 @@ class Fix:
     reason: str = ""  # broken, skipped: why
     tried: int = 0  # how many candidates were measured
     mode_ns: float | None = None  # the machine mode (floor) its rounds were paired in
+    # the sweep's range it was also checked across (every 8x), slower nowhere
+    checked: tuple[int, int] | None = None
     file: str = ""  # the settings file written
     # per size measured: (size, ratio, lo, hi), default time / fixed time
     effects: tuple[tuple[int, float, float, float], ...] = ()
@@ -329,6 +331,7 @@ class Fix:
         d["settings"] = [list(kv) for kv in self.settings]
         d["sizes"] = list(self.sizes) if self.sizes else None
         d["effects"] = [list(e) for e in self.effects]
+        d["checked"] = list(self.checked) if self.checked else None
         return json.dumps(d)
 
     @staticmethod
@@ -337,6 +340,7 @@ class Fix:
         d["settings"] = tuple(tuple(kv) for kv in d["settings"])
         d["sizes"] = tuple(d["sizes"]) if d.get("sizes") else None
         d["effects"] = tuple(tuple(e) for e in d.get("effects") or ())
+        d["checked"] = tuple(d["checked"]) if d.get("checked") else None
         return Fix(**d)
 
 

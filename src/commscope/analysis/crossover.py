@@ -111,7 +111,8 @@ class Verdict:
 
     def advice(self, coll: str, ref: str) -> str:
         """What to do, over exactly the sizes where the verdict was
-        separated; sizes in between are said to show no difference."""
+        separated; sizes in between are said to be not separated (the intervals
+        overlap: no claim either way)."""
         name = mpi_name(coll)
         if self.mixed:
             return f"{name} and {ref} trade places more than once: no crossover claimed"
@@ -127,7 +128,7 @@ class Verdict:
             where = (f"at {human_bytes(lo)}" if lo == hi
                      else f"from {human_bytes(lo)} to {human_bytes(hi)}")
             parts.append(f"use {ref} instead of {name} {where}" if m == "H" else
-                         f"keep {name} {where}" if m == "L" else f"no difference {where}")
+                         f"keep {name} {where}" if m == "L" else f"not separated {where}")
         return "; ".join(parts) + " (this configuration)"
 
     def overhead(self, coll: str, ref: str) -> str:
@@ -147,7 +148,7 @@ class Verdict:
         if len(runs) == 1:
             what = "slower" if runs[0][0] == "H" else "faster"
             return f"{name} against the {ref} it stands for: {what} at every measured size; {tail}"
-        said = {"H": "slower", "L": "faster", "=": "no difference"}
+        said = {"H": "slower", "L": "faster", "=": "not separated"}
         return f"{name} against the {ref} it stands for: {_runs_text(self, said)}; {tail}"
 
 

@@ -254,7 +254,9 @@ def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float 
     mode = (f", the host's core-to-core time ~{fix.mode_ns:.0f} ns as in the sweep"
             if fix.mode_ns else "")
     rounds = f"{fix.rounds} interleaved rounds against the default{mode}"
-    scope = (f"; measured from {human_bytes(fix.effects[0][0])} to "
+    scope = (f" from {human_bytes(fix.checked[0])} to {human_bytes(fix.checked[1])} "
+             "(checked every 8x)" if fix.checked else
+             f"; measured from {human_bytes(fix.effects[0][0])} to "
              f"{human_bytes(fix.effects[-1][0])} only" if fix.effects else "")
     if fix.verdict == "verified":
         return (f"Measured: with {fix.label}, {fix.bench} is {_per_size(fix)} "
