@@ -552,8 +552,9 @@ def selected(store: Store, sel: str) -> list:
 
 def select_rows(store: Store, sel: str) -> list:
     """A set of results, one row per configuration, benchmark and size over
-    its repetitions (analysis/repeats.py)."""
-    return aggregate(selected(store, sel))
+    its repetitions (analysis/repeats.py), those of the side's dominant
+    machine mode: repetitions across the host's modes measure the host."""
+    return aggregate(selected(store, sel), mode="dominant")
 
 
 @command("compare")

@@ -125,7 +125,7 @@ class Comparison:
     a_median: float
     b_median: float
     ratio: float  # b / a of times: above 1 means B is slower
-    verdict: str  # slower | faster | same
+    verdict: str  # slower | faster | same | no claim (not comparable)
     test: str  # what decided it, with its numbers
     a_id: int
     b_id: int
@@ -407,7 +407,8 @@ def compare_rows(a_rows: Sequence[Mapping[str, object]], b_rows: Sequence[Mappin
         out.append(Comparison(
             str(p.key[0]), int(p.key[1]), p.size,  # type: ignore[call-overload]
             float(p.a["median_us"]), float(p.b["median_us"]),  # type: ignore[arg-type]
-            math.exp(lr[p.key]), "same" if v == "=" else v, t.text,
+            math.exp(lr[p.key]), ("no claim" if p.key not in tests else "same") if v == "="
+            else v, t.text,
             int(p.a["id"]), int(p.b["id"]),  # type: ignore[call-overload]
             tuple((f, p.pa.get(f, ""), p.pb.get(f, "")) for f in shown), t.lo, t.hi,
             BETWEEN if p.key in between else SINGLE if p.key in tests else APART))
@@ -431,8 +432,11 @@ def rules_used(rows: Sequence[Comparison]) -> list[str]:
 def footer(rows: Sequence[Comparison]) -> list[str]:
     n_slow = regressions(rows)
     n_fast = sum(c.verdict == "faster" for c in rows)
+    apart = sum(c.verdict == "no claim" for c in rows)
     out = [f"{len(rows)} pairs: {n_slow} slower, {n_fast} faster, "
-           f"{len(rows) - n_slow - n_fast} the same within the test and factor"]
+           f"{len(rows) - n_slow - n_fast - apart} the same within the test and factor"
+           + (f", {apart} not compared (no claim: measured in different host modes; "
+              "compare runs taken in one mode, or repeat them)" if apart else "")]
     return out + [f"rule, {r}" for r in rules_used(rows)]
 
 
