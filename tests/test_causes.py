@@ -417,3 +417,16 @@ def test_only_causes_on_the_first_screen_are_measured():
     shown = [c for c in summary.conclusions(found) if c.kind == "cause"]
     assert len(shown) == summary.QUOTA["cause"] == 3
     assert sorted(t.bench for t in advise.tasks(found)) == ["allreduce", "alltoall", "reduce"]
+
+
+def test_a_fix_measured_in_another_host_mode_is_not_carried_over(tmp_path):
+    store = Store(tmp_path / "s.db")
+    fix = causes.Fix("limit|k|2|local|btl_vader_eager_limit|4096",
+                     (("OMPI_MCA_btl_vader_eager_limit", "16384"),), "verified", "bw",
+                     (4096, 8192), 3.0, 2.5, 3.5, 5, mode_ns=58.0)
+    store.add_advice(fix.cause_key, fix.to_json(), None, None)
+    _, same = findings.explained(store, gap(4096, 8192), [], mode_ns=61.0)
+    assert same[fix.cause_key].verdict == "verified"
+    _, other = findings.explained(store, gap(4096, 8192), [], mode_ns=262.0)
+    got = other[fix.cause_key]
+    assert got.verdict == "skipped" and "58 ns between cores" in got.reason, got

@@ -28,7 +28,7 @@ from .analysis.findings import Finding
 from .build import Core
 from .errors import CommscopeError
 from .runner import CoreOptions
-from .sizes import human_bytes
+from .sizes import expand_sizes, human_bytes
 from .store import Store
 
 ROUNDS = 5  # interleaved rounds against the default, where the budget holds them
@@ -87,8 +87,6 @@ def tasks(found: Sequence[Finding]) -> list[Task]:
 def job_s(opts: CoreOptions) -> float:
     """One 2-rank job of these sizes here: its start, then each size's
     sampling cap, warm-up and validation."""
-    from .sizes import expand_sizes
-
     n = len(expand_sizes(opts.sizes, opts.factor))
     return JOB_START_S + n * (opts.time_cap_s + opts.warmup_s + 0.05)
 
@@ -165,8 +163,6 @@ def _check_range(fix: Fix, core: Core, o: CoreOptions, sweep: CoreOptions, store
     every COARSE times, where the budget left holds MIN_ROUNDS rounds of
     it.  A size it slows (with a neighbour that agrees) makes the fix
     mixed; where the check cannot run, the fix says what was measured."""
-    from .sizes import expand_sizes
-
     sizes = expand_sizes(sweep.sizes, sweep.factor)
     c = replace(o, sizes=f"{sizes[0]}:{sizes[-1]}", factor=COARSE)
     if len(sizes) < 3 or MIN_ROUNDS * 2 * job_s(c) > left:
@@ -261,6 +257,11 @@ def advise(found: Sequence[Finding], cores: Mapping[str, Core], opts: CoreOption
                                       "commscope can search")
         left = budget_s - (time.monotonic() - t0)
         rounds = _rounds(o, len(cands), left)
+        while (fix is None and rounds < MIN_ROUNDS and task.cause.kind == "algorithm"
+               and len(expand_sizes(o.sizes, o.factor)) > 3):
+            # fewer sizes across the same range rather than no measurement
+            o = replace(o, factor=o.factor * 2)
+            rounds = _rounds(o, len(cands), left)
         if fix is None and rounds < MIN_ROUNDS and task.cause.kind == "limit":
             cands = cands[:1]  # the smallest raise that covers the sizes, alone
             rounds = _rounds(o, 1, left)

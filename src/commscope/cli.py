@@ -397,8 +397,16 @@ def cmd_findings(a: argparse.Namespace) -> int:
 
     store, rows = _matching(a)
     series = collect(rows)
-    found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}))
+    found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}),
+                                      findings.dominant_floor(rows))
     top = summary.text(summary.summarize(series, found, fixes=fixes))
+    if top:
+        # which of the host's modes the conclusions come from: a later
+        # sweep in another mode may conclude otherwise, and says so here
+        from .show import mode_lines
+
+        top += "".join(f"Drawn from one {x}\n" for x in mode_lines(rows)) + ("\n" if any(
+            mode_lines(rows)) else "")
     print(top + ("Every finding, those that save most first:\n" if top and found else "")
           + findings.text(found, limit=a.limit or None), end="")
     return 0

@@ -216,8 +216,7 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
         coll = benches[0]
         var = ALGORITHM_VARIABLE[family].format(coll.upper() if family == "mpich" else coll)
         return Cause("algorithm", f"{_names(loser)} chooses its {coll} algorithm by its own "
-                     f"rules ({var} unset), and no protocol limit sits where the gap begins",
-                     loser, None, (lo, hi), coll=coll)
+                     f"rules ({var} unset)", loser, None, (lo, hi), coll=coll)
     return Cause("unexplained", "no recorded mechanism (eager limits read through MPI_T, "
                  "the probe's cache sizes) explains the difference")
 

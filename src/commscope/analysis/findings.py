@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from ..sizes import human_bytes
 from . import causes, crossover, guidelines, hockney
+from .repeats import MODE_GAP
 from .series import Config, Point, Series, separated
 
 BANDWIDTH = {"bw", "bibw", "sendloop"}
@@ -344,10 +345,13 @@ def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Seri
 
 
 def explained(store, series: Mapping[tuple[Config, str], Series],
-              run_ids: Sequence[int]) -> tuple[list[Finding], dict[str, causes.Fix]]:
+              run_ids: Sequence[int], mode_ns: float | None = None
+              ) -> tuple[list[Finding], dict[str, causes.Fix]]:
     """Every finding with its cause, from what the store recorded about the
     jobs (their control variables) and the machine (the probe taken with
-    them), and the fixes measured for those causes."""
+    them), and the fixes measured for those causes.  `mode_ns`: the machine
+    mode the series come from; a fix measured in another mode is not
+    carried over (the host's modes can reverse an effect)."""
     prow = store.probe_for(run_ids)
     probe = json.loads(prow["data"]) if prow is not None else None
     found = attribute(all_findings(series), series, causes.facts_of(store.db, series),
@@ -355,9 +359,15 @@ def explained(store, series: Mapping[tuple[Config, str], Series],
     fixes = {}
     for k, text in store.advice().items():
         try:
-            fixes[k] = causes.Fix.from_json(text)
+            fix = causes.Fix.from_json(text)
         except (ValueError, TypeError, KeyError):
             continue  # written by another version: the cause is said unmeasured
+        if fix.mode_ns and mode_ns and max(fix.mode_ns, mode_ns) > MODE_GAP * min(
+                fix.mode_ns, mode_ns):
+            fix = replace(fix, verdict="skipped", reason=(
+                f"in this host mode: the fix was measured with {fix.mode_ns:.0f} ns between "
+                f"cores, these records with {mode_ns:.0f} ns"))
+        fixes[k] = fix
     return found, fixes
 
 
@@ -375,3 +385,13 @@ def text(findings: list[Finding], limit: int | None = 10) -> str:
         lines.append(f"... and {len(findings) - len(shown)} more, each saving less "
                      "(commscope analyze findings --limit 0 lists them all)")
     return "\n".join(lines) + "\n"
+
+
+def dominant_floor(rows: Sequence[Mapping[str, object]]) -> float | None:
+    """The core-to-core floor of the machine mode most records were taken in."""
+    from .repeats import detect_modes
+
+    floors = [float(r["floor_ns"]) for r in rows  # type: ignore[arg-type]
+              if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
+    mode = max(detect_modes(floors), key=lambda m: m.count, default=None)
+    return mode.center_ns if mode is not None else None

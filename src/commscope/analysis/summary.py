@@ -176,7 +176,7 @@ def headline(f: Finding) -> str:
         sizes = [sz for m, lo_, hi_ in x.verdict.runs() if m == "H"
                  for sz in x.coll if lo_ <= sz <= hi_ and sz in x.ref]
         saved = sorted(x.coll[sz].median - x.ref[sz].median for sz in sizes)
-        us = (f", {_us(saved[0])}-{_us(saved[-1])} per call" if saved and
+        us = (f", {_us(saved[0])[:-3]}-{_us(saved[-1])} per call" if saved and
               _us(saved[0]) != _us(saved[-1]) else f", {_us(saved[0])} per call" if saved
               else "")
         return (f"Replace {mpi_name(x.collective)} by hand-written sends ({x.reference}) "

@@ -125,7 +125,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     run_ids = {int(r["run_id"]) for r in rows}
     series = collect(rows)
     benches = {str(r["bench"]) for r in rows}
-    found, fixes = findings.explained(store, series, sorted(run_ids))
+    found, fixes = findings.explained(store, series, sorted(run_ids),
+                                      findings.dominant_floor(rows))
     xrows = crossover.analyze(series)
     app_rows = [r for r in rows if r["phases"]]
 
