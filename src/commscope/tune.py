@@ -340,9 +340,10 @@ def measure_job(job: Job, store: Store, sweep: int, pos: int, *, timeout_s: floa
 
 def close(o: Outcome) -> bool:
     """A contender not yet decided: at some size its median gains the
-    factor that counts, but the between-round interval still reaches 1."""
-    return o.state == "measured" and any(
-        e.ratio >= MIN_FACTOR and not e.wins and not e.loses for e in o.effects)
+    factor that counts, but the between-round interval still reaches 1; or
+    no round has paired it yet (every one taken across machine modes)."""
+    return o.state == "measured" and (not o.effects or any(
+        e.ratio >= MIN_FACTOR and not e.wins and not e.loses for e in o.effects))
 
 
 def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequence[Candidate],
