@@ -351,7 +351,8 @@ def test_every_cause_gets_its_rounds_before_any_gets_extra_ones(tmp_path, monkey
 
     def search(core, benches, opts, cands, store_, **kw):
         budgets.append((benches[0], kw["rounds"], kw["budget_s"]))
-        return [tune.Outcome(c) for c in cands]
+        return [tune.Outcome(c, effects=_effects({2**k: 1.0 for k in range(15)}, benches[0]))
+                for c in cands]
 
     fixes = advise.advise(found, {"openmpi": object(), "mpich": object()}, CoreOptions(),
                           Store(tmp_path / "s"), sweep_id=None, budget_s=30.0,
@@ -430,3 +431,11 @@ def test_a_fix_measured_in_another_host_mode_is_not_carried_over(tmp_path):
     _, other = findings.explained(store, gap(4096, 8192), [], mode_ns=262.0)
     got = other[fix.cause_key]
     assert got.verdict == "skipped" and "58 ns between cores" in got.reason, got
+
+
+def test_too_few_rounds_in_the_sweeps_mode_is_no_verdict_not_no_gain():
+    t = _task()
+    cand = tune.Candidate((("OMPI_MCA_btl_vader_eager_limit", "16384"),))
+    o = tune.Outcome(cand, effects=_effects({4096: 3.0, 8192: 2.5}, n=2))
+    fix = advise.judge(t, [o])
+    assert fix.verdict == "skipped" and "only 2 round(s)" in fix.reason, fix

@@ -132,6 +132,14 @@ def judge(task: Task, outcomes: Sequence[tune.Outcome]) -> Fix:
         inside = [es for es in runs if lo <= es[-1].size and es[0].size <= hi]
         return max(inside, key=lambda es: sum(math.log(e.ratio) for e in es), default=[])
 
+    paired = max((e.n for o in ok for e in o.effects if e.bench == task.bench
+                  and lo <= e.size <= hi), default=0)
+    if paired < MIN_ROUNDS:
+        # not "no gain": too few rounds were taken in the sweep's machine mode
+        # to tell (the host spent the others in another mode)
+        return Fix(task.key, ok[0].cand.settings, "skipped", task.bench, reason=(
+            f"only {paired} round(s) were taken in the sweep's host mode, "
+            f"{MIN_ROUNDS} are needed; the host spent the others in another mode"))
     best = max(ok, key=lambda o: (bool(won(o)), not o.ranges("loses"), o.gain))
     measured = tuple((e.size, e.ratio, e.lo, e.hi) for e in sorted(
         (e for e in best.effects if e.bench == task.bench), key=lambda e: e.size))
