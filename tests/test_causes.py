@@ -439,3 +439,13 @@ def test_too_few_rounds_in_the_sweeps_mode_is_no_verdict_not_no_gain():
     o = tune.Outcome(cand, effects=_effects({4096: 3.0, 8192: 2.5}, n=2))
     fix = advise.judge(t, [o])
     assert fix.verdict == "skipped" and "only 2 round(s)" in fix.reason, fix
+
+
+def test_an_algorithm_cause_names_each_separated_range_not_their_union():
+    # mpich's allreduce slower at 1-16 B and at 64 KiB-1 MiB, not in between
+    f = lambda s: (3.0 if s <= 16 or 65536 <= s <= 1 << 20 else 1.0) * lat(s)  # noqa: E731
+    data = {(MPICH, "allreduce"): series(f, rel_ci=0.01),
+            (OMPI, "allreduce"): series(lat, rel_ci=0.01)}
+    (con,) = summary.summarize(data, explained(data)).conclusions
+    assert con.headline.startswith("mpich's MPI_Allreduce takes 3.0x as long as openmpi's from "
+                                   "1 B to 16 B and 3.0x from 64 KiB to 1 MiB"), con.headline

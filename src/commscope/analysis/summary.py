@@ -247,7 +247,8 @@ def _still(gap: float, fix: Fix, winners: Sequence[str]) -> str:
     left = gap / fix.ratio if fix.ratio > 0 else gap
     if not winners or left < 1.05:
         return ""
-    return f"; {', '.join(winners)} stays about {ratio_text(left)} faster there"
+    verb = "stays" if len(winners) == 1 else "stay"
+    return f"; {' and '.join(winners)} {verb} about {ratio_text(left)} faster there"
 
 
 def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float = 1.0
@@ -313,10 +314,15 @@ def algorithm_headline(c: Cause, fs: Sequence[Finding], fix: Fix | None) -> str:
     cfg = c.config
     assert cfg is not None
     winners = sorted({f.parties[0].mpi for f in fs if f.kind == "faster" and f.parties})
-    span = _span(c.sizes) if c.sizes else ""
+    # each range the statistics separated, with its own ratio: the sizes
+    # between two ranges were not told apart and are not claimed
+    ranges = sorted((f for f in fs if f.span), key=lambda f: f.span)  # type: ignore[arg-type,return-value]
+    whose = " and ".join(w + "'s" for w in winners)
+    said = "".join(f"{' and ' if i else ''}{ratio_text(f.ratio)}"
+                   f"{f' as long as {whose}' if not i else ''} {_span(f.span)}"
+                   for i, f in enumerate(ranges))
     gap = sorted(f.ratio for f in fs)[len(fs) // 2]
-    return (f"{cfg.mpi}'s {mpi_name(c.coll)} takes {_ratios(fs)} as long as "
-            f"{', '.join(winners)}'s {span} ({_where(cfg)}): {c.text}. "
+    return (f"{cfg.mpi}'s {mpi_name(c.coll)} takes {said} ({_where(cfg)}): {c.text}. "
             f"{fix_text(c, fix, winners, gap)}")
 
 

@@ -98,6 +98,9 @@ def figure(c: Conclusion, series: Mapping[tuple[Config, str], Series], fig_id: s
         # exactly the runs of sizes the advice names, not one span over the
         # sizes between them where it says there is no difference
         fig.spans += [(lo, hi, "") for m, lo, hi in f.xrow.verdict.runs() if m == "H"]
+    elif c.kind == "cause" and c.cause is not None and c.cause.kind == "algorithm":
+        # each range the sentence names, not one span over the sizes between
+        fig.spans += [(*g.span, "") for g in (f, *c.also) if g.span]
     elif c.kind == "cause" and c.cause is not None and c.cause.sizes:
         fig.spans.append((*c.cause.sizes, ""))  # every size the one cause concerns
     elif f.span:
