@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 CLI = [sys.executable, "-m", "commscope.cli"]
-DEFAULT = ["--bench", "p2p,coll,coll-sends", "--np", "2"]
+DEFAULT = ["--bench", "p2p,coll,coll-sends", "--np", "2", "--mpi", "openmpi,mpich"]
 
 
 def run(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:

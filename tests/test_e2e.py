@@ -194,3 +194,14 @@ def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and says in err[0], err
     assert not db.exists() or not Store(db).runs()
+
+
+def test_implementations_compared_at_one_size_run_the_same_window(tmp_path, cores):
+    """A tiny size before a large one no longer narrows the large one's
+    window (8 B x 131072 once predicted 1 MiB's window at 5 and 6)."""
+    db = tmp_path / "w.db"
+    mpis = [x for m in cores for x in ("--mpi", m)]
+    assert cli.main(["run", "--db", str(db), "--bench", "bw", "--sizes", "8:1M", "--factor",
+                     "131072", "--no-advise", "--quiet", *mpis]) == 0
+    windows = {(r["mpi_name"], r["size_bytes"]): r["window"] for r in Store(db).result_rows()}
+    assert {w for (_, size), w in windows.items() if size == 1 << 20} == {64}, windows

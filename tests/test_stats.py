@@ -81,3 +81,18 @@ def test_c_and_python_statistics_agree(c_driver, seed, n):
     for k in ("median", "mean", "min", "max", "p5", "p95", "ci_lo", "ci_hi"):
         assert c[k] == pytest.approx(getattr(s, k), rel=1e-12), k
     assert bool(c["converged"]) == s.converged(0.05)
+
+
+def test_the_window_comes_from_a_message_measured_at_its_own_size(c_driver):
+    """cs_fit_window: one message of this size, measured, times the window
+    against the time one sample may take (--time-cap / 5)."""
+    cases = [
+        (64, 100.0, 50000.0, 64),     # 1 MiB through shared memory: the whole window
+        (64, 0.05, 50000.0, 64),      # 8 B: nothing to narrow, whatever came before
+        (64, 1000.0, 50000.0, 50),    # a slow message narrows to what fits
+        (64, 340000.0, 50000.0, 1),   # 4 MiB over 100 Mbit/s: one message a sample
+        (1, 340000.0, 50000.0, 1),    # a window of one stays one
+    ]
+    p = subprocess.run([str(c_driver), "window"], capture_output=True, text=True, check=True,
+                       input="\n".join(f"{w} {op} {b}" for w, op, b, _ in cases))
+    assert [int(x) for x in p.stdout.split()] == [want for *_, want in cases]

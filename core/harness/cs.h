@@ -176,8 +176,6 @@ typedef struct cs_ctx {
   size_t vcap;
   cs_opts vopts;         /* a validation run's options (a window that fits) */
   cs_opts wopts;         /* a size's options when its window was narrowed */
-  double prev_op_us;     /* rank 0: the previous size's median time per message */
-  size_t prev_size;
   const cs_clock *clock;
   cs_floor *floor;
   MPI_Request *reqs;     /* 2 * window requests */
@@ -310,6 +308,9 @@ double cs_quantile_sorted(const double *x, long n, double q);
 void cs_median_ci_ranks(long n, long *lo, long *hi);
 void cs_stats_compute(const double *x, long n, double *scratch, cs_stats *s);
 int cs_ci_converged(const cs_stats *s, double target);
+/* The window a size runs: `window`, narrowed where one message of this size,
+ * measured (op_us), times the window would exceed budget_us per sample. */
+long cs_fit_window(long window, double op_us, double budget_us);
 
 /* Slots of a validation run: message m of a window or loop. */
 static inline void *cs_slot(const cs_ctx *c, void *base, long m) {

@@ -408,21 +408,25 @@ static void reduce_phases(cs_ctx *c, sampler *sm, int nph, cs_result *r) {
 }
 
 /* Every sample is bounded by time: a window of 64 x 4 MiB takes 20 ms
- * through shared memory but 21 s over 100 Mbit/s.  When the previous size's
- * samples predict (time grows with the bytes) that one window would not
- * let --time-cap hold MIN_SAMPLES_UNDER_CAP samples, this size runs a
- * narrower window, and its record says which.  Rank 0 decides. */
-static long fitting_window(const cs_bench *b, const cs_ctx *c) {
+ * through shared memory but 21 s over 100 Mbit/s.  A window's width at a
+ * size comes from a message measured at that size (one, timed, kept out of
+ * the record): never from another size's time scaled by the bytes, which
+ * overestimated 1 MiB from 8 B by orders of magnitude (windows of 5 and 6
+ * where 64 fit) and, with no previous size, narrowed nothing (64 x 4 MiB
+ * per sample over 100 Mbit/s).  Where one window would not let --time-cap
+ * hold MIN_SAMPLES_UNDER_CAP samples, this size runs a narrower window, and
+ * its record says which.  Rank 0 decides. */
+static long fitting_window(const cs_bench *b, cs_ctx *c) {
   long w = c->opts->window;
-  if (!b->ops_per_rep_window) return w;
-  if (c->rank == 0 && c->prev_op_us > 0 && c->prev_size > 0) {
-    double predicted = c->prev_op_us * (double)w * (double)c->size / (double)c->prev_size;
-    double budget = c->opts->time_cap_s * 1e6 / MIN_SAMPLES_UNDER_CAP;
-    if (predicted > budget) {
-      long fit = (long)((double)w * budget / predicted);
-      w = fit < 1 ? 1 : fit;
-    }
-  }
+  if (!b->ops_per_rep_window || w <= 1) return w;
+  cs_opts one = *c->opts;
+  const cs_opts *full = c->opts;
+  one.window = 1;
+  c->opts = &one;
+  double op_us = one_sample(b, c, 1, 1.0, -1);
+  c->opts = full;
+  if (c->rank == 0)
+    w = cs_fit_window(w, op_us, c->opts->time_cap_s * 1e6 / MIN_SAMPLES_UNDER_CAP);
   MPI_Bcast(&w, 1, MPI_LONG, 0, c->comm);
   return w;
 }
@@ -562,10 +566,6 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   }
   free(scratch);
   r->resolution_us = res_us;
-  if (c->rank == 0 && r->st.n > 0) { /* what the next size's window is judged by */
-    c->prev_op_us = r->st.median;    /* per message */
-    c->prev_size = c->size;
-  }
   c->opts = o;
   r->bench = b;
   r->size = c->size;

@@ -63,3 +63,9 @@ int cs_ci_converged(const cs_stats *s, double target) {
   double half = (s->ci_hi - s->ci_lo) / 2.0;
   return half / s->median <= target;
 }
+
+long cs_fit_window(long window, double op_us, double budget_us) {
+  if (window <= 1 || !(op_us > 0) || op_us * (double)window <= budget_us) return window;
+  long fit = (long)(budget_us / op_us);
+  return fit < 1 ? 1 : fit;
+}

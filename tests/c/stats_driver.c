@@ -2,10 +2,18 @@
  * so the test suite can hold the C and Python statistics to one answer. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cs.h"
 
 int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "window")) { /* lines of: window op_us budget_us */
+    long w;
+    double op, budget;
+    while (scanf("%ld %lf %lf", &w, &op, &budget) == 3)
+      printf("%ld\n", cs_fit_window(w, op, budget));
+    return 0;
+  }
   double target = argc > 1 ? atof(argv[1]) : 0.02;
   long n = 0, cap = 1024;
   double *x = malloc((size_t)cap * sizeof *x), v;
