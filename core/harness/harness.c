@@ -423,10 +423,19 @@ static long fitting_window(const cs_bench *b, cs_ctx *c) {
   const cs_opts *full = c->opts;
   one.window = 1;
   c->opts = &one;
+  double budget = full->time_cap_s * 1e6 / MIN_SAMPLES_UNDER_CAP;
   double op_us = one_sample(b, c, 1, 1.0, -1);
+  /* the first message of a size may set up a connection (TCP's are made on
+   * first use: 7 ms where a 4 KiB message takes 50 us): where it would
+   * narrow the window, a second message decides */
+  int again = c->rank == 0 && cs_fit_window(w, op_us, budget) < w;
+  MPI_Bcast(&again, 1, MPI_INT, 0, c->comm);
+  if (again) {
+    double second = one_sample(b, c, 1, 1.0, -1);
+    if (second < op_us) op_us = second;
+  }
   c->opts = full;
-  if (c->rank == 0)
-    w = cs_fit_window(w, op_us, c->opts->time_cap_s * 1e6 / MIN_SAMPLES_UNDER_CAP);
+  if (c->rank == 0) w = cs_fit_window(w, op_us, budget);
   MPI_Bcast(&w, 1, MPI_LONG, 0, c->comm);
   return w;
 }
