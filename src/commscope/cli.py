@@ -400,13 +400,15 @@ def cmd_findings(a: argparse.Namespace) -> int:
     found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}),
                                       findings.dominant_floor(rows))
     top = summary.text(summary.summarize(series, found, fixes=fixes))
-    if top:
+    floor = findings.dominant_floor(rows)
+    if top and floor:
         # which of the host's modes the conclusions come from: a later
-        # sweep in another mode may conclude otherwise, and says so here
-        from .show import mode_lines
-
-        top += "".join(f"Drawn from one {x}\n" for x in mode_lines(rows)) + ("\n" if any(
-            mode_lines(rows)) else "")
+        # sweep in another mode may conclude otherwise
+        dropped = max((int(r["mode_dropped"]) for r in rows if "mode_dropped" in r.keys()
+                       and r["mode_dropped"]), default=0)
+        top += (f"Drawn from records taken with the host's core-to-core time at ~{floor:.0f} ns"
+                + (f"; {dropped} record(s) taken in its other modes were left out (--mode all "
+                   "keeps them)" if dropped else "") + "\n\n")
     print(top + ("Every finding, those that save most first:\n" if top and found else "")
           + findings.text(found, limit=a.limit or None), end="")
     return 0
