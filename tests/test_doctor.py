@@ -53,7 +53,9 @@ def mpich_or_first(cores) -> str:
 def test_a_healthy_cluster_is_ready(capsys, three, cores):
     m = mpich_or_first(cores)
     rc, checks, err = doctor(capsys, "--cluster", f"emu:{three.name}", "--mpi", m)
-    assert rc == 0, err
+    # what failed, when it does (it failed once in a full run beside a busy
+    # loop and not alone: the checks say which)
+    assert rc == 0, (err, [c for c in checks if c.get("status") != "ok"])
     hosts = [n.hostname for n in three.nodes]
     assert sorted(by(checks, "reach")) == sorted(hosts)
     assert all(c["status"] == "ok" for c in checks), [c for c in checks if c["status"] != "ok"]
