@@ -299,3 +299,21 @@ def test_effects_asked_in_one_mode_pair_only_its_rounds():
     assert e.n == 3 and e.ratio == 2.0 and e.wins
     (e,) = tune.effects(cand, base, fl, fl, mode_ns=255.0)
     assert e.n == 2 and e.ratio < 1
+
+
+
+def test_settings_handed_to_a_shell_run_nothing(tmp_path):
+    """A candidate's value is quoted in the export lines `tune --write` and
+    `--apply` print: a shell that sources them sets the variable and runs
+    nothing, and `run --settings` reads the same value back."""
+    import subprocess
+
+    from commscope import settings
+
+    evil = f"$(touch {tmp_path}/pwned)"
+    line = tune.export_line("OMPI_MCA_x", evil)
+    got = subprocess.run(["sh", "-c", f'{line}; printf %s "$OMPI_MCA_x"'], capture_output=True,
+                         text=True, check=True).stdout
+    assert got == evil and not (tmp_path / "pwned").exists()
+    assert settings.parse_text(line) == (("OMPI_MCA_x", evil),)
+    assert tune.export_line("OMPI_MCA_y", "16384") == "export OMPI_MCA_y=16384"

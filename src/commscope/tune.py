@@ -20,6 +20,7 @@ import json
 import math
 import os
 import random
+import shlex
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -475,6 +476,12 @@ def _launcher_note(settings: Sequence[tuple[str, str]], core: Core) -> list[str]
             for k, v in settings if k == "COMMSCOPE_BIND"]
 
 
+def export_line(key: str, value: str) -> str:
+    """A line a shell may source or eval: the value quoted, so that nothing
+    in it (a candidate from a user's file, say) is run."""
+    return f"export {key}={shlex.quote(value)}"
+
+
 def settings_text(w: Outcome, core: Core) -> str:
     """The settings file `commscope run --settings` reads (and a shell can
     source): the winner's variables, with where it was measured to win."""
@@ -482,7 +489,7 @@ def settings_text(w: Outcome, core: Core) -> str:
     head += [f"# faster: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("wins")]
     head += [f"# slower: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("loses")]
     head += _launcher_note(w.cand.settings, core)
-    return "\n".join(head + [f"export {k}={v}" for k, v in w.cand.settings]) + "\n"
+    return "\n".join(head + [export_line(k, v) for k, v in w.cand.settings]) + "\n"
 
 
 def with_selection(w: Outcome | None, lines: Sequence[tuple[str, str]], what: str,
@@ -501,7 +508,7 @@ def with_selection(w: Outcome | None, lines: Sequence[tuple[str, str]], what: st
                  for b, lo, hi, es in w.ranges("wins")]
         head += _launcher_note(w.cand.settings, core)
         out += list(w.cand.settings)
-    return "\n".join(head + [f"export {k}={v}" for k, v in out]) + "\n"
+    return "\n".join(head + [export_line(k, v) for k, v in out]) + "\n"
 
 
 def with_rules(w: Outcome | None, rules: Path, core: Core) -> str:
