@@ -449,3 +449,23 @@ def test_an_algorithm_cause_names_each_separated_range_not_their_union():
     (con,) = summary.summarize(data, explained(data)).conclusions
     assert con.headline.startswith("mpich's MPI_Allreduce takes 3.0x as long as openmpi's from "
                                    "1 B to 16 B and 3.0x from 64 KiB to 1 MiB"), con.headline
+
+
+def test_a_settings_file_that_cannot_be_written_loses_no_measurement(tmp_path):
+    found = explained(gap(4096, 8192))
+
+    def search(core, benches, opts, cands, store_, **kw):
+        return [tune.Outcome(cands[0], effects=_effects({4096: 3.0, 8192: 2.5}))]
+
+    out = tmp_path / "advice"
+    out.mkdir()
+    (out / "openmpi.env").mkdir()  # a folder where the file would go
+    store = Store(tmp_path / "s.db")
+    (fix,) = advise.advise(found, {"openmpi": object()}, CoreOptions(), store, sweep_id=None,
+                           budget_s=12.0, out_dir=out, argv=[], policy=None, progress=None,
+                           say=lambda _: None, search=search)
+    assert fix.verdict == "verified" and not fix.file and "is a folder" in fix.reason
+    assert json.loads(store.advice()[fix.cause_key])["verdict"] == "verified"
+    (con,) = [c for c in summary.summarize(gap(4096, 8192), found, fixes={
+        fix.cause_key: fix}).conclusions if c.kind == "cause"]
+    assert "settings file not written" in con.headline, con.headline

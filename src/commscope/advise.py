@@ -217,8 +217,12 @@ def settings_file(path: Path, impl: str, where: str, fixes: Sequence[tuple[Fix, 
 
 def _write(path: Path, text: str) -> None:
     """Written beside the store, never over one (an SQLite file)."""
-    if path.exists() and (path.is_dir() or path.read_bytes()[:16] == b"SQLite format 3\0"):
-        raise CommscopeError(f"{path} is a store or a folder: the advice is not written over it")
+    if path.is_dir():
+        raise CommscopeError(f"{path} is a folder: the advice is not written over it")
+    if path.exists():
+        with path.open("rb") as f:  # the header alone, whatever the file's size
+            if f.read(16) == b"SQLite format 3\0":
+                raise CommscopeError(f"{path} is a store: the advice is not written over it")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
@@ -325,6 +329,7 @@ def _hand_over(fixes: list[tuple[Fix, Task]], out_dir: Path) -> list[Fix]:
         if fix.verdict in ("verified", "mixed"):
             by_cfg.setdefault(task.cause.config, []).append((fix, task))
     named: dict[str, str] = {}
+    failed: dict[str, str] = {}
     taken: set[Path] = set()
     for items in by_cfg.values():
         c = items[0][1].cause.config
@@ -335,8 +340,15 @@ def _hand_over(fixes: list[tuple[Fix, Task]], out_dir: Path) -> list[Fix]:
             n += 1
             path = out_dir / f"{name}-{n}.env"
         taken.add(path)
-        _write(path, settings_file(path, c.implementation, f"{c.np} processes, {c.cluster}",
-                                   [(f, t.cause) for f, t in items], c.settings))
+        try:
+            _write(path, settings_file(path, c.implementation, f"{c.np} processes, {c.cluster}",
+                                       [(f, t.cause) for f, t in items], c.settings))
+        except (CommscopeError, OSError) as exc:
+            # the measurement stands and is stored; only the file is missing
+            why = str(exc) if isinstance(exc, CommscopeError) else f"{path}: {exc.strerror}"
+            failed.update((t.key, why) for _, t in items)
+            continue
         named.update((t.key, str(path)) for _, t in items)
-    return [replace(fix, file=named[task.key]) if task.key in named else fix
-            for fix, task in fixes]
+    return [replace(fix, file=named[task.key]) if task.key in named else
+            replace(fix, reason=f"settings file not written: {failed[task.key]}")
+            if task.key in failed else fix for fix, task in fixes]

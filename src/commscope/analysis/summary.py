@@ -176,9 +176,9 @@ def headline(f: Finding) -> str:
         sizes = [sz for m, lo_, hi_ in x.verdict.runs() if m == "H"
                  for sz in x.coll if lo_ <= sz <= hi_ and sz in x.ref]
         saved = sorted(x.coll[sz].median - x.ref[sz].median for sz in sizes)
-        us = (f", {_us(saved[0])[:-3]}-{_us(saved[-1])} per call" if saved and
-              _us(saved[0]) != _us(saved[-1]) else f", {_us(saved[0])} per call" if saved
-              else "")
+        lo_us, hi_us = (_us(saved[0]), _us(saved[-1])) if saved else ("", "")
+        us = ("" if not saved else f", {lo_us} per call" if lo_us == hi_us else
+              f", {lo_us.removesuffix(' us')}-{hi_us} per call")
         return (f"Replace {mpi_name(x.collective)} by hand-written sends ({x.reference}) "
                 f"{_slower_runs(f)} under "
                 f"{x.config.label()}: the collective takes {_as_long(f)} there{us}; "
@@ -224,6 +224,10 @@ def _cli_size(n: int) -> str:
         if n >= 1 << shift and n % (1 << shift) == 0:
             return f"{n >> shift}{unit}"
     return str(n)
+
+
+def _handed(fix: Fix) -> str:
+    return f"settings file {_rel(fix.file)}" if fix.file else fix.reason or "no settings file"
 
 
 def _per_size(fix: Fix) -> str:
@@ -275,12 +279,12 @@ def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float 
              f"{human_bytes(fix.effects[-1][0])} only" if fix.effects else "")
     if fix.verdict == "verified":
         return (f"Measured: with {fix.label}, {fix.bench} is {_per_size(fix)} "
-                f"({rounds}), no measured size slower{scope}: settings file "
-                f"{_rel(fix.file)}" + _still(gap, fix, winners))
+                f"({rounds}), no measured size slower{scope}: {_handed(fix)}"
+                + _still(gap, fix, winners))
     if fix.verdict == "mixed":
         return (f"Measured: with {fix.label}, {fix.bench} is {_per_size(fix)} "
                 f"({rounds}), but slower at {fix.slower}: weigh it before setting it "
-                f"(settings file {_rel(fix.file)})" + _still(gap, fix, winners))
+                f"({_handed(fix)})" + _still(gap, fix, winners))
     if fix.verdict == "broken":
         return f"Measured: {impl} did not run with {fix.label} ({fix.reason}): nothing to set"
     if c.kind == "algorithm":
