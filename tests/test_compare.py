@@ -263,6 +263,8 @@ def test_the_command_exits_1_for_a_repeated_regression_and_0_for_noise(tmp_path,
 
 
 @pytest.mark.parametrize("sel_a, sel_b, says", [
+    ("run=99999999999999999999999", "run=1", "positive and below 2^63"),
+    ("run=0", "run=1", "positive and below 2^63"),
     ("run=99", "run=1", "no stored results for run=99"),
     ("sweep=9", "run=1", "no stored results for sweep=9"),
     ("mpi=nope", "run=1", "no stored results for mpi=nope"),

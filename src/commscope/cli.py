@@ -547,6 +547,8 @@ def selected(store: Store, sel: str) -> list:
             ids = [int(v) for v in values]
         except ValueError:
             raise CommscopeError(f"{key} ids must be integers: '{value}'") from None
+        if any(not 0 < i < 1 << 63 for i in ids):  # SQLite's integers, and ids start at 1
+            raise CommscopeError(f"{key} ids are positive and below 2^63: '{value}'")
         if key == "sweep":
             marks = ",".join("?" * len(ids))
             ids = [r[0] for r in store.db.execute(
