@@ -139,7 +139,11 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
                      "--timeout", "120", "--quiet"]) == 0
     assert time.monotonic() - t0 < 60
     rows = {r["size_bytes"]: r for r in Store(db).result_rows()}
-    assert rows[4096]["window"] == 64  # 256 KiB a window: well inside the budget
+    # 256 KiB a window: well inside the budget, and never narrowed like 1 MiB.  Noise
+    # policy: the window comes from a message measured at its size, so on a busy
+    # machine a descheduled 4 KiB message may narrow it a little (52 beside a busy
+    # loop); what must hold is that the narrowing follows the size
+    assert rows[4096]["window"] >= 32 and rows[4096]["window"] >= 4 * rows[1 << 20]["window"]
     assert rows[1 << 20]["window"] < 16
     assert all(r["valid"] and r["mb_per_s"] > 50 for r in rows.values())  # a Gigabit link
 
