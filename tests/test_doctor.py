@@ -53,19 +53,27 @@ def mpich_or_first(cores) -> str:
 def test_a_healthy_cluster_is_ready(capsys, three, cores):
     m = mpich_or_first(cores)
     rc, checks, err = doctor(capsys, "--cluster", f"emu:{three.name}", "--mpi", m)
-    # what failed, when it does (it failed once in a full run beside a busy
-    # loop and not alone: the checks say which)
+    # Noise policy: a start-up that hangs by chance (a CI run saw MPICH's ping
+    # killed at the time limit once, and never again in 35 tries, busy or idle)
+    # is tried once more and reported as a warning that says so; that warning
+    # is the only one a healthy cluster may give.  Anything else must be ok.
     assert rc == 0, (err, [c for c in checks if c.get("status") != "ok"])
     hosts = [n.hostname for n in three.nodes]
     assert sorted(by(checks, "reach")) == sorted(hosts)
-    assert all(c["status"] == "ok" for c in checks), [c for c in checks if c["status"] != "ok"]
+    assert all(healthy(c) for c in checks), [c for c in checks if c["status"] != "ok"]
     assert sorted(by(checks, "core")) == sorted(hosts)
     assert sorted(by(checks, "tcp")) == sorted(f"{a}-{b}" for i, a in enumerate(hosts)
                                                for b in hosts[i + 1:])
     assert by(checks, "records")[hosts[0]]["status"] == "ok"
     rc, out, err = run(capsys, "doctor", "--cluster", f"emu:{three.name}", "--mpi", m)
-    assert rc == 0 and out.strip().splitlines()[-1].startswith("ready: 10 checks, 10 ok"), (
+    last = out.strip().splitlines()[-1]
+    assert rc == 0 and last.startswith("ready: 10 checks,") and " 0 failed" in last, (
         out, err)  # the second look: what failed, if it does
+
+
+def healthy(c: dict) -> bool:
+    return c["status"] == "ok" or (c["kind"] == "tcp" and c["status"] == "warn"
+                                   and "on a second try" in c["verdict"])
 
 
 @pytest.mark.mpi
@@ -185,3 +193,24 @@ def test_a_host_reached_as_another_user_is_a_warning_with_the_fix():
     assert other.status == "warn", other
     assert f"logged in as nobody, not {me}" in other.verdict, other.verdict
     assert other.fix.startswith(f"use the user {me} on every host"), other.fix
+
+
+def test_a_ping_that_hangs_once_is_tried_again_and_said(monkeypatch):
+    """A killed ping is tried once more: got through the second time, a
+    warning that names both tries; hung twice, a failure that says so."""
+    hung = doctor_mod.Answer(None, "", "[proxy:0@n1] waiting for the first rank\n").why()
+    assert hung == ("no answer within the time limit (killed; its last words: "
+                    "[proxy:0@n1] waiting for the first rank)"), hung
+    tries: list[tuple[bool, str]] = []
+    monkeypatch.setattr(doctor_mod, "_ping", lambda *a: tries.pop(0))
+    tries[:] = [(False, hung), (True, "11.2 us one way")]
+    w = doctor_mod._tcp(None, None, None, "a", "b", 20.0)
+    assert w.status == "warn" and not tries, w
+    assert w.verdict.startswith("2-rank ping got through on a second try (11.2 us one way); "
+                                "the first hung past 20 s: no answer"), w.verdict
+    tries[:] = [(False, hung), (False, hung)]
+    f = doctor_mod._tcp(None, None, None, "a", "b", 20.0)
+    assert f.status == "fail" and "again on a second try: no answer" in f.verdict, f
+    tries[:] = [(False, "Connection refused")]  # not a hang: no second try
+    r = doctor_mod._tcp(None, None, None, "a", "b", 20.0)
+    assert r.status == "fail" and r.verdict == "2-rank ping failed: Connection refused", r

@@ -14,7 +14,9 @@ in a few seconds, each with a one-line verdict and the fix:
            store's folder writable here
   tcp      a 2-rank zero-byte ping between every pair of hosts, bounded in
            time: a firewall, or an MPI that picks an interface that does
-           not reach the other host, fails here rather than in the sweep
+           not reach the other host, fails here rather than in the sweep;
+           a ping killed at the time limit is tried once more, and one
+           that then gets through is a warning that names the hang
 
 Every remote command is a list (quoted for ssh's and the agent's shell by
 shlex, never built from unquoted input) and runs under a time limit; a hung
@@ -69,7 +71,9 @@ class Answer:
 
     def why(self) -> str:
         if self.rc is None:
-            return "no answer within the time limit (killed)"
+            said = [ln.strip() for ln in (self.err + self.out).splitlines() if ln.strip()]
+            last = f"; its last words: {said[-1][:160]}" if said else ", having said nothing"
+            return f"no answer within the time limit (killed{last})"
         # launchers frame their reason in banners of dashes: the first line
         # that says what went wrong, else the last that says anything
         lines = [ln.strip() for ln in (self.err + self.out).splitlines()
@@ -363,6 +367,19 @@ def _tcp(c: cluster_mod.Cluster, impl: MpiImpl, core: build_mod.Core, a: str, b:
     ok, what = _ping(c, impl, core, a, b, timeout_s)
     if ok:
         return Check("tcp", f"{a}-{b}", "ok", f"2-rank ping got through ({what}, one short run)")
+    if what.startswith("no answer within the time limit"):
+        # a job that hung once is tried once more: a link that does not
+        # reach hangs again, a start-up that hung by chance does not, and
+        # the user hears of both
+        again, what2 = _ping(c, impl, core, a, b, timeout_s)
+        if again:
+            return Check("tcp", f"{a}-{b}", "warn",
+                         f"2-rank ping got through on a second try ({what2}); the first hung "
+                         f"past {timeout_s:g} s: {what}",
+                         "a start-up that hangs now and then: if it recurs, rerun with the "
+                         "launcher's verbose flag (MPICH: -verbose; Open MPI: --mca "
+                         "plm_base_verbose 5) to see which step waits")
+        what = f"{what}; again on a second try: {what2}"
     return Check("tcp", f"{a}-{b}", "fail", f"2-rank ping failed: {what}",
                  "a firewall between them, or the MPI picks an interface that does not "
                  "reach (Open MPI: --mca btl_tcp_if_include SUBNET; MPICH: -iface IF)")
