@@ -15,7 +15,11 @@ Prints, on an idle machine:
      comparison of shared memory against Ethernet;
  (4) predicted over measured for each communication phase of matmul,
      summa and jacobi, 2 ranks, on this machine and across 2 emulated Gigabit nodes
-     (root) (target 0.75-1.25).
+     (root) (target 0.75-1.25);
+ (5) cold over hot buffers (--buffers cold: pools twice the last-level cache,
+     IMB's off-cache way; hot: one buffer, OSU's), latency and bw at 4 KiB,
+     64 KiB and 1 MiB, 2 ranks: alternating rounds, each pair of runs compared
+     only where their cache-line floors share a machine mode.
 
     .venv/bin/python bench/apps.py [--mpi openmpi] [--no-clusters]
 """
@@ -179,19 +183,43 @@ def figure4(mpi: str, tmp: Path) -> None:
             subprocess.run([*COMMSCOPE, "cluster", "down", "bpred"], capture_output=True)
 
 
+def figure5(mpi: str, tmp: Path, rounds: int = 6) -> None:
+    from commscope.analysis.repeats import MODE_GAP
+
+    print("\n(5) cold / hot buffers, median time per message over paired rounds (same "
+          "machine mode), latency and bw, 2 ranks")
+    sizes = [4096, 65536, 1 << 20]
+    ratios: dict[tuple[str, int], list[float]] = {}
+    for k in range(rounds):
+        got: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
+        for buf in (("hot", "cold") if k % 2 == 0 else ("cold", "hot")):
+            db = tmp / f"buf-{buf}-{k}.db"
+            run(db, "--mpi", mpi, "--bench", "latency,bw", "--sizes", "4K:1M", "--factor", "16",
+                "--buffers", buf, "--no-advise", "--no-probe")
+            got[buf] = {(r["bench"], r["size_bytes"]): (r["median_us"], r["floor_ns"])
+                        for r in Store(db).result_rows() if r["valid"]}
+        for key, (hot, fh) in got["hot"].items():
+            cold, fc = got["cold"].get(key, (None, None))
+            if cold and fh and fc and max(fh, fc) <= MODE_GAP * min(fh, fc):
+                ratios.setdefault(key, []).append(cold / hot)
+    for (bench, size), rs in sorted(ratios.items()):
+        print(f"  {bench:8s} {size:>8d} B  cold/hot {statistics.median(rs):.2f} "
+              f"(range {min(rs):.2f}-{max(rs):.2f}, {len(rs)} paired rounds of {rounds})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mpi", default="openmpi")
     ap.add_argument("--no-clusters", action="store_true")
+    ap.add_argument("--only", type=int, help="run one figure (1-5)")
     a = ap.parse_args()
     watch = NoiseWatch()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        figure1(a.mpi, tmp)
-        figure2(a.mpi, tmp)
-        if not a.no_clusters:
-            figure3(a.mpi, tmp)
-        figure4(a.mpi, tmp)
+        figures = {1: figure1, 2: figure2, 3: figure3, 4: figure4, 5: figure5}
+        for n, fig in figures.items():
+            if (a.only is None or a.only == n) and not (n == 3 and a.no_clusters):
+                fig(a.mpi, tmp)
     print(f"\n{watch.line()}")
     return 0
 

@@ -8,6 +8,11 @@
 
 #include "cs.h"
 
+/* The buffers of repetition i: one pair (hot), or the i-th slot of a
+ * sample's run through the cold pools (--buffers cold). */
+#define S(c, i) cs_slot(c, (c)->sbuf, i)
+#define R(c, i) cs_slot(c, (c)->rbuf, i)
+
 #define TAG_COLL 3
 
 /* -- sizes, factors, equivalents ---------------------------------------- */
@@ -111,18 +116,18 @@ static void corrupt_bcast(cs_ctx *c) {
 static int run_bcast(cs_ctx *c, long reps) {
   int rc = 0;
   if (c->tp->bcast)
-    for (long i = 0; i < reps && !rc; i++) rc = c->tp->bcast(c, c->sbuf, c->size, c->root);
+    for (long i = 0; i < reps && !rc; i++) rc = c->tp->bcast(c, S(c, i), c->size, c->root);
   else
-    for (long i = 0; i < reps; i++) MPI_Bcast(c->sbuf, (int)c->size, MPI_BYTE, c->root, c->comm);
+    for (long i = 0; i < reps; i++) MPI_Bcast(S(c, i), (int)c->size, MPI_BYTE, c->root, c->comm);
   return rc;
 }
 static int run_bcast_sends(cs_ctx *c, long reps) {
   for (long i = 0; i < reps; i++) {
     if (c->rank == c->root) {
       for (int r = 0; r < c->np; r++)
-        if (r != c->root) MPI_Send(c->sbuf, (int)c->size, MPI_BYTE, r, TAG_COLL, c->comm);
+        if (r != c->root) MPI_Send(S(c, i), (int)c->size, MPI_BYTE, r, TAG_COLL, c->comm);
     } else {
-      MPI_Recv(c->sbuf, (int)c->size, MPI_BYTE, c->root, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
+      MPI_Recv(S(c, i), (int)c->size, MPI_BYTE, c->root, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
     }
   }
   return 0;
@@ -143,16 +148,16 @@ static int check_allreduce(cs_ctx *c, long s, char *why, size_t n) {
 }
 static int run_reduce(cs_ctx *c, long reps) {
   for (long i = 0; i < reps; i++)
-    MPI_Reduce(c->sbuf, c->rbuf, (int)count_of(c), cs_dtype(c->opts), MPI_SUM, c->root, c->comm);
+    MPI_Reduce(S(c, i), R(c, i), (int)count_of(c), cs_dtype(c->opts), MPI_SUM, c->root, c->comm);
   return 0;
 }
 static int run_allreduce(cs_ctx *c, long reps) {
   int rc = 0;
   if (c->tp->allreduce)
-    for (long i = 0; i < reps && !rc; i++) rc = c->tp->allreduce(c, c->sbuf, c->rbuf, count_of(c));
+    for (long i = 0; i < reps && !rc; i++) rc = c->tp->allreduce(c, S(c, i), R(c, i), count_of(c));
   else
     for (long i = 0; i < reps; i++)
-      MPI_Allreduce(c->sbuf, c->rbuf, (int)count_of(c), cs_dtype(c->opts), MPI_SUM, c->comm);
+      MPI_Allreduce(S(c, i), R(c, i), (int)count_of(c), cs_dtype(c->opts), MPI_SUM, c->comm);
   return rc;
 }
 /* Hand-rolled: everyone sends its vector to the root, which adds them up
@@ -167,17 +172,17 @@ static void add_into(void *acc, const void *in, const cs_ctx *c) {
 static int run_reduce_sends(cs_ctx *c, long reps) {
   int n = (int)count_of(c);
   MPI_Datatype t = cs_dtype(c->opts);
-  char *scratch = (char *)c->rbuf + c->size;
   for (long i = 0; i < reps; i++) {
+    char *scratch = (char *)R(c, i) + c->size;
     if (c->rank == c->root) {
-      memcpy(c->rbuf, c->sbuf, c->size);
+      memcpy(R(c, i), S(c, i), c->size);
       for (int r = 0; r < c->np; r++) {
         if (r == c->root) continue;
         MPI_Recv(scratch, n, t, r, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
-        add_into(c->rbuf, scratch, c);
+        add_into(R(c, i), scratch, c);
       }
     } else {
-      MPI_Send(c->sbuf, n, t, c->root, TAG_COLL, c->comm);
+      MPI_Send(S(c, i), n, t, c->root, TAG_COLL, c->comm);
     }
   }
   return 0;
@@ -199,25 +204,25 @@ static int check_gather(cs_ctx *c, long s, char *why, size_t n) {
 static int run_gather(cs_ctx *c, long reps) {
   int n = (int)c->size;
   for (long i = 0; i < reps; i++)
-    MPI_Gather(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->root, c->comm);
+    MPI_Gather(S(c, i), n, MPI_BYTE, R(c, i), n, MPI_BYTE, c->root, c->comm);
   return 0;
 }
 static int run_allgather(cs_ctx *c, long reps) {
   int n = (int)c->size;
   for (long i = 0; i < reps; i++)
-    MPI_Allgather(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->comm);
+    MPI_Allgather(S(c, i), n, MPI_BYTE, R(c, i), n, MPI_BYTE, c->comm);
   return 0;
 }
 static int run_gather_sends(cs_ctx *c, long reps) {
   int n = (int)c->size;
   for (long i = 0; i < reps; i++) {
     if (c->rank == c->root) {
-      memcpy(blk(c->rbuf, c, c->root), c->sbuf, c->size);
+      memcpy(blk(R(c, i), c, c->root), S(c, i), c->size);
       for (int r = 0; r < c->np; r++)
         if (r != c->root)
-          MPI_Recv(blk(c->rbuf, c, r), n, MPI_BYTE, r, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
+          MPI_Recv(blk(R(c, i), c, r), n, MPI_BYTE, r, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
     } else {
-      MPI_Send(c->sbuf, n, MPI_BYTE, c->root, TAG_COLL, c->comm);
+      MPI_Send(S(c, i), n, MPI_BYTE, c->root, TAG_COLL, c->comm);
     }
   }
   return 0;
@@ -235,7 +240,7 @@ static int check_scatter(cs_ctx *c, long s, char *why, size_t n) {
 static int run_scatter(cs_ctx *c, long reps) {
   int n = (int)c->size;
   for (long i = 0; i < reps; i++)
-    MPI_Scatter(c->sbuf, n, MPI_BYTE, c->rbuf, n, MPI_BYTE, c->root, c->comm);
+    MPI_Scatter(S(c, i), n, MPI_BYTE, R(c, i), n, MPI_BYTE, c->root, c->comm);
   return 0;
 }
 static int run_scatter_sends(cs_ctx *c, long reps) {
@@ -243,10 +248,10 @@ static int run_scatter_sends(cs_ctx *c, long reps) {
   for (long i = 0; i < reps; i++) {
     if (c->rank == c->root) {
       for (int r = 0; r < c->np; r++)
-        if (r != c->root) MPI_Send(blk(c->sbuf, c, r), n, MPI_BYTE, r, TAG_COLL, c->comm);
-      memcpy(c->rbuf, blk(c->sbuf, c, c->root), c->size);
+        if (r != c->root) MPI_Send(blk(S(c, i), c, r), n, MPI_BYTE, r, TAG_COLL, c->comm);
+      memcpy(R(c, i), blk(S(c, i), c, c->root), c->size);
     } else {
-      MPI_Recv(c->rbuf, n, MPI_BYTE, c->root, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
+      MPI_Recv(R(c, i), n, MPI_BYTE, c->root, TAG_COLL, c->comm, MPI_STATUS_IGNORE);
     }
   }
   return 0;
@@ -266,7 +271,7 @@ static int check_alltoall(cs_ctx *c, long s, char *why, size_t n) {
 }
 static int run_alltoall(cs_ctx *c, long reps) {
   int rc = 0;
-  for (long i = 0; i < reps && !rc; i++) rc = c->tp->alltoall(c, c->sbuf, c->rbuf, c->size);
+  for (long i = 0; i < reps && !rc; i++) rc = c->tp->alltoall(c, S(c, i), R(c, i), c->size);
   return rc;
 }
 /* Hand-rolled: post every receive, then send in a rotated order so that
@@ -278,12 +283,12 @@ static int run_alltoall_sends(cs_ctx *c, long reps) {
     k = 0;
     for (int r = 0; r < c->np; r++)
       if (r != c->rank)
-        MPI_Irecv(blk(c->rbuf, c, r), n, MPI_BYTE, r, TAG_COLL, c->comm, &c->reqs[k++]);
+        MPI_Irecv(blk(R(c, i), c, r), n, MPI_BYTE, r, TAG_COLL, c->comm, &c->reqs[k++]);
     for (int j = 1; j < c->np; j++) {
       int to = (c->rank + j) % c->np;
-      MPI_Send(blk(c->sbuf, c, to), n, MPI_BYTE, to, TAG_COLL, c->comm);
+      MPI_Send(blk(S(c, i), c, to), n, MPI_BYTE, to, TAG_COLL, c->comm);
     }
-    memcpy(blk(c->rbuf, c, c->rank), blk(c->sbuf, c, c->rank), c->size);
+    memcpy(blk(R(c, i), c, c->rank), blk(S(c, i), c, c->rank), c->size);
     MPI_Waitall(k, c->reqs, c->stats);
   }
   return 0;
@@ -299,7 +304,7 @@ static int check_reduce_scatter(cs_ctx *c, long s, char *why, size_t n) {
 }
 static int run_reduce_scatter(cs_ctx *c, long reps) {
   for (long i = 0; i < reps; i++)
-    MPI_Reduce_scatter_block(c->sbuf, c->rbuf, (int)count_of(c), cs_dtype(c->opts), MPI_SUM,
+    MPI_Reduce_scatter_block(S(c, i), R(c, i), (int)count_of(c), cs_dtype(c->opts), MPI_SUM,
                              c->comm);
   return 0;
 }

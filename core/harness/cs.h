@@ -108,6 +108,8 @@ typedef struct cs_opts {
                           * ipc | nccl */
   long stage_chunk;      /* staged-pipelined: bytes of one chunk (0: 256 KiB) */
   char param[256];       /* applications' parameters "K=V;K=V" (a list for the swept one) */
+  char buffers[8];       /* hot: one buffer, as OSU | cold: a pool beyond the last-level cache */
+  long cold_pool;        /* cold: bytes of each pool (0: twice the last-level cache) */
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
 
@@ -172,8 +174,17 @@ typedef struct cs_ctx {
    * runs use one buffer (stride 0), as OSU does. */
   size_t stride;
   long nslots;
+  long slot0;            /* cold buffers: the pool slot a timed sample starts at */
   void *vsbuf, *vrbuf;   /* the validation runs' slotted buffers */
   size_t vcap;
+  /* Cold buffers (--buffers cold): timed samples rotate over a send and a
+   * receive pool, each larger than the last-level cache; every slot is
+   * filled before the size and the slots received into checked after it. */
+  void *psbuf, *prbuf;
+  size_t pcap;           /* bytes of each pool */
+  size_t pstride;        /* this size's slot: its buffer, rounded up to a cache line */
+  long pslots;           /* this size's slots */
+  long pmoved;           /* messages the timed samples moved through the pool */
   cs_opts vopts;         /* a validation run's options (a window that fits) */
   cs_opts wopts;         /* a size's options when its window was narrowed */
   const cs_clock *clock;
@@ -314,7 +325,7 @@ long cs_fit_window(long window, double op_us, double budget_us);
 
 /* Slots of a validation run: message m of a window or loop. */
 static inline void *cs_slot(const cs_ctx *c, void *base, long m) {
-  return c->stride ? (char *)base + (size_t)(m % c->nslots) * c->stride : base;
+  return c->stride ? (char *)base + (size_t)((c->slot0 + m) % c->nslots) * c->stride : base;
 }
 
 /* GPU paths (path.c).  A path decides where a benchmark's buffers live
@@ -368,6 +379,8 @@ typedef struct cs_noise {
 } cs_noise;
 void cs_noise_mark_now(cs_noise_mark *m, int leader);
 double cs_mem_available(void);
+/* --buffers cold: one rank's two pools, for c's size and np (0: hot). */
+double cs_cold_bytes(const struct cs_bench *b, const cs_ctx *c);
 /* Page-aligned, zeroed memory whose pages are touched now, outside any
  * timed region (NULL when out of memory; free() releases it). */
 void *cs_alloc(size_t n);
@@ -408,6 +421,10 @@ typedef struct cs_result {
   double copy_gbs;      /* applications: one rank's copy bandwidth with every rank
                          * copying at once, bytes read + written per ns (NAN: none) */
   char params[256];     /* applications: every declared parameter's value, K=V;K=V */
+  long pool_bytes;      /* cold buffers: bytes of each pool (0: hot, one buffer) */
+  long pool_slots;      /* ... its slots at this size, and those checked after it */
+  long pool_checked;
+  long llc_bytes;       /* ... the last-level cache it was sized against */
 } cs_result;
 void cs_json_str(FILE *f, const char *s);
 void cs_cvars_json(FILE *f, const char *names);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache.h"
 #include "cs.h"
 #include "cs_gpu.h"
 
@@ -107,6 +108,7 @@ static void inject(const cs_bench *b, cs_ctx *c, long sample) {
   size_t at;
   if (!c->opts->inject[0] || c->rank != c->np - 1 || sample != 0) return;
   if (cs_inject_parse(c->opts->inject, &kind, &at) || at != c->size) return;
+  if (kind == CS_FAULT_CORRUPT && c->pslots) return; /* cold: the pool's check is tested */
   if (kind == CS_FAULT_HANG)
     for (;;) pause();
   if (kind == CS_FAULT_CRASH) raise(SIGSEGV);
@@ -129,6 +131,15 @@ int cs_validated_sample(long sample) { return sample >= 0 && (sample & (sample -
 static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample) {
   double dt = 0;
   c->root = root_of(c, sample);
+  void *sbuf = c->sbuf, *rbuf = c->rbuf;
+  if (c->pslots && c->active) { /* cold: this sample's slots follow the last one's */
+    c->sbuf = c->psbuf;
+    c->rbuf = c->prbuf;
+    c->stride = c->pstride;
+    c->nslots = c->pslots;
+    c->slot0 = c->pmoved % c->pslots;
+    c->pmoved += reps * (b->msgs_per_rep ? b->msgs_per_rep(c) : 1);
+  }
   if (c->active) {
     if (b->phases) memset(c->phase_t, 0, sizeof c->phase_t); /* before the clock starts */
     double t0 = cs_now_us();
@@ -141,10 +152,99 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
       MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
     }
   }
+  if (c->pslots && c->active) {
+    c->sbuf = sbuf;
+    c->rbuf = rbuf;
+    c->stride = 0;
+    c->nslots = 1;
+    c->slot0 = 0;
+  }
   /* Collectives: as OSU's loop does, the barrier follows the timed call,
    * so ranks enter it in the order they finished. */
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
   return dt / ((double)reps * ops);
+}
+
+/* Cold buffers.  The pools are sized once for the largest size: each holds
+ * at least --cold-pool bytes (default twice the last-level cache) of slots
+ * of the largest buffer.  At a size, slot k is filled by the benchmark's own
+ * prepare as sample POOL_SAMPLE + k would be (each slot its own pattern);
+ * after the size, its own check runs on every slot a timed message landed
+ * in, so what the timed samples moved is what is checked. */
+#define POOL_SAMPLE (1L << 40)
+
+static int cold(const cs_bench *b, const cs_opts *o) {
+  return !strcmp(o->buffers, "cold") && !b->size_param && b->buf_bytes && !b->sizeless;
+}
+
+static size_t pool_target(const cs_opts *o) {
+  long llc = cs_llc_bytes();
+  return o->cold_pool > 0 ? (size_t)o->cold_pool : (size_t)(llc > 0 ? 2 * llc : 64L << 20);
+}
+
+/* One rank's two pools for a benchmark whose largest buffer is c's (0: hot). */
+double cs_cold_bytes(const cs_bench *b, const cs_ctx *c) {
+  if (!cold(b, c->opts)) return 0;
+  return 2.0 * (double)(pool_target(c->opts) + (b->buf_bytes(c) + 63) / 64 * 64);
+}
+
+static void pool_slot(cs_ctx *c, long k) {
+  c->sbuf = (char *)c->psbuf + (size_t)k * c->pstride;
+  c->rbuf = (char *)c->prbuf + (size_t)k * c->pstride;
+}
+
+static void pool_prepare(const cs_bench *b, cs_ctx *c) {
+  size_t bytes = b->buf_bytes(c);
+  c->pstride = (bytes + 63) / 64 * 64;
+  if (c->pstride == 0) c->pstride = 64;
+  size_t want = pool_target(c->opts);
+  c->pslots = (long)((want + c->pstride - 1) / c->pstride);
+  if ((size_t)c->pslots * c->pstride > c->pcap) c->pslots = (long)(c->pcap / c->pstride);
+  c->pmoved = 0;
+  if (!c->active) return;
+  void *sbuf = c->sbuf, *rbuf = c->rbuf;
+  c->root = root_of(c, 0);
+  for (long k = 0; k < c->pslots; k++) {
+    pool_slot(c, k);
+    b->prepare(c, POOL_SAMPLE + k);
+  }
+  c->sbuf = sbuf;
+  c->rbuf = rbuf;
+}
+
+/* Every slot a timed message landed in, checked; the testing fault
+ * corrupt@SIZE spoils the middle one on the last rank. */
+static void pool_check(const cs_bench *b, cs_ctx *c, sampler *sm, cs_result *r) {
+  long used = c->pmoved < c->pslots ? c->pmoved : c->pslots;
+  r->pool_bytes = (long)c->pcap;
+  r->pool_slots = c->pslots;
+  r->pool_checked = 0;
+  r->llc_bytes = cs_llc_bytes();
+  if (!c->active) return;
+  void *sbuf = c->sbuf, *rbuf = c->rbuf;
+  enum cs_fault kind;
+  size_t at;
+  if (c->opts->inject[0] && c->rank == c->np - 1 && used > 0 &&
+      !cs_inject_parse(c->opts->inject, &kind, &at) && kind == CS_FAULT_CORRUPT &&
+      at == c->size && c->size > 0) {
+    unsigned char *v = (unsigned char *)c->prbuf + (size_t)(used / 2) * c->pstride;
+    v[c->size / 2] ^= 0x40;
+  }
+  c->root = root_of(c, 0);
+  for (long k = 0; k < used; k++) {
+    char why[CS_ERRLEN / 2];
+    pool_slot(c, k);
+    if (!sm->err && b->check(c, POOL_SAMPLE + k, why, sizeof why)) {
+      sm->err = 1;
+      snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu, cold pool slot %ld of %ld: %s",
+               c->rank, b->name, c->size, k, c->pslots, why);
+      fprintf(stderr, "cs-core: VALIDATION FAILED: %s\n", sm->why);
+    }
+  }
+  r->pool_checked = used;
+  c->sbuf = sbuf;
+  c->rbuf = rbuf;
+  c->pslots = 0;
 }
 
 #define VALID_SLOT_BYTES ((size_t)32 << 20) /* per buffer */
@@ -442,6 +542,7 @@ static long fitting_window(const cs_bench *b, cs_ctx *c) {
 
 static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_result *r, cs_err *e) {
   const cs_opts *o = c->opts;
+  if (c->pcap) pool_prepare(b, c);
   long window = fitting_window(b, c);
   if (window != o->window) {
     c->wopts = *o;
@@ -562,6 +663,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   cs_noise_mark_now(&m1, leader);
   cs_noise_finish(&m0, &m1, machine, c->comm, wall_s, &r->noise);
 
+  if (c->pcap) pool_check(b, c, &sm, r);
   int any_err = 0;
   MPI_Allreduce(&sm.err, &any_err, 1, MPI_INT, MPI_MAX, c->comm);
   r->valid = !any_err;
@@ -736,6 +838,11 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   if (b->size_fix) c.size = b->size_fix(&c, c.size);
   c.buf_bytes = b->buf_bytes ? b->buf_bytes(&c) : 64;
   int bufs = cs_buf_pair(&c, &c.sbuf, &c.rbuf, c.buf_bytes);
+  if (!bufs && cold(b, o)) { /* room for the target in slots of the largest buffer */
+    c.pcap = pool_target(o) + (c.buf_bytes + 63) / 64 * 64;
+    bufs = cs_buf_pair(&c, &c.psbuf, &c.prbuf, c.pcap);
+    if (bufs) c.pcap = 0;
+  }
   size_t nreq = cs_nreq(o, c.np);
   c.reqs = calloc(nreq, sizeof *c.reqs);
   c.stats = calloc(nreq, sizeof *c.stats);
@@ -747,6 +854,10 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     cs_buf_free(&c, c.rbuf);
     free(c.view);
     free(c.reqs);
+    if (bufs && cold(b, o))
+      return CS_FAIL(e, CS_ENOMEM, "cannot allocate two cold pools of %zu bytes (--buffers "
+                     "cold: twice the last-level cache, %ld bytes, beside the largest buffer)",
+                     pool_target(o) + (c.buf_bytes + 63) / 64 * 64, cs_llc_bytes());
     return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu-byte buffers%s%s", c.buf_bytes,
                    c.path ? " on the GPU path: " : "", c.path ? cs_gpu_error() : "");
   }
@@ -781,6 +892,8 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   cs_buf_free(&c, c.rbuf);
   cs_buf_free(&c, c.vsbuf);
   cs_buf_free(&c, c.vrbuf);
+  cs_buf_free(&c, c.psbuf);
+  cs_buf_free(&c, c.prbuf);
   free(c.view);
   free(c.reqs);
   free(c.stats);

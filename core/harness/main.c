@@ -97,6 +97,20 @@ static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err
     const cs_bench *b = benches[i];
     size_t sizes[128];
     int n = 0;
+    if (!b->size_param && o->plan_mem && !cs_sizes_expand(o, sizes, 128, &n, e) && n > 0) {
+      cs_ctx c = {0};
+      c.opts = o;
+      c.bench = b;
+      c.np = (int)o->plan_np;
+      c.size = sizes[n - 1];
+      double need = cs_cold_bytes(b, &c) * c.np, have = cs_mem_available();
+      if (need > 0 && have > 0 && need > 0.8 * have)
+        return CS_FAIL(e, CS_EUSAGE,
+                       "--buffers cold: %s needs %.2f GiB on this machine (%d process(es) x two "
+                       "pools of %.0f MiB), %.2f GiB available (80%% may be used): refused",
+                       b->name, need / 1073741824.0, c.np, need / c.np / 2 / 1048576.0,
+                       have / 1073741824.0);
+    }
     if (!b->size_param || cs_param_sizes(o->param, b, sizes, 128, &n, e)) continue;
     cs_ctx c = {0};
     c.opts = o;

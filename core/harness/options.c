@@ -53,6 +53,11 @@ static const opt_def OPTS[] = {
     {"window", LNG(window, 1, 4096, RUN), "messages in flight for bw and bibw (e.g. 16)"},
     {"root", LNG(root, 0, 1 << 30, RUN), "root rank of rooted collectives (e.g. --root 1)"},
     {"rotate-root", FLG(rotate_root, RUN), "rotate the root over the ranks, one per sample"},
+    {"buffers", STR(buffers, RUN),
+     "hot: every repetition reuses one buffer, in cache (OSU's way) | cold: rotate over pools "
+     "larger than the last-level cache (IMB's off-cache way), every slot checked"},
+    {"cold-pool", LNG(cold_pool, 0, 1L << 40, HIDDEN),
+     "with --buffers cold: bytes of each pool (0: twice the last-level cache)"},
     {"dtype", STR(dtype, RUN), "element type of reductions: int or double (e.g. --dtype double)"},
     {"loggp-n", LNG(loggp_n, 2, 4096, RUN), "messages per PRTT(n,d,s) train of the loggp "
      "benchmarks"},
@@ -112,6 +117,7 @@ void cs_opts_defaults(cs_opts *o) {
   o->window = 64;
   o->root = 0;
   strcpy(o->dtype, "int");
+  strcpy(o->buffers, "hot");
   strcpy(o->transport, "mpi");
   strcpy(o->path, "host");
   o->loggp_n = 16;
@@ -258,6 +264,14 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
                    o->transport);
   if (strcmp(o->dtype, "int") && strcmp(o->dtype, "double"))
     return CS_FAIL(e, CS_EUSAGE, "--dtype must be int or double, got '%s'", o->dtype);
+  if (strcmp(o->buffers, "hot") && strcmp(o->buffers, "cold"))
+    return CS_FAIL(e, CS_EUSAGE, "--buffers must be hot or cold, got '%s'", o->buffers);
+  if (!strcmp(o->buffers, "cold") && o->rotate_root)
+    return CS_FAIL(e, CS_EUSAGE, "--buffers cold keeps one root per size: a rotating root "
+                   "would overwrite the pool's slots with another root's data");
+  if (!strcmp(o->buffers, "cold") && o->path[0] && strcmp(o->path, "host"))
+    return CS_FAIL(e, CS_EUSAGE, "--buffers cold is for host memory (--path host), not --path %s",
+                   o->path);
   if (o->time_cap_s < o->min_time_s)
     return CS_FAIL(e, CS_EUSAGE, "--time-cap is below --min-time");
   if (o->max_samples < o->min_samples)

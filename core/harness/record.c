@@ -92,10 +92,10 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
           ",\"factor\":%ld,\"min_samples\":%ld,\"max_samples\":%ld,\"target_ci\":%g,"
           "\"time_cap_s\":%g,\"min_time_s\":%g,\"sample_us\":%g,\"warmup\":%ld,"
           "\"warmup_s\":%g,\"window\":%ld,\"root\":%ld,\"rotate_root\":%s,\"dtype\":\"%s\","
-          "\"loggp_n\":%ld,\"loggp_delay_us\":%g,\"raw\":%s}",
+          "\"buffers\":\"%s\",\"loggp_n\":%ld,\"loggp_delay_us\":%g,\"raw\":%s}",
           o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->min_time_s,
           o->sample_us, o->warmup, o->warmup_s, o->window, o->root,
-          o->rotate_root ? "true" : "false", o->dtype, o->loggp_n, o->loggp_delay_us,
+          o->rotate_root ? "true" : "false", o->dtype, o->buffers, o->loggp_n, o->loggp_delay_us,
           o->raw ? "true" : "false");
   fprintf(f, ",\"argv\":[");
   for (int i = 0; i < argc; i++) {
@@ -169,6 +169,9 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   num(f, "resolution_us", r->resolution_us);
   fprintf(f, ",\"validations\":%ld,\"checked_msgs\":%ld", r->validations, r->checked_msgs);
   if (r->window) fprintf(f, ",\"window\":%ld", r->window);
+  if (r->pool_bytes)
+    fprintf(f, ",\"pool\":{\"bytes\":%ld,\"slots\":%ld,\"checked\":%ld,\"llc_bytes\":%ld}",
+            r->pool_bytes, r->pool_slots, r->pool_checked, r->llc_bytes);
   if (r->bench->size_param) {
     fprintf(f, ",\"size_param\":");
     cs_json_str(f, r->bench->size_param);

@@ -32,6 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../harness/cache.h"
+
 #define MAXCPU 256
 
 static double now_ns(void) {
@@ -368,7 +370,7 @@ int main(int argc, char **argv) {
     }
   printf("]");
   pin(cpus[0]);
-  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  long l2 = cs_cache_bytes(2);
   size_t small = l2 > 0 ? (size_t)l2 / 4 : (size_t)64 << 10;
   size_t sizes[2] = {small, (size_t)(mem_mib * 1048576.0)};
   const char *names[2] = {"cache", "memory"};
@@ -394,7 +396,7 @@ int main(int argc, char **argv) {
   json_file("thp_defrag", "/sys/kernel/mm/transparent_hugepage/defrag");
   json_file("ptrace_scope", "/proc/sys/kernel/yama/ptrace_scope");
   numa();
-  printf(",\"l2_bytes\":%ld,\"l3_bytes\":%ld", l2, sysconf(_SC_LEVEL3_CACHE_SIZE));
+  printf(",\"l2_bytes\":%ld,\"l3_bytes\":%ld", l2, cs_cache_bytes(3));
   clock_figures();
   printf("}\n");
   return 0;

@@ -268,7 +268,8 @@ def _plan_check(jobs: Sequence[Job]) -> None:
     """Applications judged before any launch at each job's process count,
     by the core's own rules (a grid that does not decompose, a value not
     allowed), and their memory where every rank runs on this machine (local
-    runs and emulated clusters, whose nodes share it): one line, exit 2."""
+    runs and emulated clusters, whose nodes share it), and so the pools of
+    --buffers cold: one line, exit 2."""
     seen = set()
     for j in jobs:
         if bind := dict(j.settings).get("COMMSCOPE_BIND"):
@@ -277,6 +278,8 @@ def _plan_check(jobs: Sequence[Job]) -> None:
                 cluster_mod.local_only(bind, j.cluster.label)
         apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
         one_host = j.cluster.kind in ("local", "emu")
+        if j.opts.buffers == "cold" and one_host:  # the pools are memory too
+            apps = j.bench.split(",")
         key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
         if not apps or key in seen:
             continue

@@ -109,8 +109,16 @@ def from_stored(mpi_name: str, mpi_identity: str | None, options: Mapping[str, o
                          cluster=cluster or "local", nodes=n, ppn=max(1, np_ // n))
 
 
+# Parameters that joined later: part of a configuration only where they
+# are not the default, so that every configuration stored before them
+# keeps its key (hot buffers are what every earlier run measured).
+LATER_PARAMS: dict[str, object] = {"buffers": "hot"}
+
+
 def params_of(options: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
-    return _frozen({k: options.get(k, v) for k, v in PARAM_DEFAULTS.items()})
+    later = {k: options[k] for k, v in LATER_PARAMS.items()
+             if options.get(k) is not None and options.get(k) != v}
+    return _frozen({**{k: options.get(k, v) for k, v in PARAM_DEFAULTS.items()}, **later})
 
 
 _WHAT_CACHE: dict[tuple[str, tuple[str, ...], str], str] = {}
@@ -124,6 +132,8 @@ def _applies(param: str, row: Mapping[str, object]) -> bool:
         return "root" in row.keys() and row["root"] is not None
     if param == "dtype":
         return "reduce" in bench
+    if param == "buffers":  # applications move their own data
+        return not ("params" in row.keys() and row["params"])
     if param == "window":
         return bench in ("bw", "bibw")
     if param.startswith("loggp"):

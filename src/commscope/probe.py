@@ -28,10 +28,16 @@ def source() -> Path:
     return core_dir() / "probe" / "probe.c"
 
 
+def header() -> Path:
+    """The cache sizes' reader, shared with the core."""
+    return core_dir() / "harness" / "cache.h"
+
+
 def build(force: bool = False) -> Path:
     """The probe's binary, built with the system's C compiler."""
     src = source()
-    key = hashlib.sha256(src.read_bytes() + " ".join(CFLAGS).encode()).hexdigest()[:16]
+    key = hashlib.sha256(src.read_bytes() + header().read_bytes()
+                         + " ".join(CFLAGS).encode()).hexdigest()[:16]
     out = cache_dir() / "probe" / key / "cs-probe"
     if out.exists() and not force:
         return out

@@ -22,7 +22,7 @@ from . import provenance
 from . import settings as settings_mod
 from .build import Core, loaded_library
 from .cluster import Cluster, Local, Placement, transport_check
-from .config import PARAM_DEFAULTS, Configuration, params_of
+from .config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
 from .errors import CommscopeError
 from .procs import SIGKILL_WAITS_S, run_bounded
 from .records import Parsed, Result, parse_file
@@ -124,7 +124,8 @@ class Job:
     def plan_key(self) -> str:
         """What makes two jobs the same measurement, for --resume: the
         configuration, the benchmark, how it samples and the repetition."""
-        how = {k: v for k, v in asdict(self.opts).items() if k not in PARAM_DEFAULTS}
+        how = {k: v for k, v in asdict(self.opts).items()
+               if k not in PARAM_DEFAULTS and k not in LATER_PARAMS}
         key = {"config": self.config.key, "bench": self.bench, "sampling": how, "rep": self.rep}
         return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
 

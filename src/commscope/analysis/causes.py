@@ -77,7 +77,7 @@ class Cause:
     """The mechanism behind a finding.  kind: limit (a protocol limit, a
     setting) | algorithm (a collective's, a setting) | break (a protocol
     switch measured where no variable read explains it) | cache | edge |
-    unexplained.  A cause with a setting can be measured (advise.py)."""
+    buffers (hot against cold buffers: what the cache gives) | unexplained.  A cause with a setting can be measured (advise.py)."""
 
     kind: str
     text: str  # the mechanism in words, with the figures that show it
@@ -106,7 +106,7 @@ class Cause:
     def claims(self) -> bool:
         """Whether a conclusion may rest on it: a cache boundary or the edge
         of the sweep alone carry no claim."""
-        return self.kind in ("limit", "algorithm", "break", "unexplained")
+        return self.kind in ("limit", "algorithm", "break", "buffers", "unexplained")
 
 
 def _int(v: object) -> int | None:
@@ -186,12 +186,32 @@ def _break(cfg: Config, a: int, b: int) -> Cause:
                  "among those commscope reads)", cfg, sizes=(a, b))
 
 
+COLD = "buffers=cold"
+
+
+def cold_pair(a: Config, b: Config) -> bool:
+    """Whether two configurations differ only in their buffers, hot (one
+    buffer, reused in cache) against cold (pools beyond the last-level cache)."""
+    def bare(c: Config) -> str:
+        return " ".join(t for t in c.mpi.split() if t != COLD)
+    return (COLD in a.mpi.split()) != (COLD in b.mpi.split()) and bare(a) == bare(b) and (
+        a.np, a.cluster) == (b.np, b.cluster)
+
+
 def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Sequence[int],
               facts: Mapping[Config, Facts], benches: Sequence[str] = (),
               breaks: Mapping[Config, tuple[int, int]] | None = None) -> Cause:
     """Why `loser` is slower than `winner` over `span` (in `benches`);
     `breaks`: the protocol switches measured in each configuration's latency."""
     lo, hi = span
+    if cold_pair(winner, loser):
+        if COLD in loser.mpi.split():
+            return Cause("buffers", "the cold runs read and write data the cache does not hold "
+                         "(pools twice the last-level cache, one slot per message), the hot "
+                         "runs one buffer the cache keeps: the difference is what the cache "
+                         "gives this library, not a setting", loser, sizes=span)
+        return Cause("unexplained", "cold buffers measured faster than hot ones: no cache "
+                     "mechanism explains that (the host's modes may differ between the runs)")
     ordered = sorted(sizes)
     nxt = {a: b for a, b in zip(ordered, ordered[1:], strict=False)}
     for lim in limits(facts.get(loser, Facts()), loser.cluster):

@@ -31,13 +31,13 @@ RANGE_SPAN = 8  # and covers a factor of 8 or more (4 sizes in powers of two)
 P2P = ("latency", "roundtrip", "sendloop", "bw", "bibw")
 LIMIT = 6  # conclusions on the first screen; the findings section holds the rest
 # how many of each kind may lead, so that one kind cannot fill the screen
-QUOTA = {"cause": 3, "implementation": 3, "setting": 2, "variant": 1, "collective": 2,
+QUOTA = {"cause": 3, "implementation": 3, "setting": 2, "variant": 1, "buffers": 2, "collective": 2,
          "anomaly": 2}
 
 
 @dataclass(frozen=True)
 class Conclusion:
-    kind: str  # cause | implementation | setting | variant | collective | anomaly
+    kind: str  # cause | implementation | setting | variant | buffers | collective | anomaly
     headline: str  # what to do, in one sentence, with the figure that carries it
     finding: Finding  # the separated difference behind it: its numbers and records
     also: tuple[Finding, ...] = ()  # the others with the same cause
@@ -95,6 +95,8 @@ def kind_of(f: Finding) -> str | None:
         return "cause"
     if f.cause is not None and not f.cause.claims:
         return None
+    if f.cause is not None and f.cause.kind == "buffers":
+        return "buffers"
     if f.kind == "faster" and len(f.parties) == 2:
         w, lo = f.parties
         if all(b.endswith("_sends") for b in (f.benches or (f.bench,))):
@@ -161,6 +163,12 @@ def headline(f: Finding) -> str:
             return (f"Under {lo.mpi}, {_benches(f)} takes {_as_long(f)} as under {w.mpi} "
                     f"{_span(span)} ({_where(w)}){why}")
         return _choose(*f.parties, f, "use") + why
+    if k == "buffers":
+        # hot against cold is how the data was held, not a choice to make
+        w, lo = f.parties
+        return (f"Cold buffers take {_as_long(f)} as hot ones under {w.mpi} {_span(span)} "
+                f"({_benches(f)}, {_where(w)}): {f.cause.text}; an application that streams "
+                "its data from memory sees the cold figures")  # type: ignore[union-attr]
     if k == "variant":
         return _choose(*f.parties, f, "prefer")
     if k == "setting":

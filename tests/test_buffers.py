@@ -1,0 +1,125 @@
+"""Cold buffers (--buffers cold), as IMB's off-cache mode: timed samples
+rotate over pools larger than the last-level cache the probe reads, every
+slot a timed message landed in is checked with the benchmark's own check
+(a slot corrupted in the middle of the pool is caught), the configuration
+says which buffers were used, and hot against cold is a fact about the
+cache, never advice to change libraries.  Bad input is one line, exit 2.
+
+Noise policy: nothing here compares times measured on this machine; the
+conclusion test uses fixed series."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from commscope import cli, probe
+from commscope.analysis import causes, findings, summary
+from commscope.analysis.series import Config, Point
+from commscope.cluster import Local, Placement
+from commscope.config import Configuration, params_of
+
+from .test_cli_errors import one_line_error, run
+
+QUICK = ["--min-samples", "5", "--min-time", "0", "--time-cap", "0.05", "--warmup", "1"]
+
+
+def core_run(core, tmp_path, *args: str) -> tuple[int, list[dict], str]:
+    """The core under the MPI's own launcher, 2 ranks: exit, records, stderr."""
+    out = tmp_path / "records.jsonl"
+    launch = Local().launch(core.impl, Placement(1, 2), str(core.exe),
+                            [*args, *QUICK, "--output", str(out)], tmp_path, 2, True)
+    p = subprocess.run(launch.argv, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, **core.impl.env}, check=False)
+    recs = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+    return p.returncode, recs, p.stderr
+
+
+@pytest.mark.mpi
+def test_cold_pools_exceed_the_last_level_cache_and_every_slot_used_is_checked(cores,
+                                                                            tmp_path):
+    llc = int(probe.run(pair_ms=1.0)["l3_bytes"] or 0)  # type: ignore[call-overload]
+    core = cores[sorted(cores)[0]]
+    rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw,allreduce,alltoall,bcast",
+                             "--sizes", "8:64K", "--factor", "64", "--buffers", "cold")
+    assert rc == 0, err
+    head = recs[0]
+    assert head["options"]["buffers"] == "cold"
+    res = [r for r in recs if r["type"] == "result"]
+    assert len(res) == 5 * 3 and all(r["valid"] for r in res), [r.get("why") for r in res]
+    for r in res:
+        pool = r["pool"]
+        assert pool["llc_bytes"] == llc > 0, (pool, llc)  # the probe's figure, the same rule
+        assert pool["bytes"] >= 2 * llc and pool["slots"] * r["size_bytes"] <= pool["bytes"]
+        # every slot the timed samples (and calibration, warm-up) used: at
+        # least one per sample, at most the pool
+        assert r["n_samples"] <= pool["checked"] <= pool["slots"], (r["bench"], pool)
+
+
+@pytest.mark.mpi
+def test_a_slot_corrupted_in_the_middle_of_the_pool_is_caught(cores, tmp_path):
+    core = cores[sorted(cores)[0]]
+    rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw", "--sizes", "4K",
+                             "--buffers", "cold", "--inject", "corrupt@4096")
+    res = [r for r in recs if r["type"] == "result"]
+    assert rc != 0 and len(res) == 2 and not any(r["valid"] for r in res), err
+    for r in res:
+        used, slots = r["pool"]["checked"], r["pool"]["slots"]
+        assert f"cold pool slot {used // 2} of {slots}" in r["error"], r["error"]
+        assert 0 < used // 2 < used <= slots
+
+
+@pytest.mark.mpi
+def test_hot_records_carry_no_pool_and_keep_their_keys(cores, tmp_path):
+    core = cores[sorted(cores)[0]]
+    rc, recs, err = core_run(core, tmp_path, "--bench", "latency", "--sizes", "8")
+    assert rc == 0, err
+    assert recs[0]["options"]["buffers"] == "hot"
+    assert all("pool" not in r for r in recs if r["type"] == "result")
+    # a configuration stored before --buffers existed keeps its key
+    old = {"window": 64, "dtype": "int"}
+    hot, cold = ({**old, "buffers": b} for b in ("hot", "cold"))
+    key = Configuration("openmpi", params=params_of(old)).key
+    assert Configuration("openmpi", params=params_of(hot)).key == key
+    c = Configuration("openmpi", params=params_of(cold))
+    assert c.key != key and c.label() == "openmpi buffers=cold"
+
+
+def test_bad_buffers_input_is_one_line(capsys, tmp_path):
+    db = tmp_path / "x.db"
+    for args, says in (
+            (["--buffers", "warm"], "--buffers must be hot or cold, got 'warm'"),
+            (["--buffers", "cold", "--rotate-root"], "--buffers cold keeps one root per size"),
+            (["--buffers", "cold", "--np", "4096"], "--buffers cold: latency needs")):
+        rc, out, err = run(capsys, "run", "--db", str(db), "--bench", "latency", "--sizes", "8",
+                           *args)
+        assert rc == 2, (args, out, err)
+        one_line_error(rc, err, says)
+    assert not db.exists()  # refused before any launch
+
+
+def _lat(s: int) -> float:
+    return 0.2 + s / 10000.0
+
+
+def test_hot_against_cold_is_what_the_cache_gives_not_a_library_to_prefer():
+    hot = Config("openmpi", 2, "local", impl="openmpi")
+    cold = Config("openmpi buffers=cold", 2, "local", impl="openmpi", base="openmpi")
+    sizes = [2**k for k in range(0, 23)]
+
+    def pts(f):
+        return {s: Point(s, f(s), f(s) * 0.99, f(s) * 1.01) for s in sizes}
+
+    slow = pts(lambda s: _lat(s) * (2.2 if s >= 32768 else 1.0))
+    data = {(hot, "latency"): pts(_lat), (cold, "latency"): slow}
+    found = findings.attribute(findings.all_findings(data), data, {}, causes.Machine())
+    f = next(f for f in found if f.kind == "faster")
+    assert f.cause is not None and f.cause.kind == "buffers", f
+    (c,) = summary.conclusions(found)
+    assert c.kind == "buffers", c
+    assert c.headline.startswith("Cold buffers take 2.2x as long (at least "), c.headline
+    assert "as hot ones under openmpi from 32 KiB to 4 MiB" in c.headline, c.headline
+    assert "not a setting" in c.headline and "Prefer" not in c.headline
