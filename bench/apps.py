@@ -188,7 +188,6 @@ def figure5(mpi: str, tmp: Path, rounds: int = 6) -> None:
 
     print("\n(5) cold / hot buffers, median time per message over paired rounds (same "
           "machine mode), latency and bw, 2 ranks")
-    sizes = [4096, 65536, 1 << 20]
     ratios: dict[tuple[str, int], list[float]] = {}
     for k in range(rounds):
         got: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}

@@ -245,7 +245,7 @@ def test_prediction_arithmetic_on_synthetic_models():
     from commscope.config import Configuration
 
     cfg2 = Config("openmpi", 2, "local", False, "openmpi")
-    sizes = [2**k for k in range(0, 23)]
+    sizes = [2**k for k in range(0, 24)]  # 1 B to 8 MiB: matmul's 8 MB B is measured
 
     def line(alpha, beta):  # Hockney: alpha + m / beta (bytes per us)
         return {s: Point(s, alpha + s / beta, (alpha + s / beta) * 0.99,
@@ -301,10 +301,33 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert "the rank that waited least matches" in got[("matmul", "send_A")].note
     assert got[("jacobi", "reduce")].verdict == "MISS"
     assert "each waits for the slower rank" in got[("jacobi", "reduce")].note
-    assert got[("matmul", "gather_C")].note == ""  # predicted above measured: no story
+    assert got[("matmul", "gather_C")].note == (  # predicted above measured: no story
+        "gather: hot-buffer model for data that comes from memory (measure it with "
+        "--buffers cold)")
     assert got[("matmul", "bcast_B")].verdict == "ok"  # 8001 / 9000
     assert got[("matmul", "gather_C")].verdict == "MISS"  # 1003 / 150
-    assert "extrapolated" in got[("matmul", "bcast_B")].note
+    assert "hot-buffer model for data that comes from memory" in got[
+        ("matmul", "bcast_B")].note  # no cold series stored
+    # with cold-buffer series stored, data from memory is predicted from them,
+    # and data just written (jacobi's halos, summa's panels) still from hot ones
+    cold = Config("openmpi buffers=cold", 2, "local", False, "openmpi")
+    models.update({(cold, "bcast"): line(1.0, 500.0), (cold, "latency"): line(0.5, 4000.0)})
+    got = {(p.bench, p.phase): p for p in predict.predict(rows, models)}
+    assert got[("matmul", "bcast_B")].predicted_us == pytest.approx(1.0 + bb / 500.0, rel=1e-3)
+    assert "hot-buffer" not in got[("matmul", "bcast_B")].note
+    assert got[("summa", "send_AB")].predicted_us == pytest.approx(2 * (0.5 + sb / 4000.0),
+                                                                   rel=1e-3)
+    assert got[("summa", "bcast_B")].predicted_us == pytest.approx(
+        10 * (1.0 + 8 * 100 * 999 / 1000.0), rel=1e-3)
+    assert got[("jacobi", "exchange")].predicted_us == pytest.approx(
+        20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
+    # a size beyond the largest measured is not extrapolated: the sweep to run
+    short = {k: {s: p for s, p in v.items() if s <= 1 << 22} for k, v in models.items()}
+    got = {(p.bench, p.phase): p for p in predict.predict(rows, short)}
+    b = got[("matmul", "bcast_B")]
+    assert b.predicted_us is None and b.verdict == "no model", b
+    assert b.note == ("needs bcast at 8000000 B, measured up to 4 MiB: commscope run --bench "
+                      "bcast --np 2 --sizes 1:8M --buffers cold"), b.note
     assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
     assert predict._dims(8, 0, 0) == (4, 2)
 

@@ -16,7 +16,7 @@ import subprocess
 
 import pytest
 
-from commscope import cli, probe
+from commscope import probe
 from commscope.analysis import causes, findings, summary
 from commscope.analysis.series import Config, Point
 from commscope.cluster import Local, Placement

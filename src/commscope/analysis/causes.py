@@ -77,7 +77,8 @@ class Cause:
     """The mechanism behind a finding.  kind: limit (a protocol limit, a
     setting) | algorithm (a collective's, a setting) | break (a protocol
     switch measured where no variable read explains it) | cache | edge |
-    buffers (hot against cold buffers: what the cache gives) | unexplained.  A cause with a setting can be measured (advise.py)."""
+    buffers (hot against cold buffers: what the cache gives) | unexplained.
+    A cause with a setting can be measured (advise.py)."""
 
     kind: str
     text: str  # the mechanism in words, with the figures that show it

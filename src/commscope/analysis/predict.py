@@ -15,7 +15,13 @@ jacobi (a rank's block lx x ly, `iters` sweeps, a reduction every K):
                       + T_p2p(8 lx) [columns, when it has >1 process column])
   reduce   = ceil(iters / K) x T_allreduce(8)
 where T_p2p is the one-way latency (all four transfers of a sweep are in
-flight at once, so a sweep pays about one transfer per direction)."""
+flight at once, so a sweep pays about one transfer per direction).
+
+Data that comes from memory (matmul's matrices, summa's blocks) is
+predicted from the same benchmark measured with cold buffers (--buffers
+cold) where the store holds it; data just written (summa's packed panels,
+jacobi's halos and its residual) from hot ones.  A size beyond the largest
+measured is not extrapolated: the prediction names the sweep to run."""
 
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..sizes import human, human_bytes
 from . import hockney
 from .apps import parse_params, phases
 from .series import Config, Series
@@ -61,11 +68,11 @@ class Model:
     hi: int
     rel_ci: float  # median relative half-width of the points' intervals
 
-    def predict(self, size: float) -> tuple[float, str]:
-        note = ""
-        if size > self.hi * 1.01:
-            note = f"extrapolated from {self.hi} B to {int(size)} B"
-        return self.fit.predict(size), note
+    def covers(self, size: float) -> bool:
+        return size <= self.hi * 1.01
+
+    def predict(self, size: float) -> float:
+        return self.fit.predict(size)
 
 
 def model(series: Series | None) -> Model | None:
@@ -108,9 +115,11 @@ def predict(app_rows: Sequence[Mapping[str, object]],
     params_of = {int(r["id"]): parse_params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
     models: dict[tuple[Config, str], Model | None] = {}
 
-    def m(cfg: Config, bench: str, ranks: int | None = None) -> Model | None:
+    def m(cfg: Config, bench: str, ranks: int | None = None, cold: bool = False
+          ) -> Model | None:
         np_ = 2 if bench == "latency" else ranks or cfg.np
-        key = Config(cfg.base or cfg.mpi, np_, cfg.cluster,
+        what = cfg.base or cfg.mpi
+        key = Config(f"{what} buffers=cold" if cold else what, np_, cfg.cluster,
                      cfg.oversubscribed if np_ == cfg.np else False)
         if (key, bench) not in models:
             models[(key, bench)] = model(series.get((key, bench)))
@@ -134,18 +143,28 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 if not measured:
                     continue
                 total, notes, tol = 0.0, [], MIN_TOLERANCE
-                for coll, size, times, comm in parts:
-                    mod = m(cfg, coll, comm)
+                for coll, size, times, comm, cold in parts:
+                    mod = (cold and m(cfg, coll, comm, cold=True)) or m(cfg, coll, comm)
+                    at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
                         total = math.nan
-                        at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                         notes.append(f"no {coll} series{at} for this configuration")
                         break
-                    t, note = mod.predict(size)
-                    total += times * t
+                    if not mod.covers(size):
+                        # never beyond the largest size measured: the sweep to run
+                        total = math.nan
+                        notes.append(
+                            f"needs {coll}{at} at {human_bytes(int(size))}, measured up to "
+                            f"{human_bytes(mod.hi)}: commscope run --bench {coll} --np "
+                            f"{comm or (2 if coll == 'latency' else cfg.np)} --sizes "
+                            f"{human(mod.lo)}:{human(_pow2_above(size))}"
+                            f"{' --buffers cold' if cold else ''}")
+                        break
+                    if cold and mod is not m(cfg, coll, comm, cold=True):
+                        notes.append(f"{coll}: hot-buffer model for data that comes from "
+                                     "memory (measure it with --buffers cold)")
+                    total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
-                    if note:
-                        notes.append(f"{coll} {note}")
                 if bench == "jacobi" and phase == "exchange" and par.get("mode") == "overlap":
                     notes.append("overlapped with the interior: the wait is what shows")
                 if not math.isnan(total) and total > 0:
@@ -168,7 +187,7 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     if least and lo <= pred / least <= hi:
         return ["the rank that waited least matches the model: the slowest one waited for "
                 "the other (skew carried from the phase before, or a root returning early)"]
-    big = max(size for _, size, _, _ in parts)
+    big = max(t[1] for t in parts)
     if pred < measured and cfg.cluster == "local" and big >= 1 << 20:
         return ["every rank slower than the model: the application's matrices come cold from "
                 "memory, the benchmark resends one buffer from cache"]
@@ -178,7 +197,13 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     return []
 
 
-Term = tuple[str, float, float, "int | None"]  # series, bytes, how many times, its ranks
+# series, bytes, how many times, its ranks, whether the data comes from memory
+Term = tuple[str, float, float, "int | None", bool]
+
+
+def _pow2_above(size: float) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(size, 1))))
+
 
 
 def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[str, list[Term]]:
@@ -188,21 +213,21 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[str, li
         return {}
     if bench == "matmul":
         rows = math.ceil(n / np_)
-        return {"bcast_B": [("bcast", 8.0 * n * n, 1.0, None)],
-                "send_A": [("scatter", 8.0 * rows * n, 1.0, None)],
-                "gather_C": [("gather", 8.0 * rows * n, 1.0, None)]}
+        return {"bcast_B": [("bcast", 8.0 * n * n, 1.0, None, True)],
+                "send_A": [("scatter", 8.0 * rows * n, 1.0, None, True)],
+                "gather_C": [("gather", 8.0 * rows * n, 1.0, None, True)]}
     if bench == "summa":
         pr, pc = _dims(np_, 0, 0)
         mr, mc = math.ceil(n / pr), math.ceil(n / pc)
         nb = min(int(par.get("nb", 64)), n)
         panels = float(math.ceil(n / nb))
         out: dict[str, list[Term]] = {
-            "send_AB": [("latency", 8.0 * mr * mc, 2.0 * (np_ - 1), None)],
-            "gather_C": [("latency", 8.0 * mr * mc, float(np_ - 1), None)]}
+            "send_AB": [("latency", 8.0 * mr * mc, 2.0 * (np_ - 1), None, True)],
+            "gather_C": [("latency", 8.0 * mr * mc, float(np_ - 1), None, True)]}
         if pc > 1:
-            out["bcast_A"] = [("bcast", 8.0 * mr * nb, panels, pc)]
+            out["bcast_A"] = [("bcast", 8.0 * mr * nb, panels, pc, False)]
         if pr > 1:
-            out["bcast_B"] = [("bcast", 8.0 * nb * mc, panels, pr)]
+            out["bcast_B"] = [("bcast", 8.0 * nb * mc, panels, pr, False)]
         return out
     if bench == "jacobi":
         px, py = _dims(np_, int(par.get("px", 0)), int(par.get("py", 0)))
@@ -212,13 +237,13 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[str, li
         iters, every = int(par.get("iters", 20)), int(par.get("reduce_every", 10))
         exchange: list[Term] = []
         if px > 1:
-            exchange.append(("latency", 8.0 * ly, float(iters), None))
+            exchange.append(("latency", 8.0 * ly, float(iters), None, False))
         if py > 1:
-            exchange.append(("latency", 8.0 * lx, float(iters), None))
+            exchange.append(("latency", 8.0 * lx, float(iters), None, False))
         jac: dict[str, list[Term]] = {}
         if exchange:
             jac["exchange"] = exchange
-        jac["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)), None)]
+        jac["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)), None, False)]
         return jac
     return {}
 

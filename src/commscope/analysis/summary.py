@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..sizes import human_bytes
+from ..sizes import human, human_bytes
 from .causes import Cause, Fix, cause_key
 from .crossover import mpi_name
 from .findings import Finding
@@ -226,14 +226,6 @@ def _rel(path: str) -> str:
     return rel if path and not rel.startswith("..") else path
 
 
-def _cli_size(n: int) -> str:
-    """A size as --sizes takes it: 4K, 1M, 512."""
-    for shift, unit in ((20, "M"), (10, "K")):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
-
-
 def _handed(fix: Fix) -> str:
     return f"settings file {_rel(fix.file)}" if fix.file else fix.reason or "no settings file"
 
@@ -273,10 +265,10 @@ def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float 
         why = f" ({fix.reason})" if fix is not None and fix.reason else ""
         if c.kind == "algorithm":
             return (f"Not measured{why}: commscope tune --mpi {impl} --bench {c.coll} --sizes "
-                    f"{_cli_size(lo)}:{_cli_size(hi)} measures its {c.coll} algorithms")
+                    f"{human(lo)}:{human(hi)} measures its {c.coll} algorithms")
         cand = " ".join(f"{k}={v}" for k, v in c.candidates[0]) if c.candidates else ""
         return (f"Not measured{why}: commscope tune --mpi {impl} --bench bw --sizes "
-                f"{_cli_size(max(1, lo // 2))}:{_cli_size(2 * hi)} measures {cand}")
+                f"{human(max(1, lo // 2))}:{human(2 * hi)} measures {cand}")
     figure = f"{ratio_text(fix.ratio)} (95% interval {fix.lo:.1f}-{fix.hi:.1f}x)"
     mode = (f", the host's core-to-core time ~{fix.mode_ns:.0f} ns as in the sweep"
             if fix.mode_ns else "")
