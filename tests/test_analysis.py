@@ -326,7 +326,7 @@ def test_prediction_arithmetic_on_synthetic_models():
     got = {(p.bench, p.phase): p for p in predict.predict(rows, short)}
     b = got[("matmul", "bcast_B")]
     assert b.predicted_us is None and b.verdict == "no model", b
-    assert b.note == ("needs bcast at 8000000 B, measured up to 4 MiB: commscope run --bench "
+    assert b.note == ("needs bcast at 7.6 MiB, measured up to 4 MiB: commscope run --bench "
                       "bcast --np 2 --sizes 1:8M --buffers cold"), b.note
     assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
     assert predict._dims(8, 0, 0) == (4, 2)

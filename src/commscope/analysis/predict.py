@@ -142,7 +142,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 measured = ph.get(phase, {}).get("max_us")
                 if not measured:
                     continue
-                total, notes, tol = 0.0, [], MIN_TOLERANCE
+                total, notes, tol, cold_used = 0.0, [], MIN_TOLERANCE, False
                 for coll, size, times, comm, cold in parts:
                     mod = (cold and m(cfg, coll, comm, cold=True)) or m(cfg, coll, comm)
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
@@ -154,7 +154,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                         # never beyond the largest size measured: the sweep to run
                         total = math.nan
                         notes.append(
-                            f"needs {coll}{at} at {human_bytes(int(size))}, measured up to "
+                            f"needs {coll}{at} at {_mib(size)}, measured up to "
                             f"{human_bytes(mod.hi)}: commscope run --bench {coll} --np "
                             f"{comm or (2 if coll == 'latency' else cfg.np)} --sizes "
                             f"{human(mod.lo)}:{human(_pow2_above(size))}"
@@ -163,13 +163,14 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     if cold and mod is not m(cfg, coll, comm, cold=True):
                         notes.append(f"{coll}: hot-buffer model for data that comes from "
                                      "memory (measure it with --buffers cold)")
+                    cold_used = cold_used or (cold and mod is m(cfg, coll, comm, cold=True))
                     total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
                 if bench == "jacobi" and phase == "exchange" and par.get("mode") == "overlap":
                     notes.append("overlapped with the interior: the wait is what shows")
                 if not math.isnan(total) and total > 0:
                     notes.extend(_why(total, float(measured), min(ranks) if ranks else None,  # type: ignore[arg-type]
-                                      tol, cfg, parts))
+                                      tol, cfg, parts, cold_used))
                 if cfg.oversubscribed:
                     notes.append("oversubscribed: correctness only")
                 out.append(Prediction(cfg, bench, n, phase, float(measured),  # type: ignore[arg-type]
@@ -179,7 +180,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
 
 
 def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Config,
-         parts: Sequence[tuple[str, float, float, int | None]]) -> list[str]:
+         parts: Sequence[Term], cold_used: bool = False) -> list[str]:
     """Why a phase misses, where the record itself shows it."""
     lo, hi = 1 / (1 + tol), 1 + tol
     if lo <= pred / measured <= hi:
@@ -188,7 +189,12 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
         return ["the rank that waited least matches the model: the slowest one waited for "
                 "the other (skew carried from the phase before, or a root returning early)"]
     big = max(t[1] for t in parts)
-    if pred < measured and cfg.cluster == "local" and big >= 1 << 20:
+    from_memory = any(t[4] for t in parts)
+    if pred < measured and cfg.cluster == "local" and big >= 1 << 20 and from_memory:
+        if cold_used:
+            return [f"every rank {measured / pred:.1f}x slower than the cold-buffer model as "
+                    "well: what the phase adds besides moving its data (packing a block, "
+                    "waiting for the other rank's compute) is not measured here"]
         return ["every rank slower than the model: the application's matrices come cold from "
                 "memory, the benchmark resends one buffer from cache"]
     if pred < measured and big < 1 << 16:
@@ -199,6 +205,12 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
 
 # series, bytes, how many times, its ranks, whether the data comes from memory
 Term = tuple[str, float, float, "int | None", bool]
+
+
+def _mib(size: float) -> str:
+    """A phase's message in words: 8 B, 16 KiB, 30.5 MiB (not 31250 KiB)."""
+    n = int(size)
+    return human_bytes(n) if n < 1 << 20 or n % (1 << 20) == 0 else f"{n / 2**20:.1f} MiB"
 
 
 def _pow2_above(size: float) -> int:
