@@ -328,6 +328,19 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert b.predicted_us is None and b.verdict == "no model", b
     assert b.note == ("needs bcast at 7.6 MiB, measured up to 4 MiB: commscope run --bench "
                       "bcast --np 2 --sizes 1:8M --buffers cold"), b.note
+    # the ranks' arrival skew, measured in the phase, is the first rank's wait:
+    # added to the model and said
+    skewed = [dict(rows[1], phases=_json.dumps(
+        {"exchange": {"max_us": 900.0, "ranks_us": [80.0, 900.0], "skew_us": 820.0},
+         "reduce": {"max_us": 2.0, "ranks_us": [1.0, 2.0], "skew_us": 0.01}}))]
+    got = {(p.bench, p.phase): p for p in predict.predict(skewed, models)}
+    ex = got[("jacobi", "exchange")]
+    assert ex.predicted_us == pytest.approx(820.0 + 20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
+    assert ex.verdict == "ok" and ex.note == (
+        "0.820 ms of it the ranks' arrival skew, measured in the run"), ex.note
+    assert got[("jacobi", "reduce")].predicted_us == pytest.approx(0.01 + 2 * (0.5 + 8 / 500.0),
+                                                                   rel=1e-3)
+    assert "measured in the run" not in got[("jacobi", "reduce")].note  # under 5% of it
     assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
     assert predict._dims(8, 0, 0) == (4, 2)
 

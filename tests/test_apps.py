@@ -378,3 +378,26 @@ def test_three_by_three_and_four_by_four_grids_are_exact(tmp_path, cores):
         if r["bench"] == "jacobi":  # every rank has neighbours on 2 to 4 sides
             ex = json.loads(r["phases"])["exchange"]["bytes_ranks"]
             assert len(ex) == r["np"] and min(ex) > 0
+
+
+def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
+    """Every rank on one clock (this machine): each phase records the
+    ranks' arrival skew; the prediction of a communication phase is its
+    model plus that skew (the first rank's wait), with the right benchmark
+    at the right size."""
+    from commscope.analysis import predict
+    from commscope.analysis.series import collect
+
+    db = tmp_path / "skew.db"
+    m = sorted(cores)[0]
+    assert cli.main(["run", "--db", str(db), "--bench", "jacobi,latency,allreduce", "--np", "2",
+                     "--mpi", m, "--param", "N=256", "--sizes", "8:4K", *QUICK]) == 0
+    rows = Store(db).result_rows()
+    jac = next(r for r in rows if r["bench"] == "jacobi")
+    ph = json.loads(jac["phases"])
+    assert all(v["skew_us"] >= 0 for v in ph.values()), ph
+    preds = {p.phase: p for p in predict.predict([jac], collect(rows))}
+    ex = preds["exchange"]
+    lat = {r["size_bytes"]: r["median_us"] for r in rows if r["bench"] == "latency"}
+    # a 2 x 1 grid: one row of 256 doubles (2 KiB) a sweep, 20 sweeps
+    assert lat[2048] * 20 * 0.5 < ex.predicted_us - ph["exchange"]["skew_us"] < lat[2048] * 20 * 2

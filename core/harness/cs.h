@@ -202,6 +202,11 @@ typedef struct cs_ctx {
   const struct cs_bench *bench;
   void *state;
   double phase_mark;
+  /* where every rank's clock is one (one kernel: local runs, emulated
+   * clusters): when each phase was entered, in call order, this sample */
+  double *arrive;
+  int *arrive_k;
+  long narrive, arrive_cap;
   double phase_t[CS_MAX_PHASES];
 } cs_ctx;
 
@@ -416,6 +421,9 @@ typedef struct cs_result {
   long window;          /* bw, bibw: the window this size ran (0: no window) */
   int nphases;
   double phase_max[CS_MAX_PHASES]; /* median over samples of the max over ranks */
+  double phase_skew[CS_MAX_PHASES]; /* median over samples of the sum, over the phase's
+                                     * entries, of last minus first rank in (NAN: the
+                                     * ranks' clocks are not one) */
   double *phase_rank;   /* np x nphases: each rank's median per phase (rank 0) */
   double *phase_bytes;  /* np x nphases: each rank's useful bytes per phase (rank 0) */
   double copy_gbs;      /* applications: one rank's copy bandwidth with every rank
@@ -471,6 +479,10 @@ double cs_now_us(void);
 
 static inline void cs_phase(cs_ctx *c, int k) {
   double t = cs_now_us();
+  if (c->narrive < c->arrive_cap) { /* phase k began at the last mark */
+    c->arrive[c->narrive] = c->phase_mark;
+    c->arrive_k[c->narrive++] = k;
+  }
   c->phase_t[k] += t - c->phase_mark;
   c->phase_mark = t;
 }

@@ -90,6 +90,8 @@ static int root_of(const cs_ctx *c, long sample) {
 typedef struct sampler {
   double *ph;          /* applications: this rank's phase times, nphases per sample */
   long nph, phcap;
+  double *sk;          /* ... and each phase's arrival skew, nphases per sample */
+  long nsk, skcap;
   double *x;
   double avg_sum;      /* sum of per-sample rank averages (collectives) */
   double *local;       /* collectives: this rank's times not yet reduced */
@@ -144,6 +146,7 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
     if (b->phases) memset(c->phase_t, 0, sizeof c->phase_t); /* before the clock starts */
     double t0 = cs_now_us();
     c->phase_mark = t0;
+    c->narrive = 0;
     int rc = b->run(c, reps);
     dt = cs_now_us() - t0;
     if (rc) { /* MPI errors abort by themselves; the channel's come back here */
@@ -474,6 +477,48 @@ static double median_of(double *x, long n) {
   return cs_quantile_sorted(x, n, 0.5);
 }
 
+/* Applications, untimed after each sample: for every entry into a phase,
+ * the last rank's arrival minus the first's (the time the first waits for
+ * the last, which a micro-benchmark's ranks, synchronised before every
+ * call, never do), summed per phase.  The ranks must have entered the same
+ * phases in the same order; otherwise NAN. */
+static void arrival_skew(cs_ctx *c, int nph, double *sk) {
+  long n = c->narrive, lo = 0, hi = 0;
+  for (int k = 0; k < nph; k++) sk[k] = 0;
+  MPI_Allreduce(&n, &lo, 1, MPI_LONG, MPI_MIN, c->comm);
+  MPI_Allreduce(&n, &hi, 1, MPI_LONG, MPI_MAX, c->comm);
+  double *first = malloc((size_t)(n ? n : 1) * sizeof *first);
+  double *last = malloc((size_t)(n ? n : 1) * sizeof *last);
+  int ok = lo == hi && first && last, all = 0;
+  MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
+  if (all && n > 0) {
+    MPI_Allreduce(c->arrive, first, (int)n, MPI_DOUBLE, MPI_MIN, c->comm);
+    MPI_Allreduce(c->arrive, last, (int)n, MPI_DOUBLE, MPI_MAX, c->comm);
+    for (long i = 0; i < n; i++) sk[c->arrive_k[i]] += last[i] - first[i];
+  } else if (!all) {
+    for (int k = 0; k < nph; k++) sk[k] = NAN;
+  }
+  free(first);
+  free(last);
+}
+
+/* Whether every rank reads one clock: one kernel (its boot id), as in a
+ * local run or an emulated cluster; not across the hosts of a cluster. */
+static int one_clock(MPI_Comm comm) {
+  unsigned long h = 5381, lo = 0, hi = 0;
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  int ch;
+  if (f) {
+    while ((ch = fgetc(f)) != EOF) h = h * 33 + (unsigned long)ch;
+    fclose(f);
+  } else {
+    h = 0;
+  }
+  MPI_Allreduce(&h, &lo, 1, MPI_UNSIGNED_LONG, MPI_MIN, comm);
+  MPI_Allreduce(&h, &hi, 1, MPI_UNSIGNED_LONG, MPI_MAX, comm);
+  return lo == hi && lo != 0;
+}
+
 /* Applications: each phase reduced across ranks two ways, untimed, once a
  * size is done: per sample the slowest rank's time (its median over
  * samples is the phase's headline, as a collective's is), and each rank's
@@ -497,6 +542,14 @@ static void reduce_phases(cs_ctx *c, sampler *sm, int nph, cs_result *r) {
   }
   if (c->rank == 0) r->phase_rank = malloc((size_t)c->np * (size_t)nph * sizeof(double));
   MPI_Gather(mine, nph, MPI_DOUBLE, r->phase_rank, nph, MPI_DOUBLE, 0, c->comm);
+  for (int k = 0; k < nph; k++) r->phase_skew[k] = NAN;
+  if (c->rank == 0 && sm->nsk >= n * nph && n > 0) {
+    for (int k = 0; k < nph; k++) {
+      int nan = 0;
+      for (long i = 0; i < n; i++) nan |= isnan(col[i] = sm->sk[i * nph + k]);
+      r->phase_skew[k] = nan ? NAN : median_of(col, n);
+    }
+  }
   if (c->bench->phase_bytes) {
     double bytes[CS_MAX_PHASES] = {0};
     c->bench->phase_bytes(c, bytes);
@@ -604,6 +657,12 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
     long taken = s + 1;
     for (int k = 0; k < nph && rc == CS_OK; k++)
       rc = append(&sm.ph, &sm.nph, &sm.phcap, c->phase_t[k], 1L << 40);
+    if (c->arrive_cap) {
+      double sk[CS_MAX_PHASES];
+      arrival_skew(c, nph, sk);
+      for (int k = 0; k < nph && rc == CS_OK; k++)
+        rc = append(&sm.sk, &sm.nsk, &sm.skcap, sk[k], 1L << 40);
+    }
     if (rc == CS_OK)
       rc = coll ? keep_local(&sm, v) : (c->rank == 0 ? push(&sm, v, o->max_samples) : CS_OK);
     if (rc == CS_OK && (taken >= next_check || taken >= o->max_samples))
@@ -612,6 +671,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
       free(sm.x);
       free(sm.local);
       free(sm.ph);
+      free(sm.sk);
       free(scratch);
       return CS_FAIL(e, CS_ENOMEM, "out of memory for %ld samples", taken);
     }
@@ -688,6 +748,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   free(sm.local);
   reduce_phases(c, &sm, nph, r);
   free(sm.ph);
+  free(sm.sk);
   r->raw = sm.x; /* caller frees */
   r->nraw = sm.n;
   r->converged = converged;
@@ -863,6 +924,14 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   }
   MPI_Comm node = MPI_COMM_NULL;
   double copy_gbs = NAN;
+  if (b->phases && one_clock(world)) { /* arrival skew: every rank on one clock */
+    c.arrive_cap = 1L << 16;
+    c.arrive = malloc((size_t)c.arrive_cap * sizeof *c.arrive);
+    c.arrive_k = malloc((size_t)c.arrive_cap * sizeof *c.arrive_k);
+    int ok = c.arrive && c.arrive_k, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, world);
+    if (!all) c.arrive_cap = 0; /* every rank alike: the skew is a collective step */
+  }
   if (b->setup) {
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     copy_gbs = copy_bandwidth(&c, node);
@@ -894,6 +963,8 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   cs_buf_free(&c, c.vrbuf);
   cs_buf_free(&c, c.psbuf);
   cs_buf_free(&c, c.prbuf);
+  free(c.arrive);
+  free(c.arrive_k);
   free(c.view);
   free(c.reqs);
   free(c.stats);

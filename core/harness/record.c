@@ -186,6 +186,7 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
       fprintf(f, "%s", k ? "," : "");
       cs_json_str(f, r->bench->phases[k]);
       fprintf(f, ":{\"max_us\":%.6g", r->phase_max[k]);
+      if (!isnan(r->phase_skew[k])) fprintf(f, ",\"skew_us\":%.6g", r->phase_skew[k]);
       rank_column(f, "ranks_us", r->phase_rank, r->np, r->nphases, k, "%s%.6g");
       rank_column(f, "bytes_ranks", r->phase_bytes, r->np, r->nphases, k, "%s%.17g");
       fputc('}', f);
