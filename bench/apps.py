@@ -161,11 +161,11 @@ def figure3(mpi: str, tmp: Path) -> None:
             subprocess.run([*COMMSCOPE, "cluster", "down", name], capture_output=True)
 
 
-def figure4(mpi: str, tmp: Path) -> None:
+def figure4(mpi: str, tmp: Path, clusters_too: bool = True) -> None:
     from commscope.analysis import predict
     from commscope.analysis.series import collect
 
-    clusters = ["local"] + (["emu:bpred"] if os.geteuid() == 0 else [])
+    clusters = ["local"] + (["emu:bpred"] if os.geteuid() == 0 and clusters_too else [])
     try:
         if len(clusters) > 1:
             subprocess.run([*COMMSCOPE, "cluster", "up", "--nodes", "2", "--link", "1gbit",
@@ -178,8 +178,11 @@ def figure4(mpi: str, tmp: Path) -> None:
                 "--no-advise", *where)
         run(db, "--bench", "matmul,summa,jacobi", "--np", "2", "--mpi", mpi, "--param",
             "N=2000,4000", "--repeat", "3", "--timeout", "900", "--no-advise", *where)
-        rows = aggregate(Store(db).result_rows(), mode="dominant")
-        preds = predict.predict([r for r in rows if r["phases"]], collect(rows))
+        store = Store(db)
+        rows = aggregate(store.result_rows(), mode="dominant")
+        prow = store.probe_for(int(r["run_id"]) for r in rows)
+        llc = predict.llc_of(json.loads(prow["data"]) if prow is not None else None)
+        preds = predict.predict([r for r in rows if r["phases"]], collect(rows), llc)
         print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), N=2000 "
               "and 4000, hot and cold series (target 0.75-1.25)")
         print(predict.table(preds), end="")
@@ -226,7 +229,10 @@ def main() -> int:
         figures = {1: figure1, 2: figure2, 3: figure3, 4: figure4, 5: figure5}
         for n, fig in figures.items():
             if (a.only is None or a.only == n) and not (n == 3 and a.no_clusters):
-                fig(a.mpi, tmp)
+                if n == 4:
+                    figure4(a.mpi, tmp, not a.no_clusters)
+                else:
+                    fig(a.mpi, tmp)
     print(f"\n{watch.line()}")
     return 0
 

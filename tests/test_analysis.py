@@ -260,7 +260,7 @@ def test_prediction_arithmetic_on_synthetic_models():
         return {"id": i, "bench": bench, "np": 2, "size_bytes": n, "valid": True,
                 "median_us": 1000.0, "ci_lo_us": 990.0, "ci_hi_us": 1010.0, "flagged": False,
                 "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "config": conf,
-                "params": params, "root": None, "phases": _json.dumps(
+                "params": params, "root": None, "copy_gbs": 10.0, "phases": _json.dumps(
                     {k: {"max_us": v * 1.5, "ranks_us": [v, v * 1.5]} for k, v in phases.items()})}
 
     n = 1000
@@ -283,13 +283,16 @@ def test_prediction_arithmetic_on_synthetic_models():
                                                                    rel=1e-3)
     # summa on 2 ranks: a 2 x 1 grid, blocks of 500 x 999, 10 panels of 100 rows of B
     # broadcast down the column of 2; no row broadcast (one process column)
+    # rank 0 also copies every block out of the whole matrix (2 p of them) and
+    # into the whole C (p): 2 bytes moved per byte at the job's copy rate (10 GB/s)
     sb = 8 * 500 * 999
-    assert got[("summa", "send_AB")].predicted_us == pytest.approx(2 * (0.25 + sb / 8000.0),
-                                                                   rel=1e-3)
+    copy = 2 * sb / 10e3
+    assert got[("summa", "send_AB")].predicted_us == pytest.approx(
+        2 * (0.25 + sb / 8000.0) + 4 * copy, rel=1e-3)
     assert got[("summa", "bcast_B")].predicted_us == pytest.approx(
         10 * (1.0 + 8 * 100 * 999 / 1000.0), rel=1e-3)
-    assert got[("summa", "gather_C")].predicted_us == pytest.approx(0.25 + sb / 8000.0,
-                                                                    rel=1e-3)
+    assert got[("summa", "gather_C")].predicted_us == pytest.approx(
+        0.25 + sb / 8000.0 + 2 * copy, rel=1e-3)
     assert ("summa", "bcast_A") not in got
     # measured is the slowest rank's, the least-waiting one beside it; the verdict
     # follows the tolerance
@@ -315,12 +318,20 @@ def test_prediction_arithmetic_on_synthetic_models():
     got = {(p.bench, p.phase): p for p in predict.predict(rows, models)}
     assert got[("matmul", "bcast_B")].predicted_us == pytest.approx(1.0 + bb / 500.0, rel=1e-3)
     assert "hot-buffer" not in got[("matmul", "bcast_B")].note
-    assert got[("summa", "send_AB")].predicted_us == pytest.approx(2 * (0.5 + sb / 4000.0),
-                                                                   rel=1e-3)
+    assert got[("summa", "send_AB")].predicted_us == pytest.approx(
+        2 * (0.5 + sb / 4000.0) + 4 * copy, rel=1e-3)
     assert got[("summa", "bcast_B")].predicted_us == pytest.approx(
         10 * (1.0 + 8 * 100 * 999 / 1000.0), rel=1e-3)
     assert got[("jacobi", "exchange")].predicted_us == pytest.approx(
         20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
+    # a block summa has just packed is sent from cache where it fits the
+    # last-level cache the probe read (4 MB in 32 MiB), from memory where not
+    fits = {(p.bench, p.phase): p for p in predict.predict(rows, models, 32 << 20)}
+    assert fits[("summa", "send_AB")].predicted_us == pytest.approx(
+        2 * (0.25 + sb / 8000.0) + 4 * copy, rel=1e-3)
+    big = {(p.bench, p.phase): p for p in predict.predict(rows, models, 1 << 20)}
+    assert big[("summa", "send_AB")].predicted_us == got[("summa", "send_AB")].predicted_us
+    assert fits[("matmul", "bcast_B")].predicted_us == got[("matmul", "bcast_B")].predicted_us
     # a size beyond the largest measured is not extrapolated: the sweep to run
     short = {k: {s: p for s, p in v.items() if s <= 1 << 22} for k, v in models.items()}
     got = {(p.bench, p.phase): p for p in predict.predict(rows, short)}

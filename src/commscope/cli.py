@@ -444,7 +444,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
                              "(e.g. --bench matmul,jacobi,latency,coll)")
     mode = None if a.mode == "all" else (a.mode or "dominant")
     models = collect(aggregate(store.result_rows(), mode=mode))
-    print(predict.table(predict.predict(apps, models)), end="")
+    prow = store.probe_for(int(r["run_id"]) for r in apps)
+    llc = predict.llc_of(json.loads(prow["data"]) if prow is not None else None)
+    print(predict.table(predict.predict(apps, models, llc)), end="")
     return 0
 
 

@@ -8,8 +8,13 @@ matmul (N, p ranks, blocks of r = ceil(N/p) rows):
   gather_C = T_gather(8 r N)         (Scatterv/Gatherv taken as their plain kin)
 summa (a pr x pc grid, blocks of mr x mc = ceil(N/pr) x ceil(N/pc), panels nb):
   send_AB  = 2 (p-1) T_p2p(8 mr mc)  (rank 0 sends both blocks to each rank in turn)
+             + 2 p T_copy(8 mr mc)   (and first copies each block, its own too, out
+                                      of the whole matrix)
   bcast_A  = ceil(N/nb) T_bcast,pc(8 mr nb)   bcast_B = ceil(N/nb) T_bcast,pr(8 nb mc)
   gather_C = (p-1) T_p2p(8 mr mc)    (T_bcast,q: the bcast measured at q ranks)
+             + p T_copy(8 mr mc)     (each block copied into the whole C)
+  T_copy(m) = 2 m / the copy bandwidth the core measured in the same job (every
+  rank copying at once, bytes read + written).
 jacobi (a rank's block lx x ly, `iters` sweeps, a reduction every K):
   exchange = iters x (T_p2p(8 ly) [rows, when the grid has >1 process row]
                       + T_p2p(8 lx) [columns, when it has >1 process column])
@@ -93,6 +98,12 @@ def model(series: Series | None) -> Model | None:
     return Model(f, sizes[0], sizes[-1], cis[len(cis) // 2])
 
 
+def llc_of(probe: Mapping[str, object] | None) -> int | None:
+    """The last-level cache a stored probe read (None: none, or unknown)."""
+    v = (probe or {}).get("l3_bytes")
+    return v if isinstance(v, int) and v > 0 else None
+
+
 def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
     """The core's grid (cs_grid2 in core/harness/cs.h): as square as can
     be, rows first and larger; given factors kept."""
@@ -110,16 +121,20 @@ def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
 
 
 def predict(app_rows: Sequence[Mapping[str, object]],
-            series: Mapping[tuple[Config, str], Series]) -> list[Prediction]:
+            series: Mapping[tuple[Config, str], Series],
+            llc_bytes: int | None = None) -> list[Prediction]:
     """Every communication phase of the matmul and jacobi records given,
     from the series of the same configuration (implementation and its
-    settings, process count, cluster)."""
+    settings, process count, cluster).  `llc_bytes`: the last-level cache
+    the probe read (None: unknown), which decides whether a block summa has
+    just packed is still in cache when it is sent."""
     from .series import collect
 
     out: list[Prediction] = []
     apps = collect(app_rows)
     phases_of = {int(r["id"]): phases(r) for r in app_rows if r["phases"]}  # type: ignore[call-overload]
     params_of = {int(r["id"]): parse_params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
+    row_of = {int(r["id"]): r for r in app_rows}  # type: ignore[call-overload]
     models: dict[tuple[Config, str], Model | None] = {}
 
     def m(cfg: Config, bench: str, ranks: int | None = None, cold: bool = False
@@ -138,7 +153,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
             if p.result_id is None or p.result_id not in phases_of:
                 continue
             ph, par = phases_of[p.result_id], params_of[p.result_id]
-            terms = _terms(bench, n, cfg.np, par)
+            terms = _terms(bench, n, cfg.np, par, llc_bytes)
             for phase, parts in terms.items():
                 # the slowest rank's time, as the collective benchmarks the
                 # models come from define theirs; the rank that waited least
@@ -151,6 +166,15 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     continue
                 total, notes, tol, cold_used = 0.0, [], MIN_TOLERANCE, False
                 for coll, size, times, comm, cold in parts:
+                    if coll == "copy":  # memory, at the rate measured in the job
+                        row = row_of[p.result_id]
+                        gbs = row["copy_gbs"] if "copy_gbs" in row.keys() else None
+                        if not isinstance(gbs, int | float) or not gbs > 0:
+                            total = math.nan
+                            notes.append("no copy bandwidth in the record")
+                            break
+                        total += times * 2.0 * size / (float(gbs) * 1e3)
+                        continue
                     mod = (cold and m(cfg, coll, comm, cold=True)) or m(cfg, coll, comm)
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
@@ -238,7 +262,8 @@ def _pow2_above(size: float) -> int:
 
 
 
-def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[str, list[Term]]:
+def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
+           llc_bytes: int | None = None) -> dict[str, list[Term]]:
     """phase -> [(series, message bytes, how many times, the communicator's
     ranks when not the job's)]."""
     if np_ < 2:
@@ -253,9 +278,16 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str]) -> dict[str, li
         mr, mc = math.ceil(n / pr), math.ceil(n / pc)
         nb = min(int(par.get("nb", 64)), n)
         panels = float(math.ceil(n / nb))
+        block = 8.0 * mr * mc
+        # a block is packed (or computed) just before it is sent: it is still
+        # in cache where it fits there; the copies read and write the whole
+        # matrices, from memory
+        cold = llc_bytes is None or block > llc_bytes
         out: dict[str, list[Term]] = {
-            "send_AB": [("latency", 8.0 * mr * mc, 2.0 * (np_ - 1), None, True)],
-            "gather_C": [("latency", 8.0 * mr * mc, float(np_ - 1), None, True)]}
+            "send_AB": [("latency", block, 2.0 * (np_ - 1), None, cold),
+                        ("copy", block, 2.0 * np_, None, True)],
+            "gather_C": [("latency", block, float(np_ - 1), None, cold),
+                         ("copy", block, float(np_), None, True)]}
         if pc > 1:
             out["bcast_A"] = [("bcast", 8.0 * mr * nb, panels, pc, False)]
         if pr > 1:

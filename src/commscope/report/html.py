@@ -156,7 +156,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
 
     p2p = sections.p2p(page, rows, series, benches, tick)
     colls = sections.collectives(page, rows, benches, tick)
-    appl = sections.applications(page, app_rows, series, tick) if app_rows else []
+    appl = sections.applications(page, app_rows, series, tick, probe) if app_rows else []
     xsec = sections.crossover_section(page, xrows, tick) if xrows else []
     gpu = sections.gpu(page, rows, found, tick)
     settings = sections.tuning(page, rows, found, tick)

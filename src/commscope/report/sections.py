@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
 from ..analysis import apps, crossover, findings, hockney
@@ -407,7 +407,8 @@ def comparison(a_label: str, b_label: str, comps: list[compare_mod.Comparison]
 
 
 # -- applications -----------------------------------------------------------------------
-def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick) -> list[Item]:
+def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick,
+                 probe: Mapping[str, object] | None = None) -> list[Item]:
     """The IIT Bombay study's figures (total, broadcast of B, sending A,
     gathering C against N) as small multiples, a panel per process count;
     1D against SUMMA, Jacobi's scaling and its variants, and each
@@ -460,7 +461,8 @@ def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick) ->
                 "times' intervals."))
         out.append(Pre("\n".join(scaling_lines(scs) + overlap_table(rows))))
     out += [Heading("Phases (slowest rank's median, ms)"), phase_table(rows)]
-    out += _predictions(page, predict_mod.predict(rows, series), line_of)
+    out += _predictions(page, predict_mod.predict(rows, series, predict_mod.llc_of(probe)),
+                        line_of)
     return out
 
 
