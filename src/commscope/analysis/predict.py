@@ -226,7 +226,7 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     lo, hi = 1 / (1 + tol), 1 + tol
     if lo <= pred / measured <= hi:
         return []
-    if skew:
+    if skew and pred < measured:
         return [f"{measured / pred:.1f}x the model with the ranks' arrival skew: what else "
                 "the phase holds (a root returning early, copies) is not measured here"]
     if least and lo <= pred / least <= hi:
