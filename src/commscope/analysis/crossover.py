@@ -123,13 +123,8 @@ class Verdict:
             return (f"use {ref} instead of {name} at every measured size on this configuration"
                     if self.scenario == 1
                     else f"keep {name}: it beats {ref} at every measured size")
-        parts = []
-        for m, lo, hi in runs:
-            where = (f"at {human_bytes(lo)}" if lo == hi
-                     else f"from {human_bytes(lo)} to {human_bytes(hi)}")
-            parts.append(f"use {ref} instead of {name} {where}" if m == "H" else
-                         f"keep {name} {where}" if m == "L" else f"not separated {where}")
-        return "; ".join(parts) + " (this configuration)"
+        said = {"H": f"use {ref} instead of {name}", "L": f"keep {name}", "=": "not separated"}
+        return f"{_runs_text(self, said)} (this configuration)"
 
     def overhead(self, coll: str, ref: str) -> str:
         """What a verdict against the study's equivalent sends means: the
