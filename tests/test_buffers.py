@@ -92,6 +92,7 @@ def test_bad_buffers_input_is_one_line(capsys, tmp_path):
     db = tmp_path / "x.db"
     for args, says in (
             (["--buffers", "warm"], "--buffers must be hot or cold, got 'warm'"),
+            (["--buffers", "\x1b[2J"], "got '\\x1b[2J'"),  # shown, not acted out
             (["--buffers", "cold", "--rotate-root"], "--buffers cold keeps one root per size"),
             (["--buffers", "cold", "--np", "4096"], "--buffers cold: latency needs")):
         rc, out, err = run(capsys, "run", "--db", str(db), "--bench", "latency", "--sizes", "8",

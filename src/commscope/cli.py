@@ -1208,7 +1208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = f"analyze {a.anacmd}"
         return COMMANDS[name](a)
     except CommscopeError as exc:
-        msg = str(exc)
+        # a value the user typed may hold control characters: shown escaped,
+        # never acted out on the terminal
+        msg = "".join(ch if ch.isprintable() or ch in "\n\t" else repr(ch)[1:-1]
+                      for ch in str(exc))
         print(f"commscope: error: {msg}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
