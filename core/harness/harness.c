@@ -176,6 +176,9 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
  * in, so what the timed samples moved is what is checked. */
 #define POOL_SAMPLE (1L << 40)
 
+/* A buffer's bytes rounded up to whole cache lines: one slot. */
+static size_t line_up(size_t n) { return (n + 63) / 64 * 64; }
+
 static int cold(const cs_bench *b, const cs_opts *o) {
   return !strcmp(o->buffers, "cold") && !b->size_param && b->buf_bytes && !b->sizeless;
 }
@@ -188,7 +191,7 @@ static size_t pool_target(const cs_opts *o) {
 /* One rank's two pools for a benchmark whose largest buffer is c's (0: hot). */
 double cs_cold_bytes(const cs_bench *b, const cs_ctx *c) {
   if (!cold(b, c->opts)) return 0;
-  return 2.0 * (double)(pool_target(c->opts) + (b->buf_bytes(c) + 63) / 64 * 64);
+  return 2.0 * (double)(pool_target(c->opts) + line_up(b->buf_bytes(c)));
 }
 
 static void pool_slot(cs_ctx *c, long k) {
@@ -198,7 +201,7 @@ static void pool_slot(cs_ctx *c, long k) {
 
 static void pool_prepare(const cs_bench *b, cs_ctx *c) {
   size_t bytes = b->buf_bytes(c);
-  c->pstride = (bytes + 63) / 64 * 64;
+  c->pstride = line_up(bytes);
   if (c->pstride == 0) c->pstride = 64;
   size_t want = pool_target(c->opts);
   c->pslots = (long)((want + c->pstride - 1) / c->pstride);
@@ -264,7 +267,7 @@ static int slots_for(const cs_bench *b, cs_ctx *c, long *nmsgs, long *reps) {
   c->stride = 0;
   c->nslots = 1;
   if (*nmsgs <= 1 || c->size == 0) return CS_OK;
-  size_t stride = (c->size + 63) / 64 * 64;
+  size_t stride = line_up(c->size);
   long fit = (long)(VALID_SLOT_BYTES / stride);
   if (fit < 1) fit = 1;
   if (*nmsgs > fit) {
@@ -900,7 +903,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   c.buf_bytes = b->buf_bytes ? b->buf_bytes(&c) : 64;
   int bufs = cs_buf_pair(&c, &c.sbuf, &c.rbuf, c.buf_bytes);
   if (!bufs && cold(b, o)) { /* room for the target in slots of the largest buffer */
-    c.pcap = pool_target(o) + (c.buf_bytes + 63) / 64 * 64;
+    c.pcap = pool_target(o) + line_up(c.buf_bytes);
     bufs = cs_buf_pair(&c, &c.psbuf, &c.prbuf, c.pcap);
     if (bufs) c.pcap = 0;
   }
@@ -918,7 +921,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     if (bufs && cold(b, o))
       return CS_FAIL(e, CS_ENOMEM, "cannot allocate two cold pools of %zu bytes (--buffers "
                      "cold: twice the last-level cache, %ld bytes, beside the largest buffer)",
-                     pool_target(o) + (c.buf_bytes + 63) / 64 * 64, cs_llc_bytes());
+                     pool_target(o) + line_up(c.buf_bytes), cs_llc_bytes());
     return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu-byte buffers%s%s", c.buf_bytes,
                    c.path ? " on the GPU path: " : "", c.path ? cs_gpu_error() : "");
   }

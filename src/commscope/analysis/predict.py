@@ -175,7 +175,8 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             break
                         total += times * 2.0 * size / (float(gbs) * 1e3)
                         continue
-                    mod = (cold and m(cfg, coll, comm, cold=True)) or m(cfg, coll, comm)
+                    cold_mod = m(cfg, coll, comm, cold=True) if cold else None
+                    mod = cold_mod or m(cfg, coll, comm)
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
                         total = math.nan
@@ -191,10 +192,10 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             f"{human(mod.lo)}:{human(_pow2_above(size))}"
                             f"{' --buffers cold' if cold else ''}")
                         break
-                    if cold and mod is not m(cfg, coll, comm, cold=True):
+                    if cold and cold_mod is None:
                         notes.append(f"{coll}: hot-buffer model for data that comes from "
                                      "memory (measure it with --buffers cold)")
-                    cold_used = cold_used or (cold and mod is m(cfg, coll, comm, cold=True))
+                    cold_used = cold_used or cold_mod is not None
                     total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
                 skew = ph.get(phase, {}).get("skew_us")
