@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..sizes import human, human_bytes
-from .causes import Cause, Fix, cause_key
+from .causes import COLD, Cause, Fix, cause_key, cold_pair
 from .crossover import mpi_name
 from .findings import Finding
 from .series import Config, Series
@@ -95,8 +95,8 @@ def kind_of(f: Finding) -> str | None:
         return "cause"
     if f.cause is not None and not f.cause.claims:
         return None
-    if f.cause is not None and f.cause.kind == "buffers":
-        return "buffers"
+    if f.kind == "faster" and len(f.parties) == 2 and cold_pair(*f.parties):
+        return "buffers"  # how the data was held, whichever side won: never a choice
     if f.kind == "faster" and len(f.parties) == 2:
         w, lo = f.parties
         if all(b.endswith("_sends") for b in (f.benches or (f.bench,))):
@@ -166,9 +166,13 @@ def headline(f: Finding) -> str:
     if k == "buffers":
         # hot against cold is how the data was held, not a choice to make
         w, lo = f.parties
+        why = f.cause.text if f.cause is not None else "no recorded mechanism explains it"
+        if COLD in w.mpi.split():
+            return (f"Cold buffers measured faster than hot ones under {lo.mpi} {_span(span)} "
+                    f"({_benches(f)}, {_where(w)}): {why}")
         return (f"Cold buffers take {_as_long(f)} as hot ones under {w.mpi} {_span(span)} "
-                f"({_benches(f)}, {_where(w)}): {f.cause.text}; an application that streams "
-                "its data from memory sees the cold figures")  # type: ignore[union-attr]
+                f"({_benches(f)}, {_where(w)}): {why}; an application that streams "
+                "its data from memory sees the cold figures")
     if k == "variant":
         return _choose(*f.parties, f, "prefer")
     if k == "setting":
