@@ -218,17 +218,21 @@ def test_a_repeated_regression_is_caught_beyond_factor_and_interval():
 
 
 # -- the command, on a real store ----------------------------------------------------
-def _store(tmp_path: Path, factors: dict[str, tuple[float, ...]]) -> Store:
+def _store(tmp_path: Path, factors: dict[str, tuple[float, ...]],
+           floors: dict[str, tuple[float, ...]] | None = None) -> Store:
     """A sweep per entry, each repetition of latency at 8 sizes with its own
-    factor over the golden record's time (CIs of +-1%)."""
+    factor over the golden record's time (CIs of +-1%), and, where given, its
+    own cache-line floor."""
     s = Store(tmp_path / "c.db")
     parsed = parse_file(GOLDEN)
     base = parsed.results[0]
     for name, reps in factors.items():
         sweep = s.begin_sweep(["commscope", "run", name], [])
         for rep, f in enumerate(reps, start=1):
+            fl = (floors or {}).get(name, ())
             res = [replace(base, size_bytes=2**k, median_us=m, ci_lo_us=m * 0.99,
-                           ci_hi_us=m * 1.01, ci_us=m * 0.01, raw_us=None)
+                           ci_hi_us=m * 1.01, ci_us=m * 0.01, raw_us=None,
+                           floor_ns=fl[rep - 1] if fl else base.floor_ns)
                    for k in range(8) for m in [0.4 * f * (1 + k / 4)]]
             rid = s.begin_run(info(plan_key=name, repetition=rep), sweep)
             s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="",
@@ -260,6 +264,16 @@ def test_the_command_exits_1_for_a_repeated_regression_and_0_for_noise(tmp_path,
     # single runs 1.5x apart: not a verdict a single run can carry
     assert cli.main(["compare", "--db", db, "--a", "run=1", "--b", "run=7"]) == 0
     assert "rule, single run: ratio beyond 2x" in capsys.readouterr().out
+
+
+def test_the_command_compares_each_sides_dominant_host_mode(tmp_path, capsys):
+    """Three runs 1.5x slower in the mode most were taken in, two faster ones
+    in another mode: the regression is the dominant mode's, not drowned in
+    the spread between modes."""
+    s = _store(tmp_path, {"base": (1.0, 1.02, 0.99), "slow": (1.5, 1.52, 1.49, 0.5, 0.5)},
+               {"base": (50.0, 51.0, 50.0), "slow": (50.0, 51.0, 50.0, 260.0, 262.0)})
+    assert cli.main(["compare", "--db", str(s.path), "--a", "sweep=1", "--b", "sweep=2"]) == 1
+    assert "8 pairs: 8 slower" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("sel_a, sel_b, says", [

@@ -586,7 +586,9 @@ def cmd_compare(a: argparse.Namespace) -> int:
     if runs == {int(r["run_id"]) for r in raw_b}:
         raise CommscopeError(f"{a.a} and {a.b} select the same runs "
                              f"({', '.join(map(str, sorted(runs)))}): compare two different sets")
-    comps = cmp.compare_rows(aggregate(raw_a), aggregate(raw_b), a.factor)
+    # each side over its dominant host mode, as select_rows (report --compare-a) has it
+    comps = cmp.compare_rows(aggregate(raw_a, mode="dominant"), aggregate(raw_b, mode="dominant"),
+                             a.factor)
     if not comps:
         raise CommscopeError(f"{a.a} and {a.b} have no benchmark, process count and size "
                              "in common")
