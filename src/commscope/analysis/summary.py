@@ -112,8 +112,9 @@ def kind_of(f: Finding) -> str | None:
 
 
 def _us(t: float) -> str:
-    """A time saved, to two figures: 0.10 us, 1.3 us, 120 us."""
-    return f"{t:.2f} us" if t < 1 else f"{t:.2g} us" if t < 100 else f"{t:.0f} us"
+    """A time saved, to two figures: 0.10 us, 1.3 us, 99 us, 120 us (never
+    '1e+02 us', as a general format would write 99.7)."""
+    return f"{t:.2f} us" if t < 1 else f"{t:.1f} us" if t < 10 else f"{t:.0f} us"
 
 
 def ratio_text(r: float) -> str:
