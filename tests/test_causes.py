@@ -469,3 +469,21 @@ def test_a_settings_file_that_cannot_be_written_loses_no_measurement(tmp_path):
     (con,) = [c for c in summary.summarize(gap(4096, 8192), found, fixes={
         fix.cause_key: fix}).conclusions if c.kind == "cause"]
     assert "settings file not written" in con.headline, con.headline
+
+
+def test_under_pml_ucx_no_btl_limit_is_named():
+    """UCX decides the protocol under pml ucx: the shared-memory BTL's limits,
+    read all the same, are no cause."""
+    ucx = {OMPI: Facts("openmpi", {**FACTS[OMPI].cvars, "pml": "ucx"}), MPICH: FACTS[MPICH]}
+    found = explained(gap(4096, 8192), facts=ucx)
+    faster = [f for f in found if f.kind == "faster"]
+    assert faster and not any(f.cause is not None and f.cause.kind == "limit"
+                              for f in faster), [(f.text, f.cause) for f in faster]
+
+
+def test_an_emulated_single_copy_is_not_called_one_copy():
+    cv = {"btl_vader_eager_limit": "4096", "btl_vader_single_copy_mechanism": "emulated"}
+    (lim,) = causes.limits(Facts("openmpi", cv), "local")
+    assert lim.what == "Open MPI's shared-memory eager limit", lim.what
+    cv["btl_vader_single_copy_mechanism"] = "cma"
+    assert "one process_vm_readv copy" in causes.limits(Facts("openmpi", cv), "local")[0].what

@@ -122,7 +122,9 @@ def limits(facts: Facts, cluster: str) -> list[Limit]:
     """The eager limits that decide a point-to-point message's protocol
     between the ranks of this configuration, from the values read back."""
     cv, out = facts.cvars, []
-    if facts.family == "openmpi":
+    # under pml ucx the BTLs carry nothing: UCX decides the protocol, and
+    # their limits, read all the same, would name a wrong cause
+    if facts.family == "openmpi" and "ucx" not in str(cv.get("pml") or ""):
         # the shared-memory transport on one machine (vader in Open MPI 4, sm
         # in 5), TCP between nodes
         btls = ("vader", "sm") if cluster == "local" else ("tcp",)
@@ -135,7 +137,7 @@ def limits(facts: Facts, cluster: str) -> list[Limit]:
                 how = (f"; there a handshake, then one "
                        f"{'process_vm_readv' if copy == 'cma' else str(copy)} copy "
                        f"(btl_{btl}_single_copy_mechanism = {copy})"
-                       if copy and copy != "none" else "")
+                       if copy and copy not in ("none", "emulated") else "")
                 out.append(Limit(name, f"OMPI_MCA_{name}", n,
                                  f"Open MPI's {'TCP' if btl == 'tcp' else 'shared-memory'} "
                                  "eager limit" + how,
