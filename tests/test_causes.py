@@ -479,6 +479,10 @@ def test_under_pml_ucx_no_btl_limit_is_named():
     faster = [f for f in found if f.kind == "faster"]
     assert faster and not any(f.cause is not None and f.cause.kind == "limit"
                               for f in faster), [(f.text, f.cause) for f in faster]
+    # "^ucx" excludes it: the BTL's limit is the cause again
+    ob1 = {OMPI: Facts("openmpi", {**FACTS[OMPI].cvars, "pml": "^ucx"}), MPICH: FACTS[MPICH]}
+    assert any(f.cause is not None and f.cause.kind == "limit"
+               for f in explained(gap(4096, 8192), facts=ob1) if f.kind == "faster")
 
 
 def test_an_emulated_single_copy_is_not_called_one_copy():

@@ -123,8 +123,11 @@ def limits(facts: Facts, cluster: str) -> list[Limit]:
     between the ranks of this configuration, from the values read back."""
     cv, out = facts.cvars, []
     # under pml ucx the BTLs carry nothing: UCX decides the protocol, and
-    # their limits, read all the same, would name a wrong cause
-    if facts.family == "openmpi" and "ucx" not in str(cv.get("pml") or ""):
+    # their limits, read all the same, would name a wrong cause ("^ucx", the
+    # value Debian's Open MPI carries, excludes it)
+    pml = str(cv.get("pml") or "")
+    ucx = not pml.startswith("^") and "ucx" in pml.split(",")
+    if facts.family == "openmpi" and not ucx:
         # the shared-memory transport on one machine (vader in Open MPI 4, sm
         # in 5), TCP between nodes
         btls = ("vader", "sm") if cluster == "local" else ("tcp",)
