@@ -14,7 +14,6 @@ stored as what it is: the conclusion says so."""
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -154,11 +153,16 @@ def judge(task: Task, outcomes: Sequence[tune.Outcome]) -> Fix:
                    mid.lo, mid.hi, mid.n, effects=measured)
     mid = _mid(es)
     loses = best.ranges("loses")
-    slower = ", ".join(f"{b} {human_bytes(a)}" + (f" to {human_bytes(z)}" if z != a else "")
-                       + f" ({1 / _mid(x).ratio:.2f}x as long)" for b, a, z, x in loses)
+    slower = _slower(loses)
     return Fix(task.key, best.cand.settings, "mixed" if loses else "verified", task.bench,
                (es[0].size, es[-1].size), mid.ratio, mid.lo, mid.hi, mid.n, slower=slower,
                effects=measured)
+
+
+def _slower(loses) -> str:
+    """Where a setting lost: each range with how much longer it took."""
+    return ", ".join(f"{b} {human_bytes(a)}" + (f" to {human_bytes(z)}" if z != a else "")
+                     + f" ({1 / _mid(x).ratio:.2f}x as long)" for b, a, z, x in loses)
 
 
 COARSE = 8  # the factor between the sizes a winning setting is checked at across the sweep
@@ -186,14 +190,12 @@ def _check_range(fix: Fix, core: Core, o: CoreOptions, sweep: CoreOptions, store
     if out.state == "broken":
         return replace(fix, verdict="broken", reason=f"across the sweep's range: {out.reason}")
     loses = out.ranges("loses")
-    slower = ", ".join(filter(None, [fix.slower, *(
-        f"{b} {human_bytes(a)}" + (f" to {human_bytes(z)}" if z != a else "")
-        + f" ({1 / _mid(x).ratio:.2f}x as long)" for b, a, z, x in loses)]))
+    slower = ", ".join(filter(None, [fix.slower, _slower(loses)]))
     return replace(fix, verdict="mixed" if loses or fix.slower else "verified", slower=slower,
                    checked=(sizes[0], sizes[-1]))
 
 
-def settings_file(path: Path, impl: str, where: str, fixes: Sequence[tuple[Fix, Cause]],
+def settings_file(impl: str, where: str, fixes: Sequence[tuple[Fix, Cause]],
                   base: Sequence[tuple[str, str]]) -> str:
     """The file a user is handed: the configuration's own settings and each
     verified fix, with what was measured; values quoted for a shell."""
@@ -211,7 +213,7 @@ def settings_file(path: Path, impl: str, where: str, fixes: Sequence[tuple[Fix, 
                      + (f"; slower at {fix.slower}" if fix.slower else
                         ", no measured size slower"))
         merged.update(dict(fix.settings))
-    lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(merged.items())]
+    lines += [tune.export_line(k, v) for k, v in sorted(merged.items())]
     return "\n".join(lines) + "\n"
 
 
@@ -341,7 +343,7 @@ def _hand_over(fixes: list[tuple[Fix, Task]], out_dir: Path) -> list[Fix]:
             path = out_dir / f"{name}-{n}.env"
         taken.add(path)
         try:
-            _write(path, settings_file(path, c.implementation, f"{c.np} processes, {c.cluster}",
+            _write(path, settings_file(c.implementation, f"{c.np} processes, {c.cluster}",
                                        [(f, t.cause) for f, t in items], c.settings))
         except (CommscopeError, OSError) as exc:
             # the measurement stands and is stored; only the file is missing
