@@ -194,7 +194,6 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     against the configuration as it ran (advise.py), within --advise-budget."""
     from . import advise
     from .analysis import findings
-    from .analysis.repeats import detect_modes
     from .analysis.series import collect
 
     ids = [o.run_id for o in outcomes if o.status == "ok"]
@@ -206,8 +205,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     if not advise.tasks(found):
         return
     # the mode the conclusions were drawn in: the fixes are judged in it
-    modes = detect_modes(r["floor_ns"] for r in rows)
-    mode = max(modes, key=lambda m: m.count, default=None)
+    mode_ns = findings.dominant_floor(rows)
     row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
     say = (lambda _: None) if a.quiet else print
     t0 = time.monotonic()
@@ -215,7 +213,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
                           sweep_id=row[0] if row else None, budget_s=a.advise_budget,
                           out_dir=Path(a.db).resolve().parent / "advice", argv=sys.argv,
                           policy=policy, progress=Progress(0, enabled=not a.quiet), say=say,
-                          mode_ns=mode.center_ns if mode is not None else None)
+                          mode_ns=mode_ns)
     for f in fixes:
         where = f" -> {f.file}" if f.file else ""
         what = f.label or f"{f.bench} ({f.cause_key.split('|')[0]})"
@@ -400,10 +398,10 @@ def cmd_findings(a: argparse.Namespace) -> int:
 
     store, rows = _matching(a)
     series = collect(rows)
-    found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}),
-                                      findings.dominant_floor(rows))
-    top = summary.text(summary.summarize(series, found, fixes=fixes))
     floor = findings.dominant_floor(rows)
+    found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}),
+                                      floor)
+    top = summary.text(summary.summarize(series, found, fixes=fixes))
     if top and floor:
         # which of the host's modes the conclusions come from: a later
         # sweep in another mode may conclude otherwise

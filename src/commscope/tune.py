@@ -29,7 +29,7 @@ from pathlib import Path
 
 from . import provenance
 from .analysis.crossover import MIN_FACTOR
-from .analysis.repeats import MODE_GAP, between
+from .analysis.repeats import between, same_mode
 from .analysis.series import lone_is_no_claim
 from .build import Core
 from .cluster import Local, Placement
@@ -258,13 +258,6 @@ class Outcome:
 
 
 Floors = Mapping[int, Mapping[tuple[str, int], float]]
-
-
-def same_mode(a: float | None, b: float | None) -> bool:
-    """Two records' core-to-core floors in one machine mode: the host moves
-    the vCPUs (60 ns, then 275 ns for seconds), and a pair measured across
-    modes measures the host, not the setting."""
-    return a is None or b is None or max(a, b) <= MODE_GAP * min(a, b)
 
 
 def effects(per_round: Mapping[int, Mapping[tuple[str, int], float]],

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from ..sizes import human_bytes
 from . import causes, crossover, guidelines, hockney
-from .repeats import MODE_GAP
+from .repeats import same_mode
 from .series import Config, Point, Series, separated
 
 BANDWIDTH = {"bw", "bibw", "sendloop"}
@@ -362,8 +362,7 @@ def explained(store, series: Mapping[tuple[Config, str], Series],
             fix = causes.Fix.from_json(text)
         except (ValueError, TypeError, KeyError):
             continue  # written by another version: the cause is said unmeasured
-        if fix.mode_ns and mode_ns and max(fix.mode_ns, mode_ns) > MODE_GAP * min(
-                fix.mode_ns, mode_ns):
+        if fix.mode_ns and mode_ns and not same_mode(fix.mode_ns, mode_ns):
             fix = replace(fix, verdict="skipped", reason=(
                 f"in this host mode: the fix was measured with {fix.mode_ns:.0f} ns between "
                 f"cores, these records with {mode_ns:.0f} ns"))

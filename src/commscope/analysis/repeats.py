@@ -28,6 +28,14 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 MODE_GAP = 1.3
 
 
+def same_mode(a: float | None, b: float | None) -> bool:
+    """Two records' core-to-core floors in one machine mode: the host moves
+    the vCPUs (60 ns, then 275 ns for seconds), and a pair measured across
+    modes measures the host, not the setting.  An unknown floor is no
+    evidence of another mode."""
+    return a is None or b is None or max(a, b) <= MODE_GAP * min(a, b)
+
+
 def t975(df: int) -> float:
     if df < 1:
         return math.inf
