@@ -100,10 +100,6 @@ class Cause:
         return ()
 
     @property
-    def setting(self) -> tuple[str, str] | None:
-        return (self.limit.setting, str(self.limit.bytes)) if self.limit else None
-
-    @property
     def claims(self) -> bool:
         """Whether a conclusion may rest on it: a cache boundary or the edge
         of the sweep alone carry no claim."""
@@ -176,10 +172,6 @@ def _raise_to(limit: Limit, hi: int) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
-def _names(c: Config) -> str:
-    return c.mpi
-
-
 # collectives whose algorithm an implementation lets a user choose (tune.COLLS)
 CHOSEN = ("bcast", "allreduce", "reduce", "alltoall")
 ALGORITHM_VARIABLE = {"openmpi": "coll_tuned_{}_algorithm",
@@ -187,7 +179,7 @@ ALGORITHM_VARIABLE = {"openmpi": "coll_tuned_{}_algorithm",
 
 
 def _break(cfg: Config, a: int, b: int) -> Cause:
-    return Cause("break", f"{_names(cfg)} changes protocol between {human_bytes(a)} and "
+    return Cause("break", f"{cfg.mpi} changes protocol between {human_bytes(a)} and "
                  f"{human_bytes(b)} (the step in its latency; the variable that sets it is not "
                  "among those commscope reads)", cfg, sizes=(a, b))
 
@@ -230,7 +222,7 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
             continue  # both send it by rendezvous: the limit does not tell them apart
         return Cause(
             "limit",
-            f"{_names(loser)} sends {human_bytes(b)} and more {lim.after} "
+            f"{loser.mpi} sends {human_bytes(b)} and more {lim.after} "
             f"({lim.variable} = {lim.bytes} B, {lim.what})",
             loser, lim, (lo, hi), (_raise_to(lim, hi),), b)
     if (br := (breaks or {}).get(loser)) is not None and br[1] == lo:
@@ -241,7 +233,7 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
         # library's is first the algorithm this library chose for it
         coll = benches[0]
         var = ALGORITHM_VARIABLE[family].format(coll.upper() if family == "mpich" else coll)
-        return Cause("algorithm", f"{_names(loser)} chooses its {coll} algorithm by its own "
+        return Cause("algorithm", f"{loser.mpi} chooses its {coll} algorithm by its own "
                      f"rules ({var} unset)", loser, None, (lo, hi), coll=coll)
     return Cause("unexplained", "no recorded mechanism (eager limits read through MPI_T, "
                  "the probe's cache sizes) explains the difference")
@@ -266,7 +258,7 @@ def of_drop(cfg: Config, bench: str, a: int, b: int, bw_a_mbs: float, series: Se
             top = max((s for s in sizes if b <= s < back), default=b) if back else b
             return Cause(
                 "limit",
-                f"from {human_bytes(b)} {_names(cfg)} sends {lim.after} ({lim.variable} = "
+                f"from {human_bytes(b)} {cfg.mpi} sends {lim.after} ({lim.variable} = "
                 f"{lim.bytes} B, {lim.what})", cfg, lim, (b, top), (_raise_to(lim, top),), b)
     if (breaks or {}).get(cfg) == (a, b):
         return _break(cfg, a, b)

@@ -219,10 +219,6 @@ def _ratios(fs: Sequence[Finding]) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def _sizes(lo: int, hi: int) -> str:
-    return human_bytes(lo) if lo == hi else f"{human_bytes(lo)} to {human_bytes(hi)}"
-
-
 def _rel(path: str) -> str:
     """A settings file's path as a user in this folder would type it."""
     import os
