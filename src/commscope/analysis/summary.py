@@ -195,8 +195,8 @@ def headline(f: Finding) -> str:
         return (f"Replace {mpi_name(x.collective)} by hand-written sends ({x.reference}) "
                 f"{_slower_runs(f)} under "
                 f"{x.config.label()}: the collective takes {_as_long(f)} there{us}; "
-                f"measured at {x.config.np} processes only, where a linear pattern of sends "
-                f"can beat the library's trees: measure it at yours "
+                f"measured at {x.config.np} processes only (the library's algorithm and the "
+                f"sends scale differently with the process count): measure it at yours "
                 f"(commscope run --np N --bench {x.collective},{x.reference})")
     if f.kind == "drop":
         (c,) = f.parties
