@@ -204,7 +204,10 @@ def test_a_repeated_regression_is_caught_beyond_factor_and_interval():
     got = compare.compare_rows(aggregate(_sweep(rng, ids, 0.05, 3)),
                                aggregate(_sweep(rng, ids, 0.05, 3, slow=1.5)))
     assert sum(c.regression for c in got) / len(got) > 0.9
-    assert all(c.lo > 1.0 and c.ratio >= 1.05 for c in got if c.regression)
+    # what is called a regression carries the 1.5x that was put in, not noise
+    called = sorted(c.ratio for c in got if c.regression)
+    assert 1.45 < called[len(called) // 2] < 1.55 and 1.2 < called[0] and called[-1] < 1.9, (
+        called[0], called[-1])
     assert compare.exit_status(got) == 1
     # beyond the interval but not the factor: no regression
     got = compare.compare_rows(aggregate(_sweep(rng, ids, 0.05, 3)),
