@@ -493,3 +493,18 @@ def test_an_emulated_single_copy_is_not_called_one_copy():
     assert lim.what == "Open MPI's shared-memory eager limit", lim.what
     cv["btl_vader_single_copy_mechanism"] = "cma"
     assert "one process_vm_readv copy" in causes.limits(Facts("openmpi", cv), "local")[0].what
+
+
+def test_the_unmeasured_fix_names_the_benchmark_the_cause_showed_in_and_its_base():
+    """How to measure it yourself: with the cheapest benchmark the cause
+    showed in (here latency alone), and, for a configuration run with
+    settings, that tune starts from the library's defaults, not from them."""
+    own = Config("openmpi OMPI_MCA_btl_vader_eager_limit=4096", 2, "local", impl="openmpi",
+                 settings=(("OMPI_MCA_btl_vader_eager_limit", "4096"),))
+    data = {(own, "latency"): series(slow_at(4096, 8192)), (MPICH, "latency"): series(lat)}
+    found = explained(data, facts={own: FACTS[OMPI], MPICH: FACTS[MPICH]})
+    (con,) = [c for c in summary.summarize(data, found).conclusions if c.kind == "cause"]
+    assert "Not measured: commscope tune --mpi openmpi --bench latency --sizes 2K:16K" in \
+        con.headline, con.headline
+    assert con.headline.endswith("against the library's defaults, not this configuration's "
+                                 "OMPI_MCA_btl_vader_eager_limit=4096"), con.headline

@@ -35,8 +35,6 @@ MIN_ROUNDS = 3  # fewer cannot separate anything (tune.Effect.wins needs 3)
 EXTRA_ROUNDS = 12  # more, for a candidate not yet told apart, within the budget
 JOB_START_S = 1.0  # a 2-rank job's start and end here (0.3-0.7 s measured), besides its sizes
 MAX_SIZES = 8  # sizes a collective's algorithms are measured at
-# the benchmark a fix is measured on: the cheapest that shows the cause
-CHEAPEST = ("bw", "latency", "roundtrip", "bibw", "sendloop")
 
 
 @dataclass(frozen=True)
@@ -77,9 +75,8 @@ def tasks(found: Sequence[Finding]) -> list[Task]:
         if cause.kind == "algorithm":
             out.append(Task(key, cause, cause.coll, f"{lo}:{hi}", gain, _factor(lo, hi)))
             continue
-        named = [b for f in fs for b in (f.benches or (f.bench,))]
-        bench = next((b for b in CHEAPEST if b in named), named[0])
-        out.append(Task(key, cause, bench, f"{max(1, lo // 2)}:{2 * hi}", gain))
+        out.append(Task(key, cause, summary.measure_bench(fs), f"{max(1, lo // 2)}:{2 * hi}",
+                        gain))
     return sorted(out, key=lambda t: -t.gain)
 
 

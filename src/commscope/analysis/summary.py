@@ -256,10 +256,20 @@ def _still(gap: float, fix: Fix, winners: Sequence[str]) -> str:
     return f"; {' and '.join(winners)} {verb} about {ratio_text(left)} faster there"
 
 
-def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float = 1.0
-             ) -> str:
-    """What measuring the cause's setting showed, or how to measure it;
-    `gap`: how much longer it took than under `winners`."""
+# the benchmarks a limit's setting is measured with, cheapest first
+CHEAPEST = ("bw", "latency", "roundtrip", "bibw", "sendloop")
+
+
+def measure_bench(fs: Sequence[Finding]) -> str:
+    """The cheapest benchmark a cause showed in: the one its fix is measured with."""
+    named = [b for f in fs for b in (f.benches or (f.bench,))]
+    return next((b for b in CHEAPEST if b in named), named[0] if named else "bw")
+
+
+def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float = 1.0,
+             bench: str = "bw") -> str:
+    """What measuring the cause's setting showed, or how to measure it (with
+    `bench`); `gap`: how much longer it took than under `winners`."""
     impl = c.config.implementation if c.config else ""
     lo, hi = c.sizes or (0, 0)
     if fix is None or fix.verdict == "skipped":
@@ -268,8 +278,11 @@ def fix_text(c: Cause, fix: Fix | None, winners: Sequence[str] = (), gap: float 
             return (f"Not measured{why}: commscope tune --mpi {impl} --bench {c.coll} --sizes "
                     f"{human(lo)}:{human(hi)} measures its {c.coll} algorithms")
         cand = " ".join(f"{k}={v}" for k, v in c.candidates[0]) if c.candidates else ""
-        return (f"Not measured{why}: commscope tune --mpi {impl} --bench bw --sizes "
-                f"{human(max(1, lo // 2))}:{human(2 * hi)} measures {cand}")
+        own = " ".join(f"{k}={v}" for k, v in (c.config.settings if c.config else ()))
+        base = (f", against the library's defaults, not this configuration's {own}"
+                if own else "")
+        return (f"Not measured{why}: commscope tune --mpi {impl} --bench {bench} --sizes "
+                f"{human(max(1, lo // 2))}:{human(2 * hi)} measures {cand}{base}")
     figure = f"{ratio_text(fix.ratio)} (95% interval {fix.lo:.1f}-{fix.hi:.1f}x)"
     mode = (f", the host's core-to-core time ~{fix.mode_ns:.0f} ns as in the sweep"
             if fix.mode_ns else "")
@@ -352,7 +365,7 @@ def cause_headline(c: Cause, fs: Sequence[Finding], fix: Fix | None) -> str:
     first = min((f.cause.boundary for f in fs if f.cause and f.cause.boundary), default=0)
     return (f"{cfg.mpi} sends messages of {human_bytes(first)} and more {lim.after} "
             f"({lim.variable} = {lim.bytes} B, {lim.what}): {'; '.join(parts)} "
-            f"({_where(cfg)}). {fix_text(c, fix)}")
+            f"({_where(cfg)}). {fix_text(c, fix, bench=measure_bench(fs))}")
 
 
 def _causes(fs: Sequence[Finding], fixes: Mapping[str, Fix]) -> list[Conclusion]:
