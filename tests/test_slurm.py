@@ -51,10 +51,12 @@ def squeue() -> str:
 
 
 def test_srun_runs_both_mpis_with_their_pmi_plugin(slurm, cores, tmp_path):
+    # noise policy: this checks the plugin and the records, not the time; beside
+    # a busy loop Open MPI's job under srun took 47 s once and passed 60 s once
     db = tmp_path / "srun.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
     assert cli.main(["run", "--db", str(db), "--cluster", "slurm", "--np", "2",
-                     "--bench", "latency,allreduce", "--timeout", "60", *mpis, *FAST]) == 0
+                     "--bench", "latency,allreduce", "--timeout", "240", *mpis, *FAST]) == 0
     runs = Store(db).runs()
     assert len(runs) == len(cores)  # latency and allreduce in one launch
     plugin = {"openmpi": "--mpi=pmix", "mpich": "--mpi=pmi2"}
