@@ -405,3 +405,52 @@ def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
     lat = {r["size_bytes"]: r["median_us"] for r in rows if r["bench"] == "latency"}
     # a 2 x 1 grid: one row of 256 doubles (2 KiB) a sweep, 20 sweeps
     assert lat[2048] * 20 * 0.5 < ex.predicted_us - ph["exchange"]["skew_us"] < lat[2048] * 20 * 2
+
+
+def test_for_plans_every_series_the_prediction_reads(cores):
+    """--for matmul,N=2000: the application, and bcast, scatter and gather
+    with cold buffers (matmul's matrices come from memory) up to the
+    largest message each phase moves; jacobi's halos and residual hot."""
+    from commscope.cluster import Local
+    from commscope.runner import CoreOptions, Placement
+
+    core = next(iter(cores.values()))
+    fors = [cli._for_spec("matmul,N=2000", core), cli._for_spec("jacobi,N=1024;iters=4", core)]
+    assert fors[0] == ("matmul", "N=2000", [2000])
+    opts = CoreOptions(sizes="64:4M")  # the sweeps start at the smallest size asked for
+    jobs = cli._for_jobs(fors, [core], opts, Local(), [Placement(1, 2)])
+    got = {(j.bench, j.opts.sizes, j.opts.buffers, j.np, j.opts.param) for j in jobs}
+    assert got == {
+        ("matmul", "64:4M", "hot", 2, "N=2000"),
+        ("jacobi", "64:4M", "hot", 2, "N=1024;iters=4"),
+        ("bcast", f"64:{32 << 20}", "cold", 2, ""),  # 8 N^2 = 32e6 B
+        ("gather,scatter", f"64:{16 << 20}", "cold", 2, ""),  # a rank's rows: 16e6 B
+        ("latency", "64:8192", "hot", 2, ""),  # a halo row of 1024 doubles
+        ("allreduce", "8:32", "hot", 2, ""),  # the residual: sizes enough to fit a model
+    }, got
+    # the largest message is a point of every grid: --factor 4 reaches 32 MiB
+    assert cli._for_sizes(1, 32 << 20, 4) == (8, 32 << 20, 4)
+    assert cli._for_sizes(1, 8, 4) == (8, 32, 4)
+    assert cli._for_sizes(1, 1 << 20, 3) == (8, 1 << 20, 2)  # 3 never reaches 1 MiB
+
+
+def test_for_measures_what_predict_reads(tmp_path, cores, capsys):
+    """A real run of --for: afterwards every phase of matmul and jacobi
+    has a model, matmul's from cold buffers, and nothing is extrapolated.
+    Noise policy: the flag is off (records flagged noisy are left out of
+    predictions); the test checks what each prediction is made of, not how
+    close it comes."""
+    db = tmp_path / "for.db"
+    m = sorted(cores)[0]
+    assert cli.main(["run", "--db", str(db), "--for", "matmul,N=256", "--for", "jacobi,N=512",
+                     "--np", "2", "--mpi", m, "--factor", "4", "--noise-max-cores", "2",
+                     "--no-advise", *QUICK]) == 0
+    rows = Store(db).result_rows()
+    cold = {r["bench"] for r in rows if json.loads(r["config"]).get("params", {}).get(
+        "buffers") == "cold"}
+    assert cold == {"bcast", "scatter", "gather"}, cold
+    capsys.readouterr()
+    assert cli.main(["analyze", "predict", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "5 phases: " in out and ", 0 without a model" in out, out
+    assert "hot-buffer model" not in out and "needs " not in out, out

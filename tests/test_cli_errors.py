@@ -40,6 +40,12 @@ def one_line_error(rc: int, err: str, needle: str) -> None:
     (["export", "--format", "xml"], "invalid choice"),
     (["frobnicate"], "invalid choice"),
     (["mpi", "add", "/nonexistent/mpicc"], "mpicc not found"),
+    (["run", "--for", "fft,N=64"], "--for: unknown application 'fft'"),
+    (["run", "--for", "matmul,M=64"], "--for matmul: unknown parameter 'M'"),
+    (["run", "--for", "matmul"], "give its size"),
+    (["run", "--for", "jacobi,N=big"], "positive whole numbers, got 'big'"),
+    (["run", "--for", "summa,N=64;nb=0"], "nb (panel width) must be at least 1"),
+    (["run", "--for", "matmul,N=64", "--path", "staged"], "not with --path"),
 ])
 def test_bad_input_is_one_line(capsys, argv, needle):
     rc, _, err = run(capsys, *argv)

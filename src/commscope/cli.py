@@ -118,8 +118,13 @@ def cmd_run(a: argparse.Namespace) -> int:
     places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
     impls = _impls(a)
     cores = [build_mod.build(m) for m in impls]
-    if not benches:
+    fors = [_for_spec(x, cores[0]) for x in a.for_ or []]
+    if fors and (a.path or a.transport):
+        raise CommscopeError("--for plans host runs over MPI: not with --path or --transport")
+    if not benches and not fors:
         benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
+    if not benches:  # --for alone: its jobs are added below
+        benches = [fors[0][0]]
     paths = _paths(a.path, cores, clusters)
     on_path = {p: on for p, e in paths if (on := _on_path(cores[0], benches, p, e))}
     if not on_path:
@@ -152,7 +157,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     jobs = [replace(j, settings=settings, strict=strict) for cl in clusters for t in transports
             for path, on in on_path.items() for pv in variants
             for j in expand(cores, on, [], replace(opts, transport=t, param=pv, path=path), cl,
-                            places[cl.label])]
+                            places[cl.label])] if a.bench or not fors else []
+    jobs += [replace(j, settings=settings, strict=strict) for cl in clusters
+             for j in _for_jobs(fors, cores, opts, cl, places[cl.label])]
     _plan_check(jobs)
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
@@ -186,6 +193,82 @@ def cmd_run(a: argparse.Namespace) -> int:
                           + ")" for o in bad), file=sys.stderr)
         return 1
     return 0
+
+
+PREDICTED = ("matmul", "summa", "jacobi")  # the applications analyze predict models
+
+
+def _for_spec(text: str, core: build_mod.Core) -> tuple[str, str, list[int]]:
+    """--for APP,K=V;K=V: the application, its parameters as --param takes
+    them, and its N values (a comma-separated list is the sweep)."""
+    app, _, spec = text.partition(",")
+    app = app.strip()
+    if app not in PREDICTED or app not in core.bench_names():
+        raise CommscopeError(f"--for: unknown application '{app}' (predicted: "
+                             f"{', '.join(PREDICTED)})")
+    known = [str(p["name"]) for p in core.bench(app)["params"]]  # type: ignore[union-attr]
+    given: dict[str, str] = {}
+    for item in (x.strip() for x in spec.split(";") if x.strip()):
+        key, eq, value = item.partition("=")
+        if not eq or key not in known:
+            raise CommscopeError(f"--for {app}: unknown parameter '{key}' ({', '.join(known)})")
+        given[key] = value
+    if "N" not in given:
+        raise CommscopeError(f"--for {app}: give its size, e.g. --for {app},N=2000")
+    ns = []
+    for v in given["N"].split(","):
+        if not v.strip().isdigit() or int(v) < 1:
+            raise CommscopeError(f"--for {app}: N must be positive whole numbers, got '{v}'")
+        ns.append(int(v))
+    return app, ";".join(f"{k}={v}" for k, v in given.items()), ns
+
+
+def _for_jobs(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[build_mod.Core],
+              opts: CoreOptions, cl: cluster_mod.Cluster, places: Sequence) -> list[Job]:
+    """The applications of --for on every placement, and the series their
+    predictions read: each benchmark once per ranks and buffers, from the
+    smallest size of --sizes to the largest message any phase moves."""
+    from .analysis import predict
+    from .analysis.apps import parse_params
+
+    llc = probe_mod.l3_bytes() if cl.kind in ("local", "emu") else None
+    lo = expand_sizes(opts.sizes, opts.factor)[0]
+    jobs: list[Job] = []
+    top: dict[tuple[int, bool], dict[str, int]] = {}
+    for pl in places:
+        for app, spec, ns in fors:
+            for pv in param_variants(spec, cores[0]):
+                app_jobs = expand(cores, [app], [], replace(opts, param=pv), cl, [pl])
+                _plan_check(app_jobs)  # the core's rules first: its values are planned with
+                jobs += app_jobs
+                for need in predict.needs(app, ns, pl.np, parse_params(pv), llc):
+                    got = top.setdefault((need.np, need.cold), {})
+                    got[need.bench] = max(got.get(need.bench, 0), need.up_to)
+    for (np_, cold), benches in sorted(top.items()):
+        where = placements(cl, [np_], [], [])[0]
+        for up in sorted(set(benches.values())):
+            names = [b for b, u in benches.items() if u == up]
+            first, top, factor = _for_sizes(lo, up, opts.factor)
+            jobs += expand(cores, names, [], replace(
+                opts, sizes=f"{first}:{top}", factor=factor,
+                buffers="cold" if cold else "hot"), cl, [where])
+    return jobs
+
+
+def _for_sizes(lo: int, up: int, factor: int) -> tuple[int, int, int]:
+    """A sweep for --for: from --sizes' smallest (at least 8 B: no phase
+    moves less than a double) to the largest message `up`, which is a point
+    of the grid, with at least two points to fit a model (so up to 32 B at
+    least); --factor where its grid reaches `up` exactly, else 2."""
+    top = max(up, 32)
+    first = min(max(lo, 8), top // 4)
+    for f in (factor, 2):
+        s = top
+        while s % f == 0 and s // f >= first:
+            s //= f
+        if s < top:
+            return s, top, f
+    return first, top, 2
 
 
 def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts: CoreOptions,
@@ -964,6 +1047,12 @@ def make_parser() -> Parser:
                         "nodes as the cluster has)")
     r.add_argument("--ppn", action="append",
                    help="processes per node; np = nodes x ppn (instead of --np)")
+    r.add_argument("--for", dest="for_", action="append", metavar="APP,PARAMS",
+                   help="measure what predicting an application needs: the application at "
+                        "these parameters and every benchmark its phases are predicted from, "
+                        "up to the largest message, with cold buffers for data that comes "
+                        "from memory (e.g. --for matmul,N=2000,4000 or --for "
+                        "'summa,N=4000;nb=128'); then see analyze predict")
     r.add_argument("--repeat", type=_positive(int, 1, 1000), default=1,
                    help="independent repetitions of every job, run in interleaved rounds whose "
                         "order changes; figures are medians over them with a between-run "

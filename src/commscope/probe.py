@@ -81,6 +81,24 @@ def run(cpus: str | None = None, pair_ms: float | None = None,
     return data
 
 
+def l3_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
+    """This machine's level-3 cache, as the probe reads it (sysfs; None
+    where there is none): what `run --for` plans with before any probe
+    has run."""
+    for idx in sorted(root.glob("index*")):
+        try:
+            if (idx / "level").read_text().strip() != "3":
+                continue
+            text = (idx / "size").read_text().strip()
+        except OSError:
+            continue
+        unit = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+        digits = text.rstrip("KM")
+        if digits.isdigit() and int(digits) > 0:
+            return int(digits) * unit
+    return None
+
+
 def floor_ns(data: Mapping[str, object]) -> float | None:
     """The one-way cache-line time between the first two cores the probe
     ran on: where a 2-rank job on this machine puts its ranks (bound to

@@ -180,7 +180,9 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
                         total = math.nan
-                        notes.append(f"no {coll} series{at} for this configuration")
+                        notes.append(f"no {coll} series{at} for this configuration: "
+                                     f"commscope run --for {bench},N={n} measures what this "
+                                     "prediction reads")
                         break
                     if not mod.covers(size):
                         # never beyond the largest size measured: the sweep to run
@@ -190,7 +192,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             f"{human_bytes(mod.hi)}: commscope run --bench {coll} --np "
                             f"{comm or (2 if coll == 'latency' else cfg.np)} --sizes "
                             f"{human(mod.lo)}:{human(_pow2_above(size))}"
-                            f"{' --buffers cold' if cold else ''}")
+                            f"{' --buffers cold' if cold else ''} (or --for {bench},N={n})")
                         break
                     if cold and cold_mod is None:
                         notes.append(f"{coll}: hot-buffer model for data that comes from "
@@ -311,6 +313,32 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
         jac["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)), None, False)]
         return jac
     return {}
+
+
+@dataclass(frozen=True)
+class Need:
+    """A series a prediction needs: the benchmark, up to which size, at how
+    many ranks, with which buffers."""
+    bench: str
+    up_to: int  # the power of two at or above the largest message
+    np: int
+    cold: bool
+
+
+def needs(bench: str, ns: Sequence[int], np_: int, par: Mapping[str, str],
+          llc_bytes: int | None = None) -> list[Need]:
+    """What `predict` reads for application `bench` at each N in `ns` on np_
+    ranks, one Need per benchmark, ranks and buffers, each up to the
+    largest message any of the phases moves (never extrapolated)."""
+    top: dict[tuple[str, int, bool], int] = {}
+    for n in ns:
+        for parts in _terms(bench, n, np_, par, llc_bytes).values():
+            for series, size, _times, comm, cold in parts:
+                if series == "copy":  # measured by the application itself
+                    continue
+                key = (series, 2 if series == "latency" else comm or np_, cold)
+                top[key] = max(top.get(key, 1), _pow2_above(size))
+    return [Need(b, up, r, c) for (b, r, c), up in sorted(top.items())]
 
 
 def table(rows: Sequence[Prediction]) -> str:
