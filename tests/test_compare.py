@@ -26,9 +26,10 @@ from .test_store import GOLDEN, info
 
 
 def _rep(i: int, cfg: Configuration, median: float, *, bench: str = "latency", size: int = 8,
-         ci: float = 0.01, floor: float | None = None) -> dict[str, object]:
+         ci: float = 0.01, floor: float | None = None, window: int | None = None
+         ) -> dict[str, object]:
     """One repetition's record as the store gives it (ci: half-width, relative)."""
-    return {"id": i, "run_id": i, "config_key": cfg.key, "config": json.dumps(cfg.to_json()),
+    return {"id": i, "window": window, "run_id": i, "config_key": cfg.key, "config": json.dumps(cfg.to_json()),
             "mpi_name": cfg.mpi, "cluster": cfg.cluster, "bench": bench, "np": cfg.np,
             "size_bytes": size, "valid": True, "flagged": False, "median_us": median,
             "ci_us": median * ci, "ci_lo_us": median * (1 - ci),
@@ -294,3 +295,36 @@ def test_bad_selections_are_one_line_and_exit_2(tmp_path, capsys, sel_a, sel_b, 
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and says in err[0] and captured.out == ""
+
+
+def test_figures_from_different_windows_are_not_set_side_by_side():
+    """A bw size one run narrowed to a window of 8 (the time bound) is not
+    the benchmark the other ran with 64: compare makes no claim there, and
+    says why; the first screen's findings do not span it."""
+    from commscope.analysis import findings
+    from commscope.analysis.series import Config, Point
+
+    ids = Ids(0)
+    sizes = (1 << 18, 1 << 19, 1 << 20)
+    a = aggregate([_rep(ids(), OMPI, 100.0, bench="bw", size=s, window=64, floor=50.0)
+                   for s in sizes for _ in range(3)])
+    b = aggregate([_rep(ids(), OMPI, 300.0, bench="bw", size=s, window=8 if s == 1 << 20 else 64,
+                        floor=50.0) for s in sizes for _ in range(3)])
+    got = {c.size: c for c in compare.compare_rows(a, b)}
+    assert got[1 << 20].verdict == "no claim" and got[1 << 20].rule == compare.WINDOWS
+    assert "windows differ (A 64, B 8)" in got[1 << 20].test
+    assert got[1 << 19].verdict == "slower"  # equal windows: the 3x is seen
+    assert any("1 not compared (no claim: they ran different windows" in line
+               for line in compare.footer(list(got.values())))
+    # two implementations side by side: the claim stops where the windows part
+    def line(k: float, narrow: int) -> dict[int, Point]:
+        return {s: Point(s, k, k * 0.99, k * 1.01, window=narrow if s == 1 << 20 else 64)
+                for s in sizes}
+
+    ompi, mpich = Config("openmpi", 2, "local", key="k1"), Config("mpich", 2, "local", key="k2")
+    (f,) = findings.faster_implementation({(ompi, "bw"): line(100.0, 64),
+                                           (mpich, "bw"): line(300.0, 8)})
+    assert f.span == (1 << 18, 1 << 19), f.text
+    (f,) = findings.faster_implementation({(ompi, "bw"): line(100.0, 64),
+                                           (mpich, "bw"): line(300.0, 64)})
+    assert f.span == (1 << 18, 1 << 20), f.text

@@ -32,7 +32,8 @@ run, a shift common to each benchmark, CIs of +-1%) is called different
 
 Under either rule, records measured in different host modes (their
 cache-line floors, repeats.detect_modes) are not compared: the ratio would
-be the host's."""
+be the host's; nor are bw and bibw records that ran different windows (the
+time bound narrowed one): they are different benchmarks."""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ SINGLE_FACTOR = 2.0
 BETWEEN = "between runs"
 SINGLE = "single run"
 APART = "host modes differ"
+WINDOWS = "windows differ"
 RULES = {
     BETWEEN: "between runs: Welch t on the runs' medians (log), Benjamini-Hochberg over the "
              "sizes, ratio beyond --factor and its 95% interval beyond 1",
@@ -78,6 +80,8 @@ RULES = {
             "commscope run ... --repeat 3",
     APART: "host modes differ: records measured at different cache-line floors are not "
            "compared (the ratio would be the host's)",
+    WINDOWS: "windows differ: bw or bibw records that ran different windows (one narrowed "
+             "by the time bound) are different benchmarks, not compared",
 }
 
 # the configuration's fields in the order a row names them; buffer is the --path
@@ -367,7 +371,13 @@ def compare_rows(a_rows: Sequence[Mapping[str, object]], b_rows: Sequence[Mappin
 
     lr = {p.key: math.log(float(p.b["median_us"]) / float(p.a["median_us"]))  # type: ignore[arg-type]
           for p in pairs}
-    judged = [p for p in pairs if not apart(p)]
+    def window(r: Mapping[str, object]) -> int | None:
+        w = r["window"] if "window" in r.keys() else None  # type: ignore[attr-defined]
+        return int(w) if w else None  # type: ignore[call-overload]
+
+    unequal = {p.key: (wa, wb) for p in pairs
+               if (wa := window(p.a)) and (wb := window(p.b)) and wa != wb}
+    judged = [p for p in pairs if not apart(p) and p.key not in unequal]
     between = {p.key for p in judged if len(_reps(p.a)) >= 2 and len(_reps(p.b)) >= 2}
     single = [p for p in judged if p.key not in between]
     by_series: dict[object, list[float]] = defaultdict(list)
@@ -403,6 +413,10 @@ def compare_rows(a_rows: Sequence[Mapping[str, object]], b_rows: Sequence[Mappin
     out = []
     for p in pairs:
         t = tests.get(p.key, none)
+        if p.key in unequal:
+            wa, wb = unequal[p.key]
+            t = _Test(1.0, math.nan, math.nan, f"windows differ (A {wa}, B {wb}): no claim",
+                      factor, False)
         v = verdict.get(p.key, "=")
         out.append(Comparison(
             str(p.key[0]), int(p.key[1]), p.size,  # type: ignore[call-overload]
@@ -411,7 +425,8 @@ def compare_rows(a_rows: Sequence[Mapping[str, object]], b_rows: Sequence[Mappin
             else v, t.text,
             int(p.a["id"]), int(p.b["id"]),  # type: ignore[call-overload]
             tuple((f, p.pa.get(f, ""), p.pb.get(f, "")) for f in shown), t.lo, t.hi,
-            BETWEEN if p.key in between else SINGLE if p.key in tests else APART))
+            BETWEEN if p.key in between else SINGLE if p.key in tests
+            else WINDOWS if p.key in unequal else APART))
     return sorted(out, key=lambda c: (c.bench, c.config, c.np, c.size))
 
 
@@ -426,17 +441,22 @@ def exit_status(rows: Sequence[Comparison]) -> int:
 
 
 def rules_used(rows: Sequence[Comparison]) -> list[str]:
-    return [RULES[r] for r in (BETWEEN, SINGLE, APART) if any(c.rule == r for c in rows)]
+    return [RULES[r] for r in (BETWEEN, SINGLE, APART, WINDOWS)
+            if any(c.rule == r for c in rows)]
 
 
 def footer(rows: Sequence[Comparison]) -> list[str]:
     n_slow = regressions(rows)
     n_fast = sum(c.verdict == "faster" for c in rows)
-    apart = sum(c.verdict == "no claim" for c in rows)
+    apart = sum(c.rule == APART for c in rows)
+    windows = sum(c.rule == WINDOWS for c in rows)
     out = [f"{len(rows)} pairs: {n_slow} slower, {n_fast} faster, "
-           f"{len(rows) - n_slow - n_fast - apart} the same within the test and factor"
+           f"{len(rows) - n_slow - n_fast - apart - windows} the same within the test and "
+           "factor"
            + (f", {apart} not compared (no claim: measured in different host modes; "
-              "compare runs taken in one mode, or repeat them)" if apart else "")]
+              "compare runs taken in one mode, or repeat them)" if apart else "")
+           + (f", {windows} not compared (no claim: they ran different windows; run both "
+              "with one --window)" if windows else "")]
     return out + [f"rule, {r}" for r in rules_used(rows)]
 
 

@@ -131,6 +131,10 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                 sa, sb = by_mpi[a], by_mpi[b]
                 marks: list[tuple[int, str | None]] = []
                 for s in sorted(set(sa) & set(sb)):
+                    wa, wb = sa[s].window, sb[s].window
+                    if wa and wb and wa != wb:
+                        marks.append((s, None))  # not one benchmark: no claim at this size
+                        continue
                     sign = separated(sa[s], sb[s])  # time: lower is faster
                     ratio = max(sa[s].median, sb[s].median) / min(sa[s].median, sb[s].median)
                     tested = len(sa[s].reps) >= 2 and len(sb[s].reps) >= 2

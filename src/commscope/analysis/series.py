@@ -22,10 +22,11 @@ class Point:
     result_id: int | None = None
     reps: tuple[float, ...] = ()  # the runs' own medians, where repetitions were made
     equiv_sends: int | None = None  # collectives: the sends of one message it stands for
+    window: int | None = None  # bw, bibw: the messages in flight it ran (the narrowest run's)
 
     def scaled(self, k: float) -> Point:
         return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id,
-                     tuple(x * k for x in self.reps))
+                     tuple(x * k for x in self.reps), window=self.window)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,8 +92,10 @@ def point(r: sqlite3.Row) -> Point | None:
     # stands for no sends of its own
     hand = "equiv_of" in r.keys() and r["equiv_of"]
     equiv = r["equiv_sends"] if "equiv_sends" in r.keys() and not hand else None
+    window = r["window"] if "window" in r.keys() and r["window"] else None
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
-                 int(r["id"]), reps, int(equiv) if equiv else None)
+                 int(r["id"]), reps, int(equiv) if equiv else None,
+                 int(window) if window else None)
 
 
 def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
