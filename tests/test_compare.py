@@ -29,7 +29,8 @@ def _rep(i: int, cfg: Configuration, median: float, *, bench: str = "latency", s
          ci: float = 0.01, floor: float | None = None, window: int | None = None
          ) -> dict[str, object]:
     """One repetition's record as the store gives it (ci: half-width, relative)."""
-    return {"id": i, "window": window, "run_id": i, "config_key": cfg.key, "config": json.dumps(cfg.to_json()),
+    return {"id": i, "window": window, "run_id": i, "config_key": cfg.key,
+            "config": json.dumps(cfg.to_json()),
             "mpi_name": cfg.mpi, "cluster": cfg.cluster, "bench": bench, "np": cfg.np,
             "size_bytes": size, "valid": True, "flagged": False, "median_us": median,
             "ci_us": median * ci, "ci_lo_us": median * (1 - ci),
