@@ -14,9 +14,10 @@ Prints, on an idle machine:
      and 100Base-T nodes (root), phase by phase: the IIT Bombay study's
      comparison of shared memory against Ethernet;
  (4) predicted over measured for each communication phase of matmul,
-     summa and jacobi, N = 2000 and 4000, 2 ranks, from hot and cold series up
-     to 128 MiB, on this machine and across 2 emulated Gigabit nodes (root)
-     (target 0.75-1.25, at least 75% of the phases);
+     summa and jacobi, 2 ranks, from what `run --for` measures (the series
+     each phase reads, cold where the data comes from memory), N = 2000 and
+     4000 on this machine (--n) and N = 2000 across 2 emulated Gigabit nodes
+     (--emu-n; root) (target 0.80-1.25 for at least 75% of the phases);
  (5) cold over hot buffers (--buffers cold: pools twice the last-level cache,
      IMB's off-cache way; hot: one buffer, OSU's), latency and bw at 4 KiB,
      64 KiB and 1 MiB, 2 ranks: alternating rounds, each pair of runs compared
@@ -161,38 +162,42 @@ def figure3(mpi: str, tmp: Path) -> None:
             subprocess.run([*COMMSCOPE, "cluster", "down", name], capture_output=True)
 
 
-def figure4(mpi: str, tmp: Path, clusters_too: bool = True) -> None:
+def figure4(mpi: str, tmp: Path, clusters_too: bool = True, ns: str = "2000,4000",
+            emu_ns: str = "2000") -> None:
     from commscope.analysis import predict
     from commscope.analysis.series import collect
 
-    clusters = ["local"] + (["emu:bpred"] if os.geteuid() == 0 and clusters_too else [])
+    places = [("local", ns)] + ([("emu:bpred", emu_ns)] if os.geteuid() == 0 and clusters_too
+                                else [])
     try:
-        if len(clusters) > 1:
+        if len(places) > 1:
             subprocess.run([*COMMSCOPE, "cluster", "up", "--nodes", "2", "--link", "1gbit",
                             "--name", "bpred"], check=True, capture_output=True)
         db = tmp / "pred.db"
-        where = [x for c in clusters for x in ("--cluster", c)]
-        for buf in ("hot", "cold"):  # the sizes the phases move, no extrapolation
-            run(db, "--bench", "latency,bcast,scatter,gather,allreduce", "--np", "2", "--mpi",
-                mpi, "--sizes", "1:128M", "--buffers", buf, "--repeat", "3", "--timeout", "900",
-                "--no-advise", *where)
-        run(db, "--bench", "matmul,summa,jacobi", "--np", "2", "--mpi", mpi, "--param",
-            "N=2000,4000", "--repeat", "3", "--timeout", "900", "--no-advise", *where)
+        for where, n in places:  # what each prediction reads, at the phases' own sizes
+            run(db, *(x for app in ("matmul", "summa", "jacobi")
+                      for x in ("--for", f"{app},N={n}")),
+                "--np", "2", "--mpi", mpi, "--repeat", "3", "--timeout", "1800", "--no-advise",
+                "--cluster", where)
         store = Store(db)
         rows = aggregate(store.result_rows(), mode="dominant")
         prow = store.probe_for(int(r["run_id"]) for r in rows)
         llc = predict.llc_of(json.loads(prow["data"]) if prow is not None else None)
         preds = predict.predict([r for r in rows if r["phases"]], collect(rows), llc)
-        print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), N=2000 "
-              "and 4000, hot and cold series (target 0.75-1.25)")
+        print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), "
+              + ", ".join(f"{w} N={n}" for w, n in places)
+              + ", from run --for (target 0.80-1.25 for at least 75% of the phases)")
         print(predict.table(preds), end="")
-        ok = sum(p.verdict == "ok" for p in preds)
-        strict = sum(p.ratio is not None and 0.8 <= p.ratio <= 1.25 for p in preds)
-        print(f"share within the models' uncertainty: {ok}/{len(preds)}; within 25% "
-              f"(0.80-1.25): {strict}/{len(preds)} = {strict / max(1, len(preds)):.2f} "
-              "(target >= 0.75)")
+        for where, _ in [("all", ""), *places]:
+            these = [p for p in preds
+                     if where == "all" or where.split(":")[-1] in p.config.cluster]
+            ok = sum(p.verdict == "ok" for p in these)
+            strict = sum(p.ratio is not None and 0.8 <= p.ratio <= 1.25 for p in these)
+            print(f"  {where}: within the models' uncertainty {ok}/{len(these)}; within 25% "
+                  f"(0.80-1.25) {strict}/{len(these)} = {strict / max(1, len(these)):.2f} "
+                  "(target >= 0.75)")
     finally:
-        if len(clusters) > 1:
+        if len(places) > 1:
             subprocess.run([*COMMSCOPE, "cluster", "down", "bpred"], capture_output=True)
 
 
@@ -224,6 +229,8 @@ def main() -> int:
     ap.add_argument("--mpi", default="openmpi")
     ap.add_argument("--no-clusters", action="store_true")
     ap.add_argument("--only", type=int, help="run one figure (1-5)")
+    ap.add_argument("--n", default="2000,4000", help="(4): the N of the local runs")
+    ap.add_argument("--emu-n", default="2000", help="(4): the N across the emulated nodes")
     a = ap.parse_args()
     watch = NoiseWatch()
     with tempfile.TemporaryDirectory() as d:
@@ -232,7 +239,7 @@ def main() -> int:
         for n, fig in figures.items():
             if (a.only is None or a.only == n) and not (n == 3 and a.no_clusters):
                 if n == 4:
-                    figure4(a.mpi, tmp, not a.no_clusters)
+                    figure4(a.mpi, tmp, not a.no_clusters, a.n, a.emu_n)
                 else:
                     fig(a.mpi, tmp)
     print(f"\n{watch.line()}")

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from commscope import build, mpi, noise, provenance
@@ -61,11 +62,12 @@ def osu_value(out: str, size: int) -> float:
     raise SystemExit(f"compare_osu: no row for size {size} in OSU output:\n{out}")
 
 
-def cs_record(core: build.Core, bench: str, size: int, tmp: Path) -> Result:
+def cs_record(core: build.Core, bench: str, size: int, tmp: Path,
+              extra: Sequence[str] = ()) -> Result:
     """One validated commscope record of `bench` at `size`."""
     out = tmp / "r.jsonl"
     launch(core.impl, core.exe, ["--bench", bench, "--sizes", str(size), "--output", str(out),
-                                 "--time-cap", "2", "--min-time", "0.2"])
+                                 "--time-cap", "2", "--min-time", "0.2", *extra])
     rec = parse_file(out).results[0]
     if not rec.valid:
         sys.exit(f"compare_osu: commscope {bench} {size} failed validation: {rec.error}")
@@ -118,33 +120,70 @@ COLLECTIVES = (("allreduce", 8), ("allreduce", 65536), ("bcast", 8), ("bcast", 6
                ("alltoall", 8), ("alltoall", 65536))
 
 
-def cs_coll(core: build.Core, bench: str, size: int, tmp: Path) -> tuple[float, float]:
-    """(median of the max over ranks, mean of the rank averages) in us."""
-    rec = cs_record(core, bench, size, tmp)
-    assert rec.median_us and rec.mean_rank_avg_us
-    return rec.median_us, rec.mean_rank_avg_us
+
+# OSU's default of 1000 iterations spans half a millisecond at 8 B: its
+# average then lands wherever the host is for that half-millisecond (0.20 to
+# 0.30 us for one 8 B alltoall, launch to launch, in one floor mode).  OSU is
+# run for about as long as commscope samples a size instead.
+OSU_ITERS = {8: 200000, 65536: 20000}
+IMB_NAMES = {"alltoall": "Alltoall", "allreduce": "Allreduce", "bcast": "Bcast"}
 
 
-def compare_collectives(core: build.Core, osu_root: Path, rounds: int, tmp: Path) -> list:
+def osu_takes(exe: Path, flag: bytes) -> bool:
+    """Whether this OSU build knows an option (-T, the data type, came in
+    OSU 7): its usage text is compiled into the binary."""
+    return flag in exe.read_bytes()
+
+
+def imb_value(out: str, size: int) -> float:
+    """IMB's t_avg[usec] for `size`: the loop of calls timed whole, averaged
+    over ranks."""
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 5 and f[0] == str(size):
+            return float(f[-1])
+    raise SystemExit(f"compare_osu: no row for size {size} in IMB output:\n{out}")
+
+
+def compare_collectives(core: build.Core, osu_root: Path, rounds: int, tmp: Path,
+                        floor: Callable[[], float] = lambda: 0.0,
+                        imb: Path | None = None) -> list:
+    """Per (bench, size): every round's figures tagged with the machine's
+    floor taken just before, tools alternated.  "cs": commscope's mean of
+    rank averages (one call per sample, a barrier after it); "osu": OSU's
+    average, the same statistic.  With `imb`, IMB-MPI1 (2019 and later)
+    twice: "imb", its default (-sync 1: each call timed, a barrier after it,
+    OSU's statistic again), and "imb0" (-sync 0: calls back to back, each
+    timed) beside "csb", commscope batched (--sample-us 200: calls back to
+    back, the batch timed whole, the mean per call averaged over ranks)."""
     rows = []
     for bench, size in COLLECTIVES:
         exe = find_exe(osu_root, f"osu_{bench}")
-        cs_avg: list[float] = []
-        cs_med: list[float] = []
-        osu: list[float] = []
+        # OSU 7 reduces MPI_CHAR unless told; commscope reduces int
+        typ = ["-T", "mpi_int"] if bench == "allreduce" and osu_takes(exe, b"mpi_int") else []
+        tools = ["cs", "osu"] + (["imb", "csb", "imb0"] if imb else [])
+        got: dict[str, list[tuple[float, float]]] = {t: [] for t in tools}
         for r in range(rounds):
-            for tool in (("cs", "osu") if r % 2 == 0 else ("osu", "cs")):
+            for tool in (tools if r % 2 == 0 else tools[::-1]):
+                f = floor()
                 if tool == "osu":
-                    # OSU reduces MPI_CHAR by default; commscope reduces int
-                    typ = ["-T", "mpi_int"] if bench == "allreduce" else []
-                    osu.append(osu_value(launch(core.impl, exe, ["-m", f"{size}:{size}", *typ]),
-                                         size))
+                    n = OSU_ITERS[size]
+                    v = osu_value(launch(core.impl, exe, ["-m", f"{size}:{size}", "-i", str(n),
+                                                          "-x", str(n // 20), *typ]), size)
+                elif tool in ("imb", "imb0"):
+                    assert imb is not None
+                    log2 = size.bit_length() - 1
+                    v = imb_value(launch(core.impl, imb, [
+                        IMB_NAMES[bench], "-msglog", f"{log2}:{log2}", "-npmin", "2", "-iter",
+                        str(OSU_ITERS[size]), "-iter_policy", "off",
+                        "-sync", "0" if tool == "imb0" else "1"]), size)
                 else:
-                    med, avg = cs_coll(core, bench, size, tmp)
-                    cs_med.append(med)
-                    cs_avg.append(avg)
-        m_avg, m_med, m_osu = (statistics.median(x) for x in (cs_avg, cs_med, osu))
-        rows.append((bench, size, m_avg, m_med, m_osu))
+                    rec = cs_record(core, bench, size, tmp,
+                                    ["--sample-us", "200"] if tool == "csb" else [])
+                    v = rec.mean_rank_avg_us  # IMB's t_avg, OSU's average: over ranks
+                    assert v
+                got[tool].append((f, v))
+        rows.append((bench, size, got))
     return rows
 
 
@@ -199,12 +238,13 @@ def main() -> int:
     print(f"commscope vs OSU micro-benchmarks, {a.rounds} alternating rounds, medians")
     print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores, 2 ranks")
     for name, crow in coll_rows:
-        print(f"\n[{name}] collectives: commscope mean of rank averages / OSU avg latency")
-        for bench, size, m_avg, m_med, m_osu in crow:
-            ratio = m_avg / m_osu
-            print(f"  {bench:<10} {size:>6} B: commscope {m_avg:9.3f} us (median of max over "
-                  f"ranks {m_med:9.3f}), osu {m_osu:9.3f} us, ratio {ratio:.3f}  "
-                  f"{verdict('coll', ratio)}")
+        print(f"\n[{name}] collectives: commscope mean of rank averages / OSU avg latency "
+              "(OSU run for about as long as commscope samples)")
+        for bench, size, got in crow:
+            m = {k: statistics.median(x for _, x in v) for k, v in got.items()}
+            ratio = m["cs"] / m["osu"]
+            print(f"  {bench:<10} {size:>6} B: commscope {m['cs']:9.4f} us, osu "
+                  f"{m['osu']:9.4f} us, ratio {ratio:.3f}  {verdict('coll', ratio)}")
     if rows:
         print("ratios compare the same statistic: OSU prints means (total time / iterations),")
         print("so commscope's mean is set against them; its headline median is shown beside.")

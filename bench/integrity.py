@@ -7,8 +7,11 @@ Prints:
  (1) commscope's 8 B latency (the headline median) over osu_latency's
      average and over a loop of 10^4 round trips timed as a whole
      (bench/loop_ref.c), both MPIs: target 0.97-1.03;
- (2) Open MPI allreduce, bcast and alltoall at 8 B and 64 KiB: commscope's
-     rank-averaged mean (the figure OSU prints) over OSU's: target 0.95-1.05;
+ (2) allreduce, bcast and alltoall at 8 B and 64 KiB, both MPIs: commscope's
+     rank-averaged mean (the figure OSU prints) over OSU's, OSU run for about
+     as long as commscope samples, by machine mode: target 0.95-1.05; with
+     --imb, the same over IMB-MPI1's t_avg, and commscope's back-to-back
+     (--sample-us) mean over IMB's -sync 0;
  (3) the spread (max/min) of the headline 8 B and 1 MiB latency over 5
      invocations of `commscope run --repeat 3`, next to OSU's spread over 5
      invocations, alternated; with the machine mode (cache-line floor) of
@@ -17,7 +20,8 @@ Prints:
  (4) wall time of the default characterization (both MPIs, p2p and
      collectives, --repeat 3, and a single repetition) over OSU's single pass
      over latency, bw, bibw and the nine blocking collectives: targets <= 2.0
-     and <= 1.0.
+     and <= 1.0;
+ (5) the window each implementation ran at 1 MiB in a mixed-size bw sweep.
 
 The OSU suite is not part of this repository: build it outside the checkout
 against each MPI and pass its install folders:
@@ -181,16 +185,32 @@ def ok(v: float, lo: float, hi: float) -> str:
     return "ok" if lo <= v <= hi else f"MISS (target {lo}-{hi})"
 
 
-def figure2(cores: dict[str, build.Core], osu: dict[str, Path], rounds: int, tmp: Path) -> None:
-    if "openmpi" not in cores:
-        return
-    print("\n(2) Open MPI collectives: commscope's mean of rank averages over OSU's average "
-          "(target 0.95-1.05)")
-    for bench, size, m_avg, m_med, m_osu in compare_collectives(cores["openmpi"],
-                                                                osu["openmpi"], rounds, tmp):
-        r = m_avg / m_osu
-        print(f"  {bench:<10} {size:>6} B: commscope {m_avg:8.3f} us (median of max over "
-              f"ranks {m_med:8.3f}), osu {m_osu:8.3f} us, ratio {r:.3f}  {ok(r, 0.95, 1.05)}")
+def figure2(cores: dict[str, build.Core], osu: dict[str, Path], rounds: int, tmp: Path,
+            imb: dict[str, Path]) -> None:
+    print("\n(2) collectives at 8 B and 64 KiB: commscope's mean of rank averages over OSU's "
+          "average, OSU run for about as long as commscope samples (target 0.95-1.05); with "
+          "--imb, over IMB-MPI1's t_avg (-sync 1, its default: each call timed, a barrier "
+          "after it, OSU's statistic), and commscope batched (--sample-us 200, calls back to "
+          "back, timed whole) over IMB -sync 0 (back to back, each call timed); by machine "
+          "mode (the floor taken before each run)")
+    fl = floor_tool(tmp)
+    for name, core in cores.items():
+        for bench, size, got in compare_collectives(core, osu[name], rounds, tmp,
+                                                    lambda: floor_ns(fl), imb.get(name)):
+            groups = [("all rounds", {k: [x for _, x in v] for k, v in got.items()}),
+                      *by_mode(got)]
+            for label, per in groups:
+                med = {k: statistics.median(v) for k, v in per.items()}
+                r = med["cs"] / med["osu"]
+                line = (f"  [{name}] {bench:<9} {size:>6} B {label} ({len(per['cs'])} rounds): "
+                        f"commscope {med['cs']:.4f} us, osu {med['osu']:.4f} us, ratio {r:.3f}")
+                if "imb" in med:
+                    line += (f"; imb {med['imb']:.4f} us, ratio {med['cs'] / med['imb']:.3f}; "
+                             f"back to back: batched {med['csb']:.4f} us, imb -sync 0 "
+                             f"{med['imb0']:.4f} us, ratio {med['csb'] / med['imb0']:.3f}")
+                print(line + ("" if label != "all rounds" else f"  {ok(r, 0.95, 1.05)}"))
+            for k, v in got.items():
+                print(f"        {k:<4} " + " ".join(f"{x:.4f}@{f:.0f}ns" for f, x in v))
 
 
 def figure3(cores: dict[str, build.Core], osu: dict[str, Path], n: int, tmp: Path) -> None:
@@ -274,12 +294,27 @@ def figure4(cores: dict[str, build.Core], osu: dict[str, Path], tmp: Path) -> No
           f"{ok(r3, 0, 2.0)}; one repetition {times['cs1']:.1f} s -> {r1:.2f} {ok(r1, 0, 1.0)}")
 
 
+def figure5(cores: dict[str, build.Core], tmp: Path) -> None:
+    print("\n(5) the window each implementation ran in a mixed-size bw sweep (8 B and 1 MiB, "
+          "--factor 131072, one run): equal at one size unless the time bound narrows it")
+    db = tmp / "windows.db"
+    subprocess.run([*COMMSCOPE, "run", "--db", str(db), "--quiet", "--no-advise", "--bench",
+                    "bw", "--sizes", "8:1M", "--factor", "131072",
+                    *(x for n in cores for x in ("--mpi", n))], check=True)
+    for r in sorted(Store(db).result_rows(), key=lambda r: (r["size_bytes"], r["mpi_name"])):
+        print(f"  {r['mpi_name']:<10} {r['size_bytes']:>8} B: window {r['window']}, "
+              f"{r['mb_per_s']:.0f} MB/s")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--osu", action="append", required=True, metavar="MPI=DIR")
     ap.add_argument("--rounds", type=int, default=6, help="alternation rounds of (1), (2)")
     ap.add_argument("--invocations", type=int, default=5, help="invocations of (3)")
-    ap.add_argument("--only", default="1234", help="which figures (default 1234)")
+    ap.add_argument("--imb", action="append", default=[], metavar="MPI=EXE",
+                    help="an MPI name and an IMB-MPI1 built against it: (2) adds the "
+                         "loop-timed comparison")
+    ap.add_argument("--only", default="12345", help="which figures (default 12345)")
     a = ap.parse_args()
     impls = {m.name: m for m in mpi.discover()}
     osu: dict[str, Path] = {}
@@ -288,6 +323,7 @@ def main() -> int:
         if name not in impls or not folder:
             sys.exit(f"integrity: bad --osu '{item}' (MPIs found: {', '.join(impls)})")
         osu[name] = Path(folder)
+    imb = {n: Path(p) for n, _, p in (x.partition("=") for x in a.imb)}
     cores = {n: build.build(impls[n]) for n in osu}
     watch = NoiseWatch()
     print(f"commscope integrity bench: {provenance.cpu_model()}, {provenance.n_cores()} cores, "
@@ -297,11 +333,13 @@ def main() -> int:
         if "1" in a.only:
             figure1(cores, osu, a.rounds, tmp)
         if "2" in a.only:
-            figure2(cores, osu, a.rounds, tmp)
+            figure2(cores, osu, a.rounds, tmp, imb)
         if "3" in a.only:
             figure3(cores, osu, a.invocations, tmp)
         if "4" in a.only:
             figure4(cores, osu, tmp)
+        if "5" in a.only:
+            figure5(cores, tmp)
     print(f"\n{watch.line()}")
     return 0
 
