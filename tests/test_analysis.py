@@ -338,7 +338,7 @@ def test_prediction_arithmetic_on_synthetic_models():
     b = got[("matmul", "bcast_B")]
     assert b.predicted_us is None and b.verdict == "no model", b
     assert b.note == ("needs bcast at 7.6 MiB, measured up to 4 MiB: commscope run --bench "
-                      "bcast --np 2 --sizes 1:8M --buffers cold"), b.note
+                      "bcast --np 2 --sizes 1:8M --buffers cold (or --for matmul,N=1000)"), b.note
     # the ranks' arrival skew, measured in the phase, is the first rank's wait:
     # added to the model and said
     skewed = [dict(rows[1], phases=_json.dumps(

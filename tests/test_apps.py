@@ -400,6 +400,9 @@ def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
     jac = next(r for r in rows if r["bench"] == "jacobi")
     ph = json.loads(jac["phases"])
     assert all(v["skew_us"] >= 0 for v in ph.values()), ph
+    # a rank that waits for the other's halo or sum waits inside the phase:
+    # in every sample the wait is within the slowest rank's phase time
+    assert all(ph[k]["skew_us"] <= ph[k]["max_us"] for k in ("exchange", "reduce")), ph
     preds = {p.phase: p for p in predict.predict([jac], collect(rows))}
     ex = preds["exchange"]
     lat = {r["size_bytes"]: r["median_us"] for r in rows if r["bench"] == "latency"}

@@ -428,6 +428,7 @@ typedef struct cs_result {
   double *phase_bytes;  /* np x nphases: each rank's useful bytes per phase (rank 0) */
   double copy_gbs;      /* applications: one rank's copy bandwidth with every rank
                          * copying at once, bytes read + written per ns (NAN: none) */
+  double copy1_gbs;     /* the same with rank 0 copying alone (a root's copies) */
   char params[256];     /* applications: every declared parameter's value, K=V;K=V */
   long pool_bytes;      /* cold buffers: bytes of each pool (0: hot, one buffer) */
   long pool_slots;      /* ... its slots at this size, and those checked after it */

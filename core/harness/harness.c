@@ -480,28 +480,31 @@ static double median_of(double *x, long n) {
   return cs_quantile_sorted(x, n, 0.5);
 }
 
-/* Applications, untimed after each sample: for every entry into a phase,
- * the last rank's arrival minus the first's (the time the first waits for
- * the last, which a micro-benchmark's ranks, synchronised before every
- * call, never do), summed per phase.  The ranks must have entered the same
- * phases in the same order; otherwise NAN. */
+/* Applications, untimed after each sample: for every phase, the most any
+ * one rank waited for the last rank in, summed over its entries into the
+ * phase (what a micro-benchmark's ranks, synchronised before every call,
+ * never do).  The ranks must have entered the same phases in the same
+ * order; otherwise NAN. */
 static void arrival_skew(cs_ctx *c, int nph, double *sk) {
   long n = c->narrive, lo = 0, hi = 0;
   for (int k = 0; k < nph; k++) sk[k] = 0;
   MPI_Allreduce(&n, &lo, 1, MPI_LONG, MPI_MIN, c->comm);
   MPI_Allreduce(&n, &hi, 1, MPI_LONG, MPI_MAX, c->comm);
-  double *first = malloc((size_t)(n ? n : 1) * sizeof *first);
   double *last = malloc((size_t)(n ? n : 1) * sizeof *last);
-  int ok = lo == hi && first && last, all = 0;
+  int ok = lo == hi && last, all = 0;
   MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->comm);
   if (all && n > 0) {
-    MPI_Allreduce(c->arrive, first, (int)n, MPI_DOUBLE, MPI_MIN, c->comm);
+    /* each rank's wait for the last one in, summed over its entries into a
+     * phase; the phase's figure is the most any one rank waited (summing
+     * last minus first would count, where the ranks take turns arriving
+     * first, waits that no single rank spends) */
+    double mine[CS_MAX_PHASES] = {0};
     MPI_Allreduce(c->arrive, last, (int)n, MPI_DOUBLE, MPI_MAX, c->comm);
-    for (long i = 0; i < n; i++) sk[c->arrive_k[i]] += last[i] - first[i];
+    for (long i = 0; i < n; i++) mine[c->arrive_k[i]] += last[i] - c->arrive[i];
+    MPI_Allreduce(mine, sk, nph, MPI_DOUBLE, MPI_MAX, c->comm);
   } else if (!all) {
     for (int k = 0; k < nph; k++) sk[k] = NAN;
   }
-  free(first);
   free(last);
 }
 
@@ -830,12 +833,13 @@ CS_PLAIN_LOOP static void plain_copy(double *restrict dst, const double *restric
   for (size_t i = 0; i < n; i++) dst[i] = src[i];
 }
 
-static double copy_bandwidth(const cs_ctx *c, MPI_Comm node) {
+static double copy_bandwidth(const cs_ctx *c, MPI_Comm node, double *alone) {
   /* more ranks than cores on a node: a copy that shares a core says nothing */
   int here = 0, crowded = 0;
   MPI_Comm_size(node, &here);
   here = here > (int)sysconf(_SC_NPROCESSORS_ONLN);
   MPI_Allreduce(&here, &crowded, 1, MPI_INT, MPI_MAX, c->comm);
+  *alone = NAN;
   if (crowded) return NAN;
   size_t n = (size_t)64 << 17; /* 64 MiB of doubles */
   double *a = cs_alloc(n * 8), *b = cs_alloc(n * 8), t[5], mine = NAN, worst = NAN;
@@ -854,6 +858,17 @@ static double copy_bandwidth(const cs_ctx *c, MPI_Comm node) {
     mine = 16.0 * (double)n / (median_of(t, 5) * 1e3);
     if (b[n - 1] != a[n - 1]) mine = NAN; /* the copy must have happened */
     MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MIN, c->comm);
+    /* rank 0 alone, the others waiting: what a root's copies get */
+    MPI_Barrier(c->comm);
+    if (c->rank == 0) {
+      for (int k = 0; k < 5; k++) {
+        double t0 = cs_now_us();
+        plain_copy(b, a, n);
+        t[k] = cs_now_us() - t0;
+      }
+      *alone = 16.0 * (double)n / (median_of(t, 5) * 1e3);
+    }
+    MPI_Barrier(c->comm);
   }
   free(a);
   free(b);
@@ -926,7 +941,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
                    c.path ? " on the GPU path: " : "", c.path ? cs_gpu_error() : "");
   }
   MPI_Comm node = MPI_COMM_NULL;
-  double copy_gbs = NAN;
+  double copy_gbs = NAN, copy1_gbs = NAN;
   if (b->phases && one_clock(world)) { /* arrival skew: every rank on one clock */
     c.arrive_cap = 1L << 16;
     c.arrive = malloc((size_t)c.arrive_cap * sizeof *c.arrive);
@@ -937,7 +952,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   }
   if (b->setup) {
     MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    copy_gbs = copy_bandwidth(&c, node);
+    copy_gbs = copy_bandwidth(&c, node, &copy1_gbs);
   }
   for (int i = 0; i < nsizes && rc == CS_OK; i++) {
     cs_result r = {0};
@@ -946,6 +961,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
       continue; /* e.g. 1 or 2 bytes of ints */
     resolved_params(&c, r.params, sizeof r.params);
     r.copy_gbs = copy_gbs;
+    r.copy1_gbs = copy1_gbs;
     rc = app_setup(b, &c, node, e);
     if (rc == CS_OK) rc = measure_size(b, &c, env->machine, &r, e);
     if (b->teardown) b->teardown(&c);

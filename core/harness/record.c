@@ -193,6 +193,7 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
     }
     fputc('}', f);
     if (isfinite(r->copy_gbs)) fprintf(f, ",\"copy_gbs\":%.4g", r->copy_gbs);
+    if (isfinite(r->copy1_gbs)) fprintf(f, ",\"copy1_gbs\":%.4g", r->copy1_gbs);
   }
   if (raw && r->raw) {
     fprintf(f, ",\"raw_us\":[");

@@ -76,6 +76,7 @@ class Result:
     params: str | None = None  # applications: every parameter's value, K=V;K=V
     phases: dict[str, dict[str, object]] | None = field(default=None, hash=False)
     copy_gbs: float | None = None  # applications: each rank's copy, all copying (bytes/ns)
+    copy1_gbs: float | None = None  # the same, rank 0 copying alone (a root's copies)
 
 
 @dataclass
@@ -136,6 +137,7 @@ def parse_result(d: dict[str, object]) -> Result:
         params=str(d["params"]) if d.get("params") else None,
         phases=dict(d["phases"]) if isinstance(d.get("phases"), dict) else None,  # type: ignore[arg-type]
         copy_gbs=_num(d.get("copy_gbs")),
+        copy1_gbs=_num(d.get("copy1_gbs")),
     )
 
 

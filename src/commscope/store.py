@@ -166,6 +166,10 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX advice_cause ON advice(cause_key);
     ALTER TABLE sweeps ADD COLUMN purpose TEXT;
     """,
+    # 9: applications: the copy bandwidth of rank 0 alone (a root's copies)
+    """
+    ALTER TABLE results ADD COLUMN copy1_gbs REAL;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -395,9 +399,9 @@ class Store:
                        raw_us, other_cpu_s, steal_s, wall_s, flagged, busbw_mb_per_s,
                        mean_rank_avg_us, root, equiv_sends, equiv_of, floor_ns, resolution_us,
                        validations, checked_msgs, window, primary_figure, size_param, params,
-                       phases, copy_gbs)
+                       phases, copy_gbs, copy1_gbs)
                        VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
-                               ?,?,?,?,?,?,?,?,?,?)""",
+                               ?,?,?,?,?,?,?,?,?,?,?)""",
                     (run_id, r.bench, r.size_bytes, r.np, r.n_samples, r.batch, r.n_iters,
                      r.median_us, r.mean_us, r.min_us, r.max_us, r.p5_us, r.p95_us, r.ci_lo_us,
                      r.ci_hi_us, r.ci_us, r.mb_per_s, r.rate_per_s, int(r.valid), r.error,
@@ -407,7 +411,8 @@ class Store:
                      r.mean_rank_avg_us, r.root, r.equiv_sends, r.equiv_of, r.floor_ns,
                      r.resolution_us, r.validations, r.checked_msgs, r.window, r.primary,
                      r.size_param, r.params,
-                     json.dumps(r.phases) if r.phases is not None else None, r.copy_gbs))
+                     json.dumps(r.phases) if r.phases is not None else None, r.copy_gbs,
+                     r.copy1_gbs))
 
     def save_fit(self, run_id: int, model: str, params: dict[str, object]) -> None:
         """Fitted model parameters, stored with the run they came from; a newer

@@ -13,8 +13,9 @@ summa (a pr x pc grid, blocks of mr x mc = ceil(N/pr) x ceil(N/pc), panels nb):
   bcast_A  = ceil(N/nb) T_bcast,pc(8 mr nb)   bcast_B = ceil(N/nb) T_bcast,pr(8 nb mc)
   gather_C = (p-1) T_p2p(8 mr mc)    (T_bcast,q: the bcast measured at q ranks)
              + p T_copy(8 mr mc)     (each block copied into the whole C)
-  T_copy(m) = 2 m / the copy bandwidth the core measured in the same job (every
-  rank copying at once, bytes read + written).
+  T_copy(m) = 2 m / the copy bandwidth the core measured in the same job
+  (rank 0 copying alone, as the root does while the others wait; bytes read
+  + written).
 jacobi (a rank's block lx x ly, `iters` sweeps, a reduction every K):
   exchange = iters x (T_p2p(8 ly) [rows, when the grid has >1 process row]
                       + T_p2p(8 lx) [columns, when it has >1 process column])
@@ -29,11 +30,11 @@ jacobi's halos and its residual) from hot ones.  A size beyond the largest
 measured is not extrapolated: the prediction names the sweep to run.
 
 To each phase's model is added the waiting the ranks' arrival causes, as
-the core measures it where every rank reads one clock (skew_us: per entry
-into the phase, the last rank in minus the first, summed; the median over
-samples): the slowest rank's time is the first one's wait plus the
-transfer, which a micro-benchmark, synchronised before every call, never
-shows."""
+the core measures it where every rank reads one clock (skew_us: the most
+any one rank waited for the last one in, summed over its entries into the
+phase; the median over samples): the slowest rank's time is its wait plus
+the transfer, which a micro-benchmark, synchronised before every call,
+never shows."""
 
 from __future__ import annotations
 
@@ -168,7 +169,11 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 for coll, size, times, comm, cold in parts:
                     if coll == "copy":  # memory, at the rate measured in the job
                         row = row_of[p.result_id]
-                        gbs = row["copy_gbs"] if "copy_gbs" in row.keys() else None
+                        # the root copies while the others wait: its rate alone,
+                        # where the record has it (older ones: every rank at once)
+                        gbs = next((row[k] for k in ("copy1_gbs", "copy_gbs")
+                                    if k in row.keys() and isinstance(row[k], int | float)
+                                    and row[k] > 0), None)
                         if not isinstance(gbs, int | float) or not gbs > 0:
                             total = math.nan
                             notes.append("no copy bandwidth in the record")

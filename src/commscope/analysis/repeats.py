@@ -115,7 +115,7 @@ def mode_of(floor_ns: float | None, modes: Sequence[Mode]) -> Mode | None:
 
 
 # -- aggregation ------------------------------------------------------------------
-RATE_KEYS = ("mb_per_s", "rate_per_s", "busbw_mb_per_s", "copy_gbs")
+RATE_KEYS = ("mb_per_s", "rate_per_s", "busbw_mb_per_s", "copy_gbs", "copy1_gbs")
 TIME_KEYS = ("mean_us", "min_us", "max_us", "p5_us", "p95_us", "mean_rank_avg_us")
 
 
