@@ -120,3 +120,133 @@ def test_mpi_add_a_working_implementation(capsys, tmp_path, impls):
     assert listed["mine"]["source"] == "user" and listed["mine"]["version"]
     rc, out, _ = run(capsys, "mpi", "remove", "mine")
     assert rc == 0
+
+
+# -- outputs never harm a store; bad files and values are one line -------------------
+def _store(path: Path, runs: int = 1) -> Path:
+    """A real store with the golden records, written without MPI."""
+    from commscope.records import parse_file
+    from commscope.store import OK, Store
+
+    from .test_store import GOLDEN, info
+
+    s = Store(path)
+    parsed = parse_file(GOLDEN)
+    for k in range(runs):
+        sweep = s.begin_sweep(["commscope", "run"], [{"k": k}])
+        rid = s.begin_run(info(plan_key=f"k{k}"), sweep)
+        s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=parsed.header,
+                     results=parsed.results, flags=[False] * 4, noise={"valid": True})
+    s.close()
+    return path
+
+
+def _digest(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_no_output_path_overwrites_a_store(capsys, tmp_path):
+    db = _store(tmp_path / "s.db")
+    other = _store(tmp_path / "other.db")
+    before = {p: _digest(p) for p in (db, other)}
+    for argv, needle in (
+        (["export", "--db", str(db), "--output", str(db)], "is the store itself"),
+        (["export", "--db", str(db), "--output", str(other)], "is a database"),
+        (["export", "--db", str(db), "--output", str(tmp_path)], "is a folder"),
+        (["export", "--db", str(db), "--output", str(tmp_path / "no" / "x.csv")],
+         "does not exist"),
+        (["report", "--db", str(db), "--out", str(db)], "is the store itself"),
+        (["slurm", "script", "--nodes", "2", "--db", str(db), "--out", str(db)],
+         "is the store itself"),
+        (["slurm", "script", "--nodes", "2", "--db", str(db), "--out",
+          str(tmp_path / "no" / "job.sh")],
+         "does not exist"),
+    ):
+        rc, _, err = run(capsys, *argv)
+        one_line_error(rc, err, needle)
+    assert {p: _digest(p) for p in (db, other)} == before
+    # a good path is written whole, with the usual permissions
+    rc, _, err = run(capsys, "export", "--db", str(db), "--output", str(tmp_path / "x.csv"))
+    assert rc == 0, err
+    assert (tmp_path / "x.csv").read_text().startswith("run_id,")
+    assert stat.S_IMODE((tmp_path / "x.csv").stat().st_mode) & 0o044 == 0o044
+
+
+def test_a_read_only_command_never_makes_a_store(capsys, tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    for argv in (["show"], ["export"], ["analyze", "findings"]):
+        rc, _, err = run(capsys, *argv, "--db", str(empty))
+        one_line_error(rc, err, "is an empty file")
+    assert empty.stat().st_size == 0
+
+
+def test_files_that_are_not_text_and_hosts_that_are_options(capsys, tmp_path):
+    binary = tmp_path / "bin"
+    binary.write_bytes(b"\x00\xff\xfe\x80")
+    db = tmp_path / "x.db"
+    rc, _, err = run(capsys, "run", "--settings", str(binary), "--db", str(db))
+    one_line_error(rc, err, "is not a text file")
+    rc, _, err = run(capsys, "run", "--cluster", f"hostfile:{binary}", "--db", str(db))
+    one_line_error(rc, err, "is not a text file")
+    hf = tmp_path / "hosts"
+    for line, needle in (("-oProxyCommand=touch.x slots=1", "not a hostfile line"),
+                         ("node1 slots=0", "node1 has no slots")):
+        hf.write_text(line + "\n")
+        rc, _, err = run(capsys, "run", "--cluster", f"hostfile:{hf}", "--db", str(db))
+        one_line_error(rc, err, needle)
+    assert not db.exists()  # nothing launched, nothing stored
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["run", "--np", "99999999999999999999"], "beyond any machine"),
+    (["run", "--np", "100000"], "more than 64 processes a core"),
+    (["run", "--mpi", ""], "--mpi was given an empty value"),
+    (["run", "--np="], "--np was given an empty value"),
+    (["run", "--bench", " "], "--bench was given an empty value"),
+    (["run", "--cluster", ""], "--cluster was given an empty value"),
+    (["run", "--param", ""], "--param was given an empty value"),
+    (["report", "--out", ""], "--out was given an empty value"),
+    (["show", "--mode", "nope"], "'nope' is not a mode"),
+    (["run", "--bench", "matmul", "--param", "N=64;N=128"], "gives N twice"),
+    (["mpi", "add", "/usr/bin/mpicc.openmpi", "--name", "../../x"], "a name is letters"),
+])
+def test_values_out_of_range_or_empty_are_one_line(capsys, tmp_path, argv, needle):
+    db = tmp_path / "x.db"
+    rc, _, err = run(capsys, *argv, *(["--db", str(db)] if argv[0] in ("run",) else []))
+    one_line_error(rc, err, needle)
+    assert not db.exists()
+
+
+def test_tune_judges_its_inputs_before_any_job(capsys, tmp_path, impls):
+    m = "openmpi" if "openmpi" in impls else next(iter(impls))
+    db = tmp_path / "t.db"
+    for argv, needle in ((["--validate", "nope"], "--validate takes an application"),
+                         (["--write", str(tmp_path / "no" / "s.env")], "does not exist"),
+                         (["--validate", "matmul", "--validate-param", "N=0"], "N needs")):
+        rc, _, err = run(capsys, "tune", "--mpi", m, "--db", str(db), *argv)
+        one_line_error(rc, err, needle)
+    assert not db.exists()
+
+
+def test_a_closed_pipe_ends_the_output_quietly(capsys, monkeypatch):
+    """show | head -1: the reader went away while output was being written."""
+    def writes_into_a_closed_pipe(a):
+        print("first line")
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setitem(cli.COMMANDS, "show", writes_into_a_closed_pipe)
+    monkeypatch.setattr(cli.os, "dup2", lambda *a: None)  # leave pytest's stdout alone
+    rc, _, err = run(capsys, "show")
+    assert rc == 0 and err == "", err
+
+
+def test_an_unexpected_error_is_one_line_with_the_way_to_the_trace(capsys, monkeypatch):
+    def boom(a):
+        raise ValueError("a bug")
+
+    monkeypatch.setitem(cli.COMMANDS, "show", boom)
+    monkeypatch.delenv("COMMSCOPE_DEBUG", raising=False)
+    rc, _, err = run(capsys, "show")
+    assert rc == 3 and err.count("\n") == 1, err
+    assert "internal error: ValueError: a bug" in err and "COMMSCOPE_DEBUG=1" in err

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, provenance
+from . import __version__, outputs, provenance
 from . import build as build_mod
 from . import cluster as cluster_mod
 from . import doctor as doctor_mod
@@ -61,6 +63,9 @@ def _list(values: Sequence[str] | None) -> list[str]:
     return out
 
 
+MAX_RANKS = 1 << 20  # processes, nodes, per node: the largest systems, and SQLite's range
+
+
 def _ints(values: Sequence[str] | None, what: str) -> list[int]:
     out = []
     for v in _list(values):
@@ -70,6 +75,9 @@ def _ints(values: Sequence[str] | None, what: str) -> list[int]:
             raise CommscopeError(f"{what} must be an integer, got '{v}'") from None
         if n < 1:
             raise CommscopeError(f"{what} must be at least 1, got {n}")
+        if n > MAX_RANKS:
+            raise CommscopeError(f"{what} {n} is beyond any machine this runs on (at most "
+                                 f"{MAX_RANKS})")
         out.append(n)
     return out
 
@@ -85,6 +93,14 @@ def _positive(kind: type, lo: float, hi: float) -> Callable[[str], object]:
         return v
 
     return conv
+
+
+def _mode(text: str) -> str:
+    """--mode: dominant, all, or a mode's label (floor~50ns)."""
+    if text in ("dominant", "all") or re.fullmatch(r"floor~\d+ns", text):
+        return text
+    raise argparse.ArgumentTypeError(f"'{text}' is not a mode: dominant, all, or a label "
+                                     "such as floor~50ns (commscope show prints them)")
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
@@ -420,14 +436,15 @@ def cmd_export(a: argparse.Namespace) -> int:
     """Every record of every repetition, with its configuration, repetition
     and floor: the data itself, for a user's own analysis (the --mode filter
     applies, all modes by default)."""
+    out = None if a.output == "-" else outputs.target(a.output, "export --output", a.db)
     store = Store(a.db, create=False)
     rows = _picked(a, store)
     if a.mode and a.mode != "all":
         keep = {id(r) for r in aggregate_keep(rows, a.mode)}
         rows = [r for r in rows if id(r) in keep]
     text = export(rows, a.format)
-    if a.output and a.output != "-":
-        Path(a.output).write_text(text)
+    if out is not None:
+        outputs.write_text(out, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -685,6 +702,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     from .analysis import compare as cmp
     from .report.html import build
 
+    out = outputs.target(a.out, "report --out", a.db, folder=True)
     store, rows = _matching(a)
     comparison = None
     if bool(a.compare_a) != bool(a.compare_b):
@@ -692,9 +710,6 @@ def cmd_report(a: argparse.Namespace) -> int:
     if a.compare_a:
         comparison = (a.compare_a, a.compare_b, cmp.compare_rows(
             select_rows(store, a.compare_a), select_rows(store, a.compare_b), a.factor))
-    out = Path(a.out)
-    if out.exists() and not out.is_dir():
-        raise CommscopeError(f"{out} exists and is not a folder")
     index = build(store, out, rows, comparison=comparison, progress=Progress(0, enabled=True))
     print(f"report written to {index}")
     return 0
@@ -712,9 +727,19 @@ def cmd_tune(a: argparse.Namespace) -> int:
     core = build_mod.build(impl)
     benches = _list(a.bench) or ["bw"]
     expand([core], benches, [2], opts)  # unknown benchmarks, ranks, roots: before any launch
-    if a.validate != "none" and not core.bench(a.validate).get("size_param"):
+    if a.validate != "none" and (a.validate not in core.bench_names()
+                                 or not core.bench(a.validate).get("size_param")):
         raise CommscopeError(f"--validate takes an application (matmul, jacobi) or none, "
                              f"not {a.validate}")
+    if a.validate != "none":  # the application's values, by the core's own rules
+        _plan_check(expand([core], [a.validate], [2], replace(opts, param=a.validate_param)))
+    if a.write:  # where the result goes, and the files beside it: before the search
+        for p in (a.write, str(Path(a.write).with_suffix(".rules")),
+                  str(Path(a.write).with_suffix(".json"))):
+            outputs.target(p, "tune --write", a.db)
+    given = [tune.Candidate(settings_mod.parse_file(f), f"from {f}")
+             for f in _list(a.candidates)] if a.candidates else []
+    store = Store(a.db)
     cvars = tune.read_cvars(core)
     mpich = None
     if impl.family == "intel":
@@ -724,14 +749,10 @@ def cmd_tune(a: argparse.Namespace) -> int:
         algorithms = dict(mpich.algorithms)
     else:
         algorithms = None
-    cands = tune.space(core, cvars, benches, algorithms)
-    if a.candidates:
-        cands += [tune.Candidate(settings_mod.parse_file(f), f"from {f}")
-                  for f in _list(a.candidates)]
+    cands = tune.space(core, cvars, benches, algorithms) + given
     if not cands:
         raise CommscopeError(f"no setting to search for {impl.name} and "
                              f"{', '.join(benches)} (add your own with --candidates FILE)")
-    store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=0)
     progress = Progress(0, enabled=not a.quiet and not a.apply)
     timeout = a.timeout or 3 * tune.estimate_s(opts, benches) + 30
@@ -749,11 +770,11 @@ def cmd_tune(a: argparse.Namespace) -> int:
         # each algorithm over the sizes it won, in a file beside the
         # settings, instead of one forced everywhere
         side = Path(a.write).with_suffix(".rules")
-        side.write_text(selection.openmpi_rules(choices, 2, core.impl.name))
+        outputs.write_text(side, selection.openmpi_rules(choices, 2, core.impl.name))
         text = tune.with_rules(w, side, core)
     elif choices and a.write and mpich is not None:
         side = Path(a.write).with_suffix(".json")
-        side.write_text(selection.mpich_json(choices, mpich, cvars))
+        outputs.write_text(side, selection.mpich_json(choices, mpich, cvars))
         text = tune.with_selection(w, [(selection.MPICH_JSON_CVAR, str(side.resolve()))],
                                    str(side), core)
     rc = 0
@@ -801,7 +822,7 @@ def cmd_tune(a: argparse.Namespace) -> int:
                   f"default/tuned {e.ratio:.2f} [{e.lo:.2f}, {e.hi:.2f}] over {e.n} rounds: "
                   f"{verdict}")
     if text and a.write:
-        Path(a.write).write_text(text)
+        outputs.write_text(Path(a.write), text)
         print(f"settings written to {a.write} (commscope run --settings {a.write})")
         if side is not None:
             print(f"collective algorithms per size range in {side}, {kind} it names (taken in "
@@ -980,9 +1001,8 @@ def cmd_slurm_script(a: argparse.Namespace) -> int:
     if a.out == "-":
         sys.stdout.write(text)
     else:
-        Path(a.out).write_text(text)
-        os.chmod(a.out, 0o755)
-        print(f"wrote {a.out}; submit it with: sbatch {a.out}", file=sys.stderr)
+        outputs.write_text(outputs.target(a.out, "slurm script --out", a.db), text, 0o755)
+        print(f"wrote {a.out}; submit it with: sbatch {shlex.quote(a.out)}", file=sys.stderr)
     return 0
 
 
@@ -1014,9 +1034,10 @@ def _filters(p: argparse.ArgumentParser) -> None:
     p.add_argument("--np", action="append", help="only these process counts (e.g. 2)")
     p.add_argument("--all", action="store_true",
                    help="every stored run, not only the newest per configuration")
-    p.add_argument("--mode", help="which machine mode's records (core-to-core cache-line "
-                                  "floor): 'dominant' (default: the mode most records were "
-                                  "measured in), a label such as floor~50ns, or 'all'")
+    p.add_argument("--mode", type=_mode,
+                   help="which machine mode's records (core-to-core cache-line floor): "
+                        "'dominant' (default: the mode most records were measured in), a "
+                        "label such as floor~50ns, or 'all'")
 
 
 def make_parser() -> Parser:
@@ -1271,10 +1292,25 @@ def make_parser() -> Parser:
     return p
 
 
+def _no_empty_values(argv: Sequence[str]) -> None:
+    """An option given an empty value is a mistake (an unset shell
+    variable), never a request for the default: refused, naming it."""
+    for i, tok in enumerate(argv):
+        if tok == "--":
+            return
+        if tok.startswith("--") and "=" in tok and not tok.split("=", 1)[1].strip():
+            raise CommscopeError(f"{tok.split('=', 1)[0]} was given an empty value")
+        if not tok.strip():
+            before = argv[i - 1] if i and argv[i - 1].startswith("-") else "an argument"
+            raise CommscopeError(f"{before} was given an empty value")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser()
     try:
-        a = parser.parse_args(argv)
+        args = list(sys.argv[1:] if argv is None else argv)
+        _no_empty_values(args)
+        a = parser.parse_args(args)
         if a.cmd is None:
             parser.print_help()
             return 2
@@ -1306,6 +1342,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("commscope: interrupted; finished jobs are stored", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader stopped (show | head): the end of output
+        try:  # what is still buffered goes nowhere, not into a second error at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 0
+    except Exception as exc:  # a bug: one line, and how to see the trace
+        if os.environ.get("COMMSCOPE_DEBUG"):
+            raise
+        print(f"commscope: internal error: {type(exc).__name__}: {exc} (rerun with "
+              "COMMSCOPE_DEBUG=1 for the trace, and report it)", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -121,7 +121,8 @@ class Ssh(Remote):
                 f"(ssh {host} true); check the name resolves and sshd runs")
 
     def argv(self, host: str, cmd: list[str]) -> list[str]:
-        return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.t}", host, "--",
+        # options end before the host: a name is never read as one
+        return ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.t}", "--", host,
                 shlex.join(cmd)]
 
 

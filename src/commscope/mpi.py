@@ -140,6 +140,9 @@ def _load_user() -> list[MpiImpl]:
 
 def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> MpiImpl:
     """Build an MpiImpl from the path of an mpicc, checking it is usable."""
+    if name is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}", name):
+        raise CommscopeError(f"--name '{name}': a name is letters, digits and . _ + - (it "
+                             "names a build folder), starting with a letter or digit")
     path = shutil.which(mpicc) if os.sep not in mpicc else mpicc
     if not path or not Path(path).exists():
         raise CommscopeError(f"mpicc not found: {mpicc}")

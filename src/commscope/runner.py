@@ -149,8 +149,13 @@ def param_variants(spec: str, core: Core) -> list[str]:
     such lists, each a configuration of its own."""
     swept = _swept(core)
     choices: list[list[str]] = []
+    seen: set[str] = set()
     for item in (x for x in spec.split(";") if x):
         key, _, value = item.partition("=")
+        if key in seen:
+            raise CommscopeError(f"--param gives {key} twice ('{spec}'): a list is "
+                                 f"{key}=A,B")
+        seen.add(key)
         values = value.split(",") if key not in swept else [value]
         choices.append([f"{key}={v}" for v in values])
     return [";".join(c) for c in itertools.product(*choices)] if choices else [spec]

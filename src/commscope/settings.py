@@ -25,6 +25,8 @@ def parse_file(path: str | Path) -> tuple[tuple[str, str], ...]:
         text = p.read_text()
     except OSError as exc:
         raise CommscopeError(f"cannot read settings file {p}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CommscopeError(f"settings file {p} is not a text file") from exc
     return parse_text(text, p)
 
 

@@ -214,6 +214,8 @@ class Store:
             raise CommscopeError(f"no commscope database at {self.path}")
         if self.path.exists() and self.path.is_dir():
             raise CommscopeError(f"{self.path} is a directory, not a commscope database")
+        if not create and self.path.stat().st_size == 0:  # read-only: never made a store
+            raise CommscopeError(f"{self.path} is an empty file, not a commscope database")
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         try:
             self.db = sqlite3.connect(str(self.path), timeout=30)

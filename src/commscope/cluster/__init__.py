@@ -82,11 +82,19 @@ class Cluster:
         return None
 
 
+MAX_PER_CORE = 64  # local oversubscription: beyond it a run only exhausts the machine
+
+
 class Local(Cluster):
     def check(self, impl: MpiImpl, place: Placement) -> None:
         if place.nodes != 1:
             raise CommscopeError(f"the local cluster is one node; --nodes {place.nodes} needs "
                                  "--cluster emu:NAME, hostfile:PATH or slurm")
+        cores = os.cpu_count() or 1
+        if place.np > MAX_PER_CORE * cores:
+            raise CommscopeError(f"--np {place.np} on this machine's {cores} cores is more than "
+                                 f"{MAX_PER_CORE} processes a core (oversubscribed runs check "
+                                 "correctness only; use a cluster for more)")
 
 
 def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
@@ -96,15 +104,22 @@ def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
         text = path.read_text()
     except OSError as exc:
         raise CommscopeError(f"cannot read hostfile {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CommscopeError(f"hostfile {path} is not a text file") from exc
     hosts: list[tuple[str, int | None]] = []
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        m = (re.fullmatch(r"([\w.\-]+)(?:\s+slots\s*=\s*(\d+))?(?:\s+max_slots\s*=\s*\d+)?", line)
-             or re.fullmatch(r"([\w.\-]+)(?::(\d+))?", line))
+        # a host name starts with a letter or digit: never an option to ssh
+        host = r"([A-Za-z0-9][\w.\-]*)"
+        m = (re.fullmatch(host + r"(?:\s+slots\s*=\s*(\d+))?(?:\s+max_slots\s*=\s*\d+)?",
+                          line)
+             or re.fullmatch(host + r"(?::(\d+))?", line))
         if not m:
             raise CommscopeError(f"{path}:{no}: not a hostfile line: {raw.strip()!r}")
+        if m.group(2) is not None and int(m.group(2)) < 1:
+            raise CommscopeError(f"{path}:{no}: {m.group(1)} has no slots ({raw.strip()!r})")
         hosts.append((m.group(1), int(m.group(2)) if m.group(2) else None))
     if not hosts:
         raise CommscopeError(f"hostfile {path} names no host")
