@@ -250,3 +250,48 @@ def test_an_unexpected_error_is_one_line_with_the_way_to_the_trace(capsys, monke
     rc, _, err = run(capsys, "show")
     assert rc == 3 and err.count("\n") == 1, err
     assert "internal error: ValueError: a bug" in err and "COMMSCOPE_DEBUG=1" in err
+
+
+def test_a_sweep_over_every_mpi_leaves_out_those_a_cluster_cannot_launch(capsys, monkeypatch,
+                                                                         impls, tmp_path):
+    """make run MPIS=all, then make clusters: every implementation found is
+    swept on the cluster except those its kind cannot launch, which are
+    named; one named with --mpi is refused, as before."""
+    import dataclasses
+
+    real = next(iter(impls.values()))
+    fake = dataclasses.replace(real, name="intel-x", family="intel")
+
+    class Stop(BaseException):
+        pass
+
+    def stop(jobs, *a, **k):
+        raise Stop(sorted({j.core.impl.name for j in jobs}))
+
+    monkeypatch.setattr(cli, "_impls", lambda a: [real, fake])
+    monkeypatch.setattr(cli, "run_sweep", stop)
+    with pytest.raises(Stop) as got:
+        cli.main(["run", "--cluster", "slurm", "--bench", "latency", "--db",
+                  str(tmp_path / "x.db")])
+    assert got.value.args[0] == [real.name]
+    err = capsys.readouterr().err
+    assert "left out intel-x: no srun PMI plugin known for intel" in err, err
+    rc, _, err = run(capsys, "run", "--cluster", "slurm", "--bench", "latency", "--mpi",
+                     "intel-x", "--db", str(tmp_path / "x.db"))
+    one_line_error(rc, err, "no srun PMI plugin known for intel")
+
+
+def test_slurm_script_judges_the_run_it_will_queue(capsys, tmp_path):
+    """Its help promises bad options fail when the script is written, not
+    hours later in the queue: an unknown benchmark, an option value the core
+    refuses, an empty value."""
+    for args, needle in ((["--bench", "nope"], "unknown benchmark 'nope'"),
+                         (["--window", "0"], "window"),
+                         (["--sizes", ""], "--sizes was given an empty value")):
+        rc, _, err = run(capsys, "slurm", "script", "--nodes", "2", "--out",
+                         str(tmp_path / "job.sh"), "--", *args)
+        one_line_error(rc, err, needle)
+    assert not (tmp_path / "job.sh").exists()
+    rc, _, err = run(capsys, "slurm", "script", "--nodes", "2", "--out", str(tmp_path / "job.sh"),
+                     "--", "--bench", "latency", "--sizes", "8:1K")
+    assert rc == 0 and (tmp_path / "job.sh").exists(), err

@@ -133,6 +133,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     nodes, ppns = _ints(a.nodes, "--nodes"), _ints(a.ppn, "--ppn")
     places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
     impls = _impls(a)
+    if not a.mpi:  # every implementation found: those a cluster cannot launch, left out
+        for m in list(impls):
+            why = next((w for c in clusters if (w := c.cannot_launch(m)) is not None), None)
+            if why is not None and len(impls) > 1:
+                impls.remove(m)
+                print(f"commscope: left out {m.name}: {why}", file=sys.stderr)
     cores = [build_mod.build(m) for m in impls]
     fors = [_for_spec(x, cores[0]) for x in a.for_ or []]
     if fors and (a.path or a.transport):
@@ -994,8 +1000,20 @@ def cmd_slurm_script(a: argparse.Namespace) -> int:
     run_args = list(a.run_args)
     if run_args and run_args[0] == "--":
         run_args = run_args[1:]
+    _no_empty_values(run_args)
     ra = make_parser().parse_args(["run", *run_args])  # bad options fail here, not in the queue
     expand_sizes(ra.sizes, ra.factor)
+    _ints(ra.np, "--np")
+    # benchmark names and their options, by this machine's core (the table is the same
+    # on the cluster's nodes): an unknown one fails here, not after the queue
+    try:
+        impl = _impls(ra)[0]
+    except CommscopeError:  # an MPI of the cluster's own, not installed here
+        impl = mpi_mod.select([])[0]
+    core = build_mod.build(impl)
+    opts = CoreOptions(**{str(o["field"]): getattr(ra, str(o["field"])) for o in run_options()})
+    expand([core], _list(ra.bench) or ["p2p"], [], opts, places=[])
+    build_mod.check_options(core, ["--bench", (_list(ra.bench) or ["latency"])[0], *opts.argv()])
     text = sbatch_script(nodes=a.nodes, ppn=a.ppn, time_min=a.time, run_args=run_args,
                          db=os.path.abspath(a.db), partition=a.partition, account=a.account)
     if a.out == "-":

@@ -58,7 +58,15 @@ class Cluster:
         n = self.size() or 1
         return max(1, min(np_, n))
 
+    def cannot_launch(self, impl: MpiImpl) -> str | None:
+        """Why this kind of cluster cannot launch this implementation at all
+        (None: it can); a sweep over every implementation found leaves it
+        out and says so."""
+        return None
+
     def check(self, impl: MpiImpl, place: Placement) -> None:
+        if (why := self.cannot_launch(impl)) is not None:
+            raise CommscopeError(why)
         n = self.size()
         if n is not None and place.nodes > n:
             raise CommscopeError(f"{self.label} has {n} node(s); cannot place ranks on "
@@ -204,14 +212,17 @@ class Slurm(Cluster):
     def default_nodes(self, np_: int) -> int:
         return self.size() or 1
 
+    def cannot_launch(self, impl: MpiImpl) -> str | None:
+        if self.mode == "srun" and impl.family not in SRUN_MPI:
+            return (f"no srun PMI plugin known for {impl.family}; use --cluster slurm:mpirun "
+                    "inside an allocation")
+        return None
+
     def check(self, impl: MpiImpl, place: Placement) -> None:
         super().check(impl, place)
         if self.mode == "mpirun" and "SLURM_JOB_ID" not in os.environ:
             raise CommscopeError("--cluster slurm:mpirun runs inside an allocation (salloc or "
                                  "sbatch); use --cluster slurm to let srun ask for one")
-        if self.mode == "srun" and impl.family not in SRUN_MPI:
-            raise CommscopeError(f"no srun PMI plugin known for {impl.family}; use "
-                                 "--cluster slurm:mpirun inside an allocation")
 
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
                workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
@@ -253,11 +264,13 @@ class Emulated(Cluster):
     def size(self) -> int | None:
         return len(self.c.nodes)
 
+    def cannot_launch(self, impl: MpiImpl) -> str | None:
+        if impl.family not in ("openmpi", "mpich"):
+            return f"emulated clusters launch Open MPI and MPICH; not {impl.family}"
+        return None
+
     def check(self, impl: MpiImpl, place: Placement) -> None:
         super().check(impl, place)
-        if impl.family not in ("openmpi", "mpich"):
-            raise CommscopeError(f"emulated clusters launch Open MPI and MPICH; not "
-                                 f"{impl.family}")
         emu_mod.require_root("running on an emulated cluster")
 
     def oversubscribed(self, place: Placement, cores: int) -> bool:
