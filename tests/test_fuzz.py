@@ -2,12 +2,13 @@
 points at data or at a sweep: whatever comes in, the exit code is 0, 1 or
 2, an error is a few lines and never a traceback, and the store is
 byte-identical afterwards.  Nothing is launched: the test stops a command
-where it would start an MPI job (the runner's sweep, tune's first job), and
-counts that as getting through.  Not fuzzed here, because they act on the
-system rather than on input: doctor (pings over ssh), cluster up/down
-(network namespaces), mpi install (downloads), build and probe (compile or
-run the core); their inputs have tests of their own (test_cli_errors,
-test_installs, test_cluster_emu)."""
+where it would start a job (the runner's sweep, tune's first job, doctor's
+first remote command or ping, the probe), and counts that as getting
+through.  Not fuzzed here, because what they do is change the system:
+cluster up/down (network namespaces), mpi install (downloads), mpi add and
+remove (the user's list of implementations), build (compiles); their
+inputs have tests of their own (test_cli_errors, test_installs,
+test_cluster_emu)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from .test_cli_errors import _store  # noqa: E402
 
 FUZZED = ("run", "show", "export", "analyze crossover", "analyze findings",
           "analyze guidelines", "analyze predict", "fit", "report", "compare", "tune",
-          "slurm script", "mpi list")
+          "slurm script", "mpi list", "doctor", "probe", "cluster list")
 
 BOUNDARY = ["", " ", "0", "-1", "1", "2", "3", "64", "1e400", "nan", "inf", "-inf",
             "99999999999999999999", "0.5", "x", "all", "none", "hot", "cold", "openmpi", "mpich",
@@ -91,6 +92,11 @@ def test_no_input_breaks_a_command_or_the_store(precious, tmp_path, monkeypatch,
     monkeypatch.setattr(cli, "run_sweep", launch)
     monkeypatch.setattr(tune, "read_cvars", launch)
     monkeypatch.setattr(tune, "search", launch)
+    from commscope import doctor, probe
+
+    monkeypatch.setattr(doctor, "bounded", launch)
+    monkeypatch.setattr(doctor, "_ping", launch)
+    monkeypatch.setattr(probe, "run", launch)
     monkeypatch.delenv("COMMSCOPE_DEBUG", raising=False)
     monkeypatch.chdir(tmp_path)  # whatever an example writes lands here
     digest = hashlib.sha256(precious.read_bytes()).hexdigest()
