@@ -59,9 +59,12 @@ def test_numbers_are_sane(swept):
         lat = col("latency", "median_us")
         assert lat[65536] > lat[1]
         rt = col("roundtrip", "median_us")
-        # The same ping-pong, timed as a round trip and as half of one; at 64 KiB the
-        # host's two latency modes (tens of ns) no longer move the ratio.
-        assert 0.8 < rt[65536] / (2 * lat[65536]) < 1.25
+        # The same ping-pong, timed as a round trip and as half of one: what this guards
+        # is a factor of two (a round trip reported as one way, or the reverse).  Noise
+        # policy: the two are separate measurements of one run, seconds apart, and the
+        # host moves even 64 KiB between them (1.27 seen in a clean-clone run), so the
+        # band is 0.7-1.45, which a factor of two still leaves.
+        assert 0.7 < rt[65536] / (2 * lat[65536]) < 1.45
         rate = col("roundtrip", "rate_per_s")
         assert rate[1] == pytest.approx(1e6 / rt[1], rel=1e-3)
         assert all(v > 0 for v in col("bibw", "mb_per_s").values())
