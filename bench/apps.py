@@ -181,9 +181,8 @@ def figure4(mpi: str, tmp: Path, clusters_too: bool = True, ns: str = "2000,4000
                 "--cluster", where)
         store = Store(db)
         rows = aggregate(store.result_rows(), mode="dominant")
-        prow = store.probe_for(int(r["run_id"]) for r in rows)
-        llc = predict.llc_of(json.loads(prow["data"]) if prow is not None else None)
-        preds = predict.predict([r for r in rows if r["phases"]], collect(rows), llc)
+        preds = predict.predict([r for r in rows if r["phases"]], collect(rows),
+                                predict.llc_in(store, rows))
         print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), "
               + ", ".join(f"{w} N={n}" for w, n in places)
               + ", from run --for (target 0.80-1.25 for at least 75% of the phases)")

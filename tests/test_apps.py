@@ -421,7 +421,9 @@ def test_for_plans_every_series_the_prediction_reads(cores):
     fors = [cli._for_spec("matmul,N=2000", core), cli._for_spec("jacobi,N=1024;iters=4", core)]
     assert fors[0] == ("matmul", "N=2000", [2000])
     opts = CoreOptions(sizes="64:4M")  # the sweeps start at the smallest size asked for
-    jobs = cli._for_jobs(fors, [core], opts, Local(), [Placement(1, 2)])
+    place = [Placement(1, 2)]
+    jobs = (cli._for_apps(fors, [core], opts, Local(), place)
+            + cli._for_series(fors, [core], opts, Local(), place))
     got = {(j.bench, j.opts.sizes, j.opts.buffers, j.np, j.opts.param) for j in jobs}
     assert got == {
         ("matmul", "64:4M", "hot", 2, "N=2000"),

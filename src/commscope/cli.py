@@ -181,8 +181,12 @@ def cmd_run(a: argparse.Namespace) -> int:
             for j in expand(cores, on, [], replace(opts, transport=t, param=pv, path=path), cl,
                             places[cl.label])] if a.bench or not fors else []
     jobs += [replace(j, settings=settings, strict=strict) for cl in clusters
-             for j in _for_jobs(fors, cores, opts, cl, places[cl.label])]
+             for j in _for_apps(fors, cores, opts, cl, places[cl.label])]
     _plan_check(jobs)
+    series = [replace(j, settings=settings, strict=strict) for cl in clusters
+              for j in _for_series(fors, cores, opts, cl, places[cl.label])]
+    _plan_check(series)  # cold pools are memory too
+    jobs += series
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
     progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet)
@@ -245,33 +249,38 @@ def _for_spec(text: str, core: build_mod.Core) -> tuple[str, str, list[int]]:
     return app, ";".join(f"{k}={v}" for k, v in given.items()), ns
 
 
-def _for_jobs(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[build_mod.Core],
+def _for_apps(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[build_mod.Core],
               opts: CoreOptions, cl: cluster_mod.Cluster, places: Sequence) -> list[Job]:
-    """The applications of --for on every placement, and the series their
-    predictions read: each benchmark once per ranks and buffers, from the
-    smallest size of --sizes to the largest message any phase moves."""
+    """The applications of --for, on every placement."""
+    return [j for pl in places for app, spec, _ in fors
+            for pv in param_variants(spec, cores[0])
+            for j in expand(cores, [app], [], replace(opts, param=pv), cl, [pl])]
+
+
+def _for_series(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[build_mod.Core],
+                opts: CoreOptions, cl: cluster_mod.Cluster, places: Sequence) -> list[Job]:
+    """The series the predictions of --for read: each benchmark once per
+    ranks and buffers, from the smallest size of --sizes to the largest
+    message any phase moves.  The applications' values must have passed the
+    core's rules (_plan_check) first: they are planned with."""
     from .analysis import predict
     from .analysis.apps import parse_params
 
     llc = probe_mod.l3_bytes() if cl.kind in ("local", "emu") else None
     lo = expand_sizes(opts.sizes, opts.factor)[0]
-    jobs: list[Job] = []
-    top: dict[tuple[int, bool], dict[str, int]] = {}
+    largest: dict[tuple[int, bool], dict[str, int]] = {}  # (ranks, cold) -> bench -> bytes
     for pl in places:
         for app, spec, ns in fors:
             for pv in param_variants(spec, cores[0]):
-                app_jobs = expand(cores, [app], [], replace(opts, param=pv), cl, [pl])
-                _plan_check(app_jobs)  # the core's rules first: its values are planned with
-                jobs += app_jobs
                 for need in predict.needs(app, ns, pl.np, parse_params(pv), llc):
-                    got = top.setdefault((need.np, need.cold), {})
+                    got = largest.setdefault((need.np, need.cold), {})
                     got[need.bench] = max(got.get(need.bench, 0), need.up_to)
-    for (np_, cold), benches in sorted(top.items()):
+    jobs: list[Job] = []
+    for (np_, cold), benches in sorted(largest.items()):
         where = placements(cl, [np_], [], [])[0]
         for up in sorted(set(benches.values())):
-            names = [b for b, u in benches.items() if u == up]
             first, top, factor = _for_sizes(lo, up, opts.factor)
-            jobs += expand(cores, names, [], replace(
+            jobs += expand(cores, [b for b, u in benches.items() if u == up], [], replace(
                 opts, sizes=f"{first}:{top}", factor=factor,
                 buffers="cold" if cold else "hot"), cl, [where])
     return jobs
@@ -548,9 +557,7 @@ def cmd_predict(a: argparse.Namespace) -> int:
                              "(e.g. --bench matmul,jacobi,latency,coll)")
     mode = None if a.mode == "all" else (a.mode or "dominant")
     models = collect(aggregate(store.result_rows(), mode=mode))
-    prow = store.probe_for(int(r["run_id"]) for r in apps)
-    llc = predict.llc_of(json.loads(prow["data"]) if prow is not None else None)
-    print(predict.table(predict.predict(apps, models, llc)), end="")
+    print(predict.table(predict.predict(apps, models, predict.llc_in(store, apps))), end="")
     return 0
 
 

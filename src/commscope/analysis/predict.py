@@ -105,6 +105,15 @@ def llc_of(probe: Mapping[str, object] | None) -> int | None:
     return v if isinstance(v, int) and v > 0 else None
 
 
+def llc_in(store: object, rows: Sequence[Mapping[str, object]]) -> int | None:
+    """The last-level cache of the probe taken with these records' sweeps
+    (store.probe_for), None where there is none."""
+    import json
+
+    prow = store.probe_for(int(r["run_id"]) for r in rows)  # type: ignore[attr-defined, call-overload]
+    return llc_of(json.loads(prow["data"]) if prow is not None else None)
+
+
 def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
     """The core's grid (cs_grid2 in core/harness/cs.h): as square as can
     be, rows first and larger; given factors kept."""
