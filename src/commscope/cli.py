@@ -402,10 +402,11 @@ def _plan_check(jobs: Sequence[Job]) -> None:
 
 
 # -- show / export --------------------------------------------------------
-def _picked(a: argparse.Namespace, store: Store) -> list:
+def _picked(a: argparse.Namespace, store: Store, narrowed: bool = False) -> list:
     """Every stored record (of the newest complete sweeps, without --all)
-    that --bench, --mpi and --np pick."""
-    rows = store.result_rows(latest=not a.all)
+    that --bench, --mpi and --np pick; with narrowed, also those measured
+    again in their sweep at a common window."""
+    rows = store.result_rows(latest=not a.all, narrowed=narrowed)
     benches, mpis, nps = set(_list(a.bench)), set(_list(a.mpi)), set(_ints(a.np, "--np"))
     return [r for r in rows if (not benches or r["bench"] in benches)
             and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
@@ -450,10 +451,11 @@ def cmd_show(a: argparse.Namespace) -> int:
 def cmd_export(a: argparse.Namespace) -> int:
     """Every record of every repetition, with its configuration, repetition
     and floor: the data itself, for a user's own analysis (the --mode filter
-    applies, all modes by default)."""
+    applies, all modes by default).  With --all, also the records measured
+    again at a common window (narrowed_in: the run that did)."""
     out = None if a.output == "-" else outputs.target(a.output, "export --output", a.db)
     store = Store(a.db, create=False)
-    rows = _picked(a, store)
+    rows = _picked(a, store, narrowed=a.all)
     if a.mode and a.mode != "all":
         keep = {id(r) for r in aggregate_keep(rows, a.mode)}
         rows = [r for r in rows if id(r) in keep]

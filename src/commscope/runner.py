@@ -26,7 +26,7 @@ from .config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
 from .errors import CommscopeError
 from .procs import SIGKILL_WAITS_S, run_bounded
 from .records import Parsed, Result, parse_file
-from .sizes import expand_sizes
+from .sizes import expand_sizes, human
 from .store import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 
 # The core's option table (core/harness/options.c), as `cs-core --list
@@ -87,6 +87,18 @@ class Job:
     # settings handed over explicitly (--settings, tune): a job whose read-back
     # disagrees fails; the environment's own are only warned about
     strict: bool = field(default=False, compare=False)
+    # (window, sizes): this configuration's job measured again at the window
+    # another configuration of the sweep was narrowed to (equal_windows); the
+    # configuration stays the one planned
+    again_at: tuple[int, str] | None = field(default=None, compare=False)
+
+    def core_opts(self) -> CoreOptions:
+        """The options the core runs with: the planned ones, or those of a
+        measurement again at a common window."""
+        if self.again_at is None:
+            return self.opts
+        window, sizes = self.again_at
+        return replace(self.opts, window=window, sizes=sizes)
 
     @property
     def np(self) -> int:
@@ -399,7 +411,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
     with tempfile.TemporaryDirectory(prefix="commscope-job-", dir=workdir) as tmp:
         tmpd = Path(tmp)
         out_path = tmpd / "records.jsonl"
-        args = ["--bench", job.bench, *job.opts.argv(), "--output", str(out_path)]
+        args = ["--bench", job.bench, *job.core_opts().argv(), "--output", str(out_path)]
         settings = dict(job.settings)
         launch = job.cluster.launch(impl, job.place, str(job.core.exe), args, tmpd, cores,
                                     os.geteuid() == 0, settings.get("COMMSCOPE_BIND", "core"))
@@ -413,11 +425,12 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         placement = {**job.cluster.describe(), "label": job.cluster.label,
                      "nodes": job.place.nodes, "ppn": job.place.ppn}
         info = RunInfo(
-            plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=job.opts.sizes,
+            plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=job.core_opts().sizes,
             mpi_name=impl.name, mpi_family=impl.family, mpi_version=job.core.mpi_version,
             mpi_identity=job.core.identity, cluster=job.cluster.label, launch_argv=argv,
             env=provenance.relevant_env(env), machine=provenance.machine(),
-            options=asdict(job.opts), oversubscribed=job.cluster.oversubscribed(job.place, cores),
+            options=asdict(job.core_opts()),
+            oversubscribed=job.cluster.oversubscribed(job.place, cores),
             attempt=attempt, placement=placement, config=job.config, repetition=job.rep,
             round_pos=round_pos)
         run_id = store.begin_run(info, sweep_id)
@@ -535,17 +548,93 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
     outcomes: list[JobOutcome] = []
     try:
         for rnd in plan_rounds:
+            done: list[JobOutcome] = []
             for pos, job in enumerate(rnd):
                 out = _run_planned(job, store, sweep_id, resume, timeout_s, policy, progress,
                                    pos)
                 if out is None:
                     continue
-                outcomes.append(out)
+                done.append(out)
                 if on_done:
                     on_done(out)
+            outcomes += done
+            outcomes += _measure_again(equal_windows(done), store, sweep_id, timeout_s, policy,
+                                       progress)
     finally:
         store.end_sweep(sweep_id)
     return outcomes
+
+
+def equal_windows(outcomes: Sequence[JobOutcome]) -> list[tuple[JobOutcome, Job]]:
+    """Where the time bound narrowed one configuration's window at a size
+    and not another's, the jobs to measure the wider ones again at the
+    narrowest window, so that every configuration compared at one size
+    (one benchmark, process count and placement) ran the same window.  One
+    job per configuration, window and run of consecutive sizes of its
+    grid.  Configurations planned with different windows (--param
+    window=...) are different measurements and are left as they are."""
+    ran: dict[tuple[str, int, str, int, int, int], list[tuple[int, int]]] = {}
+    for i, o in enumerate(outcomes):
+        if o.status != OK:
+            continue
+        for r in o.parsed.results:
+            if r.window:
+                key = (r.bench, o.job.np, o.job.cluster.label, o.job.place.nodes,
+                       o.job.opts.window, r.size_bytes)
+                ran.setdefault(key, []).append((i, r.window))
+    wider: dict[tuple[int, int, str], set[int]] = {}
+    for (bench, *_, size), seen in ran.items():
+        narrowest = min(w for _, w in seen)
+        for i, w in seen:
+            if w > narrowest:
+                wider.setdefault((i, narrowest, bench), set()).add(size)
+    out: list[tuple[JobOutcome, Job]] = []
+    for (i, window, bench), sizes in sorted(wider.items()):
+        job = outcomes[i].job
+        grid = expand_sizes(job.opts.sizes, job.opts.factor)
+        for first, last in _consecutive(sorted(sizes), grid):
+            spec = str(first) if first == last else f"{first}:{last}"
+            out.append((outcomes[i], replace(job, bench=bench, again_at=(window, spec))))
+    return out
+
+
+def _consecutive(sizes: Sequence[int], grid: Sequence[int]) -> list[tuple[int, int]]:
+    """sizes (a subset of grid) as runs of neighbours in grid."""
+    at = {s: k for k, s in enumerate(grid)}
+    runs: list[tuple[int, int]] = []
+    for s in sizes:
+        if runs and at[s] == at[runs[-1][1]] + 1:
+            runs[-1] = (runs[-1][0], s)
+        else:
+            runs.append((s, s))
+    return runs
+
+
+def _measure_again(todo: Sequence[tuple[JobOutcome, Job]], store: Store, sweep_id: int,
+                   timeout_s: float | None, policy: NoisePolicy, progress: Progress
+                   ) -> list[JobOutcome]:
+    """Measure each job again at the common window; where it ran that
+    window, its first records at those sizes are marked as measured again
+    (they stay stored; the analysis reads the later ones)."""
+    progress.total += len(todo)
+    outs = []
+    for first, job in todo:
+        window, spec = job.again_at  # type: ignore[misc]
+        label = f"{job.label} again at window {window}, " + ":".join(
+            human(int(x)) for x in spec.split(":"))
+        t = timeout_s or default_timeout(job.core_opts(), len(expand_sizes(spec,
+                                                                         job.opts.factor)))
+        progress.start(label)
+        out = run_job(job, store, sweep_id, timeout_s=t, policy=policy)
+        marks = [(r.bench, r.size_bytes) for r in out.parsed.results if r.window == window]
+        if out.status == OK and marks:
+            store.narrowed(first.run_id, marks, out.run_id)
+        note = "" if out.status != OK or len(marks) == len(out.parsed.results) else (
+            f" ({len(out.parsed.results) - len(marks)} size(s) narrowed further: their "
+            "windows still differ)")
+        progress.end(label, out.status, note or (f" ({out.message})" if out.message else ""))
+        outs.append(out)
+    return outs
 
 
 def _run_planned(job: Job, store: Store, sweep_id: int, resume: bool, timeout_s: float | None,

@@ -33,7 +33,7 @@ EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "
                   "steal_s", "wall_s", "oversubscribed", "hostname", "started_at",
                   "busbw_mb_per_s", "mean_rank_avg_us", "root", "equiv_sends", "nodes",
                   "config_key", "repetition", "floor_ns", "resolution_us", "validations",
-                  "checked_msgs", "window")
+                  "checked_msgs", "window", "narrowed_in")
 
 
 def export_row(r: sqlite3.Row) -> dict[str, object]:

@@ -170,6 +170,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE results ADD COLUMN copy1_gbs REAL;
     """,
+    # 10: a bw/bibw record measured again in the same sweep at the window
+    # another configuration was narrowed to (runner.equal_windows): the run
+    # that did; the record stays, the analysis reads the later one
+    """
+    ALTER TABLE results ADD COLUMN narrowed_in INTEGER REFERENCES runs(id);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -443,6 +449,15 @@ class Store:
                              "WHERE status=?", (FAILED, RUNNING))
             return cur.rowcount
 
+    def narrowed(self, run_id: int, marks: Sequence[tuple[str, int]], again_in: int) -> int:
+        """Mark run_id's records of these (benchmark, size) as measured again,
+        at a common window, by run again_in: they stay stored, and the
+        analysis reads the later ones."""
+        with self.tx() as db:
+            return sum(db.execute("UPDATE results SET narrowed_in=? WHERE run_id=? AND bench=? "
+                                  "AND size_bytes=?", (again_in, run_id, b, s)).rowcount
+                       for b, s in marks)
+
     def has_ok_run(self, plan_key: str) -> bool:
         row = self.db.execute("SELECT 1 FROM runs WHERE plan_key=? AND status=? LIMIT 1",
                               (plan_key, OK)).fetchone()
@@ -455,14 +470,17 @@ class Store:
                                    tuple(statuses)).fetchall()
         return self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()
 
-    def result_rows(self, *, latest: bool = True, run_ids: Sequence[int] | None = None
-                    ) -> list[sqlite3.Row]:
+    def result_rows(self, *, latest: bool = True, run_ids: Sequence[int] | None = None,
+                    narrowed: bool = False) -> list[sqlite3.Row]:
         """Results joined with their run.  With latest, per configuration and
         benchmark: every complete repetition of the newest sweep that
         completed one (a failed or partial run never hides an earlier
         complete one); where none ever completed, the newest run, so its
-        failure shows."""
+        failure shows.  Records measured again at a common window
+        (narrowed_in) only with narrowed."""
         where = ["r.status IN ('ok', 'invalid', 'timeout', 'failed')"]
+        if not narrowed:
+            where.append("x.narrowed_in IS NULL")
         args: list[object] = []
         if run_ids:
             where.append(f"r.id IN ({','.join('?' * len(run_ids))})")
