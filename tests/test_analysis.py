@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from commscope.analysis import crossover, findings, hockney, loggp
+from commscope.analysis import crossover, findings, hockney, loggp, significance
 from commscope.analysis.series import Config, Point
 
 SIZES = [2**k for k in range(0, 21, 2)]  # 1 B .. 1 MiB
@@ -191,10 +191,10 @@ def test_findings_faster_and_drop_and_silence_on_noise():
 
 
 def test_benjamini_hochberg_keeps_what_survives_the_number_of_tests():
-    assert findings.bh_keep({"a": 0.001, "b": 0.02, "c": 0.04, "d": 0.3}) == {"a", "b"}
-    assert findings.bh_keep({"a": 0.04}) == {"a"}  # one test: p < 0.05 stands
-    assert findings.bh_keep({k: 0.04 for k in "abcdefgh"}) == set("abcdefgh")
-    assert findings.bh_keep({"a": 0.04, **{k: 0.9 for k in "bcdefgh"}}) == set()
+    assert significance.bh_keep({"a": 0.001, "b": 0.02, "c": 0.04, "d": 0.3}) == {"a", "b"}
+    assert significance.bh_keep({"a": 0.04}) == {"a"}  # one test: p < 0.05 stands
+    assert significance.bh_keep({k: 0.04 for k in "abcdefgh"}) == set("abcdefgh")
+    assert significance.bh_keep({"a": 0.04, **{k: 0.9 for k in "bcdefgh"}}) == set()
 
 
 def test_runs_that_overlap_give_no_finding_whatever_one_run_claims():

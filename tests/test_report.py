@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from commscope import cli
-from commscope.analysis import compare
+from commscope.analysis import significance
 from commscope.records import parse_file
 from commscope.report.figures import lines_for
 from commscope.report.html import build
@@ -68,10 +68,10 @@ def test_mann_whitney_separates_a_shift_and_not_noise():
     a = [rng.lognormvariate(0, 0.05) for _ in range(300)]
     same = [rng.lognormvariate(0, 0.05) for _ in range(300)]
     slower = [1.10 * rng.lognormvariate(0, 0.05) for _ in range(300)]
-    assert compare.mann_whitney_p(a, slower) < 1e-6
-    assert compare.mann_whitney_p(a, same) > 0.01
+    assert significance.mann_whitney_p(a, slower) < 1e-6
+    assert significance.mann_whitney_p(a, same) > 0.01
     # false alarms on pure noise stay near the test's level
-    alarms = sum(compare.mann_whitney_p([rng.gauss(0, 1) for _ in range(50)],
+    alarms = sum(significance.mann_whitney_p([rng.gauss(0, 1) for _ in range(50)],
                                         [rng.gauss(0, 1) for _ in range(50)]) < 0.05
                  for _ in range(200))
     assert alarms <= 20

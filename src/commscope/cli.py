@@ -24,7 +24,7 @@ from . import settings as settings_mod
 from .analysis.repeats import aggregate
 from .cluster import emu as emu_mod
 from .cluster.slurm import sbatch_script
-from .config import what
+from .config import place, what
 from .errors import CommscopeError
 from .runner import (
     PATHS,
@@ -41,7 +41,7 @@ from .runner import (
     run_options,
     run_sweep,
 )
-from .show import export, place, run_table, tables
+from .show import export, run_table, tables
 from .sizes import expand_sizes
 from .store import Store
 

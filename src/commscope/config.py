@@ -297,3 +297,9 @@ def _configuration(text: str) -> Configuration:
     if text not in _CFG_CACHE:
         _CFG_CACHE[text] = Configuration.from_json(json.loads(text))
     return _CFG_CACHE[text]
+
+
+def place(r: Mapping[str, object]) -> str:
+    """Where a record was measured: the cluster, and its nodes when more than one."""
+    nodes = r["nodes"] or 1
+    return r["cluster"] if nodes == 1 else f"{r['cluster']} {nodes} nodes"

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
 from .analysis import apps
-from .config import Apart, stored, what
+from .config import Apart, place, stored, what
 from .errors import CommscopeError
 from .sizes import human
 
@@ -86,12 +86,6 @@ def _n_reps(r: sqlite3.Row) -> int:
         return int(r["n_reps"])
     except (KeyError, IndexError):
         return 1
-
-
-def place(r: sqlite3.Row) -> str:
-    """Where a record was measured: the cluster, and its nodes when more than one."""
-    nodes = r["nodes"] or 1
-    return r["cluster"] if nodes == 1 else f"{r['cluster']} {nodes} nodes"
 
 
 def names(rows: Sequence[sqlite3.Row]) -> dict[int, tuple[str, str]]:

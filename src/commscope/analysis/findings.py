@@ -19,14 +19,12 @@ from ..sizes import human_bytes
 from . import causes, crossover, guidelines, hockney
 from .repeats import same_mode
 from .series import Config, Point, Series, separated
+from .significance import bh_keep, welch_p
 
 BANDWIDTH = {"bw", "bibw", "sendloop"}
 DROP_MIN = 0.10  # a drop smaller than 10% is not worth a sentence
 MIN_FACTOR = 1.05  # nor is an implementation faster by less than 5%
 SKIP_FASTER = {"loggp_1", "loggp_n", "loggp_nd", "loggp_ndr"}  # model inputs, not results
-
-
-FDR = 0.05  # Benjamini-Hochberg false discovery rate over one family of comparisons
 
 
 @dataclass(frozen=True)
@@ -53,18 +51,6 @@ class Finding:
     cause: causes.Cause | None = None
 
 
-def bh_keep(pvalues: Mapping[object, float], q: float = FDR) -> set[object]:
-    """Benjamini-Hochberg: the comparisons that stay significant when
-    len(pvalues) of them were made at once."""
-    ranked = sorted(pvalues.items(), key=lambda kv: kv[1])
-    m = len(ranked)
-    cut = 0
-    for i, (_, p) in enumerate(ranked, start=1):
-        if p <= q * i / m:
-            cut = i
-    return {k for k, _ in ranked[:cut]}
-
-
 def _ranges(marks: list[tuple[int, str | None]]) -> list[tuple[str, list[int]]]:
     """Runs of consecutive sizes with the same label; None breaks a run."""
     runs: list[tuple[str, list[int]]] = []
@@ -82,7 +68,6 @@ def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]]) -
     """Every (group, pair, size) whose runs' medians differ by Welch's test,
     corrected together for how many were tested; without repetitions on
     both sides a size is not tested here (its CIs still must separate)."""
-    from .compare import welch_p
 
     ps: dict[object, float] = {}
     for g, by_mpi in groups.items():

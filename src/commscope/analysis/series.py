@@ -8,9 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..config import Apart, Configuration, stored, what
+from ..config import Apart, Configuration, place, stored, what
 from ..errors import CommscopeError
-from ..show import place
 
 
 @dataclass(frozen=True)

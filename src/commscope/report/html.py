@@ -22,8 +22,7 @@ from .. import probe as probe_mod
 from ..analysis import compare as compare_mod
 from ..analysis import crossover, findings, summary
 from ..analysis.series import collect
-from ..config import what
-from ..show import place
+from ..config import place, what
 from . import focus, sections
 from .figures import Figure, lines_for
 from .page import FigRef, Page

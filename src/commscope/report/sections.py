@@ -12,9 +12,8 @@ from functools import lru_cache
 from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
 from ..analysis.summary import ratio_text
-from ..config import Configuration, what
+from ..config import Configuration, place, what
 from ..selection import forced_collective
-from ..show import place
 from ..sizes import human
 from ..store import Store
 from .figures import Figure, Grid, Line, lines_for
