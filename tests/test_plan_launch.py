@@ -131,3 +131,34 @@ def test_noise_policy():
     assert p.flag_job({"valid": True, "other_cpu_s": 1.0, "wall_s": 4.0})
     assert not p.flag_job({"valid": True, "other_cpu_s": 0.1, "wall_s": 4.0})
     assert not p.flag_job({"valid": False})
+
+
+def test_a_jobs_status_is_decided_from_how_it_ended_and_what_it_wrote():
+    """runner.classify: a pure function of the process's end and the
+    records; the core's exit statuses are cs.h's (3 invalid, 7 skipped)."""
+    from commscope.procs import Outcome
+    from commscope.records import Parsed
+    from commscope.runner import classify
+
+    good = parse_file(Path(__file__).parent / "golden" / "records_v1.jsonl")
+    ok_footer = Parsed(good.header, good.results, {"status": "ok"})
+    bad = replace(good.results[0], valid=False)
+
+    def ended(code=0, sig=None, timed_out=False, hung=False):
+        return Outcome(code, sig, timed_out, 1.0, 1.0, 0, hung)
+
+    cases = [
+        (ended(), ok_footer, "ok", ""),
+        (ended(hung=True), ok_footer, "timeout", "did not exit"),
+        (ended(None, None, True), Parsed(), "timeout", "killed after 30s"),
+        (ended(None, 9), Parsed(), "failed", "signal 9"),
+        (ended(7), Parsed(footer={"status": "skipped", "reason": "no GPU"}), "skipped", "no GPU"),
+        (ended(7), Parsed(), "failed", "exit code 7"),  # 7 without its footer is no skip
+        (ended(3), Parsed(), "invalid", "validation"),
+        (ended(0), Parsed(good.header, [bad], {"status": "ok"}), "invalid", "validation"),
+        (ended(5), ok_footer, "failed", "exit code 5"),
+        (ended(0), Parsed(good.header, good.results, None), "failed", "without a complete"),
+    ]
+    for end, parsed, status, says in cases:
+        got, msg = classify(end, parsed, 30.0)
+        assert got == status and says in msg, (end, got, msg)

@@ -25,6 +25,7 @@ from .cluster import Cluster, Local, Placement, transport_check
 from .config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
 from .errors import CommscopeError
 from .procs import SIGKILL_WAITS_S, run_bounded
+from .procs import Outcome as Ended
 from .records import Parsed, Result, parse_file
 from .sizes import expand_sizes, human
 from .store import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
@@ -403,6 +404,38 @@ def payload_bytes(results: Sequence[Result]) -> int:
     return sum(r.size_bytes * (r.n_iters or 0) for r in results)
 
 
+def classify(outcome: Ended, parsed: Parsed, timeout_s: float) -> tuple[str, str]:
+    """A finished job's status and what to say of it, from how the process
+    ended and what it wrote (the core's exit statuses: cs.h, enum
+    cs_status)."""
+    if outcome.hung_at_exit:
+        status = TIMEOUT
+        msg = (f"every record was written, then the job did not exit within "
+               f"{EXIT_GRACE_S:.0f}s (hung in MPI_Finalize?): killed")
+    elif outcome.timed_out:
+        status = TIMEOUT
+        msg = f"killed after {timeout_s:.0f}s timeout"
+    elif outcome.signal is not None:
+        status = FAILED
+        msg = f"killed by signal {outcome.signal}"
+    elif (outcome.exit_code == 7 and parsed.footer is not None
+          and parsed.footer.get("status") == "skipped"):
+        status = SKIPPED  # a GPU path this machine cannot run, with the reason
+        msg = f"skipped: {parsed.footer.get('reason') or 'no reason given'}"
+    elif outcome.exit_code == 3 or any(not r.valid for r in parsed.results):
+        status = INVALID
+        msg = "data validation failed"
+    elif outcome.exit_code != 0:
+        status = FAILED
+        msg = f"exit code {outcome.exit_code}"
+    elif parsed.footer is None or parsed.footer.get("status") != "ok":
+        status = FAILED
+        msg = "core ended without a complete record stream"
+    else:
+        status, msg = OK, ""
+    return status, msg
+
+
 def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             policy: NoisePolicy, attempt: int = 1, workdir: Path | None = None,
             round_pos: int | None = None) -> JobOutcome:
@@ -457,31 +490,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         transport = transport_check(job.place, links0, job.cluster.link_bytes(job.place),
                                     payload_bytes(parsed.results))
         tail = _stderr_tail(tmpd / "stderr")
-        if outcome.hung_at_exit:
-            status = TIMEOUT
-            msg = (f"every record was written, then the job did not exit within "
-                   f"{EXIT_GRACE_S:.0f}s (hung in MPI_Finalize?): killed")
-        elif outcome.timed_out:
-            status = TIMEOUT
-            msg = f"killed after {timeout_s:.0f}s timeout"
-        elif outcome.signal is not None:
-            status = FAILED
-            msg = f"killed by signal {outcome.signal}"
-        elif (outcome.exit_code == 7 and parsed.footer is not None
-              and parsed.footer.get("status") == "skipped"):
-            status = SKIPPED  # a GPU path this machine cannot run, with the reason
-            msg = f"skipped: {parsed.footer.get('reason') or 'no reason given'}"
-        elif outcome.exit_code == 3 or any(not r.valid for r in parsed.results):
-            status = INVALID
-            msg = "data validation failed"
-        elif outcome.exit_code != 0:
-            status = FAILED
-            msg = f"exit code {outcome.exit_code}"
-        elif parsed.footer is None or parsed.footer.get("status") != "ok":
-            status = FAILED
-            msg = "core ended without a complete record stream"
-        else:
-            status, msg = OK, ""
+        status, msg = classify(outcome, parsed, timeout_s)
         # Intel MPI says on stdout what it ignores, UCX on stderr what it read
         said = "".join((tmpd / f).read_text(errors="replace")
                        for f in ("stdout", "stderr") if (tmpd / f).exists())
