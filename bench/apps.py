@@ -40,10 +40,10 @@ from pathlib import Path
 
 import numpy as np
 
-from commscope import build
 from commscope.analysis import apps
 from commscope.analysis.repeats import aggregate
-from commscope.store import Store
+from commscope.measure import build
+from commscope.store.db import Store
 from compare_osu import NoiseWatch
 
 HERE = Path(__file__).resolve().parent

@@ -36,7 +36,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from tests.test_cli_errors import _store  # noqa: E402
 
-from commscope import cli, tune  # noqa: E402
+from commscope import cli  # noqa: E402
+from commscope.advise import tune  # noqa: E402
 
 
 class Launched(BaseException):

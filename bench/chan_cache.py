@@ -21,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import build, mpi, provenance
+from commscope.measure import build, discovery, mpi, provenance
 
 RUNS = (("latency", "8", "2000"), ("bw", "64K", "20"))
 
@@ -40,7 +40,7 @@ def parse(path: Path) -> dict[str, int]:
 def main() -> int:
     if not shutil.which("valgrind"):
         sys.exit("chan_cache: valgrind is not installed (apt-get install valgrind)")
-    impl = {m.name: m for m in mpi.discover()}.get("openmpi")
+    impl = {m.name: m for m in discovery.discover()}.get("openmpi")
     if not impl:
         sys.exit("chan_cache: needs Debian's Open MPI to bootstrap and compare")
     core = build.build(impl)

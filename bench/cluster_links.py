@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 
 from commscope import cli
-from commscope.cluster import emu
-from commscope.runner import CoreOptions, default_timeout
-from commscope.store import Store
+from commscope.measure.cluster import emu
+from commscope.measure.runner import CoreOptions, default_timeout
+from commscope.store.db import Store
 
 PROFILES = ("1gbit", "100mbit")
 # TCP payload per Ethernet frame over the wire bytes of that frame: MSS 1448

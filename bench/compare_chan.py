@@ -24,8 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import build, mpi, noise, provenance
-from commscope.records import parse_file
+from commscope.measure import build, discovery, mpi, noise, provenance
+from commscope.store.records import parse_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,7 +61,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=6)
     a = ap.parse_args()
-    impls = [m for m in mpi.discover() if m.source == "debian"] or mpi.discover()
+    impls = [m for m in discovery.discover() if m.source == "debian"] or discovery.discover()
     cores = {m.name: build.build(m) for m in impls}
     boot = cores.get("openmpi") or next(iter(cores.values()))
     mark0, t0 = noise.mark(), os.times()

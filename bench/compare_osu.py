@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from commscope import build, mpi, noise, provenance
-from commscope.records import Result, parse_file
+from commscope.measure import build, discovery, mpi, noise, provenance
+from commscope.store.records import Result, parse_file
 
 TARGETS = {"latency": (0.97, 1.03), "bw": (0.95, 1.05), "spread": (1.0, 1.03),
            "coll": (0.95, 1.05)}
@@ -218,7 +218,7 @@ def main() -> int:
     ap.add_argument("--collectives", action="store_true",
                     help="compare allreduce, bcast and alltoall instead of point-to-point")
     a = ap.parse_args()
-    impls = {m.name: m for m in mpi.discover()}
+    impls = {m.name: m for m in discovery.discover()}
     pairs = []
     for item in a.osu:
         name, _, folder = item.partition("=")

@@ -28,10 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import build, mpi
 from commscope.analysis.repeats import aggregate
-from commscope.runner import gpu_standin
-from commscope.store import Store
+from commscope.measure import build, discovery
+from commscope.measure.runner import gpu_standin
+from commscope.store.db import Store
 
 PATHS = ["host", "staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"]
 
@@ -48,7 +48,7 @@ def main() -> int:
     ap.add_argument("--np-apps", type=int, default=4)
     ap.add_argument("--app-n", default="2048,4096")
     a = ap.parse_args()
-    impls = mpi.select([a.mpi] if a.mpi else [])
+    impls = discovery.select([a.mpi] if a.mpi else [])
     core = build.build(impls[0])
     info = build.gpu_info(core)
     if gpu_standin():

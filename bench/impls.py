@@ -26,9 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import mpi
 from commscope.analysis.repeats import aggregate
-from commscope.store import Store
+from commscope.measure import discovery
+from commscope.store.db import Store
 
 LAT, BW = 8, 1 << 20
 
@@ -38,7 +38,7 @@ def main() -> int:
     ap.add_argument("--mpi", action="append", help="implementations (default: every one found)")
     ap.add_argument("--repeat", type=int, default=5)
     a = ap.parse_args()
-    impls = mpi.select(a.mpi or [])
+    impls = discovery.select(a.mpi or [])
     if len(impls) < 2:
         print(f"only {len(impls)} implementation(s) found: nothing to compare "
               "(commscope mpi install openmpi5 adds one)")

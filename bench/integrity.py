@@ -45,10 +45,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from commscope import build, mpi, provenance
 from commscope.analysis.repeats import MODE_GAP, aggregate, detect_modes, mode_of
-from commscope.records import parse_file
-from commscope.store import Store
+from commscope.measure import build, discovery, mpi, provenance
+from commscope.store.db import Store
+from commscope.store.records import parse_file
 from compare_osu import NoiseWatch, compare_collectives, find_exe, launch, osu_value
 
 HERE = Path(__file__).resolve().parent
@@ -331,7 +331,7 @@ def main() -> int:
                          "loop-timed comparison")
     ap.add_argument("--only", default="12345", help="which figures (default 12345)")
     a = ap.parse_args()
-    impls = {m.name: m for m in mpi.discover()}
+    impls = {m.name: m for m in discovery.discover()}
     osu: dict[str, Path] = {}
     for item in a.osu:
         name, _, folder = item.partition("=")

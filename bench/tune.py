@@ -26,12 +26,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope import build, mpi, probe, tune
+from commscope.advise import tune
 from commscope.analysis import guidelines
 from commscope.analysis.repeats import aggregate
 from commscope.analysis.series import collect
-from commscope.runner import CoreOptions, NoisePolicy, Progress
-from commscope.store import Store
+from commscope.measure import build, discovery, probe
+from commscope.measure.runner import CoreOptions, NoisePolicy, Progress
+from commscope.store.db import Store
 
 CLI = [sys.executable, "-m", "commscope.cli"]
 
@@ -42,7 +43,7 @@ def main() -> int:
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-tune-"))
     store = Store(tmp / "tune.db")
-    core = build.build(mpi.select(["openmpi"])[0])
+    core = build.build(discovery.select(["openmpi"])[0])
     quiet = Progress(0, enabled=False)
     opts = CoreOptions(sizes="4M", time_cap_s=0.5)
 
@@ -102,7 +103,7 @@ def main() -> int:
           "(default time / unbound time):")
     unbound = tune.Candidate((("COMMSCOPE_BIND", "none"),), "unbound")
     for name in ("openmpi", "mpich"):
-        c = build.build(mpi.select([name])[0])
+        c = build.build(discovery.select([name])[0])
         (o,) = tune.search(c, ["latency"], CoreOptions(sizes="8:1M", factor=131072), [unbound],
                            store, rounds=a.rounds, budget_s=1e9, argv=sys.argv, timeout_s=120,
                            policy=NoisePolicy(), progress=quiet)

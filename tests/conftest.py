@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from commscope import build, mpi
+from commscope.measure import build, discovery, mpi
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="session")
 def impls() -> dict[str, mpi.MpiImpl]:
-    found = {m.name: m for m in mpi.discover() if m.source == "debian"}
+    found = {m.name: m for m in discovery.discover() if m.source == "debian"}
     if not found:
         pytest.skip("no Debian MPI installed (run `make install`)")
     return found

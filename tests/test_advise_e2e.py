@@ -17,8 +17,9 @@ import json
 
 import pytest
 
-from commscope import cli, settings
-from commscope.store import Store
+from commscope import cli
+from commscope.measure import settings
+from commscope.store.db import Store
 
 pytestmark = pytest.mark.mpi
 

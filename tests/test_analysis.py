@@ -242,7 +242,7 @@ def test_prediction_arithmetic_on_synthetic_models():
     import json as _json
 
     from commscope.analysis import predict
-    from commscope.config import Configuration
+    from commscope.store.config import Configuration
 
     cfg2 = Config("openmpi", 2, "local", False, "openmpi")
     sizes = [2**k for k in range(0, 24)]  # 1 B to 8 MiB: matmul's 8 MB B is measured

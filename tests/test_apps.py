@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from commscope import cli
-from commscope.store import Store
+from commscope.store.db import Store
 
 pytestmark = pytest.mark.mpi
 
@@ -152,7 +152,7 @@ def test_memory_is_refused_in_the_job_on_every_node(cores, tmp_path):
     """Where the launching machine cannot judge the nodes' memory (hostfile,
     Slurm), each node's ranks refuse in the job, with the figures; the core
     is started here under the MPI's own launcher, as a hostfile run would."""
-    from commscope.cluster import Local, Placement
+    from commscope.measure.cluster import Local, Placement
 
     # summa on a 2 x 1 grid, panels of 64: both ranks' blocks of A, B, C
     # (3 N^2), rank 0's whole A, B, C (3 N^2) and block to pack (ceil(N/2) N),
@@ -414,8 +414,8 @@ def test_for_plans_every_series_the_prediction_reads(cores):
     """--for matmul,N=2000: the application, and bcast, scatter and gather
     with cold buffers (matmul's matrices come from memory) up to the
     largest message each phase moves; jacobi's halos and residual hot."""
-    from commscope.cluster import Local
-    from commscope.runner import CoreOptions, Placement
+    from commscope.measure.cluster import Local
+    from commscope.measure.runner import CoreOptions, Placement
 
     core = next(iter(cores.values()))
     fors = [cli._for_spec("matmul,N=2000", core), cli._for_spec("jacobi,N=1024;iters=4", core)]

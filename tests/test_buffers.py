@@ -16,11 +16,11 @@ import subprocess
 
 import pytest
 
-from commscope import probe
 from commscope.analysis import causes, findings, summary
 from commscope.analysis.series import Config, Point
-from commscope.cluster import Local, Placement
-from commscope.config import Configuration, params_of
+from commscope.measure import probe
+from commscope.measure.cluster import Local, Placement
+from commscope.store.config import Configuration, params_of
 
 from .test_cli_errors import one_line_error, run
 

@@ -12,13 +12,14 @@ import shlex
 
 import pytest
 
-from commscope import advise, tune
+from commscope.advise import fixes as advise
+from commscope.advise import tune
 from commscope.analysis import causes, findings, summary
 from commscope.analysis.causes import Facts, Machine
 from commscope.analysis.series import Config, Point
 from commscope.cli import main
-from commscope.runner import CoreOptions
-from commscope.store import Store
+from commscope.measure.runner import CoreOptions
+from commscope.store.db import Store
 
 SIZES = [2**k for k in range(0, 23)]  # 1 B .. 4 MiB, every power of two
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from commscope import cli
-from commscope.config import what
-from commscope.store import Store
+from commscope.store.config import what
+from commscope.store.db import Store
 
 from .conftest import ROOT, mpi_processes
 

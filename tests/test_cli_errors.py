@@ -125,8 +125,8 @@ def test_mpi_add_a_working_implementation(capsys, tmp_path, impls):
 # -- outputs never harm a store; bad files and values are one line -------------------
 def _store(path: Path, runs: int = 1) -> Path:
     """A real store with the golden records, written without MPI."""
-    from commscope.records import parse_file
-    from commscope.store import OK, Store
+    from commscope.store.db import OK, Store
+    from commscope.store.records import parse_file
 
     from .test_store import GOLDEN, info
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from commscope import cli
-from commscope.cluster import emu
-from commscope.store import Store
+from commscope.measure.cluster import emu
+from commscope.store.db import Store
 
 from .conftest import mpi_processes
 

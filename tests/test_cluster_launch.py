@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from commscope import cli
-from commscope.cluster import (
+from commscope.errors import CommscopeError
+from commscope.measure.cluster import (
     Emulated,
     Hostfile,
     Local,
@@ -22,9 +23,8 @@ from commscope.cluster import (
     read_hostfile,
     transport_check,
 )
-from commscope.cluster.slurm import sbatch_script
-from commscope.errors import CommscopeError
-from commscope.runner import CoreOptions, expand, placements
+from commscope.measure.cluster.slurm import sbatch_script
+from commscope.measure.runner import CoreOptions, expand, placements
 
 from .test_plan_launch import IMPI, MPICH, OMPI, core
 

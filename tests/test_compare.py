@@ -17,10 +17,10 @@ import pytest
 from commscope import cli
 from commscope.analysis import compare
 from commscope.analysis.repeats import aggregate
-from commscope.config import Configuration
-from commscope.records import parse_file
 from commscope.report import sections
-from commscope.store import OK, Store
+from commscope.store.config import Configuration
+from commscope.store.db import OK, Store
+from commscope.store.records import parse_file
 
 from .test_store import GOLDEN, info
 

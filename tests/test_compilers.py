@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from commscope import build, mpi
 from commscope.errors import CommscopeError
-from commscope.store import Store
+from commscope.measure import build, mpi
+from commscope.store.db import Store
 
 from .test_cli_errors import one_line_error, run
 

@@ -14,8 +14,8 @@ import pytest
 from commscope import cli
 from commscope.analysis import crossover, findings, hockney, summary
 from commscope.analysis.series import Config, Point
-from commscope.records import parse_result
-from commscope.store import OK, RunInfo, Store
+from commscope.store.db import OK, RunInfo, Store
+from commscope.store.records import parse_result
 
 SIZES = [2**k for k in range(2, 23, 2)]  # 4 B .. 4 MiB (a reduce's sizes: whole elements)
 CFG = Config("openmpi", 2, "local", impl="openmpi")

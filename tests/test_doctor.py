@@ -13,8 +13,8 @@ import subprocess
 import pytest
 
 from commscope import cli
-from commscope import doctor as doctor_mod
-from commscope.cluster import emu
+from commscope.advise import doctor as doctor_mod
+from commscope.measure.cluster import emu
 
 from .conftest import mpi_processes
 from .test_cli_errors import one_line_error, run

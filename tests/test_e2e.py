@@ -10,7 +10,7 @@ import json
 import pytest
 
 from commscope import cli
-from commscope.store import Store
+from commscope.store.db import Store
 
 pytestmark = pytest.mark.mpi
 
@@ -180,7 +180,7 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
 def test_the_python_side_options_are_the_cores_own_table(cores):
     """core_options.json is a copy of the core's option table: when options.c
     changes, regenerate it with `cs-core --list --json` (the options part)."""
-    from commscope.runner import CORE_OPTIONS
+    from commscope.measure.runner import CORE_OPTIONS
 
     for core in cores.values():
         assert list(core.options) == list(CORE_OPTIONS), (

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from commscope import cli
-from commscope.store import Store
+from commscope.store.db import Store
 
 from .conftest import mpi_processes
 

@@ -10,8 +10,8 @@ from datetime import datetime
 import pytest
 
 from commscope import cli
-from commscope.procs import family, run_bounded
-from commscope.store import Store
+from commscope.measure.procs import family, run_bounded
+from commscope.store.db import Store
 
 from .conftest import mpi_processes
 
@@ -133,7 +133,7 @@ def test_hang_after_the_last_record_costs_the_grace_not_the_timeout(tmp_path, co
     """A job that wrote every record and then never exits (as Debian's MPICH
     over UCX can in MPI_Finalize) is killed soon after its footer, kept,
     and shown as hung at exit."""
-    from commscope import runner
+    from commscope.measure import runner
 
     monkeypatch.setattr(runner, "EXIT_GRACE_S", 2.0)
     db = tmp_path / "exit.db"

@@ -84,7 +84,7 @@ def precious(tmp_path_factory) -> Path:
 
 
 def test_no_input_breaks_a_command_or_the_store(precious, tmp_path, monkeypatch, impls):
-    from commscope import tune
+    from commscope.advise import tune
 
     def launch(*a, **k):
         raise Launched
@@ -92,7 +92,8 @@ def test_no_input_breaks_a_command_or_the_store(precious, tmp_path, monkeypatch,
     monkeypatch.setattr(cli, "run_sweep", launch)
     monkeypatch.setattr(tune, "read_cvars", launch)
     monkeypatch.setattr(tune, "search", launch)
-    from commscope import doctor, probe
+    from commscope.advise import doctor
+    from commscope.measure import probe
 
     monkeypatch.setattr(doctor, "bounded", launch)
     monkeypatch.setattr(doctor, "_ping", launch)

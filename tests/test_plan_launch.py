@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from commscope.build import Core
 from commscope.errors import CommscopeError
-from commscope.mpi import LaunchSpec, MpiImpl, launch_argv
-from commscope.records import parse_file
-from commscope.runner import CoreOptions, NoisePolicy, default_timeout, expand, rounds
+from commscope.measure.build import Core
+from commscope.measure.mpi import LaunchSpec, MpiImpl, launch_argv
+from commscope.measure.runner import CoreOptions, NoisePolicy, default_timeout, expand, rounds
+from commscope.store.records import parse_file
 
 BENCHES = (
     {"name": "latency", "group": "p2p", "min_np": 2, "any_transport": True},
@@ -136,9 +136,9 @@ def test_noise_policy():
 def test_a_jobs_status_is_decided_from_how_it_ended_and_what_it_wrote():
     """runner.classify: a pure function of the process's end and the
     records; the core's exit statuses are cs.h's (3 invalid, 7 skipped)."""
-    from commscope.procs import Outcome
-    from commscope.records import Parsed
-    from commscope.runner import classify
+    from commscope.measure.procs import Outcome
+    from commscope.measure.runner import classify
+    from commscope.store.records import Parsed
 
     good = parse_file(Path(__file__).parent / "golden" / "records_v1.jsonl")
     ok_footer = Parsed(good.header, good.results, {"status": "ok"})

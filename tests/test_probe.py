@@ -10,8 +10,8 @@ from html import escape
 
 import pytest
 
-from commscope import probe
-from commscope.store import Store
+from commscope.measure import probe
+from commscope.store.db import Store
 
 from .test_cli_errors import one_line_error, run
 

@@ -8,7 +8,7 @@ import pytest
 
 from commscope.analysis.stats import summarize
 from commscope.errors import CommscopeError
-from commscope.records import parse_file, parse_lines
+from commscope.store.records import parse_file, parse_lines
 
 GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
 

@@ -12,10 +12,10 @@ import pytest
 
 from commscope.analysis import compare, repeats
 from commscope.analysis.repeats import aggregate, between, detect_modes, mode_of
-from commscope.config import Configuration, from_stored, what
 from commscope.errors import CommscopeError
-from commscope.records import parse_file
-from commscope.store import FAILED, OK, Store
+from commscope.store.config import Configuration, from_stored, what
+from commscope.store.db import FAILED, OK, Store
+from commscope.store.records import parse_file
 
 from .test_store import GOLDEN, info
 

@@ -13,10 +13,10 @@ import pytest
 
 from commscope import cli
 from commscope.analysis import significance
-from commscope.records import parse_file
 from commscope.report.figures import lines_for
 from commscope.report.html import build
-from commscope.store import OK, RunInfo, Store
+from commscope.store.db import OK, RunInfo, Store
+from commscope.store.records import parse_file
 
 GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
 
@@ -262,7 +262,7 @@ def test_gpu_paths_side_by_side_and_which_beats_which(tmp_path):
     intervals separate them."""
     from dataclasses import replace
 
-    from commscope.config import Configuration
+    from commscope.store.config import Configuration
 
     res = parse_file(GOLDEN).results
     hdr = parse_file(GOLDEN).header
@@ -317,7 +317,7 @@ def test_settings_against_the_defaults(tmp_path):
     intervals) and the third (it chooses another collective's algorithm)."""
     from dataclasses import replace
 
-    from commscope.config import Configuration
+    from commscope.store.config import Configuration
 
     res = parse_file(GOLDEN).results
     hdr = parse_file(GOLDEN).header

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from commscope import cli, selection
-from commscope.store import Store
-from commscope.tune import Candidate, Effect, Outcome, with_rules, with_selection
+from commscope import cli
+from commscope.advise import selection
+from commscope.advise.tune import Candidate, Effect, Outcome, with_rules, with_selection
+from commscope.measure import discovery
+from commscope.store.db import Store
 
 BCAST = {"coll_tuned_bcast_algorithm": {
     "value": "ignore", "enum": ["ignore", "basic_linear", "chain", "pipeline"],
@@ -119,7 +121,7 @@ def test_intel_strings_and_what_intel_says_it_ignores():
     assert selection.intel_adjust(cs) == [("I_MPI_ADJUST_ALLTOALL", '"2:256-4096"'),
                                           ("I_MPI_ADJUST_BCAST", '"1:1-16;3:65536-1048576"')]
     assert selection.forced((("I_MPI_ADJUST_BCAST", "3"),)) == ("bcast", "3")
-    from commscope import settings
+    from commscope.measure import settings
 
     err = ("MPI startup(): Incorrect algorithm: BCAST=99, will be ignored\n"
            "MPI startup(): Incorrect algorithm: BCAST=99, will be ignored\n"
@@ -139,14 +141,14 @@ def _intel():
     import os
     from pathlib import Path
 
-    from commscope import build, mpi
+    from commscope.measure import build
 
     other = os.environ.get("COMMSCOPE_TEST_INSTALLED")
     mine = Path(os.environ["COMMSCOPE_CACHE"]) / "mpi" / "impi"
     if other and (Path(other) / "mpi" / "impi").is_dir() and not mine.exists():
         mine.parent.mkdir(parents=True, exist_ok=True)
         mine.symlink_to(Path(other) / "mpi" / "impi")
-    impl = next((m for m in mpi.discover() if m.family == "intel"), None)
+    impl = next((m for m in discovery.discover() if m.family == "intel"), None)
     if impl is None:
         pytest.skip("no Intel MPI (COMMSCOPE_TEST_INSTALLED=CACHE of a `commscope mpi "
                     "install impi`)")
@@ -158,7 +160,7 @@ def test_intel_mpi_lists_its_algorithms_and_takes_the_written_strings(tmp_path, 
     """Intel MPI's algorithm numbers come from Intel MPI (each number it does
     not ignore); the strings written for it run with no complaint, and a
     number beyond its list fails the job as not taken."""
-    from commscope import tune
+    from commscope.advise import tune
 
     core = _intel()
     algs = tune.intel_algorithms(core, ["bcast", "allreduce"])

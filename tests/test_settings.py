@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from commscope import settings
-from commscope.store import Store
+from commscope.measure import settings
+from commscope.store.db import Store
 
 from .test_cli_errors import one_line_error, run
 
@@ -139,7 +139,7 @@ def test_ucx_tls_is_taken_and_the_lanes_are_stored(capsys, tmp_path, cores, tls,
                      "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet",
                      "--settings", str(env))
     assert rc == 0, err
-    from commscope.store import Store
+    from commscope.store.db import Store
 
     (r,) = Store(db).runs()
     line = r["stderr_tail"].strip().splitlines()[-1]
@@ -168,7 +168,7 @@ def test_binding_is_read_back_from_each_ranks_cpus():
 
 
 def test_binding_becomes_each_launchers_flags_and_bad_values_are_refused(tmp_path):
-    from commscope import mpi
+    from commscope.measure import mpi
 
     assert mpi.bind_flags("openmpi", "none") == ["--bind-to", "none", "--map-by", "core"]
     assert mpi.bind_flags("openmpi", "hwthread") == ["--bind-to", "hwthread", "--map-by",
@@ -266,7 +266,7 @@ def test_what_ucx_chose_is_read_from_its_protocol_tables():
     send to the other process, once, each range with its transport."""
     from pathlib import Path
 
-    from commscope import runner
+    from commscope.measure import runner
 
     said = (Path(__file__).parent / "golden" / "ucx_proto_info.txt").read_text()
     assert settings.ucx_protocols(said) == [

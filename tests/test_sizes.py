@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from commscope.errors import CommscopeError
-from commscope.sizes import expand_sizes, human, parse_size
+from commscope.store.sizes import expand_sizes, human, parse_size
 
 
 def test_parse_size_units():

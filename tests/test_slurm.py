@@ -14,7 +14,7 @@ import time
 import pytest
 
 from commscope import cli
-from commscope.store import Store
+from commscope.store.db import Store
 
 from . import slurm_local
 from .conftest import mpi_processes

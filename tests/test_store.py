@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from commscope.errors import CommscopeError
-from commscope.records import parse_file
-from commscope.store import FAILED, OK, SCHEMA_VERSION, RunInfo, Store
+from commscope.store.db import FAILED, OK, SCHEMA_VERSION, RunInfo, Store
+from commscope.store.records import parse_file
 
 GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
 

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from commscope import tune
+from commscope.advise import tune
 from commscope.errors import CommscopeError
-from commscope.runner import CoreOptions, Progress
+from commscope.measure.runner import CoreOptions, Progress
 
 from .test_cli_errors import run
 
@@ -125,7 +125,7 @@ def test_a_search_beyond_its_budget_is_refused_before_any_job(core):
 
 
 def test_the_search_space_comes_from_the_implementations_variables(monkeypatch):
-    from commscope import provenance
+    from commscope.measure import provenance
 
     monkeypatch.setattr(provenance, "n_cores", lambda: 2)
     bind = "COMMSCOPE_BIND=none"  # the launcher binds each rank to a core by default
@@ -211,7 +211,7 @@ def test_tune_write_puts_per_size_choices_in_the_implementations_own_file(
     settings naming it."""
     import json
 
-    from commscope import selection
+    from commscope.advise import selection
 
     if family not in cores:
         pytest.skip(f"{family} not installed")
@@ -245,7 +245,7 @@ def test_a_selection_file_mpich_does_not_take_is_not_handed_over(capsys, tmp_pat
                                                                   monkeypatch):
     """The written file runs in a check job first: one MPICH cannot parse
     (here an algorithm it lacks) fails it, and the settings leave it out."""
-    from commscope import selection
+    from commscope.advise import selection
 
     if "mpich" not in cores:
         pytest.skip("mpich not installed")
@@ -308,7 +308,7 @@ def test_settings_handed_to_a_shell_run_nothing(tmp_path):
     nothing, and `run --settings` reads the same value back."""
     import subprocess
 
-    from commscope import settings
+    from commscope.measure import settings
 
     evil = f"$(touch {tmp_path}/pwned)"
     line = tune.export_line("OMPI_MCA_x", evil)

@@ -13,13 +13,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from commscope import cli, runner
-from commscope.build import Core
-from commscope.mpi import MpiImpl
-from commscope.records import Result
-from commscope.runner import CoreOptions, JobOutcome, NoisePolicy, Progress, expand
-from commscope.sizes import expand_sizes
-from commscope.store import OK, RunInfo, Store
+from commscope import cli
+from commscope.measure import runner
+from commscope.measure.build import Core
+from commscope.measure.mpi import MpiImpl
+from commscope.measure.runner import CoreOptions, JobOutcome, NoisePolicy, Progress, expand
+from commscope.store.db import OK, RunInfo, Store
+from commscope.store.records import Result
+from commscope.store.sizes import expand_sizes
 
 BENCHES = ({"name": "bw", "group": "p2p", "min_np": 2, "any_transport": True},
            {"name": "latency", "group": "p2p", "min_np": 2, "any_transport": True})

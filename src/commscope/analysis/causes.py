@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..sizes import human_bytes
+from ..store.sizes import human_bytes
 from .series import Config, Series
 
 # A message of s bytes goes eagerly while s plus the library's header fits

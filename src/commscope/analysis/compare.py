@@ -44,9 +44,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..config import Configuration
 from ..errors import CommscopeError
-from ..sizes import human
+from ..store.config import Configuration
+from ..store.sizes import human
 from .repeats import detect_modes, mode_of, t975
 from .series import lone_is_no_claim
 from .significance import FDR, bh_keep, mann_whitney_p, welch, welch_p

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..sizes import human, human_bytes
+from ..store.sizes import human, human_bytes
 from .series import Config, Series, lone_is_no_claim, separated
 
 MIN_FACTOR = 1.05  # a separated difference under 5% is not a verdict (asv's change factor)

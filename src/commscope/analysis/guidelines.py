@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from ..sizes import human_bytes
+from ..store.sizes import human_bytes
 from .crossover import MIN_FACTOR, edge_alone_is_no_claim, mpi_name
 from .series import Config, Point, Series, lone_is_no_claim
 

@@ -42,7 +42,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..sizes import human, human_bytes
+from ..store.sizes import human, human_bytes
 from . import hockney
 from .apps import parse_params, phases
 from .series import Config, Series

@@ -8,8 +8,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..config import Apart, Configuration, place, stored, what
 from ..errors import CommscopeError
+from ..store.config import Apart, Configuration, place, stored, what
 
 
 @dataclass(frozen=True)

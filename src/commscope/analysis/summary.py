@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..sizes import human, human_bytes
+from ..store.sizes import human, human_bytes
 from .causes import COLD, Cause, Fix, cause_key, cold_pair
 from .crossover import mpi_name
 from .findings import Finding

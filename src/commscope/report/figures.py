@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from ..config import place, what
+from ..store.config import place, what
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
@@ -161,7 +161,7 @@ def _draw(ax, fig: Figure, colours: Mapping[str, str], legend: bool, small: bool
     """One panel; xsizes: the sizes of every panel sharing this x axis."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    from ..sizes import human
+    from ..store.sizes import human
 
     for ln in fig.lines:
         c = colours[ln.label]

@@ -18,11 +18,11 @@ from pathlib import Path
 import jinja2
 
 from .. import __version__
-from .. import probe as probe_mod
 from ..analysis import compare as compare_mod
 from ..analysis import crossover, findings, summary
 from ..analysis.series import collect
-from ..config import place, what
+from ..measure import probe as probe_mod
+from ..store.config import place, what
 from . import focus, sections
 from .figures import Figure, lines_for
 from .page import FigRef, Page

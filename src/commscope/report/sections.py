@@ -9,13 +9,13 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 
+from ..advise.selection import forced_collective
 from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
 from ..analysis.summary import ratio_text
-from ..config import Configuration, place, what
-from ..selection import forced_collective
-from ..sizes import human
-from ..store import Store
+from ..store.config import Configuration, place, what
+from ..store.db import Store
+from ..store.sizes import human
 from .figures import Figure, Grid, Line, lines_for
 from .page import Heading, Item, Page, Para, Pre, Table, items, table
 
@@ -413,8 +413,8 @@ def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick,
     1D against SUMMA, Jacobi's scaling and its variants, and each
     communication phase against its prediction."""
     from ..analysis import predict as predict_mod
-    from ..show import overlap_table, scaling_lines, where
     from .figures import line_of, phase_lines
+    from .tables import overlap_table, scaling_lines, where
 
     out: list[Item] = []
     benches = sorted({str(r["bench"]) for r in rows})

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
-from .errors import CommscopeError
+from ..errors import CommscopeError
 
 # Parameters of the core that change what a benchmark measures (not how
 # long it samples), with their defaults: a label names only those that

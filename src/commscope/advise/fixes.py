@@ -20,15 +20,15 @@ from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 
+from ..analysis import summary
+from ..analysis.causes import Cause, Fix, cause_key
+from ..analysis.findings import Finding
+from ..errors import CommscopeError
+from ..measure.build import Core
+from ..measure.runner import CoreOptions
+from ..store.db import Store
+from ..store.sizes import expand_sizes, human_bytes
 from . import tune
-from .analysis import summary
-from .analysis.causes import Cause, Fix, cause_key
-from .analysis.findings import Finding
-from .build import Core
-from .errors import CommscopeError
-from .runner import CoreOptions
-from .sizes import expand_sizes, human_bytes
-from .store import Store
 
 ROUNDS = 5  # interleaved rounds against the default, where the budget holds them
 MIN_ROUNDS = 3  # fewer cannot separate anything (tune.Effect.wins needs 3)

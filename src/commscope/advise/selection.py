@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis.summary import ratio_text
-from .errors import CommscopeError
-from .sizes import human_bytes
+from ..analysis.summary import ratio_text
+from ..errors import CommscopeError
+from ..store.sizes import human_bytes
 
 # Open MPI's COLLTYPE numbering (ompi/mca/coll/base/coll_base_functions.h)
 OMPI_COLL_ID = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bcast": 7,
@@ -211,7 +211,7 @@ def mpich_library(exe: Path, env: Mapping[str, str]) -> MpichLibrary:
     built-in selection tree and its algorithm names.  MPICH 4 and later
     carry the tree as JSON text; a file that names one collective only
     leaves the others without a choice, so a written file starts from it."""
-    from .build import loaded_library
+    from ..measure.build import loaded_library
 
     lib = loaded_library(exe, dict(env), r"libmpi(?:ch)?")
     if lib is None:

@@ -38,12 +38,12 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from . import build as build_mod
-from . import cluster as cluster_mod
-from .errors import CommscopeError
-from .mpi import MpiImpl
-from .procs import run_captured
-from .records import parse_file
+from ..errors import CommscopeError
+from ..measure import build as build_mod
+from ..measure import cluster as cluster_mod
+from ..measure.mpi import MpiImpl
+from ..measure.procs import run_captured
+from ..store.records import parse_file
 
 CLOCK_TOLERANCE_S = 1.0
 MAX_ALL_PAIRS = 16  # hosts up to which every pair is pinged; beyond, a chain and a star

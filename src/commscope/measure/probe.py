@@ -14,11 +14,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .build import cache_dir, core_dir
-from .config import what
-from .errors import CommscopeError
+from ..errors import CommscopeError
+from ..store.config import what
+from ..store.sizes import human_bytes
+from .build import core_dir
+from .cache import cache_dir
 from .procs import run_captured
-from .sizes import human_bytes
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]
 TIMEOUT_S = 120.0

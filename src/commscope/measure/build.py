@@ -13,8 +13,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__
-from .errors import CommscopeError
+from .. import __version__
+from ..errors import CommscopeError
+from .cache import cache_dir
 from .mpi import CC_VARIABLE, MpiImpl
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror"]
@@ -73,12 +74,6 @@ def core_dir() -> Path:
         if cand.exists():
             return cand.parent.parent
     raise CommscopeError("cannot find the C core (core/harness/cs.h); set COMMSCOPE_CORE")
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("COMMSCOPE_CACHE")
-    base = Path(env) if env else Path(os.path.expanduser("~/.cache/commscope"))
-    return base
 
 
 def channel_dir(core: Path | None = None) -> Path:

@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import glob
-import json
 import os
 import re
 import shutil
-import site
 import subprocess
-import sys
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .errors import CommscopeError
+from ..errors import CommscopeError
 
 FAMILIES = ("openmpi", "mpich", "intel")
-
-# Debian's packages install suffixed wrappers next to each other.
-DEBIAN = (
-    ("openmpi", "openmpi", "/usr/bin/mpicc.openmpi", "/usr/bin/mpirun.openmpi"),
-    ("mpich", "mpich", "/usr/bin/mpicc.mpich", "/usr/bin/mpiexec.mpich"),
-)
 
 
 @dataclass(frozen=True)
@@ -99,43 +89,12 @@ def find_launcher(mpicc: str, family: str) -> str:
     raise CommscopeError(f"no mpiexec or mpirun next to {mpicc}")
 
 
-def _pypi_candidates() -> list[Path]:
-    """MPI wheels from PyPI put their wrappers in the environment's bin/ or in
-    a package folder of site-packages."""
-    roots = [Path(sys.prefix) / "bin"]
-    try:
-        sites = site.getsitepackages()
-    except AttributeError:  # pragma: no cover
-        sites = []
-    for sp in sites:
-        roots.extend(Path(d) for d in glob.glob(os.path.join(sp, "*", "bin")))
-    return [r / "mpicc" for r in roots if (r / "mpicc").exists()]
-
-
 def _lib_env(mpicc: Path) -> dict[str, str]:
     lib = mpicc.parent.parent / "lib"
     if not lib.is_dir():
         return {}
     old = os.environ.get("LD_LIBRARY_PATH", "")
     return {"LD_LIBRARY_PATH": f"{lib}:{old}" if old else str(lib)}
-
-
-def config_path() -> Path:
-    env = os.environ.get("COMMSCOPE_CONFIG")
-    if env:
-        return Path(env)
-    return Path(os.path.expanduser("~/.config/commscope/mpi.json"))
-
-
-def _load_user() -> list[MpiImpl]:
-    path = config_path()
-    if not path.exists():
-        return []
-    try:
-        data = json.loads(path.read_text())
-        return [MpiImpl(**d) for d in data]
-    except (ValueError, TypeError) as exc:
-        raise CommscopeError(f"{path} is not a valid commscope MPI list: {exc}") from exc
 
 
 def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> MpiImpl:
@@ -154,83 +113,6 @@ def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> 
     launcher = find_launcher(path, family)
     return MpiImpl(name=name or f"{family}-{source}", family=family, mpicc=path,
                    launcher=launcher, source=source, env=env)
-
-
-def discover() -> list[MpiImpl]:
-    """Every implementation on this machine: Debian's first, then a PyPI
-    wheel in commscope's own environment, then those `mpi install` put in
-    prefixes of their own, then those the user added."""
-    from . import installs  # installs builds with this module's descriptions
-
-    found: list[MpiImpl] = []
-    for name, family, mpicc, launcher in DEBIAN:
-        if os.access(mpicc, os.X_OK) and os.access(launcher, os.X_OK):
-            found.append(MpiImpl(name, family, mpicc, launcher, "debian"))
-    seen = {os.path.realpath(m.mpicc) for m in found}
-    for cand in _pypi_candidates():
-        if os.path.realpath(cand) in seen:
-            continue
-        try:
-            impl = describe_path(str(cand), source="pypi")
-        except CommscopeError:
-            continue
-        seen.add(os.path.realpath(cand))
-        found.append(impl)
-    names = {m.name for m in found}
-    for impl in installs.installed():
-        if impl.name not in names:
-            found.append(impl)
-            names.add(impl.name)
-    for impl in _load_user():
-        if impl.name not in names:
-            found.append(impl)
-            names.add(impl.name)
-    return found
-
-
-def add_user(impl: MpiImpl) -> MpiImpl:
-    """Remember an implementation (described and built by the caller)."""
-    path = config_path()
-    current = [m for m in _load_user() if m.name != impl.name]
-    from . import installs
-
-    if impl.name in installs.KNOWN or any(m.name == impl.name for m in discover()
-                                          if m.source != "user"):
-        raise CommscopeError(f"an implementation named '{impl.name}' exists already; "
-                             "choose another with --name")
-    current.append(impl)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps([m.to_json() for m in current], indent=2) + "\n")
-    return impl
-
-
-def remove_user(name: str) -> None:
-    current = _load_user()
-    keep = [m for m in current if m.name != name]
-    if len(keep) == len(current):
-        raise CommscopeError(f"no user-added MPI named '{name}'")
-    config_path().write_text(json.dumps([m.to_json() for m in keep], indent=2) + "\n")
-
-
-def select(names: list[str]) -> list[MpiImpl]:
-    """Resolve --mpi values: names of found implementations, or mpicc paths."""
-    found = discover()
-    if not names:
-        if not found:
-            raise CommscopeError("no MPI implementation found; install one (e.g. `make install`) "
-                                 "or add one with `commscope mpi add PATH/TO/mpicc`")
-        return found
-    by_name = {m.name: m for m in found}
-    out: list[MpiImpl] = []
-    for n in names:
-        if n in by_name:
-            out.append(by_name[n])
-        elif os.sep in n:
-            out.append(describe_path(n))
-        else:
-            choices = ", ".join(sorted(by_name)) or "none found"
-            raise CommscopeError(f"unknown MPI implementation '{n}' (found: {choices})")
-    return out
 
 
 @dataclass(frozen=True)

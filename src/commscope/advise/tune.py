@@ -27,18 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import provenance
-from .analysis.crossover import MIN_FACTOR
-from .analysis.repeats import between, same_mode
-from .analysis.series import lone_is_no_claim
-from .build import Core
-from .cluster import Local, Placement
-from .errors import CommscopeError
-from .procs import run_bounded
-from .records import parse_file
-from .runner import CoreOptions, Job, JobOutcome, run_job
-from .sizes import expand_sizes, human_bytes
-from .store import OK, Store
+from ..analysis.crossover import MIN_FACTOR
+from ..analysis.repeats import between, same_mode
+from ..analysis.series import lone_is_no_claim
+from ..errors import CommscopeError
+from ..measure import provenance
+from ..measure.build import Core
+from ..measure.cluster import Local, Placement
+from ..measure.procs import run_bounded
+from ..measure.runner import CoreOptions, Job, JobOutcome, run_job
+from ..store.db import OK, Store
+from ..store.records import parse_file
+from ..store.sizes import expand_sizes, human_bytes
 
 PRUNE_AFTER = 3  # rounds before a sure loser stops running
 
@@ -105,7 +105,7 @@ def intel_algorithms(core: Core, colls: Sequence[str], timeout_s: float = 60.0
     I_MPI_ADJUST_<OP>: its algorithms are not MPI_T variables, but it says at
     startup which number it ignores.  One short job per number, every
     collective asked at once, until it ignores them all."""
-    from .settings import intel_ignored
+    from ..measure.settings import intel_ignored
 
     left = list(colls)
     found: dict[str, list[int]] = {c: [] for c in colls}
@@ -462,7 +462,7 @@ def report(core: Core, outcomes: Sequence[Outcome], rounds: int, extra: int = 0)
 
 def _launcher_note(settings: Sequence[tuple[str, str]], core: Core) -> list[str]:
     """COMMSCOPE_BIND is commscope's: how to say it to the launcher itself."""
-    from .mpi import bind_flags
+    from ..measure.mpi import bind_flags
 
     return [f"# COMMSCOPE_BIND={v}: outside commscope, launch with "
             + (" ".join(bind_flags(core.impl.family, v)) or "no binding flag")

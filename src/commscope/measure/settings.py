@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CommscopeError
+from ..errors import CommscopeError
+from ..store.records import Header
 from .mpi import BIND
 from .provenance import SETTING_PREFIXES
-from .records import Header
 
 
 def parse_file(path: str | Path) -> tuple[tuple[str, str], ...]:

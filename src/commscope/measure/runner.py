@@ -17,25 +17,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, make_dataclass, replace
 from pathlib import Path
 
+from ..errors import CommscopeError
+from ..store.config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
+from ..store.db import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
+from ..store.records import Parsed, Result, parse_file
+from ..store.sizes import expand_sizes, human
 from . import noise as noise_mod
 from . import provenance
 from . import settings as settings_mod
 from .build import Core, loaded_library
 from .cluster import Cluster, Local, Placement, transport_check
-from .config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
-from .errors import CommscopeError
 from .procs import SIGKILL_WAITS_S, run_bounded
 from .procs import Outcome as Ended
-from .records import Parsed, Result, parse_file
-from .sizes import expand_sizes, human
-from .store import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 
 # The core's option table (core/harness/options.c), as `cs-core --list
 # --json` prints it; tests check this copy against every built core.  The
 # options of scope "run" (and "hidden") are CoreOptions' fields and
 # `commscope run`'s arguments; the transport and the GPU path are set per job.
 CORE_OPTIONS: tuple[dict[str, object], ...] = tuple(
-    json.loads((Path(__file__).parent / "core_options.json").read_text()))
+    json.loads((Path(__file__).parents[1] / "core_options.json").read_text()))
 _PY_TYPES = {"str": str, "int": int, "float": float, "flag": bool}
 
 

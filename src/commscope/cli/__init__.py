@@ -13,20 +13,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, outputs, provenance
-from . import build as build_mod
-from . import cluster as cluster_mod
-from . import doctor as doctor_mod
-from . import installs as installs_mod
-from . import mpi as mpi_mod
-from . import probe as probe_mod
-from . import settings as settings_mod
-from .analysis.repeats import aggregate
-from .cluster import emu as emu_mod
-from .cluster.slurm import sbatch_script
-from .config import place, what
-from .errors import CommscopeError
-from .runner import (
+from .. import __version__
+from ..advise import doctor as doctor_mod
+from ..analysis.repeats import aggregate
+from ..errors import CommscopeError
+from ..measure import build as build_mod
+from ..measure import cluster as cluster_mod
+from ..measure import discovery, provenance
+from ..measure import installs as installs_mod
+from ..measure import mpi as mpi_mod
+from ..measure import probe as probe_mod
+from ..measure import settings as settings_mod
+from ..measure.cache import cache_dir
+from ..measure.cluster import emu as emu_mod
+from ..measure.cluster.slurm import sbatch_script
+from ..measure.runner import (
     PATHS,
     CoreOptions,
     Job,
@@ -41,9 +42,11 @@ from .runner import (
     run_options,
     run_sweep,
 )
-from .show import export, run_table, tables
-from .sizes import expand_sizes
-from .store import Store
+from ..report.tables import export, run_table, tables
+from ..store import outputs
+from ..store.config import place, what
+from ..store.db import Store
+from ..store.sizes import expand_sizes
 
 DEFAULT_DB = "commscope.db"
 
@@ -118,7 +121,7 @@ def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]],
 # -- run ------------------------------------------------------------------
 def _impls(a: argparse.Namespace) -> list[mpi_mod.MpiImpl]:
     """--mpi, each once per --cc compiler (each its own build and configuration)."""
-    impls = mpi_mod.select(_list(a.mpi))
+    impls = discovery.select(_list(a.mpi))
     ccs = _list(a.cc)
     return [mpi_mod.with_compiler(m, c) for m in impls for c in ccs] if ccs else impls
 
@@ -263,8 +266,8 @@ def _for_series(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[buil
     ranks and buffers, from the smallest size of --sizes to the largest
     message any phase moves.  The applications' values must have passed the
     core's rules (_plan_check) first: they are planned with."""
-    from .analysis import predict
-    from .analysis.apps import parse_params
+    from ..analysis import predict
+    from ..analysis.apps import parse_params
 
     llc = probe_mod.l3_bytes() if cl.kind in ("local", "emu") else None
     lo = expand_sizes(opts.sizes, opts.factor)[0]
@@ -306,9 +309,9 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
             policy: NoisePolicy) -> None:
     """The sweep's conclusions whose cause is a setting, each fix measured
     against the configuration as it ran (advise.py), within --advise-budget."""
-    from . import advise
-    from .analysis import findings
-    from .analysis.series import collect
+    from ..advise import fixes as advise
+    from ..analysis import findings
+    from ..analysis.series import collect
 
     ids = [o.run_id for o in outcomes if o.status == "ok"]
     if not ids:
@@ -414,7 +417,7 @@ def _picked(a: argparse.Namespace, store: Store, narrowed: bool = False) -> list
 
 def aggregate_keep(rows: list, mode: str) -> list:
     """The records of one machine mode (records without a floor stay)."""
-    from .analysis.repeats import detect_modes, mode_of, pick_mode
+    from ..analysis.repeats import detect_modes, mode_of, pick_mode
 
     modes = detect_modes(r["floor_ns"] for r in rows)
     want = pick_mode(modes, mode)
@@ -482,8 +485,8 @@ def _matching(a: argparse.Namespace) -> tuple[Store, list]:
 
 @command("analyze crossover")
 def cmd_crossover(a: argparse.Namespace) -> int:
-    from .analysis import crossover
-    from .analysis.series import collect
+    from ..analysis import crossover
+    from ..analysis.series import collect
 
     store, picked = _matching(a)
     # The equivalent sends come from latency records, whatever --np says.
@@ -510,8 +513,8 @@ def cmd_crossover(a: argparse.Namespace) -> int:
 
 @command("analyze findings")
 def cmd_findings(a: argparse.Namespace) -> int:
-    from .analysis import findings, summary
-    from .analysis.series import collect
+    from ..analysis import findings, summary
+    from ..analysis.series import collect
 
     store, rows = _matching(a)
     series = collect(rows)
@@ -534,8 +537,8 @@ def cmd_findings(a: argparse.Namespace) -> int:
 
 @command("analyze guidelines")
 def cmd_guidelines(a: argparse.Namespace) -> int:
-    from .analysis import guidelines
-    from .analysis.series import collect
+    from ..analysis import guidelines
+    from ..analysis.series import collect
 
     res = guidelines.check(collect(_matching(a)[1]))
     if not res.checked:
@@ -548,8 +551,8 @@ def cmd_guidelines(a: argparse.Namespace) -> int:
 
 @command("analyze predict")
 def cmd_predict(a: argparse.Namespace) -> int:
-    from .analysis import predict
-    from .analysis.series import collect
+    from ..analysis import predict
+    from ..analysis.series import collect
 
     store, picked = _matching(a)
     apps = [r for r in picked if r["phases"]]
@@ -565,8 +568,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
 
 @command("fit")
 def cmd_fit(a: argparse.Namespace) -> int:
-    from .analysis import hockney, loggp
-    from .analysis.series import collect
+    from ..analysis import hockney, loggp
+    from ..analysis.series import collect
 
     store, rows = _matching(a)
     series = collect(rows)
@@ -580,7 +583,7 @@ def cmd_fit(a: argparse.Namespace) -> int:
         # no table knows is an application when its records carry one's
         # fields (the swept parameter, the parameters, the phases).
         groups: dict[str, str] = {}
-        metas = sorted((build_mod.cache_dir() / "build").glob("*/meta.json"),
+        metas = sorted((cache_dir() / "build").glob("*/meta.json"),
                        key=lambda p: p.stat().st_mtime, reverse=True)
         for meta in metas:
             try:
@@ -691,7 +694,7 @@ def select_rows(store: Store, sel: str) -> list:
 def cmd_compare(a: argparse.Namespace) -> int:
     """Exit 1 only for a regression beyond the factor and its interval,
     under the rule the repetitions allow (analysis/compare.py)."""
-    from .analysis import compare as cmp
+    from ..analysis import compare as cmp
 
     store = Store(a.db, create=False)
     raw_a, raw_b = selected(store, a.a), selected(store, a.b)
@@ -714,8 +717,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
 @command("report")
 def cmd_report(a: argparse.Namespace) -> int:
-    from .analysis import compare as cmp
-    from .report.html import build
+    from ..analysis import compare as cmp
+    from ..report.html import build
 
     out = outputs.target(a.out, "report --out", a.db, folder=True)
     store, rows = _matching(a)
@@ -733,12 +736,12 @@ def cmd_report(a: argparse.Namespace) -> int:
 # -- tune -----------------------------------------------------------------
 @command("tune")
 def cmd_tune(a: argparse.Namespace) -> int:
-    from . import selection, tune
+    from ..advise import selection, tune
 
     started = time.monotonic()
     opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
     expand_sizes(opts.sizes, opts.factor)
-    (impl,) = mpi_mod.select([a.mpi])
+    (impl,) = discovery.select([a.mpi])
     core = build_mod.build(impl)
     benches = _list(a.bench) or ["bw"]
     expand([core], benches, [2], opts)  # unknown benchmarks, ranks, roots: before any launch
@@ -866,7 +869,7 @@ def cmd_probe(a: argparse.Namespace) -> int:
 # -- mpi ------------------------------------------------------------------
 @command("mpi list")
 def cmd_mpi_list(a: argparse.Namespace) -> int:
-    impls = mpi_mod.discover()
+    impls = discovery.discover()
     rows = []
     for m in impls:
         root = os.geteuid() == 0
@@ -905,7 +908,7 @@ def cmd_mpi_list(a: argparse.Namespace) -> int:
 def cmd_mpi_add(a: argparse.Namespace) -> int:
     impl = mpi_mod.describe_path(a.mpicc, name=a.name, source="user")
     core = build_mod.build(impl)  # only an implementation that builds is remembered
-    mpi_mod.add_user(impl)
+    discovery.add_user(impl)
     print(f"added {impl.name} ({impl.family}): {core.mpi_version.splitlines()[0]}")
     return 0
 
@@ -915,11 +918,11 @@ def cmd_mpi_install(a: argparse.Namespace) -> int:
     names = installs_mod.check_names(a.names, a.version)
     for name in names:
         if installs_mod.is_installed(name) and not a.force:
-            print(f"{name} is installed already in {installs_mod.root() / name} "
+            print(f"{name} is installed already in {discovery.root() / name} "
                   "(--force reinstalls)")
             continue
         impl, core = installs_mod.install(name, version=a.version, wheels=a.wheels)
-        pkgs = installs_mod.details(impl.name).get("packages") or {}
+        pkgs = discovery.details(impl.name).get("packages") or {}
         print(f"installed {impl.name} ({impl.family}) in {Path(impl.mpicc).parent.parent}: "
               + ", ".join(f"{k} {v}" for k, v in pkgs.items()))  # type: ignore[union-attr]
         print(f"  {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}")
@@ -930,7 +933,7 @@ def cmd_mpi_install(a: argparse.Namespace) -> int:
 @command("mpi remove")
 def cmd_mpi_remove(a: argparse.Namespace) -> int:
     if not installs_mod.uninstall(a.name):
-        mpi_mod.remove_user(a.name)
+        discovery.remove_user(a.name)
     print(f"removed {a.name}")
     return 0
 
@@ -947,7 +950,7 @@ def cmd_build(a: argparse.Namespace) -> int:
 # -- clusters -------------------------------------------------------------
 @command("doctor")
 def cmd_doctor(a: argparse.Namespace) -> int:
-    impl = mpi_mod.select([a.mpi] if a.mpi else [])[0]
+    impl = discovery.select([a.mpi] if a.mpi else [])[0]
 
     def show(ch: doctor_mod.Check) -> None:
         if not a.json:
@@ -1018,7 +1021,7 @@ def cmd_slurm_script(a: argparse.Namespace) -> int:
     try:
         impl = _impls(ra)[0]
     except CommscopeError:  # an MPI of the cluster's own, not installed here
-        impl = mpi_mod.select([])[0]
+        impl = discovery.select([])[0]
     core = build_mod.build(impl)
     opts = CoreOptions(**{str(o["field"]): getattr(ra, str(o["field"])) for o in run_options()})
     expand([core], _list(ra.bench) or ["p2p"], [], opts, places=[])
@@ -1254,7 +1257,7 @@ def make_parser() -> Parser:
                          "its own and build the core with it",
                          epilog="example: commscope mpi install mpich5 impi")
     mi.add_argument("names", nargs="+", metavar="NAME",
-                    help=f"any of: {', '.join(installs_mod.KNOWN)}, or all")
+                    help=f"any of: {', '.join(discovery.KNOWN)}, or all")
     mi.add_argument("--version", help="an exact release (default: the newest of the series)")
     mi.add_argument("--wheels", metavar="DIR", help="install from the wheels in DIR, "
                     "without an index (offline)")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..errors import CommscopeError
 from .config import Configuration, from_stored
-from .errors import CommscopeError
 from .records import Header, Result
 
 APPLICATION_ID = 0x43534350  # "CSCP"

@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import CommscopeError
+from ..errors import CommscopeError
 
 SCHEMA_VERSION = 2
 RESULT_FIELDS = ("median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us", "ci_lo_us",

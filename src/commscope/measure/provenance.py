@@ -8,7 +8,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 
 # Environment variables that change how an MPI behaves; recorded per run.
 ENV_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "MPICH_", "MPIR_", "HYDRA_", "UCX_", "I_MPI_", "FI_",

@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import CommscopeError
+from ..errors import CommscopeError
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 

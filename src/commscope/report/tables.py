@@ -10,10 +10,10 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 
-from .analysis import apps
-from .config import Apart, place, stored, what
-from .errors import CommscopeError
-from .sizes import human
+from ..analysis import apps
+from ..errors import CommscopeError
+from ..store.config import Apart, place, stored, what
+from ..store.sizes import human
 
 # Which number a table shows is the core's to say (each record names its
 # primary figure); records stored before it did fall back on these.
@@ -255,7 +255,7 @@ def scaling_lines(scs: Sequence[apps.Scaling]) -> list[str]:
 
 def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:
     """A line when the records were measured in more than one machine mode."""
-    from .analysis.repeats import detect_modes
+    from ..analysis.repeats import detect_modes
 
     floors = [f for r in rows for f in _floors(r)]
     modes = detect_modes(floors)

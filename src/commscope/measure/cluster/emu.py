@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import CommscopeError
+from ...errors import CommscopeError
 
 STATE_ROOT = Path(os.environ.get("COMMSCOPE_EMU_STATE", "/run/commscope/emu"))
 NETNS_DIR = Path("/run/netns")

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CommscopeError
+from ...errors import CommscopeError
 from ..mpi import LaunchSpec, MpiImpl, launch_argv
 from . import emu as emu_mod
 

