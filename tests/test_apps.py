@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from commscope import cli
+from commscope.cli import run as cli_run
 from commscope.store.db import Store
 
 pytestmark = pytest.mark.mpi
@@ -418,12 +419,13 @@ def test_for_plans_every_series_the_prediction_reads(cores):
     from commscope.measure.runner import CoreOptions, Placement
 
     core = next(iter(cores.values()))
-    fors = [cli._for_spec("matmul,N=2000", core), cli._for_spec("jacobi,N=1024;iters=4", core)]
+    fors = [cli_run._for_spec("matmul,N=2000", core),
+            cli_run._for_spec("jacobi,N=1024;iters=4", core)]
     assert fors[0] == ("matmul", "N=2000", [2000])
     opts = CoreOptions(sizes="64:4M")  # the sweeps start at the smallest size asked for
     place = [Placement(1, 2)]
-    jobs = (cli._for_apps(fors, [core], opts, Local(), place)
-            + cli._for_series(fors, [core], opts, Local(), place))
+    jobs = (cli_run._for_apps(fors, [core], opts, Local(), place)
+            + cli_run._for_series(fors, [core], opts, Local(), place))
     got = {(j.bench, j.opts.sizes, j.opts.buffers, j.np, j.opts.param) for j in jobs}
     assert got == {
         ("matmul", "64:4M", "hot", 2, "N=2000"),
@@ -434,9 +436,9 @@ def test_for_plans_every_series_the_prediction_reads(cores):
         ("allreduce", "8:32", "hot", 2, ""),  # the residual: sizes enough to fit a model
     }, got
     # the largest message is a point of every grid: --factor 4 reaches 32 MiB
-    assert cli._for_sizes(1, 32 << 20, 4) == (8, 32 << 20, 4)
-    assert cli._for_sizes(1, 8, 4) == (8, 32, 4)
-    assert cli._for_sizes(1, 1 << 20, 3) == (8, 1 << 20, 2)  # 3 never reaches 1 MiB
+    assert cli_run._for_sizes(1, 32 << 20, 4) == (8, 32 << 20, 4)
+    assert cli_run._for_sizes(1, 8, 4) == (8, 32, 4)
+    assert cli_run._for_sizes(1, 1 << 20, 3) == (8, 1 << 20, 2)  # 3 never reaches 1 MiB
 
 
 def test_for_measures_what_predict_reads(tmp_path, cores, capsys):

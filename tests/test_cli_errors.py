@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from commscope import cli
+from commscope.cli import run as cli_run
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -268,8 +269,8 @@ def test_a_sweep_over_every_mpi_leaves_out_those_a_cluster_cannot_launch(capsys,
     def stop(jobs, *a, **k):
         raise Stop(sorted({j.core.impl.name for j in jobs}))
 
-    monkeypatch.setattr(cli, "_impls", lambda a: [real, fake])
-    monkeypatch.setattr(cli, "run_sweep", stop)
+    monkeypatch.setattr(cli_run, "named_impls", lambda a: [real, fake])
+    monkeypatch.setattr(cli_run, "run_sweep", stop)
     with pytest.raises(Stop) as got:
         cli.main(["run", "--cluster", "slurm", "--bench", "latency", "--db",
                   str(tmp_path / "x.db")])

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from commscope import cli  # noqa: E402
+from commscope.cli import run as cli_run  # noqa: E402
 
 from .test_cli_errors import _store  # noqa: E402
 
@@ -89,7 +90,7 @@ def test_no_input_breaks_a_command_or_the_store(precious, tmp_path, monkeypatch,
     def launch(*a, **k):
         raise Launched
 
-    monkeypatch.setattr(cli, "run_sweep", launch)
+    monkeypatch.setattr(cli_run, "run_sweep", launch)
     monkeypatch.setattr(tune, "read_cvars", launch)
     monkeypatch.setattr(tune, "search", launch)
     from commscope.advise import doctor

@@ -1,0 +1,101 @@
+"""What every command shares: the table commands register in, the parser
+that turns a usage error into one line, and the value checks of options."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Sequence
+
+from ..errors import CommscopeError
+from ..measure import discovery
+from ..measure import mpi as mpi_mod
+
+DEFAULT_DB = "commscope.db"
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise CommscopeError(f"{self.prog}: {message}")
+
+
+def listed(values: Sequence[str] | None) -> list[str]:
+    """Repeatable options that also take comma-separated values."""
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+MAX_RANKS = 1 << 20  # processes, nodes, per node: the largest systems, and SQLite's range
+
+
+def ints(values: Sequence[str] | None, what: str) -> list[int]:
+    out = []
+    for v in listed(values):
+        try:
+            n = int(v)
+        except ValueError:
+            raise CommscopeError(f"{what} must be an integer, got '{v}'") from None
+        if n < 1:
+            raise CommscopeError(f"{what} must be at least 1, got {n}")
+        if n > MAX_RANKS:
+            raise CommscopeError(f"{what} {n} is beyond any machine this runs on (at most "
+                                 f"{MAX_RANKS})")
+        out.append(n)
+    return out
+
+
+def positive(kind: type, lo: float, hi: float) -> Callable[[str], object]:
+    def conv(text: str) -> object:
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: '{text}'") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text} is outside [{lo:g}, {hi:g}]")
+        return v
+
+    return conv
+
+
+def mode_arg(text: str) -> str:
+    """--mode: dominant, all, or a mode's label (floor~50ns)."""
+    if text in ("dominant", "all") or re.fullmatch(r"floor~\d+ns", text):
+        return text
+    raise argparse.ArgumentTypeError(f"'{text}' is not a mode: dominant, all, or a label "
+                                     "such as floor~50ns (commscope show prints them)")
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {}
+
+
+def command(name: str) -> Callable[[Callable[[argparse.Namespace], int]],
+                                   Callable[[argparse.Namespace], int]]:
+    def deco(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+        COMMANDS[name] = fn
+        return fn
+
+    return deco
+
+
+def named_impls(a: argparse.Namespace) -> list[mpi_mod.MpiImpl]:
+    """--mpi, each once per --cc compiler (each its own build and configuration)."""
+    impls = discovery.select(listed(a.mpi))
+    ccs = listed(a.cc)
+    return [mpi_mod.with_compiler(m, c) for m in impls for c in ccs] if ccs else impls
+
+
+def no_empty_values(argv: Sequence[str]) -> None:
+    """An option given an empty value is a mistake (an unset shell
+    variable), never a request for the default: refused, naming it."""
+    for i, tok in enumerate(argv):
+        if tok == "--":
+            return
+        if tok.startswith("--") and "=" in tok and not tok.split("=", 1)[1].strip():
+            raise CommscopeError(f"{tok.split('=', 1)[0]} was given an empty value")
+        if not tok.strip():
+            before = argv[i - 1] if i and argv[i - 1].startswith("-") else "an argument"
+            raise CommscopeError(f"{before} was given an empty value")

@@ -1,0 +1,299 @@
+"""The parser of every command: options, their help and their checks."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from .. import __version__
+from ..measure import discovery
+from ..measure.cluster import emu as emu_mod
+from ..measure.runner import (
+    run_options,
+)
+from .common import DEFAULT_DB, Parser, mode_arg, positive
+
+
+def _core_run_options(p: argparse.ArgumentParser) -> None:
+    """`run`'s options that the core takes, from the core's own table
+    (type, range, default and help are written once, in options.c)."""
+    for o in run_options():
+        name, kind, default = f"--{o['name']}", str(o["type"]), o["default"]
+        text = str(o["help"]).replace("%", "%%")
+        hidden = o["scope"] == "hidden"
+        if kind == "flag":
+            p.add_argument(name, dest=str(o["field"]), action="store_true",
+                           help=argparse.SUPPRESS if hidden else text)
+            continue
+        conv: Callable[[str], object] = str
+        if kind in ("int", "float"):
+            conv = positive(int if kind == "int" else float, float(o["lo"]), float(o["hi"]))  # type: ignore[arg-type]
+        p.add_argument(name, dest=str(o["field"]), type=conv,
+                       default=int(default) if kind == "int" else  # type: ignore[call-overload]
+                       float(default) if kind == "float" else default,  # type: ignore[arg-type]
+                       help=argparse.SUPPRESS if hidden else f"{text} (default {default})")
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    p.add_argument("--bench", action="append", help="only these benchmarks (e.g. latency,bw)")
+    p.add_argument("--mpi", action="append", help="only these implementations (e.g. openmpi)")
+    p.add_argument("--np", action="append", help="only these process counts (e.g. 2)")
+    p.add_argument("--all", action="store_true",
+                   help="every stored run, not only the newest per configuration")
+    p.add_argument("--mode", type=mode_arg,
+                   help="which machine mode's records (core-to-core cache-line floor): "
+                        "'dominant' (default: the mode most records were measured in), a "
+                        "label such as floor~50ns, or 'all'")
+
+
+def make_parser() -> Parser:
+    fmt = argparse.RawDescriptionHelpFormatter
+    p = Parser(prog="commscope", formatter_class=fmt,
+               description="Measure how fast MPI communicates here, store it, show it.",
+               epilog="example: commscope run --bench latency,bw --mpi openmpi,mpich --np 2")
+    p.add_argument("--version", action="version", version=f"commscope {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=Parser)
+
+    r = sub.add_parser("run", help="run a sweep and store it", formatter_class=fmt,
+                       epilog="example: commscope run --bench latency --bench bw "
+                              "--mpi openmpi --mpi mpich --np 2 --sizes 1:4M --db my.db")
+    r.add_argument("--bench", action="append",
+                   help="benchmarks or groups (p2p, loggp, coll, coll-sends, all), "
+                        "repeatable or comma-separated (default: p2p)")
+    r.add_argument("--mpi", action="append",
+                   help="implementations by name or mpicc path (default: all found)")
+    r.add_argument("--cc", action="append",
+                   help="C compilers the wrappers drive instead of their own, each a "
+                        "configuration of its own (e.g. --cc gcc,clang)")
+    r.add_argument("--np", action="append", help="process counts (default 2; e.g. --np 2,4)")
+    r.add_argument("--cluster", action="append",
+                   help="where: local (default), hostfile:PATH, slurm, slurm:mpirun or "
+                        "emu:NAME; repeat to run the sweep on several side by side")
+    r.add_argument("--nodes", action="append",
+                   help="nodes to spread the ranks over (default: one rank per node, as many "
+                        "nodes as the cluster has)")
+    r.add_argument("--ppn", action="append",
+                   help="processes per node; np = nodes x ppn (instead of --np)")
+    r.add_argument("--for", dest="for_", action="append", metavar="APP,PARAMS",
+                   help="measure what predicting an application needs: the application at "
+                        "these parameters and every benchmark its phases are predicted from, "
+                        "up to the largest message, with cold buffers for data that comes "
+                        "from memory (e.g. --for matmul,N=2000,4000 or --for "
+                        "'summa,N=4000;nb=128'); then see analyze predict")
+    r.add_argument("--repeat", type=positive(int, 1, 1000), default=1,
+                   help="independent repetitions of every job, run in interleaved rounds whose "
+                        "order changes; figures are medians over them with a between-run "
+                        "interval (e.g. --repeat 3)")
+    r.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    r.add_argument("--timeout", type=positive(float, 1, 86400), default=None,
+                   help="seconds before a job is killed (default: from sizes and --time-cap)")
+    _core_run_options(r)
+    r.add_argument("--transport", action="append",
+                   help="mpi (default), chan or chan-cma: Chai, Hartono and Panda's intra-node "
+                        "channel design, bootstrapped by the MPI (e.g. --transport mpi,chan)")
+    r.add_argument("--path", action="append",
+                   help="where the buffers live and what moves them: host (default), staged, "
+                        "staged-pageable, staged-pipelined (--stage-chunk), cuda-aware, ipc, "
+                        "nccl, or all (every path; those this "
+                        "machine cannot run are recorded as skipped) (e.g. --path host,staged)")
+    r.add_argument("--resume", action="store_true",
+                   help="skip jobs whose results are already stored")
+    r.add_argument("--advise-budget", type=positive(float, 1, 86400), default=60.0,
+                   help="seconds for measuring, after the sweep, the fix of each conclusion "
+                        "whose cause is a setting (e.g. --advise-budget 120; default 60)")
+    r.add_argument("--no-advise", action="store_true",
+                   help="conclude without measuring any fix (the conclusions say how to)")
+    r.add_argument("--retry-noisy", type=positive(int, 0, 10), default=0,
+                   help="re-run a job up to N times while records are flagged noisy")
+    r.add_argument("--noise-max-cores", type=positive(float, 0, 1024), default=0.10,
+                   help="flag records when others used more than this many cores (default 0.1)")
+    r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    r.add_argument("--settings", metavar="FILE",
+                   help="NAME=VALUE lines of MPI settings (e.g. from commscope tune --write), "
+                        "applied to every job and read back inside it; a setting not taken "
+                        "fails the job")
+    r.add_argument("--no-probe", action="store_true",
+                   help="do not take the machine probe (about half a second) at the start")
+
+    s = sub.add_parser("show", help="print stored results as tables", formatter_class=fmt,
+                       epilog="example: commscope show --db my.db --bench latency")
+    _filters(s)
+    s.add_argument("--runs", action="store_true", help="list runs with their status instead")
+    s.add_argument("--per-node", action="store_true",
+                   help="bandwidth per machine: per-process MB/s x processes per node "
+                        "(as the UMBC cluster report does)")
+
+    e = sub.add_parser("export", help="write stored results as CSV or JSON", formatter_class=fmt,
+                       epilog="example: commscope export --db my.db --format csv > results.csv")
+    _filters(e)
+    e.add_argument("--format", choices=("csv", "json"), default="csv", help="csv or json")
+    e.add_argument("--output", default="-", help="file to write (default stdout)")
+
+    an = sub.add_parser("analyze", help="crossovers and findings from stored results",
+                        formatter_class=fmt, epilog="example: commscope analyze crossover")
+    asub = an.add_subparsers(dest="anacmd", metavar="ANALYSIS", parser_class=Parser)
+    ac = asub.add_parser("crossover",
+                         help="collectives against equivalent sends (the commodity-cluster study)",
+                         epilog="example: commscope analyze crossover --db my.db --np 4")
+    _filters(ac)
+    af = asub.add_parser("findings", help="what the data shows, each with its records",
+                         epilog="example: commscope analyze findings --db my.db --limit 5")
+    _filters(af)
+    af.add_argument("--limit", type=positive(int, 0, 100000), default=10,
+                    help="show the N findings that save most (default 10; 0: all)")
+    ag = asub.add_parser("guidelines", help="collectives slower than a composition of others "
+                         "that does the same job, or slower on a smaller message",
+                         epilog="example: commscope analyze guidelines --db my.db --np 4")
+    _filters(ag)
+    ap_ = asub.add_parser("predict", help="each application phase predicted from the models "
+                          "of the same configuration, against its measurement",
+                          epilog="example: commscope analyze predict --db my.db --np 2")
+    _filters(ap_)
+    ft = sub.add_parser("fit", help="fit Hockney and LogGP models and store them",
+                        epilog="example: commscope fit --db my.db --model hockney --bench latency")
+    _filters(ft)
+    ft.add_argument("--model", choices=("hockney", "loggp", "all"), default="all",
+                    help="which model (default all)")
+
+    rp = sub.add_parser("report", help="write a self-contained HTML report",
+                        epilog="example: commscope report --db my.db --out report/")
+    _filters(rp)
+    rp.add_argument("--out", default="report", help="folder to write (default ./report)")
+    rp.add_argument("--compare-a", help="add a comparison: set A (e.g. mpi=openmpi)")
+    rp.add_argument("--compare-b", help="and set B (e.g. mpi=mpich)")
+    rp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=1.05,
+                    help="minimum change factor of the comparison (default 1.05)")
+    cp = sub.add_parser("compare", help="compare two runs or sets; exit 1 on a regression",
+                        epilog="example: commscope compare --db my.db --a run=3 --b run=7")
+    cp.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    cp.add_argument("--a", required=True, help="baseline: run=ID[,ID], sweep=ID, mpi=NAME, "
+                                               "cluster=NAME")
+    cp.add_argument("--b", required=True, help="candidate, same forms as --a")
+    cp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=1.05,
+                    help="smallest change that counts (default 1.05 = 5%%; single runs "
+                         "need 2x)")
+    cp.add_argument("--format", choices=("text", "json"), default="text",
+                    help="text (default) or json, for CI")
+
+    tu = sub.add_parser("tune", help="search settings that make an implementation faster "
+                        "here, decided over interleaved rounds", formatter_class=fmt,
+                        epilog="example: commscope tune --mpi openmpi --bench bw --sizes 64K:4M "
+                               "--write tuned.env")
+    tu.add_argument("--mpi", required=True, help="the implementation to tune (one)")
+    tu.add_argument("--bench", action="append", help="what to make faster (default bw)")
+    tu.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    tu.add_argument("--rounds", type=positive(int, 3, 50), default=4,
+                    help="interleaved rounds of every candidate and the default (default 4)")
+    tu.add_argument("--extra-rounds", type=positive(int, 0, 50), default=4,
+                    help="more rounds, after --rounds, for the default and the candidates "
+                         "still close (a gain whose interval reaches 1), while --budget "
+                         "allows (default 4)")
+    tu.add_argument("--budget", type=positive(float, 1, 86400), default=900.0,
+                    help="seconds the search may take at most; a larger plan is refused "
+                         "before it starts (default 900)")
+    tu.add_argument("--candidates", action="append", metavar="FILE",
+                    help="settings files of your own to try besides the built-in space")
+    tu.add_argument("--validate", default="none",
+                    help="after the search, the winner against the default on this "
+                         "application's end-to-end time: matmul, jacobi or none (default)")
+    tu.add_argument("--validate-param", default="N=1000",
+                    help="the application's parameters for --validate (default N=1000)")
+    tu.add_argument("--write", metavar="FILE", help="write the winning settings here")
+    tu.add_argument("--apply", action="store_true",
+                    help="print only the winner's export lines (for eval)")
+    tu.add_argument("--timeout", type=positive(float, 1, 86400),
+                    help="seconds before one job is killed")
+    tu.add_argument("--noise-max-cores", type=positive(float, 0, 1024), default=0.10,
+                    help="flag records when others used more than this many cores")
+    tu.add_argument("--quiet", action="store_true", help="no progress")
+    _core_run_options(tu)
+
+    pr = sub.add_parser("probe", help="this machine's own figures, without MPI",
+                        formatter_class=fmt,
+                        epilog="example: commscope probe --cpus 0-3 --json")
+    pr.add_argument("--db", default="commscope.db", help="store file (default ./commscope.db)")
+    pr.add_argument("--no-store", action="store_true", help="print only, store nothing")
+    pr.add_argument("--json", action="store_true", help="the probe's JSON")
+    pr.add_argument("--cpus", help="the cores to measure between (default: every core this "
+                                   "process may use), e.g. 0-3,8")
+    pr.add_argument("--pair-ms", type=positive(float, 0.1, 10000), default=40.0,
+                    help="milliseconds of cache-line bounces per pair of cores (default 40)")
+
+    m = sub.add_parser("mpi", help="find, describe and add MPI implementations",
+                       formatter_class=fmt, epilog="example: commscope mpi list")
+    msub = m.add_subparsers(dest="mpicmd", metavar="ACTION", parser_class=Parser)
+    ml = msub.add_parser("list", help="describe every implementation found",
+                         epilog="example: commscope mpi list --json")
+    ml.add_argument("--json", action="store_true", help="machine-readable output")
+    ma = msub.add_parser("add", help="add an implementation by the path of its mpicc",
+                         epilog="example: commscope mpi add /opt/mpich/bin/mpicc --name mpich42")
+    ma.add_argument("mpicc", help="path of the implementation's mpicc")
+    ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user)")
+    mi = msub.add_parser("install", help="install a PyPI build of an MPI into a prefix of "
+                         "its own and build the core with it",
+                         epilog="example: commscope mpi install mpich5 impi")
+    mi.add_argument("names", nargs="+", metavar="NAME",
+                    help=f"any of: {', '.join(discovery.KNOWN)}, or all")
+    mi.add_argument("--version", help="an exact release (default: the newest of the series)")
+    mi.add_argument("--wheels", metavar="DIR", help="install from the wheels in DIR, "
+                    "without an index (offline)")
+    mi.add_argument("--force", action="store_true", help="reinstall over an installed one")
+    mr = msub.add_parser("remove", help="uninstall an installed implementation, or forget a "
+                         "user-added one", epilog="example: commscope mpi remove mpich42")
+    mr.add_argument("name")
+
+    dr = sub.add_parser("doctor", help="check a cluster is ready for a sweep: hosts reached "
+                        "without a password, the same core and MPI, records, TCP between pairs",
+                        formatter_class=fmt,
+                        epilog="example: commscope doctor --cluster hostfile:hosts --mpi openmpi")
+    dr.add_argument("--cluster", required=True,
+                    help="hostfile:PATH, slurm (inside an allocation) or emu:NAME")
+    dr.add_argument("--mpi", help="the implementation to check (default: the first found)")
+    dr.add_argument("--db", help="the store the sweep will write (its folder must be writable)")
+    dr.add_argument("--timeout", type=positive(float, 1, 600), default=20.0,
+                    help="seconds each remote command and each ping may take (default 20)")
+    dr.add_argument("--json", action="store_true", help="the checks as JSON")
+
+    cl = sub.add_parser("cluster", help="emulated clusters of this machine (root)",
+                        formatter_class=fmt)
+    clsub = cl.add_subparsers(dest="clcmd", metavar="ACTION", parser_class=Parser)
+    cu = clsub.add_parser("up", help="make N nodes: namespaces joined by shaped links",
+                          epilog="example: commscope cluster up --nodes 2 --link 1gbit --name a")
+    cu.add_argument("--nodes", type=positive(int, 1, emu_mod.MAX_NODES), required=True,
+                    help="number of nodes")
+    cu.add_argument("--link", default="unshaped", choices=list(emu_mod.PROFILES),
+                    help="link profile (default unshaped)")
+    cu.add_argument("--name", help="cluster name: a letter, then letters or digits "
+                                   "(default emu1, emu2, ...)")
+    cd = clsub.add_parser("down", help="kill what runs inside, delete the namespaces",
+                          epilog="example: commscope cluster down a")
+    cd.add_argument("names", nargs="+", metavar="NAME")
+    cls = clsub.add_parser("list", help="emulated clusters that exist",
+                           epilog="example: commscope cluster list --json")
+    cls.add_argument("--json", action="store_true", help="machine-readable output")
+
+    sl = sub.add_parser("slurm", help="Slurm helpers", formatter_class=fmt)
+    slsub = sl.add_subparsers(dest="slcmd", metavar="ACTION", parser_class=Parser)
+    ss = slsub.add_parser("script", help="write an sbatch script for a sweep",
+                          epilog="example: commscope slurm script --nodes 2 --ppn 1 --out "
+                                 "sweep.sh -- --bench latency,bw --mpi openmpi")
+    ss.add_argument("--nodes", type=positive(int, 1, 100000), required=True)
+    ss.add_argument("--ppn", type=positive(int, 1, 100000), default=1,
+                    help="processes per node (default 1)")
+    ss.add_argument("--time", type=positive(int, 1, 100000), default=30,
+                    help="time limit in minutes (default 30)")
+    ss.add_argument("--partition", help="partition to submit to")
+    ss.add_argument("--account", help="account to charge")
+    ss.add_argument("--db", default=DEFAULT_DB, help="store file the job writes")
+    ss.add_argument("--out", default="-", help="script file (default: standard output)")
+    ss.add_argument("run_args", nargs=argparse.REMAINDER,
+                    help="after --: options of `commscope run` for the sweep")
+
+    b = sub.add_parser("build", help="build the core for implementations (cached)",
+                       epilog="example: commscope build --mpi openmpi --force")
+    b.add_argument("--mpi", action="append", help="implementations (default: all found)")
+    b.add_argument("--cc", action="append", help="C compilers the wrappers drive instead of "
+                   "their own (e.g. --cc clang)")
+    b.add_argument("--force", action="store_true", help="rebuild even if cached")
+    return p

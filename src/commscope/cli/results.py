@@ -1,0 +1,79 @@
+"""commscope show and export: the stored records as tables, CSV or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..analysis.repeats import aggregate
+from ..errors import CommscopeError
+from ..measure import probe as probe_mod
+from ..report.tables import export, run_table, tables
+from ..store import outputs
+from ..store.db import Store
+from .common import command, ints, listed
+
+
+def picked(a: argparse.Namespace, store: Store, narrowed: bool = False) -> list:
+    """Every stored record (of the newest complete sweeps, without --all)
+    that --bench, --mpi and --np pick; with narrowed, also those measured
+    again in their sweep at a common window."""
+    rows = store.result_rows(latest=not a.all, narrowed=narrowed)
+    benches, mpis, nps = set(listed(a.bench)), set(listed(a.mpi)), set(ints(a.np, "--np"))
+    return [r for r in rows if (not benches or r["bench"] in benches)
+            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+
+
+def aggregate_keep(rows: list, mode: str) -> list:
+    """The records of one machine mode (records without a floor stay)."""
+    from ..analysis.repeats import detect_modes, mode_of, pick_mode
+
+    modes = detect_modes(r["floor_ns"] for r in rows)
+    want = pick_mode(modes, mode)
+    if want is None:
+        return rows
+    return [r for r in rows if (m := mode_of(r["floor_ns"], modes)) is None or m.label == want]
+
+
+def filtered(a: argparse.Namespace, store: Store, mode: str = "dominant") -> list:
+    """The records the filters pick, one row per configuration, benchmark
+    and size, combined over its repetitions (analysis/repeats.py); `mode`
+    unless --mode says otherwise."""
+    rows = picked(a, store)
+    want = getattr(a, "mode", None) or mode
+    return aggregate(rows, mode=None if want == "all" else want)
+
+
+@command("show")
+def cmd_show(a: argparse.Namespace) -> int:
+    store = Store(a.db, create=False)
+    if a.runs:
+        print(run_table(store.runs()), end="")
+        return 0
+    rows = filtered(a, store)
+    if not rows:
+        raise CommscopeError(f"no stored results match in {a.db}")
+    print(tables(rows, per_node=a.per_node), end="")
+    for line in probe_mod.lines_for(store, rows):
+        print(line)
+    return 0
+
+
+@command("export")
+def cmd_export(a: argparse.Namespace) -> int:
+    """Every record of every repetition, with its configuration, repetition
+    and floor: the data itself, for a user's own analysis (the --mode filter
+    applies, all modes by default).  With --all, also the records measured
+    again at a common window (narrowed_in: the run that did)."""
+    out = None if a.output == "-" else outputs.target(a.output, "export --output", a.db)
+    store = Store(a.db, create=False)
+    rows = picked(a, store, narrowed=a.all)
+    if a.mode and a.mode != "all":
+        keep = {id(r) for r in aggregate_keep(rows, a.mode)}
+        rows = [r for r in rows if id(r) in keep]
+    text = export(rows, a.format)
+    if out is not None:
+        outputs.write_text(out, text)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,318 @@
+"""commscope run: a sweep planned from the options (--for: what analyze
+predict needs), run, stored, summed up, and its conclusions' fixes
+measured."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ..analysis.repeats import aggregate
+from ..errors import CommscopeError
+from ..measure import build as build_mod
+from ..measure import cluster as cluster_mod
+from ..measure import mpi as mpi_mod
+from ..measure import probe as probe_mod
+from ..measure import provenance
+from ..measure import settings as settings_mod
+from ..measure.runner import (
+    PATHS,
+    CoreOptions,
+    Job,
+    NoisePolicy,
+    Progress,
+    expand,
+    gpu_path_runs,
+    gpu_standin,
+    param_variants,
+    placements,
+    resolve_benches,
+    run_options,
+    run_sweep,
+)
+from ..report.tables import tables
+from ..store.db import Store
+from ..store.sizes import expand_sizes
+from .common import command, ints, listed, named_impls
+
+
+@command("run")
+def cmd_run(a: argparse.Namespace) -> int:
+    benches = listed(a.bench)
+    nps = ints(a.np, "--np")
+    opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
+    expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built
+    clusters = [cluster_mod.parse(c) for c in listed(a.cluster) or ["local"]]
+    nodes, ppns = ints(a.nodes, "--nodes"), ints(a.ppn, "--ppn")
+    places = {c.label: placements(c, nps, nodes, ppns) for c in clusters}
+    impls = named_impls(a)
+    if not a.mpi:  # every implementation found: those a cluster cannot launch, left out
+        for m in list(impls):
+            why = next((w for c in clusters if (w := c.cannot_launch(m)) is not None), None)
+            if why is not None and len(impls) > 1:
+                impls.remove(m)
+                print(f"commscope: left out {m.name}: {why}", file=sys.stderr)
+    cores = [build_mod.build(m) for m in impls]
+    fors = [_for_spec(x, cores[0]) for x in a.for_ or []]
+    if fors and (a.path or a.transport):
+        raise CommscopeError("--for plans host runs over MPI: not with --path or --transport")
+    if not benches and not fors:
+        benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
+    if not benches:  # --for alone: its jobs are added below
+        benches = [fors[0][0]]
+    paths = _paths(a.path, cores, clusters)
+    on_path = {p: on for p, e in paths if (on := _on_path(cores[0], benches, p, e))}
+    if not on_path:
+        raise CommscopeError(f"none of {', '.join(benches)} runs on --path "
+                             f"{', '.join(p for p, _ in paths)}")
+    path0, picked = next(iter(on_path.items()))
+    jobs = expand(cores, picked, [], replace(opts, path=path0), clusters[0],
+                  places[clusters[0].label])
+    variants = param_variants(opts.param, cores[0])
+    # the core's own rules for its options and parameters, before any launch
+    for pv in variants:
+        build_mod.check_options(cores[0], ["--bench", jobs[0].bench,
+                                           *replace(jobs[0].opts, param=pv).argv()])
+    transports = listed(a.transport) or ["mpi"]
+    for t in transports:
+        if t not in ("mpi", "chan", "chan-cma"):
+            raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
+    if any(p != "host" for p, _ in paths) and transports != ["mpi"]:
+        raise CommscopeError("the GPU paths move data themselves: not with --transport "
+                             + ",".join(t for t in transports if t != "mpi"))
+    settings = tuple(provenance.settings().items())
+    strict = False
+    if a.settings:
+        if any(c.kind != "local" for c in clusters):
+            raise CommscopeError("--settings applies to local runs only (the launchers of "
+                                 "clusters would need each variable forwarded)")
+        settings = tuple(sorted({**dict(settings),
+                                 **dict(settings_mod.parse_file(a.settings))}.items()))
+        strict = True
+    jobs = [replace(j, settings=settings, strict=strict) for cl in clusters for t in transports
+            for path, on in on_path.items() for pv in variants
+            for j in expand(cores, on, [], replace(opts, transport=t, param=pv, path=path), cl,
+                            places[cl.label])] if a.bench or not fors else []
+    jobs += [replace(j, settings=settings, strict=strict) for cl in clusters
+             for j in _for_apps(fors, cores, opts, cl, places[cl.label])]
+    plan_check(jobs)
+    series = [replace(j, settings=settings, strict=strict) for cl in clusters
+              for j in _for_series(fors, cores, opts, cl, places[cl.label])]
+    plan_check(series)  # cold pools are memory too
+    jobs += series
+    store = Store(a.db)
+    policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
+    progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet)
+    # the probe describes this machine: where every rank runs on it
+    here = not a.no_probe and all(c.kind in ("local", "emu") for c in clusters)
+    outcomes = run_sweep(jobs, store, argv=sys.argv, resume=a.resume, timeout_s=a.timeout,
+                         policy=policy, progress=progress, repeat=a.repeat,
+                         probe=(lambda: probe_mod.run(pair_ms=20.0)) if here else None)
+    if not a.quiet:
+        ids = [o.run_id for o in outcomes if o.status == "ok"] or [o.run_id for o in outcomes]
+        if ids:
+            agg = aggregate(store.result_rows(run_ids=ids), mode="dominant")
+            print(tables(agg), end="")
+            for line in probe_mod.lines_for(store, agg):
+                print(line)
+    if not a.no_advise:
+        _advise(a, store, outcomes, cores, opts, policy)
+    # a path asked for by name must run; one from 'all' may be skipped
+    named = {p for p, every in paths if not every}
+    skipped = [o for o in outcomes if o.status == "skipped" and o.job.opts.path not in named]
+    for o in skipped:
+        print(f"commscope: {o.job.label}: {o.message}", file=sys.stderr)
+    bad = [o for o in outcomes if o.status != "ok" and o not in skipped]
+    store.close()
+    if bad:
+        print(f"commscope: {len(bad)} of {len(outcomes)} job(s) did not finish cleanly: "
+              + ", ".join(f"{o.job.label} ({o.status}"
+                          + (f": {o.message[:200]}" if o.message.startswith(("settings", "skip"))
+                             else "")
+                          + ")" for o in bad), file=sys.stderr)
+        return 1
+    return 0
+
+
+PREDICTED = ("matmul", "summa", "jacobi")  # the applications analyze predict models
+
+
+def _for_spec(text: str, core: build_mod.Core) -> tuple[str, str, list[int]]:
+    """--for APP,K=V;K=V: the application, its parameters as --param takes
+    them, and its N values (a comma-separated list is the sweep)."""
+    app, _, spec = text.partition(",")
+    app = app.strip()
+    if app not in PREDICTED or app not in core.bench_names():
+        raise CommscopeError(f"--for: unknown application '{app}' (predicted: "
+                             f"{', '.join(PREDICTED)})")
+    known = [str(p["name"]) for p in core.bench(app)["params"]]  # type: ignore[union-attr]
+    given: dict[str, str] = {}
+    for item in (x.strip() for x in spec.split(";") if x.strip()):
+        key, eq, value = item.partition("=")
+        if not eq or key not in known:
+            raise CommscopeError(f"--for {app}: unknown parameter '{key}' ({', '.join(known)})")
+        given[key] = value
+    if "N" not in given:
+        raise CommscopeError(f"--for {app}: give its size, e.g. --for {app},N=2000")
+    ns = []
+    for v in given["N"].split(","):
+        if not v.strip().isdigit() or int(v) < 1:
+            raise CommscopeError(f"--for {app}: N must be positive whole numbers, got '{v}'")
+        ns.append(int(v))
+    return app, ";".join(f"{k}={v}" for k, v in given.items()), ns
+
+
+def _for_apps(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[build_mod.Core],
+              opts: CoreOptions, cl: cluster_mod.Cluster, places: Sequence) -> list[Job]:
+    """The applications of --for, on every placement."""
+    return [j for pl in places for app, spec, _ in fors
+            for pv in param_variants(spec, cores[0])
+            for j in expand(cores, [app], [], replace(opts, param=pv), cl, [pl])]
+
+
+def _for_series(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[build_mod.Core],
+                opts: CoreOptions, cl: cluster_mod.Cluster, places: Sequence) -> list[Job]:
+    """The series the predictions of --for read: each benchmark once per
+    ranks and buffers, from the smallest size of --sizes to the largest
+    message any phase moves.  The applications' values must have passed the
+    core's rules (plan_check) first: they are planned with."""
+    from ..analysis import predict
+    from ..analysis.apps import parse_params
+
+    llc = probe_mod.l3_bytes() if cl.kind in ("local", "emu") else None
+    lo = expand_sizes(opts.sizes, opts.factor)[0]
+    largest: dict[tuple[int, bool], dict[str, int]] = {}  # (ranks, cold) -> bench -> bytes
+    for pl in places:
+        for app, spec, ns in fors:
+            for pv in param_variants(spec, cores[0]):
+                for need in predict.needs(app, ns, pl.np, parse_params(pv), llc):
+                    got = largest.setdefault((need.np, need.cold), {})
+                    got[need.bench] = max(got.get(need.bench, 0), need.up_to)
+    jobs: list[Job] = []
+    for (np_, cold), benches in sorted(largest.items()):
+        where = placements(cl, [np_], [], [])[0]
+        for up in sorted(set(benches.values())):
+            first, top, factor = _for_sizes(lo, up, opts.factor)
+            jobs += expand(cores, [b for b, u in benches.items() if u == up], [], replace(
+                opts, sizes=f"{first}:{top}", factor=factor,
+                buffers="cold" if cold else "hot"), cl, [where])
+    return jobs
+
+
+def _for_sizes(lo: int, up: int, factor: int) -> tuple[int, int, int]:
+    """A sweep for --for: from --sizes' smallest (at least 8 B: no phase
+    moves less than a double) to the largest message `up`, which is a point
+    of the grid, with at least two points to fit a model (so up to 32 B at
+    least); --factor where its grid reaches `up` exactly, else 2."""
+    top = max(up, 32)
+    first = min(max(lo, 8), top // 4)
+    for f in (factor, 2):
+        s = top
+        while s % f == 0 and s // f >= first:
+            s //= f
+        if s < top:
+            return s, top, f
+    return first, top, 2
+
+
+def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts: CoreOptions,
+            policy: NoisePolicy) -> None:
+    """The sweep's conclusions whose cause is a setting, each fix measured
+    against the configuration as it ran (advise.py), within --advise-budget."""
+    from ..advise import fixes as advise
+    from ..analysis import findings
+    from ..analysis.series import collect
+
+    ids = [o.run_id for o in outcomes if o.status == "ok"]
+    if not ids:
+        return
+    rows = aggregate(store.result_rows(run_ids=ids), mode="dominant")
+    series = collect(rows)
+    found, _ = findings.explained(store, series, ids)
+    if not advise.tasks(found):
+        return
+    # the mode the conclusions were drawn in: the fixes are judged in it
+    mode_ns = findings.dominant_floor(rows)
+    row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
+    say = (lambda _: None) if a.quiet else print
+    t0 = time.monotonic()
+    fixes = advise.advise(found, {c.impl.name: c for c in cores}, opts, store,
+                          sweep_id=row[0] if row else None, budget_s=a.advise_budget,
+                          out_dir=Path(a.db).resolve().parent / "advice", argv=sys.argv,
+                          policy=policy, progress=Progress(0, enabled=not a.quiet), say=say,
+                          mode_ns=mode_ns)
+    for f in fixes:
+        where = f" -> {f.file}" if f.file else ""
+        what = f.label or f"{f.bench} ({f.cause_key.split('|')[0]})"
+        say(f"advise: {what}: {f.verdict}"
+            + (f" ({f.bench} {f.ratio:.2f}x [{f.lo:.2f}, {f.hi:.2f}], {f.rounds} rounds)"
+               if f.rounds else f" ({f.reason})" if f.reason else "") + where)
+    say(f"advise: {len(fixes)} cause(s) measured in {time.monotonic() - t0:.1f} s "
+        f"(--advise-budget {a.advise_budget:g} s; commscope analyze findings says them)")
+
+
+def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
+           clusters: Sequence[cluster_mod.Cluster]) -> list[tuple[str, bool]]:
+    """The GPU paths asked for, each with whether it came from 'all' (a
+    sweep over every path: one this machine cannot run is recorded as
+    skipped, with the reason).  A path named explicitly where this machine
+    has no GPU is refused before any launch, with the driver's reason."""
+    names = listed(given) or ["host"]
+    out: list[tuple[str, bool]] = []
+    for n in names:
+        if n == "all":
+            out += [(p, True) for p in PATHS if (p, False) not in out]
+        elif n in PATHS:
+            out.append((n, False))
+        else:
+            raise CommscopeError(f"unknown --path '{n}' ({', '.join(PATHS)} or all)")
+    explicit = [p for p, every in out if p != "host" and not every]
+    if explicit and all(c.kind in ("local", "emu") for c in clusters):
+        for core in cores:
+            info = build_mod.gpu_info(core)
+            if not info.get("devices") and not gpu_standin():
+                raise CommscopeError(f"--path {explicit[0]}: {core.impl.name}'s core sees no "
+                                     f"GPU: {info.get('reason') or 'no device'}")
+    seen: set[str] = set()
+    return [(p, e) for p, e in out if not (p in seen or seen.add(p))]
+
+
+def _on_path(core: build_mod.Core, benches: list[str], path: str, every: bool) -> list[str]:
+    """The benchmarks a job runs on `path`: as given, except that a sweep
+    over every path runs on each path only those that run there (none: no
+    job on that path)."""
+    if not every:
+        return benches
+    names = resolve_benches(core, benches) if benches else []
+    if path == "host":
+        return [b for b in names if not core.bench(b).get("gpu_only")]
+    return [b for b in names if gpu_path_runs(core, b, path)]
+
+
+def plan_check(jobs: Sequence[Job]) -> None:
+    """Applications judged before any launch at each job's process count,
+    by the core's own rules (a grid that does not decompose, a value not
+    allowed), and their memory where every rank runs on this machine (local
+    runs and emulated clusters, whose nodes share it), and so the pools of
+    --buffers cold: one line, exit 2."""
+    seen = set()
+    for j in jobs:
+        if bind := dict(j.settings).get("COMMSCOPE_BIND"):
+            mpi_mod.bind_flags(j.core.impl.family, bind)  # a value it does not know
+            if j.cluster.kind != "local":
+                cluster_mod.local_only(bind, j.cluster.label)
+        apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
+        one_host = j.cluster.kind in ("local", "emu")
+        if j.opts.buffers == "cold" and one_host:  # the pools are memory too
+            apps = j.bench.split(",")
+        key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
+        if not apps or key in seen:
+            continue
+        seen.add(key)
+        build_mod.check_options(j.core, ["--bench", ",".join(apps), *j.opts.argv(),
+                                         "--plan-np", str(j.np),
+                                         *(["--plan-mem"] if one_host else [])])
