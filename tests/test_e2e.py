@@ -178,13 +178,31 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
 
 
 def test_the_python_side_options_are_the_cores_own_table(cores):
-    """core_options.json is a copy of the core's option table: when options.c
-    changes, regenerate it with `cs-core --list --json` (the options part)."""
+    """core_options.json is a copy of the core's option table (with a sweep's
+    limits in the --sizes entry): when options.c changes, regenerate it with
+    `cs-core --list --json` (the options part)."""
     from commscope.measure.runner import CORE_OPTIONS
 
     for core in cores.values():
         assert list(core.options) == list(CORE_OPTIONS), (
             f"src/commscope/core_options.json is stale against {core.exe} --list --json")
+
+
+def test_the_python_side_benchmarks_are_the_cores_own_table(cores):
+    """core_benches.json is a copy of the core's benchmark table (each
+    benchmark's group, primary figure and its kind, bytes per op, minimum
+    process count, the options that change what it measures ...): when a
+    benchmark's declaration or core/harness/facts.c changes, regenerate it
+    with `cs-core --list --json` (the benchmarks part, json.dumps(...,
+    indent=1))."""
+    from pathlib import Path
+
+    import commscope
+
+    copy = json.loads((Path(commscope.__file__).parent / "core_benches.json").read_text())
+    for core in cores.values():
+        assert list(core.benches) == copy, (
+            f"src/commscope/core_benches.json is stale against {core.exe} --list --json")
 
 
 def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_path):

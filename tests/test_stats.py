@@ -101,3 +101,73 @@ def test_the_window_comes_from_a_message_measured_at_its_own_size(c_driver):
     p = subprocess.run([str(c_driver), "window"], capture_output=True, text=True, check=True,
                        input="\n".join(f"{w} {op} {b}" for w, op, b, _ in cases))
     assert [int(x) for x in p.stdout.split()] == [want for *_, want in cases]
+
+
+# The sampling stop rule (cs_stop_rule): at a check point, after n samples
+# and elapsed seconds, stop and why (the record's "stop"), or go on for
+# `step` more samples.  Options as the core's defaults but for the ones a
+# case names; CIs as (median, half-width): TIGHT is 1%, WIDE 30%.
+STOP_OPTS = {"min_samples": 20, "max_samples": 1000, "target_ci": 0.05, "time_cap_s": 0.25,
+             "min_time_s": 0.002}
+TIGHT, WIDE, NONE = (10.0, 0.1), (10.0, 3.0), None  # NONE: no statistics computed
+GO_ON = "-"
+
+
+def _stop_case(case_id, n, elapsed, ci, want, step=None, **opts):
+    return pytest.param(n, elapsed, ci, {**STOP_OPTS, **opts}, want, step, id=case_id)
+
+
+STOP_CASES = [
+    # converged: enough samples, enough time, the CI within the target
+    _stop_case("ci", 100, 0.1, TIGHT, "ci", step=25),
+    _stop_case("ci-at-the-target", 100, 0.1, (10.0, 0.5), "ci"),
+    _stop_case("ci-just-wider", 100, 0.1, (10.0, 0.51), GO_ON),
+    _stop_case("ci-needs-min-samples", 19, 0.1, TIGHT, GO_ON),
+    _stop_case("ci-at-min-samples", 20, 0.1, TIGHT, "ci"),
+    _stop_case("ci-needs-min-time", 100, 0.0012, TIGHT, GO_ON, step=67),  # 66.7 to --min-time
+    _stop_case("ci-at-min-time", 100, 0.002, TIGHT, "ci"),
+    _stop_case("ci-needs-statistics", 100, 0.1, NONE, GO_ON, step=25),
+    _stop_case("ci-needs-a-positive-median", 100, 0.1, (0.0, 0.0), GO_ON),
+    # the time cap: at or past it, but never with fewer than 5 samples
+    _stop_case("time-cap", 5, 0.25, WIDE, "time_cap"),
+    _stop_case("time-cap-past", 300, 1.0, WIDE, "time_cap"),
+    _stop_case("time-cap-not-yet", 100, 0.2499, WIDE, GO_ON, step=1),
+    _stop_case("time-cap-leaves-5-samples", 4, 0.3, WIDE, GO_ON, step=1),
+    _stop_case("time-cap-leaves-5-below-min-samples", 3, 1.0, WIDE, GO_ON, step=1,
+               min_samples=3),
+    _stop_case("time-cap-at-5-below-min-samples", 5, 1.0, WIDE, "time_cap", min_samples=3),
+    # max samples
+    _stop_case("max-samples", 1000, 0.1, WIDE, "max_samples", step=1),
+    _stop_case("max-samples-at-4", 4, 0.3, WIDE, "max_samples", min_samples=3, max_samples=4),
+    # which reason wins where several hold
+    _stop_case("ci-before-time-cap-and-max", 1000, 1.0, TIGHT, "ci"),
+    _stop_case("time-cap-before-max", 1000, 1.0, WIDE, "time_cap"),
+    # the next check: 25% more samples, at least 5; none before --min-time;
+    # sooner near the time cap; never past --max-samples
+    _stop_case("step-a-quarter", 400, 0.01, WIDE, GO_ON, step=100),
+    _stop_case("step-at-least-5", 8, 0.01, WIDE, GO_ON, step=5),
+    _stop_case("step-sooner-near-the-cap", 100, 0.21, WIDE, GO_ON, step=20),  # 19.05 left
+    _stop_case("step-up-to-max-samples", 990, 0.01, WIDE, GO_ON, step=10),
+]
+
+
+@pytest.mark.parametrize("n,elapsed,ci,opts,want,step", STOP_CASES)
+def test_the_sampling_stop_rule(c_driver, n, elapsed, ci, opts, want, step):
+    median, half = ci or (0.0, 0.0)
+    line = (f"{n} {elapsed!r} {int(ci is not None)} {median!r} {median - half!r} "
+            f"{median + half!r} {opts['min_samples']} {opts['max_samples']} "
+            f"{opts['target_ci']!r} {opts['time_cap_s']!r} {opts['min_time_s']!r}")
+    p = subprocess.run([str(c_driver), "stop"], input=line, capture_output=True, text=True,
+                       check=True)
+    got, got_step, _ = p.stdout.split()
+    assert got == want
+    assert int(got_step) >= 1
+    if step is not None:
+        assert int(got_step) == step
+
+
+def test_the_first_check_comes_after_min_samples_or_5(c_driver):
+    lines = [f"1 0.1 0 0 0 0 {m} 1000 0.05 0.25 0.002" for m in (3, 4, 5, 20)]
+    p = subprocess.run([str(c_driver), "stop"], input="\n".join(lines), capture_output=True,
+                       text=True, check=True)
+    assert [int(row.split()[2]) for row in p.stdout.splitlines()] == [3, 4, 5, 5]

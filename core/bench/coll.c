@@ -2,8 +2,9 @@
  * calls (what a user would write instead).  Sizes: bcast and reductions
  * move `size` bytes per rank; gather, scatter, allgather, alltoall and
  * reduce_scatter move `size` bytes per rank and block (OSU's convention).
- * Bandwidth follows nccl-tests: algbw = alg_bytes / time, busbw = algbw
- * x bus factor (see docs/collectives.md). */
+ * Bandwidth follows nccl-tests: algbw = the algorithm's bytes (size, or
+ * np x size: bytes_per_op, bytes_x_np) / time, busbw = algbw x bus factor
+ * (see docs/collectives.md).  Reductions read --dtype (CS_USES_DTYPE). */
 #include <string.h>
 
 #include "cs.h"
@@ -20,8 +21,6 @@ static size_t whole_elems(const cs_ctx *c, size_t size) {
   size_t e = cs_dtype_size(c->opts);
   return size / e * e;
 }
-static double bytes_1(size_t size, int np) { (void)np; return (double)size; }
-static double bytes_np(size_t size, int np) { return (double)size * np; }
 static double factor_1(int np) { (void)np; return 1.0; }
 static double factor_allreduce(int np) { return 2.0 * (np - 1) / np; }
 static double factor_nm1_n(int np) { return (double)(np - 1) / np; }
@@ -321,82 +320,83 @@ const cs_bench cs_bench_barrier = {
 const cs_bench cs_bench_bcast = {
     .name = "bcast", COLL, .gpu = 1, .metric = "time per broadcast", .rooted = 1,
     .desc = "MPI_Bcast of size bytes from the root", .equiv_sends = sends_nm1,
-    .alg_bytes = bytes_1, .bus_factor = factor_1, .buf_bytes = buf_size, .prepare = prep_bcast,
+    .bytes_per_op = 1, .bus_factor = factor_1, .buf_bytes = buf_size, .prepare = prep_bcast,
     .run = run_bcast, .check = check_bcast, .corrupt = corrupt_bcast,
 };
 const cs_bench cs_bench_bcast_sends = {
     .name = "bcast_sends", SENDS, .metric = "time per broadcast", .rooted = 1,
     .desc = "broadcast by hand: the root sends to every rank", .equiv_of = "bcast",
-    .equiv_sends = sends_nm1, .alg_bytes = bytes_1, .bus_factor = factor_1,
+    .equiv_sends = sends_nm1, .bytes_per_op = 1, .bus_factor = factor_1,
     .buf_bytes = buf_size, .prepare = prep_bcast, .run = run_bcast_sends, .check = check_bcast,
     .corrupt = corrupt_bcast,
 };
 const cs_bench cs_bench_reduce = {
-    .name = "reduce", COLL, .metric = "time per reduction", .rooted = 1,
+    .name = "reduce", COLL, .metric = "time per reduction", .rooted = 1, .uses = CS_USES_DTYPE,
     .desc = "MPI_Reduce (sum) of size bytes to the root", .equiv_sends = sends_nm1,
-    .alg_bytes = bytes_1, .bus_factor = factor_1, .size_fix = whole_elems,
+    .bytes_per_op = 1, .bus_factor = factor_1, .size_fix = whole_elems,
     .buf_bytes = buf_2np, .prepare = prep_reduce, .run = run_reduce, .check = check_reduce,
 };
 const cs_bench cs_bench_reduce_sends = {
     .name = "reduce_sends", SENDS, .metric = "time per reduction", .rooted = 1,
+    .uses = CS_USES_DTYPE,
     .desc = "reduction by hand: every rank sends to the root, which sums",
-    .equiv_of = "reduce", .equiv_sends = sends_nm1, .alg_bytes = bytes_1,
+    .equiv_of = "reduce", .equiv_sends = sends_nm1, .bytes_per_op = 1,
     .bus_factor = factor_1, .size_fix = whole_elems, .buf_bytes = buf_2np,
     .prepare = prep_reduce, .run = run_reduce_sends, .check = check_reduce,
 };
 const cs_bench cs_bench_allreduce = {
-    .name = "allreduce", COLL, .gpu = 1, .metric = "time per reduction",
-    .desc = "MPI_Allreduce (sum) of size bytes", .alg_bytes = bytes_1,
+    .name = "allreduce", COLL, .gpu = 1, .metric = "time per reduction", .uses = CS_USES_DTYPE,
+    .desc = "MPI_Allreduce (sum) of size bytes", .bytes_per_op = 1,
     .bus_factor = factor_allreduce, .size_fix = whole_elems, .buf_bytes = buf_size,
     .prepare = prep_reduce, .run = run_allreduce, .check = check_allreduce,
 };
 const cs_bench cs_bench_gather = {
     .name = "gather", COLL, .metric = "time per gather", .rooted = 1,
     .desc = "MPI_Gather of size bytes per rank", .equiv_sends = sends_nm1,
-    .alg_bytes = bytes_np, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
+    .bytes_per_op = 1, .bytes_x_np = 1, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
     .prepare = prep_gather, .run = run_gather, .check = check_gather,
 };
 const cs_bench cs_bench_gather_sends = {
     .name = "gather_sends", SENDS, .metric = "time per gather", .rooted = 1,
     .desc = "gather by hand: every rank sends to the root", .equiv_of = "gather",
-    .equiv_sends = sends_nm1, .alg_bytes = bytes_np, .bus_factor = factor_nm1_n,
+    .equiv_sends = sends_nm1, .bytes_per_op = 1, .bytes_x_np = 1, .bus_factor = factor_nm1_n,
     .buf_bytes = buf_np, .prepare = prep_gather, .run = run_gather_sends, .check = check_gather,
 };
 const cs_bench cs_bench_scatter = {
     .name = "scatter", COLL, .metric = "time per scatter", .rooted = 1,
     .desc = "MPI_Scatter of size bytes per rank", .equiv_sends = sends_nm1,
-    .alg_bytes = bytes_np, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
+    .bytes_per_op = 1, .bytes_x_np = 1, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
     .prepare = prep_scatter, .run = run_scatter, .check = check_scatter,
 };
 const cs_bench cs_bench_scatter_sends = {
     .name = "scatter_sends", SENDS, .metric = "time per scatter", .rooted = 1,
     .desc = "scatter by hand: the root sends each rank its block", .equiv_of = "scatter",
-    .equiv_sends = sends_nm1, .alg_bytes = bytes_np, .bus_factor = factor_nm1_n,
+    .equiv_sends = sends_nm1, .bytes_per_op = 1, .bytes_x_np = 1, .bus_factor = factor_nm1_n,
     .buf_bytes = buf_np, .prepare = prep_scatter, .run = run_scatter_sends,
     .check = check_scatter,
 };
 const cs_bench cs_bench_allgather = {
     .name = "allgather", COLL, .metric = "time per allgather",
-    .desc = "MPI_Allgather of size bytes per rank", .alg_bytes = bytes_np,
+    .desc = "MPI_Allgather of size bytes per rank", .bytes_per_op = 1, .bytes_x_np = 1,
     .bus_factor = factor_nm1_n, .buf_bytes = buf_np, .prepare = prep_gather,
     .run = run_allgather, .check = check_gathered,
 };
 const cs_bench cs_bench_alltoall = {
     .name = "alltoall", COLL, .gpu = 1, .metric = "time per alltoall", .any_transport = 1,
     .desc = "MPI_Alltoall of size bytes per pair", .equiv_sends = sends_all,
-    .alg_bytes = bytes_np, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
+    .bytes_per_op = 1, .bytes_x_np = 1, .bus_factor = factor_nm1_n, .buf_bytes = buf_np,
     .prepare = prep_alltoall, .run = run_alltoall, .check = check_alltoall,
 };
 const cs_bench cs_bench_alltoall_sends = {
     .name = "alltoall_sends", SENDS, .metric = "time per alltoall",
     .desc = "alltoall by hand: receives posted, then a send to every rank",
-    .equiv_of = "alltoall", .equiv_sends = sends_all, .alg_bytes = bytes_np,
+    .equiv_of = "alltoall", .equiv_sends = sends_all, .bytes_per_op = 1, .bytes_x_np = 1,
     .bus_factor = factor_nm1_n, .buf_bytes = buf_np, .prepare = prep_alltoall,
     .run = run_alltoall_sends, .check = check_alltoall,
 };
 const cs_bench cs_bench_reduce_scatter = {
-    .name = "reduce_scatter", COLL, .metric = "time per reduce-scatter",
-    .desc = "MPI_Reduce_scatter_block (sum), size bytes per rank", .alg_bytes = bytes_np,
+    .name = "reduce_scatter", COLL, .metric = "time per reduce-scatter", .uses = CS_USES_DTYPE,
+    .desc = "MPI_Reduce_scatter_block (sum), size bytes per rank", .bytes_per_op = 1, .bytes_x_np = 1,
     .bus_factor = factor_nm1_n, .size_fix = whole_elems, .buf_bytes = buf_np,
     .prepare = prep_reduce_scatter, .run = run_reduce_scatter, .check = check_reduce_scatter,
 };

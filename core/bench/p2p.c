@@ -223,13 +223,16 @@ const cs_bench cs_bench_loggp_1 = {
 };
 const cs_bench cs_bench_loggp_n = {
     .name = "loggp_n", PRTT, .msgs_per_rep = msgs_train, .metric = "PRTT(n,0,s)", .run = run_prtt_n,
+    .uses = CS_USES_LOGGP_N,
     .desc = "LogGP: n back-to-back messages, then one reply, PRTT(n,0,s)",
 };
 const cs_bench cs_bench_loggp_nd = {
     .name = "loggp_nd", PRTT, .msgs_per_rep = msgs_train, .metric = "PRTT(n,d,s)", .run = run_prtt_nd,
+    .uses = CS_USES_LOGGP_N | CS_USES_LOGGP_DELAY,
     .desc = "LogGP: n messages d us apart, then one reply, PRTT(n,d,s)",
 };
 const cs_bench cs_bench_loggp_ndr = {
     .name = "loggp_ndr", PRTT, .msgs_per_rep = msgs_train, .metric = "PRTT(n,d,s), receiver waits", .run = run_prtt_ndr,
+    .uses = CS_USES_LOGGP_N | CS_USES_LOGGP_DELAY,
     .desc = "LogGP: n messages, the receiver waits d us after each, then one reply",
 };

@@ -45,6 +45,10 @@
 #endif
 
 #define CS_MAX_BENCH 32
+/* A sweep's limits: at most CS_MAX_SIZES sizes, none above CS_MAX_SIZE
+ * bytes (--list --json states both in the --sizes entry). */
+#define CS_MAX_SIZES 128
+#define CS_MAX_SIZE ((size_t)1 << 30)
 #define CS_MAX_PHASES 8
 #define CS_ERRLEN 512
 
@@ -60,7 +64,7 @@ enum cs_status {
   CS_ESKIP = 7,    /* a GPU path this machine cannot run: skipped, with the reason */
 };
 
-/* An error with where it was raised; filled by CS_FAIL. */
+/* Errors (err.c): an error with where it was raised; filled by CS_FAIL. */
 typedef struct cs_err {
   int code;
   char msg[CS_ERRLEN];
@@ -113,6 +117,8 @@ typedef struct cs_opts {
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
 
+/* The clock (clock.c).  CLOCK_MONOTONIC in microseconds. */
+double cs_now_us(void);
 /* The clock as measured at start: CLOCK_MONOTONIC's step (the gcd of
  * successive differences; 10 ns on some VMs whatever clock_getres says)
  * and the cost of one read. */
@@ -124,6 +130,22 @@ void cs_clock_measure(cs_clock *k);
 /* Automatic sample length: long enough that one clock read and one step
  * of the clock are each under 0.5% of a sample. */
 double cs_auto_sample_us(const cs_clock *k);
+
+/* Memory (mem.c).  Page-aligned, zeroed memory whose pages are touched
+ * now, outside any timed region (NULL when out of memory; free() releases
+ * it). */
+void *cs_alloc(size_t n);
+/* Bytes the kernel says can be had without swapping; -1 where unknown. */
+double cs_mem_available(void);
+
+/* JSON (json.c): a string, escaped; ,"key":v with null for NaN. */
+void cs_json_str(FILE *f, const char *s);
+void cs_json_num(FILE *f, const char *key, double v);
+
+/* Agreement across ranks (agree.c).  Every rank learns whether any
+ * failed: the first failing rank, whose reason `why` (len bytes) every
+ * rank then holds, or -1 when none did. */
+int cs_first_failure(MPI_Comm comm, int failed, char *why, size_t len);
 
 /* The cache-line floor between rank 0 and its partner (floor.c). */
 struct cs_floor_line;
@@ -243,8 +265,15 @@ typedef struct cs_bench {
   int min_np;
   int ops_per_rep_window; /* 1: ops_per_rep = window; 0: ops_per_rep = ops */
   double ops_per_rep;     /* e.g. 2 for ping-pong one-way time */
-  double bytes_per_op;    /* x size: bytes moved per op (0: no bandwidth) */
+  /* Bytes moved per op, whose division by the per-op time is mb_per_s:
+   * bytes_per_op x size, and x np where bytes_x_np (collectives, as
+   * nccl-tests' algorithm bytes).  0: no bandwidth.  See cs_bench_bytes. */
+  double bytes_per_op;
+  int bytes_x_np;
   int has_rate;           /* report ops per second */
+  /* Options the kernel reads that change what it measures (CS_USES_*),
+   * beyond those the harness sees in this declaration (cs_bench_json). */
+  int uses;
   double min_sample_us;   /* batch repetitions up to this (sendloop needs a loop) */
   /* Validation: an untimed run of valid_reps repetitions (0: 1), each
    * moving msgs_per_rep messages to the receiver (NULL: 1), every one of
@@ -285,8 +314,7 @@ typedef struct cs_bench {
   const char *equiv_of;   /* hand-rolled version of this collective */
   /* Seed 004's equivalent number of MPI_Send calls of one message. */
   long (*equiv_sends)(int np);
-  /* nccl-tests' algorithm bytes and bus factor (NULL: p2p rules). */
-  double (*alg_bytes)(size_t size, int np);
+  /* nccl-tests' bus factor: busbw = mb_per_s x this (NULL: no busbw). */
   double (*bus_factor)(int np);
   /* The size actually used for a requested size (0: skip this size). */
   size_t (*size_fix)(const cs_ctx *c, size_t size);
@@ -302,9 +330,30 @@ typedef struct cs_bench {
   int (*check)(cs_ctx *c, long sample, char *why, size_t whylen);
 } cs_bench;
 
+/* Options a kernel reads (cs_bench.uses). */
+enum cs_uses {
+  CS_USES_DTYPE = 1,       /* --dtype: the reductions' element type */
+  CS_USES_LOGGP_N = 2,     /* --loggp-n: messages per train */
+  CS_USES_LOGGP_DELAY = 4, /* --loggp-delay-us: the delay between them */
+};
+
 /* Registry (core/bench/registry.c). */
 const cs_bench *cs_bench_find(const char *name);
 const cs_bench *const *cs_bench_all(int *n);
+
+/* A benchmark's facts, as its declaration implies them (facts.c), for the
+ * records and for `cs-core --list --json`.  No MPI. */
+/* The record field a table shows: "median_us", "mb_per_s" or "rate_per_s". */
+const char *cs_bench_primary(const cs_bench *b);
+/* Bytes moved per op at this size and process count (0: none counted). */
+double cs_bench_bytes(const cs_bench *b, size_t size, int np);
+/* --buffers applies: a benchmark of message buffers (not an application's
+ * own data, not barrier's none). */
+int cs_bench_buffered(const cs_bench *b);
+/* CS_EUSAGE where np processes are too few for b. */
+int cs_bench_np_check(const cs_bench *b, int np, cs_err *e);
+/* b's entry of `--list --json`. */
+void cs_bench_json(FILE *f, const cs_bench *b);
 
 /* Options (options.c). */
 void cs_opts_defaults(cs_opts *o);
@@ -313,6 +362,8 @@ void cs_opts_usage(FILE *f);
 void cs_opts_json(FILE *f);
 int cs_parse_size(const char *s, size_t *out);
 int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e);
+MPI_Datatype cs_dtype(const cs_opts *o);
+size_t cs_dtype_size(const cs_opts *o);
 
 /* Statistics (stats.c). */
 typedef struct cs_stats {
@@ -324,6 +375,20 @@ double cs_quantile_sorted(const double *x, long n, double q);
 void cs_median_ci_ranks(long n, long *lo, long *hi);
 void cs_stats_compute(const double *x, long n, double *scratch, cs_stats *s);
 int cs_ci_converged(const cs_stats *s, double target);
+/* The sampling stop rule, checked at check points (rank 0 decides): after
+ * n samples and elapsed_s seconds of sampling, with their statistics (NULL:
+ * none computed, so no CI to judge), stop now and why, as the record's
+ * "stop" says: "ci" (converged: at least --min-samples samples and
+ * --min-time seconds, and the CI within --target-ci), "time_cap" (at or
+ * past --time-cap, never with fewer than CS_MIN_SAMPLES_UNDER_CAP samples) or
+ * "max_samples"; NULL: go on, and *step (always set, >= 1) samples more
+ * before the next check (25% more, at least 5; none before --min-time, sooner
+ * near the time cap, never past --max-samples).  No MPI, no clock. */
+#define CS_MIN_SAMPLES_UNDER_CAP 5
+const char *cs_stop_rule(const cs_opts *o, long n, double elapsed_s, const cs_stats *st,
+                         long *step);
+/* The first check point: after this many samples. */
+long cs_first_check(const cs_opts *o);
 /* The window a size runs: `window`, narrowed where one message of this size,
  * measured (op_us), times the window would exceed budget_us per sample. */
 long cs_fit_window(long window, double op_us, double budget_us);
@@ -383,16 +448,6 @@ typedef struct cs_noise {
   int valid;
 } cs_noise;
 void cs_noise_mark_now(cs_noise_mark *m, int leader);
-double cs_mem_available(void);
-/* --buffers cold: one rank's two pools, for c's size and np (0: hot). */
-double cs_cold_bytes(const struct cs_bench *b, const cs_ctx *c);
-/* Page-aligned, zeroed memory whose pages are touched now, outside any
- * timed region (NULL when out of memory; free() releases it). */
-void *cs_alloc(size_t n);
-/* Memory refusal: `need` bytes for `nranks` processes on one node that
- * has `have` available (<= 0: unknown, never refused); 1 with the reason. */
-int cs_mem_refuse(const struct cs_bench *b, const cs_ctx *c, double need, int nranks,
-                  double have, char *why, size_t len);
 void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm machine,
                      MPI_Comm world, double wall_s, cs_noise *out);
 
@@ -435,31 +490,34 @@ typedef struct cs_result {
   long pool_checked;
   long llc_bytes;       /* ... the last-level cache it was sized against */
 } cs_result;
-void cs_json_str(FILE *f, const char *s);
+/* The MPI_T control variables named (cvars.c). */
 void cs_cvars_json(FILE *f, const char *names);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
                      char **hosts, char **cpus, const char *libver, int mpi_major, int mpi_minor,
                      const cs_clock *clock, double floor_ns, const char *path_json);
-MPI_Datatype cs_dtype(const cs_opts *o);
-size_t cs_dtype_size(const cs_opts *o);
-int cs_validated_sample(long sample);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
                      double floor_ns, const char *reason);
 void cs_table_header(FILE *f);
 void cs_table_row(FILE *f, const cs_result *r);
 
-/* Fault injection for the test suite (harness.c): the last rank hangs,
- * crashes or corrupts its received data at the given size, or (hang@exit)
- * hangs after the last record, where a broken MPI_Finalize would. */
+/* Fault injection for the test suite (parsed in options.c, acted out in
+ * harness.c): the last rank hangs, crashes or corrupts its received data
+ * at the given size, or (hang@exit) hangs after the last record, where a
+ * broken MPI_Finalize would. */
 enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT,
                 CS_FAULT_HANG_EXIT };
 int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */
-/* Every rank learns whether any failed: the first failing rank, whose
- * reason `why` (len bytes) every rank then holds, or -1 when none did. */
-int cs_first_failure(MPI_Comm comm, int failed, char *why, size_t len);
+/* Validation runs happen before these timed samples: 0, 1, 2, 4, 8, ... */
+int cs_validated_sample(long sample);
+/* --buffers cold: one rank's two pools, for c's size and np (0: hot). */
+double cs_cold_bytes(const struct cs_bench *b, const cs_ctx *c);
+/* Memory refusal: `need` bytes for `nranks` processes on one node that
+ * has `have` available (<= 0: unknown, never refused); 1 with the reason. */
+int cs_mem_refuse(const struct cs_bench *b, const cs_ctx *c, double need, int nranks,
+                  double have, char *why, size_t len);
 /* Request slots: both ways of a bw window, or one per rank, and two spare
  * (the harness's requests and a GPU path's pending transfers alike). */
 static inline size_t cs_nreq(const cs_opts *o, int np) {
@@ -474,9 +532,6 @@ typedef struct cs_env {
 } cs_env;
 int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_env *env,
                  FILE *out, int *ninvalid, int *nresults, cs_err *e);
-
-/* Clock: CLOCK_MONOTONIC in microseconds. */
-double cs_now_us(void);
 
 static inline void cs_phase(cs_ctx *c, int k) {
   double t = cs_now_us();

@@ -1,12 +1,12 @@
-/* The harness: calibration, warm-up, the timed loop, the adaptive stopping
- * rule, untimed validation, noise and one record per size.  Benchmarks
- * only provide the kernel and their buffers' content. */
+/* The harness: calibration, warm-up, the timed loop and its check points
+ * (the stopping rule is stats.c's), untimed validation, noise and one
+ * record per size.  Benchmarks only provide the kernel and their buffers'
+ * content. */
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache.h"
 #include "cs.h"
@@ -14,56 +14,7 @@
 
 #define TAG_READY 901
 #define TAG_WHY 902
-#define MIN_SAMPLES_UNDER_CAP 5 /* the time cap never leaves fewer samples */
 #define MAX_REPS (1L << 24)
-
-double cs_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
-static long gcd_l(long a, long b) {
-  while (b) {
-    long t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
-/* The clock's step and the cost of one read, measured, not asked:
- * clock_getres says 1 ns on VMs whose CLOCK_MONOTONIC moves in 10 ns
- * steps.  The step is the gcd of the nonzero differences between reads. */
-void cs_clock_measure(cs_clock *k) {
-  enum { N = 2001 };
-  static double d[N];
-  struct timespec a, b;
-  long g = 0;
-  clock_gettime(CLOCK_MONOTONIC, &a);
-  for (int i = 0; i < N; i++) {
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    long ns = (b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec);
-    d[i] = (double)ns;
-    if (ns > 0) g = gcd_l(g, ns);
-    a = b;
-  }
-  cs_sort(d, N);
-  k->read_ns = d[N / 2];
-  k->quantum_ns = g > 0 ? (double)g : 1.0;
-}
-
-double cs_auto_sample_us(const cs_clock *k) {
-  double by_read = 200.0 * k->read_ns * 1e-3, by_step = 200.0 * k->quantum_ns * 1e-3;
-  return by_read > by_step ? by_read : by_step;
-}
-
-void *cs_alloc(size_t n) {
-  void *p = NULL;
-  if (posix_memalign(&p, 4096, n ? n : 64)) return NULL;
-  memset(p, 0, n ? n : 64); /* first touch outside any timed region */
-  return p;
-}
 
 /* Untimed synchronisation around a validation run: before it, once the
  * buffers are prepared, and after it, once every rank has checked, so that
@@ -105,7 +56,7 @@ typedef struct sampler {
  * corrupt@SIZE flips a byte of the first message's slot: with a window or
  * a loop, that message is not the last to land, so only a check of every
  * message catches it. */
-static void inject(const cs_bench *b, cs_ctx *c, long sample) {
+static void act_out_fault(const cs_bench *b, cs_ctx *c, long sample) {
   enum cs_fault kind;
   size_t at;
   if (!c->opts->inject[0] || c->rank != c->np - 1 || sample != 0) return;
@@ -180,7 +131,7 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
 static size_t line_up(size_t n) { return (n + 63) / 64 * 64; }
 
 static int cold(const cs_bench *b, const cs_opts *o) {
-  return !strcmp(o->buffers, "cold") && !b->size_param && b->buf_bytes && !b->sizeless;
+  return !strcmp(o->buffers, "cold") && cs_bench_buffered(b);
 }
 
 static size_t pool_target(const cs_opts *o) {
@@ -311,7 +262,7 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   }
   c->root = root_of(c, sample);
   if (c->active) b->prepare(c, sample);
-  if (c->active && b->corrupt_before) inject(b, c, sample);
+  if (c->active && b->corrupt_before) act_out_fault(b, c, sample);
   sync_ranks(b, c);
   if (c->active) {
     if (b->run(c, reps)) {
@@ -322,7 +273,7 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   }
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
   if (c->active) {
-    if (!b->corrupt_before) inject(b, c, sample);
+    if (!b->corrupt_before) act_out_fault(b, c, sample);
     char why[CS_ERRLEN / 2];
     if (!sm->err && b->check(c, sample, why, sizeof why)) {
       sm->err = 1;
@@ -463,7 +414,7 @@ static void gather_why(cs_ctx *c, sampler *sm, char *why, size_t len) {
 
 /* What the clock can resolve of one op's time in a sample of `reps`
  * repetitions: one step, shared by reps x ops operations. */
-static double resolution_us(const cs_ctx *c, long reps, double ops) {
+static double clock_resolution_us(const cs_ctx *c, long reps, double ops) {
   return c->clock->quantum_ns * 1e-3 / ((double)reps * ops);
 }
 
@@ -573,7 +524,7 @@ static void reduce_phases(cs_ctx *c, sampler *sm, int nph, cs_result *r) {
  * overestimated 1 MiB from 8 B by orders of magnitude (windows of 5 and 6
  * where 64 fit) and, with no previous size, narrowed nothing (64 x 4 MiB
  * per sample over 100 Mbit/s).  Where one window would not let --time-cap
- * hold MIN_SAMPLES_UNDER_CAP samples, this size runs a narrower window, and
+ * hold CS_MIN_SAMPLES_UNDER_CAP samples, this size runs a narrower window, and
  * its record says which.  Rank 0 decides. */
 static long fitting_window(const cs_bench *b, cs_ctx *c) {
   long w = c->opts->window;
@@ -582,7 +533,7 @@ static long fitting_window(const cs_bench *b, cs_ctx *c) {
   const cs_opts *full = c->opts;
   one.window = 1;
   c->opts = &one;
-  double budget = full->time_cap_s * 1e6 / MIN_SAMPLES_UNDER_CAP;
+  double budget = full->time_cap_s * 1e6 / CS_MIN_SAMPLES_UNDER_CAP;
   double op_us = one_sample(b, c, 1, 1.0, -1);
   /* the first message of a size may set up a connection (TCP's are made on
    * first use: 7 ms where a 4 KiB message takes 50 us): where it would
@@ -625,7 +576,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   double t_us = 0;
   long reps = target_us > 0 ? calibrate(b, c, ops, target_us, &t_us) : 1;
   warm_up(b, c, reps, ops, target_us > 0 ? 2 : 0, t_us);
-  double res_us = resolution_us(c, reps, ops);
+  double res_us = clock_resolution_us(c, reps, ops);
   r->floor_ns = cs_floor_measure(c->floor);
   r->validations = r->checked_msgs = 0;
 
@@ -635,7 +586,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   leader = leader == 0;
   cs_noise_mark_now(&m0, leader);
   double t0 = cs_now_us();
-  long next_check = o->min_samples < MIN_SAMPLES_UNDER_CAP ? o->min_samples : MIN_SAMPLES_UNDER_CAP;
+  long next_check = cs_first_check(o);
   const char *stop = "max_samples";
   int converged = 0;
   double *scratch = NULL;
@@ -690,32 +641,14 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
       if (sc) scratch = sc;
       if (sc) cs_stats_compute(sm.x, sm.n, scratch, &st);
       if (sc) widen_to_clock(&st, res_us);
-      double elapsed_s = (cs_now_us() - t0) * 1e-6;
-      int enough = sm.n >= o->min_samples && elapsed_s >= o->min_time_s;
-      if (sc && enough && cs_ci_converged(&st, o->target_ci)) {
+      long step;
+      const char *why = cs_stop_rule(o, sm.n, (cs_now_us() - t0) * 1e-6, sc ? &st : NULL, &step);
+      if (why) {
         local[1] = 1;
-        stop = "ci";
-        converged = 1;
-      } else if (elapsed_s >= o->time_cap_s && sm.n >= MIN_SAMPLES_UNDER_CAP) {
-        local[1] = 1;
-        stop = "time_cap";
-      } else if (sm.n >= o->max_samples) {
-        local[1] = 1;
-        stop = "max_samples";
+        stop = why;
+        converged = !strcmp(why, "ci");
       }
-      /* Check again after 25% more samples, or sooner near the time cap. */
-      double per_sample_s = elapsed_s / (double)sm.n;
-      double left_s = o->time_cap_s - elapsed_s;
-      long step = sm.n / 4 > 5 ? sm.n / 4 : 5;
-      double to_min_s = o->min_time_s - elapsed_s;
-      if (per_sample_s > 0 && to_min_s / per_sample_s > (double)step)
-        step = (long)(to_min_s / per_sample_s) + 1; /* no check before --min-time */
-      if (per_sample_s > 0 && left_s / per_sample_s < (double)step)
-        step = left_s > 0 ? (long)(left_s / per_sample_s) + 1 : 1;
-      if (sm.n + step > o->max_samples) step = o->max_samples - sm.n;
-      if (coll && step > 65536) step = 65536; /* bounds the pending buffers */
-      if (step < 1) step = 1;
-      local[2] = step;
+      local[2] = coll && step > 65536 ? 65536 : step; /* bounds the pending buffers */
     }
     MPI_Allreduce(local, all, 3, MPI_LONG, MPI_MAX, c->comm);
     if (all[0]) {
@@ -811,17 +744,6 @@ static int app_setup(const cs_bench *b, cs_ctx *c, MPI_Comm node, cs_err *e) {
   return CS_FAIL(e, CS_EUSAGE, "%s", why);
 }
 
-int cs_first_failure(MPI_Comm comm, int failed, char *why, size_t len) {
-  int rank, np, first;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &np);
-  int mine = failed ? rank : np;
-  MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (first == np) return -1;
-  MPI_Bcast(why, (int)len, MPI_CHAR, first, comm);
-  return first;
-}
-
 /* The copy an application's memory-bound phase is held against: every
  * rank copies 64 MiB (twice the last-level cache of most nodes; memory,
  * not cache) at once with plain loads and stores, as a stencil does (no
@@ -878,10 +800,10 @@ static double copy_bandwidth(const cs_ctx *c, MPI_Comm node, double *alone) {
 int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_env *env,
                  FILE *out, int *ninvalid, int *nresults, cs_err *e) {
   cs_chan *chan = env->chan;
-  size_t sizes[128];
+  size_t sizes[CS_MAX_SIZES];
   int nsizes, rc;
-  rc = b->size_param ? cs_param_sizes(o->param, b, sizes, 128, &nsizes, e)
-                     : cs_sizes_expand(o, sizes, 128, &nsizes, e);
+  rc = b->size_param ? cs_param_sizes(o->param, b, sizes, CS_MAX_SIZES, &nsizes, e)
+                     : cs_sizes_expand(o, sizes, CS_MAX_SIZES, &nsizes, e);
   if (rc) return rc;
 
   cs_ctx c = {0};
@@ -889,9 +811,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   c.opts = o;
   MPI_Comm_rank(world, &c.rank);
   MPI_Comm_size(world, &c.np);
-  if (c.np < b->min_np)
-    return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
-                   b->min_np, c.np);
+  if ((rc = cs_bench_np_check(b, c.np, e))) return rc;
   c.chan = chan;
   c.clock = env->clock;
   c.floor = env->floor;

@@ -13,49 +13,12 @@ static void list_benches(int json) {
   if (json) fputs("{\"benchmarks\":[", stdout);
   for (int i = 0; i < n; i++) {
     const cs_bench *b = all[i];
-    if (!json) {
+    if (json) {
+      if (i) fputc(',', stdout);
+      cs_bench_json(stdout, b);
+    } else {
       printf("%-15s %-10s %s\n", b->name, b->group, b->desc);
-      continue;
     }
-    printf("%s{\"name\":\"%s\",\"group\":\"%s\",\"min_np\":%d,\"bandwidth\":%s,\"rate\":%s,"
-           "\"rooted\":%s,\"sizeless\":%s,\"any_transport\":%s,\"gpu\":%s,\"gpu_only\":%s,"
-           "\"timing\":\"%s\",\"equiv_of\":",
-           i ? "," : "", b->name, b->group, b->min_np,
-           b->bytes_per_op > 0 || b->alg_bytes ? "true" : "false", b->has_rate ? "true" : "false",
-           b->rooted ? "true" : "false", b->sizeless ? "true" : "false",
-           b->any_transport ? "true" : "false", b->gpu ? "true" : "false",
-           b->gpu_only ? "true" : "false",
-           b->timing == CS_TIME_MAX ? "max" : "pair");
-    if (b->equiv_of)
-      cs_json_str(stdout, b->equiv_of);
-    else
-      fputs("null", stdout);
-    if (b->size_param) {
-      printf(",\"size_param\":");
-      cs_json_str(stdout, b->size_param);
-    }
-    printf(",\"params\":[");
-    for (const cs_param_def *d = b->params; d && d->name; d++) {
-      printf("%s{\"name\":", d == b->params ? "" : ",");
-      cs_json_str(stdout, d->name);
-      printf(",\"default\":");
-      cs_json_str(stdout, d->def);
-      printf(",\"help\":");
-      cs_json_str(stdout, d->help);
-      putchar('}');
-    }
-    printf("],\"phases\":[");
-    for (int k = 0; b->phases && b->phases[k]; k++) {
-      if (k) putchar(',');
-      cs_json_str(stdout, b->phases[k]);
-    }
-    putchar(']');
-    printf(",\"equiv_sends\":\"%s\",\"metric\":",
-           !b->equiv_sends ? "" : (b->equiv_sends(4) == 12 ? "n(n-1)" : "n-1"));
-    cs_json_str(stdout, b->metric);
-    printf(",\"desc\":");
-    cs_json_str(stdout, b->desc);
-    fputc('}', stdout);
   }
   if (json) {
     fputs("],\"options\":", stdout);
@@ -95,9 +58,9 @@ static void print_gpu_info(void) {
 static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err *e) {
   for (int i = 0; i < nb; i++) {
     const cs_bench *b = benches[i];
-    size_t sizes[128];
+    size_t sizes[CS_MAX_SIZES];
     int n = 0;
-    if (!b->size_param && o->plan_mem && !cs_sizes_expand(o, sizes, 128, &n, e) && n > 0) {
+    if (!b->size_param && o->plan_mem && !cs_sizes_expand(o, sizes, CS_MAX_SIZES, &n, e) && n > 0) {
       cs_ctx c = {0};
       c.opts = o;
       c.bench = b;
@@ -111,14 +74,12 @@ static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err
                        b->name, need / 1073741824.0, c.np, need / c.np / 2 / 1048576.0,
                        have / 1073741824.0);
     }
-    if (!b->size_param || cs_param_sizes(o->param, b, sizes, 128, &n, e)) continue;
+    if (!b->size_param || cs_param_sizes(o->param, b, sizes, CS_MAX_SIZES, &n, e)) continue;
     cs_ctx c = {0};
     c.opts = o;
     c.bench = b;
     c.np = (int)o->plan_np;
-    if (c.np < b->min_np)
-      return CS_FAIL(e, CS_EUSAGE, "benchmark %s needs at least %d processes, got %d", b->name,
-                     b->min_np, c.np);
+    if (cs_bench_np_check(b, c.np, e)) return CS_EUSAGE;
     for (int k = 0; k < n; k++) {
       char why[CS_ERRLEN / 2] = "";
       double need = 0;
@@ -366,19 +327,19 @@ int main(int argc, char **argv) {
   }
   const cs_bench *benches[CS_MAX_BENCH];
   int nb;
-  size_t sizes[128];
+  size_t sizes[CS_MAX_SIZES];
   int nsizes;
-  if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, 128, &nsizes, &e) ||
+  if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, CS_MAX_SIZES, &nsizes, &e) ||
       cs_params_check(o.param, benches, nb, &e) || cs_path_check(&o, benches, nb, &e)) {
     fprintf(stderr, "cs-core: %s\n", e.msg);
     return CS_EUSAGE;
   }
   for (int i = 0; i < nb; i++)
-    if (benches[i]->size_param && cs_param_sizes(o.param, benches[i], sizes, 128, &nsizes, &e)) {
+    if (benches[i]->size_param && cs_param_sizes(o.param, benches[i], sizes, CS_MAX_SIZES, &nsizes, &e)) {
       fprintf(stderr, "cs-core: %s\n", e.msg);
       return CS_EUSAGE;
     }
-  if (sizes[nsizes - 1] > (size_t)1 << 30) {
+  if (sizes[nsizes - 1] > CS_MAX_SIZE) {
     fprintf(stderr, "cs-core: sizes above 1 GiB are not supported\n");
     return CS_EUSAGE;
   }

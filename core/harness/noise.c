@@ -68,15 +68,3 @@ void cs_noise_finish(const cs_noise_mark *a, const cs_noise_mark *b, MPI_Comm ma
   out->wall_s = wall_s;
   out->load1 = load1();
 }
-
-/* Bytes the kernel says can be had without swapping (applications check
- * their footprint against it before allocating); -1 where unknown. */
-double cs_mem_available(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  char line[256];
-  double kb = -1;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1) break;
-  if (f) fclose(f);
-  return kb < 0 ? -1 : kb * 1024.0;
-}

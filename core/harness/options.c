@@ -2,7 +2,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,23 +122,6 @@ void cs_opts_defaults(cs_opts *o) {
   o->loggp_n = 16;
   o->loggp_delay_us = 20.0;
   strcpy(o->output, "-");
-}
-
-int cs_fail(cs_err *e, int code, const char *file, int line, const char *fmt, ...) {
-  va_list ap;
-  char tmp[CS_ERRLEN - 64];
-  va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (e) {
-    e->code = code;
-    /* Usage errors are for users: no source location. */
-    if (code == CS_EUSAGE)
-      snprintf(e->msg, sizeof e->msg, "%s", tmp);
-    else
-      snprintf(e->msg, sizeof e->msg, "%s (%s:%d)", tmp, file, line);
-  }
-  return code;
 }
 
 int cs_parse_size(const char *s, size_t *out) {
@@ -280,7 +262,8 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
 }
 
 /* The option table as JSON: name, cs_opts field, type, range, default,
- * scope and help; Python builds `commscope run`'s options from it. */
+ * scope and help (and for --sizes the largest size and the most sizes a
+ * sweep may have); Python builds `commscope run`'s options from it. */
 void cs_opts_json(FILE *f) {
   static const char *types[] = {"str", "int", "float", "flag"};
   static const char *scopes[] = {"core", "run", "hidden"};
@@ -300,6 +283,8 @@ void cs_opts_json(FILE *f) {
       case OPT_DOUBLE: fprintf(f, "%.17g", *(const double *)p); break;
       case OPT_FLAG: fputs(*(const int *)p ? "true" : "false", f); break;
     }
+    if (o->off == offsetof(cs_opts, sizes)) /* a sweep's limits (main.c holds runs to them) */
+      fprintf(f, ",\"max_size\":%zu,\"max_sizes\":%d", CS_MAX_SIZE, CS_MAX_SIZES);
     fprintf(f, ",\"help\":");
     cs_json_str(f, o->help);
     fputc('}', f);

@@ -7,33 +7,6 @@
 
 #include "cs.h"
 
-void cs_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-      case '"': fputs("\\\"", f); break;
-      case '\\': fputs("\\\\", f); break;
-      case '\n': fputs("\\n", f); break;
-      case '\r': fputs("\\r", f); break;
-      case '\t': fputs("\\t", f); break;
-      default:
-        if (*p < 0x20)
-          fprintf(f, "\\u%04x", *p);
-        else
-          fputc(*p, f);
-    }
-  }
-  fputc('"', f);
-}
-
-/* JSON has no NaN: write null instead. */
-static void num(FILE *f, const char *key, double v) {
-  if (isfinite(v))
-    fprintf(f, ",\"%s\":%.6g", key, v);
-  else
-    fprintf(f, ",\"%s\":null", key);
-}
-
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
                      char **cpus, const char *libver, int mpi_major, int mpi_minor,
                      const cs_clock *clock, double floor_ns, const char *path_json) {
@@ -68,7 +41,7 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
     fprintf(f, ",\"timing\":\"per-iteration (sendloop: one loop of sends per sample)\"");
   fprintf(f, ",\"validation\":\"untimed runs before samples 0,1,2,4,8,... of every size, "
              "every message in its own slot, ranks resynchronised after the check\"");
-  num(f, "floor_ns", floor_ns);
+  cs_json_num(f, "floor_ns", floor_ns);
   const char *cvars = getenv("COMMSCOPE_CVARS"); /* settings to read back (tune, --settings) */
   if (cvars && *cvars) cs_cvars_json(f, cvars);
   if (path_json) fprintf(f, ",\"path\":%s", path_json);
@@ -120,8 +93,7 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   const cs_stats *s = &r->st;
   fprintf(f, "{\"type\":\"result\",\"bench\":\"%s\",\"group\":\"%s\",\"metric\":\"%s\","
              "\"primary\":\"%s\"",
-          r->bench->name, r->bench->group, r->bench->metric,
-          r->bench->primary ? r->bench->primary : "median_us");
+          r->bench->name, r->bench->group, r->bench->metric, cs_bench_primary(r->bench));
   fprintf(f, ",\"size_bytes\":%zu,\"np\":%d,\"valid\":%s", r->size, r->np,
           r->valid ? "true" : "false");
   if (!r->valid) {
@@ -130,43 +102,41 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   }
   fprintf(f, ",\"n_samples\":%ld,\"batch\":%ld,\"ops_per_rep\":%g,\"n_iters\":%ld", s->n,
           r->batch, r->ops_per_rep, s->n * r->batch);
-  num(f, "median_us", s->median);
-  num(f, "mean_us", s->mean);
-  num(f, "min_us", s->min);
-  num(f, "max_us", s->max);
-  num(f, "p5_us", s->p5);
-  num(f, "p95_us", s->p95);
-  num(f, "ci_lo_us", s->ci_lo);
-  num(f, "ci_hi_us", s->ci_hi);
-  num(f, "ci_us", (s->ci_hi - s->ci_lo) / 2.0);
+  cs_json_num(f, "median_us", s->median);
+  cs_json_num(f, "mean_us", s->mean);
+  cs_json_num(f, "min_us", s->min);
+  cs_json_num(f, "max_us", s->max);
+  cs_json_num(f, "p5_us", s->p5);
+  cs_json_num(f, "p95_us", s->p95);
+  cs_json_num(f, "ci_lo_us", s->ci_lo);
+  cs_json_num(f, "ci_hi_us", s->ci_hi);
+  cs_json_num(f, "ci_us", (s->ci_hi - s->ci_lo) / 2.0);
   double mbps = NAN, rate = NAN, bus = NAN;
-  if (r->bench->alg_bytes && s->median > 0) {
-    mbps = r->bench->alg_bytes(r->size, r->np) / s->median;
-    bus = mbps * r->bench->bus_factor(r->np);
-  } else if (r->bench->bytes_per_op > 0 && s->median > 0) {
-    mbps = r->bench->bytes_per_op * (double)r->size / s->median; /* bytes/us = MB/s */
+  if (r->bench->bytes_per_op > 0 && s->median > 0) {
+    mbps = cs_bench_bytes(r->bench, r->size, r->np) / s->median; /* bytes/us = MB/s */
+    if (r->bench->bus_factor) bus = mbps * r->bench->bus_factor(r->np);
   }
   if (r->bench->has_rate && s->median > 0) rate = 1e6 / s->median;
-  num(f, "mb_per_s", mbps);
-  num(f, "rate_per_s", rate);
-  num(f, "busbw_mb_per_s", bus);
+  cs_json_num(f, "mb_per_s", mbps);
+  cs_json_num(f, "rate_per_s", rate);
+  cs_json_num(f, "busbw_mb_per_s", bus);
   if (r->bench->timing == CS_TIME_MAX) {
     fprintf(f, ",\"timing\":\"barrier, max over ranks\"");
-    num(f, "mean_rank_avg_us", r->mean_rank_avg);
+    cs_json_num(f, "mean_rank_avg_us", r->mean_rank_avg);
   }
   if (r->bench->rooted) fprintf(f, ",\"root\":%d", r->root);
   if (r->bench->equiv_sends) fprintf(f, ",\"equiv_sends\":%ld", r->bench->equiv_sends(r->np));
   if (r->bench->equiv_of) fprintf(f, ",\"equiv_of\":\"%s\"", r->bench->equiv_of);
   fprintf(f, ",\"converged\":%s,\"stop\":\"%s\"", r->converged ? "true" : "false", r->stop);
   fprintf(f, ",\"noise\":{\"valid\":%s", r->noise.valid ? "true" : "false");
-  num(f, "other_cpu_s", r->noise.other_cpu_s);
-  num(f, "steal_s", r->noise.steal_s);
-  num(f, "wall_s", r->noise.wall_s);
-  num(f, "load1", r->noise.load1);
+  cs_json_num(f, "other_cpu_s", r->noise.other_cpu_s);
+  cs_json_num(f, "steal_s", r->noise.steal_s);
+  cs_json_num(f, "wall_s", r->noise.wall_s);
+  cs_json_num(f, "load1", r->noise.load1);
   fputc('}', f);
-  num(f, "elapsed_s", r->elapsed_s);
-  num(f, "floor_ns", r->floor_ns);
-  num(f, "resolution_us", r->resolution_us);
+  cs_json_num(f, "elapsed_s", r->elapsed_s);
+  cs_json_num(f, "floor_ns", r->floor_ns);
+  cs_json_num(f, "resolution_us", r->resolution_us);
   fprintf(f, ",\"validations\":%ld,\"checked_msgs\":%ld", r->validations, r->checked_msgs);
   if (r->window) fprintf(f, ",\"window\":%ld", r->window);
   if (r->pool_bytes)
@@ -210,7 +180,7 @@ void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, do
           "{\"type\":\"footer\",\"status\":\"%s\",\"results\":%d,\"invalid\":%d,"
           "\"elapsed_s\":%.3f",
           status, nresults, ninvalid, elapsed_s);
-  num(f, "floor_ns", floor_ns);
+  cs_json_num(f, "floor_ns", floor_ns);
   if (reason) {
     fprintf(f, ",\"reason\":");
     cs_json_str(f, reason);
@@ -228,10 +198,8 @@ void cs_table_row(FILE *f, const cs_result *r) {
   const cs_stats *s = &r->st;
   double ci = s->median > 0 ? 100.0 * (s->ci_hi - s->ci_lo) / 2.0 / s->median : NAN;
   char mb[32] = "-", rate[32] = "-";
-  if (r->bench->alg_bytes && s->median > 0)
-    snprintf(mb, sizeof mb, "%.1f", r->bench->alg_bytes(r->size, r->np) / s->median);
-  else if (r->bench->bytes_per_op > 0 && s->median > 0)
-    snprintf(mb, sizeof mb, "%.1f", r->bench->bytes_per_op * (double)r->size / s->median);
+  if (r->bench->bytes_per_op > 0 && s->median > 0)
+    snprintf(mb, sizeof mb, "%.1f", cs_bench_bytes(r->bench, r->size, r->np) / s->median);
   if (r->bench->has_rate && s->median > 0) snprintf(rate, sizeof rate, "%.0f", 1e6 / s->median);
   fprintf(f, "%-10s %10zu %8ld %7ld %11.3f %11.3f %11.3f %6.2f %11s %12s %s\n", r->bench->name,
           r->size, s->n, r->batch, s->median, s->p5, s->p95, ci, mb, rate,

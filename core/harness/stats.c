@@ -2,7 +2,7 @@
  * confidence interval of the median (binomial order-statistic ranks with
  * the normal approximation, as in Conover's "Practical Nonparametric
  * Statistics").  src/commscope/analysis/stats.py mirrors these formulas;
- * tests check the two agree. */
+ * tests check the two agree.  And the sampling stop rule built on them. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +57,39 @@ void cs_stats_compute(const double *x, long n, double *scratch, cs_stats *s) {
   s->ci_hi = scratch[hi];
 }
 
-/* The stopping rule: the CI half-width relative to the median. */
+/* Convergence: the CI half-width relative to the median. */
 int cs_ci_converged(const cs_stats *s, double target) {
   if (s->n < 3 || !(s->median > 0)) return 0;
   double half = (s->ci_hi - s->ci_lo) / 2.0;
   return half / s->median <= target;
+}
+
+long cs_first_check(const cs_opts *o) {
+  return o->min_samples < CS_MIN_SAMPLES_UNDER_CAP ? o->min_samples : CS_MIN_SAMPLES_UNDER_CAP;
+}
+
+const char *cs_stop_rule(const cs_opts *o, long n, double elapsed_s, const cs_stats *st,
+                         long *step) {
+  const char *stop = NULL;
+  int enough = n >= o->min_samples && elapsed_s >= o->min_time_s;
+  if (st && enough && cs_ci_converged(st, o->target_ci))
+    stop = "ci";
+  else if (elapsed_s >= o->time_cap_s && n >= CS_MIN_SAMPLES_UNDER_CAP)
+    stop = "time_cap";
+  else if (n >= o->max_samples)
+    stop = "max_samples";
+  /* Check again after 25% more samples, or sooner near the time cap. */
+  double per_sample_s = elapsed_s / (double)n;
+  double left_s = o->time_cap_s - elapsed_s;
+  long k = n / 4 > 5 ? n / 4 : 5;
+  double to_min_s = o->min_time_s - elapsed_s;
+  if (per_sample_s > 0 && to_min_s / per_sample_s > (double)k)
+    k = (long)(to_min_s / per_sample_s) + 1; /* no check before --min-time */
+  if (per_sample_s > 0 && left_s / per_sample_s < (double)k)
+    k = left_s > 0 ? (long)(left_s / per_sample_s) + 1 : 1;
+  if (n + k > o->max_samples) k = o->max_samples - n;
+  *step = k < 1 ? 1 : k;
+  return stop;
 }
 
 /* The widest power of two that fits the budget: two libraries of nearly

@@ -14,6 +14,24 @@ int main(int argc, char **argv) {
       printf("%ld\n", cs_fit_window(w, op, budget));
     return 0;
   }
+  if (argc > 1 && !strcmp(argv[1], "stop")) {
+    /* lines of: n elapsed_s stats median ci_lo ci_hi min_samples max_samples target_ci
+     * time_cap_s min_time_s (stats 0: none computed); prints the stop reason
+     * (- to go on), the samples before the next check and the first check */
+    long n, stats;
+    double elapsed;
+    cs_stats s = {0};
+    cs_opts o = {0}; /* the rule reads the five options given */
+    while (scanf("%ld %lf %ld %lf %lf %lf %ld %ld %lf %lf %lf", &n, &elapsed, &stats, &s.median,
+                 &s.ci_lo, &s.ci_hi, &o.min_samples, &o.max_samples, &o.target_ci,
+                 &o.time_cap_s, &o.min_time_s) == 11) {
+      long step = -1;
+      s.n = n;
+      const char *why = cs_stop_rule(&o, n, elapsed, stats ? &s : NULL, &step);
+      printf("%s %ld %ld\n", why ? why : "-", step, cs_first_check(&o));
+    }
+    return 0;
+  }
   double target = argc > 1 ? atof(argv[1]) : 0.02;
   long n = 0, cap = 1024;
   double *x = malloc((size_t)cap * sizeof *x), v;
