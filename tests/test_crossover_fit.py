@@ -169,6 +169,11 @@ def test_only_message_size_benchmarks_are_fitted():
     # no core table knows it: its records say what it is
     assert hockney.skipped("summa", None, app_like=True).startswith("an application")
     assert hockney.skipped("newcoll", None) is None
+    # no core built here says: the core's table this package carries does
+    assert hockney.skipped("loggp_1", None) == "not a message-size benchmark (group loggp)"
+    assert hockney.skipped("barrier", None) == "no message"
+    assert hockney.skipped("matmul", None).startswith("an application")
+    assert hockney.skipped("bcast_sends", None) is None
 
 
 def _rec(bench, size, t, **extra):

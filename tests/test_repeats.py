@@ -13,7 +13,7 @@ import pytest
 from commscope.analysis import compare, repeats
 from commscope.analysis.repeats import aggregate, between, detect_modes, mode_of
 from commscope.errors import CommscopeError
-from commscope.store.config import Configuration, from_stored, what
+from commscope.store.config import Configuration, config_of, from_stored, what
 from commscope.store.db import FAILED, OK, Store
 from commscope.store.records import parse_file
 
@@ -175,7 +175,8 @@ def test_migration_to_5_gives_old_runs_their_configuration(tmp_path):
     old.db.commit()
     old.db.close()
     s = Store(path)
-    cfg = Configuration.from_json(json.loads(s.db.execute("SELECT config FROM runs").fetchone()[0]))
+    cfg = config_of(s.db.execute("SELECT config FROM runs").fetchone())
+    assert cfg is not None
     assert (cfg.mpi, cfg.transport) == ("openmpi", "chan")
     assert s.db.execute("SELECT config_key FROM runs").fetchone()[0] == cfg.key
     assert s.db.execute("SELECT mpi_name FROM runs").fetchone()[0] == "chan(openmpi)"  # kept

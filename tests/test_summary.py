@@ -141,7 +141,7 @@ def test_a_collective_is_replaced_only_where_it_was_surely_slower():
 
 
 def test_a_time_saved_is_written_to_two_figures_in_plain_notation():
-    from commscope.analysis.summary import _us
+    from commscope.analysis.headlines import _us
 
     assert [_us(t) for t in (0.104, 1.26, 9.96, 12.4, 99.7, 123.4)] == [
         "0.10 us", "1.3 us", "10.0 us", "12 us", "100 us", "123 us"]

@@ -45,11 +45,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import CommscopeError
-from ..store.config import Configuration
+from ..store.config import config_of
 from ..store.sizes import human
 from .repeats import detect_modes, mode_of, t975
 from .series import lone_is_no_claim
-from .significance import FDR, bh_keep, mann_whitney_p, welch, welch_p
+from .significance import FDR, MIN_FACTOR, bh_keep, mann_whitney_p, welch, welch_p
 
 ALPHA = 0.05
 # The sd of log(B/A) between two single runs of one configuration in one
@@ -126,11 +126,8 @@ def _raw(r: Mapping[str, object]) -> list[float] | None:
 
 
 def _parts(r: Mapping[str, object]) -> dict[str, str]:
-    text = r["config"] if "config" in r.keys() else None
-    if not text:
-        p = {"mpi": str(r["mpi_name"]), "cluster": str(r["cluster"])}
-    else:
-        p = Configuration.from_json(json.loads(str(text))).parts()
+    cfg = config_of(r)
+    p = cfg.parts() if cfg else {"mpi": str(r["mpi_name"]), "cluster": str(r["cluster"])}
     p["np"] = str(r["np"])  # the record's own, also where no configuration was stored
     return p
 
@@ -265,7 +262,7 @@ def _single(p: _Pair, lr: float, sd: float, factor: float) -> _Test:
 
 
 def compare_rows(a_rows: Sequence[Mapping[str, object]], b_rows: Sequence[Mapping[str, object]],
-                 factor: float = 1.05) -> list[Comparison]:
+                 factor: float = MIN_FACTOR) -> list[Comparison]:
     """Every pair (pair_rows) with its ratio, interval and verdict under the
     rule its repetitions allow (the module's docstring), in the order of
     benchmark, differing configuration, process count and numeric size."""

@@ -28,10 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ..store.benches import bench as bench_facts
 from ..store.sizes import human, human_bytes
-from .series import Config, Series, lone_is_no_claim, separated
+from .series import Config, Series, lone_is_no_claim, runs, separated
+from .significance import MIN_FACTOR  # under it, no verdict (advise.tune gates on it too)
 
-MIN_FACTOR = 1.05  # a separated difference under 5% is not a verdict (asv's change factor)
 HAND = "_sends"  # the suffix of the hand-written equivalents: the only references advised
 
 
@@ -52,9 +53,11 @@ def edge_alone_is_no_claim(marks: list[tuple[int, str]]) -> list[tuple[int, str]
     size swept also carries the sweep's warm-up.  (lone_is_no_claim does
     this for three sizes or more; this holds it for any number.)"""
     out = list(marks)
-    n = len(out)
-    for i, j in ((0, 1), (n - 1, n - 2)):
-        if n and out[i][1] != "=" and (n == 1 or marks[j][1] != marks[i][1]):
+    rs = runs(marks)
+    if not rs:
+        return out
+    for i, (m, sizes) in ((0, rs[0]), (-1, rs[-1])):
+        if m != "=" and len(sizes) == 1:
             out[i] = (out[i][0], "=")
     return out
 
@@ -87,13 +90,7 @@ class Verdict:
 
     def runs(self) -> list[tuple[str, int, int]]:
         """Consecutive sizes with one mark: (mark, first size, last size)."""
-        out: list[tuple[str, int, int]] = []
-        for size, m in self.marks:
-            if out and out[-1][0] == m:
-                out[-1] = (m, out[-1][1], size)
-            else:
-                out.append((m, size, size))
-        return out
+        return [(m, sizes[0], sizes[-1]) for m, sizes in runs(self.marks)]
 
     @property
     def changing(self) -> str:
@@ -131,7 +128,8 @@ class Verdict:
         collective's overhead over the bare sends it stands for.  No advice:
         those sends do not do the collective's job."""
         name = mpi_name(coll)
-        why = ("a send combines no data" if coll in ("reduce", "allreduce", "reduce_scatter")
+        # a reduction (what --dtype changes) combines data; a send does not
+        why = ("a send combines no data" if "dtype" in bench_facts(coll).changed_by
                else "the sends are an aggregate of measured latencies, not a program that "
                     "does the collective's job")
         tail = f"the collective's overhead over bare sends, a reference and no advice: {why}"

@@ -15,16 +15,34 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from ..store.benches import bench as bench_facts
 from ..store.sizes import human_bytes
 from . import causes, crossover, guidelines, hockney
 from .repeats import same_mode
-from .series import Config, Point, Series, separated
-from .significance import bh_keep, welch_p
+from .series import Config, Point, Series, runs, separated
+from .significance import MIN_FACTOR, bh_keep, welch_p
 
-BANDWIDTH = {"bw", "bibw", "sendloop"}
 DROP_MIN = 0.10  # a drop smaller than 10% is not worth a sentence
-MIN_FACTOR = 1.05  # nor is an implementation faster by less than 5%
-SKIP_FASTER = {"loggp_1", "loggp_n", "loggp_nd", "loggp_ndr"}  # model inputs, not results
+# (nor is an implementation faster by less than MIN_FACTOR)
+
+
+def moves_bandwidth(bench: str) -> bool:
+    """A point-to-point benchmark whose operations move bytes (bw, bibw,
+    and sendloop, whose figure is a time per send of one message): where
+    bandwidth can drop between sizes."""
+    b = bench_facts(bench)
+    return b.group == "p2p" and b.bytes_per_op is not None
+
+
+def _per_size(bench: str, np_: int) -> float:
+    """Bytes one operation of a bandwidth benchmark moves per byte of size
+    (bibw 2: both ways)."""
+    return bench_facts(bench).per_size(np_) or 1.0
+
+
+def model_input(bench: str) -> bool:
+    """The LogGP trains: inputs of a model, not results to compare."""
+    return bench_facts(bench).group == "loggp"
 
 
 @dataclass(frozen=True)
@@ -49,19 +67,6 @@ class Finding:
     # the mechanism that explains it, from what the run recorded (causes.py);
     # None where it was not asked (no store behind the series)
     cause: causes.Cause | None = None
-
-
-def _ranges(marks: list[tuple[int, str | None]]) -> list[tuple[str, list[int]]]:
-    """Runs of consecutive sizes with the same label; None breaks a run."""
-    runs: list[tuple[str, list[int]]] = []
-    prev: str | None = None
-    for s, lab in marks:
-        if lab is not None and lab == prev:
-            runs[-1][1].append(s)
-        elif lab is not None:
-            runs.append((lab, [s]))
-        prev = lab
-    return runs
 
 
 def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]]) -> set[object]:
@@ -90,7 +95,7 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
     out: list[Finding] = []
     by_cfg: dict[tuple[int, str, str], dict[Config, Series]] = {}
     for (cfg, bench), s in series.items():
-        if bench not in SKIP_FASTER:
+        if not model_input(bench):
             by_cfg.setdefault((cfg.np, cfg.cluster, bench), {})[cfg] = s
     groups: dict[tuple[int, str, str], dict[str, Series]] = {}
     cfgs: dict[tuple[int, str, str, str], Config] = {}
@@ -127,9 +132,9 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                                               not in kept):
                         sign = 0
                     marks.append((s, a if sign < 0 else b if sign > 0 else None))
-                for winner, sizes in _ranges(marks):
-                    if len(sizes) < 2:
-                        continue  # one size alone is not a range
+                for winner, sizes in runs(marks):
+                    if winner is None or len(sizes) < 2:
+                        continue  # no claim, or one size alone: not a range
                     loser = b if winner == a else a
                     ratios = sorted(by_mpi[loser][s].median / by_mpi[winner][s].median
                                     for s in sizes)
@@ -161,9 +166,9 @@ def bandwidth_drops(series: Mapping[tuple[Config, str], Series]) -> list[Finding
     """The UMBC cluster report saw Open MPI's bandwidth fall between neighbouring sizes."""
     out: list[Finding] = []
     for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][1])):
-        if bench not in BANDWIDTH:
+        if not moves_bandwidth(bench):
             continue
-        k = 2.0 if bench == "bibw" else 1.0
+        k = _per_size(bench, cfg.np)
         sizes = sorted(x for x in s if x > 0)
         for a, b in zip(sizes, sizes[1:], strict=False):
             ma, la, _ = _bw(s[a], a, k)
@@ -323,7 +328,7 @@ def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Seri
                                      breaks)
         elif f.kind == "drop" and f.span and (s := series.get((f.parties[0], f.bench))):
             a, b = f.span
-            k = 2.0 if f.bench == "bibw" else 1.0
+            k = _per_size(f.bench, f.parties[0].np)
             cause = causes.of_drop(f.parties[0], f.bench, a, b, k * a / s[a].median, s, facts,
                                    machine, breaks)
         if cause is None:

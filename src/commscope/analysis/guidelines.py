@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..store.sizes import human_bytes
-from .crossover import MIN_FACTOR, edge_alone_is_no_claim, mpi_name
+from .crossover import edge_alone_is_no_claim, mpi_name
 from .series import Config, Point, Series, lone_is_no_claim
+from .significance import MIN_FACTOR
 
 # (benchmark, the part's size for the collective's size m over n ranks)
 Part = tuple[str, Callable[[int, int], float]]

@@ -16,6 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
+from ..store.benches import bench as bench_facts
+
 MIN_POINTS = 3  # per piece
 GROUPS = ("p2p", "coll", "coll-sends")  # the core's groups of message-size benchmarks
 REL_FLOOR = 1e-3  # timings are not better than 0.1%: a perfect fit gains nothing
@@ -109,16 +111,19 @@ def fit(sizes: Sequence[int], times_us: Sequence[float], *, allow_break: bool = 
 
 def skipped(bench: str, group: str | None, app_like: bool = False) -> str | None:
     """Why a benchmark gets no Hockney fit, or None when it gets one.
-    group: the core's group for it (None where no core table knows it);
-    app_like: its records carry an application's fields (size_param,
-    params, phases), what an unknown benchmark is judged by."""
+    group: the core's group for it as a core built here says (None: the
+    table this package carries says, core_benches.json); app_like: its
+    records carry an application's fields (size_param, params, phases),
+    what a benchmark neither table knows is judged by (else it is taken for
+    a message-size one)."""
+    facts = bench_facts(bench)
     if group is None:
-        group = "apps" if app_like else "loggp" if bench.startswith("loggp") else "p2p"
+        group = facts.group if facts.known else "apps" if app_like else "p2p"
     if group == "apps":
         return "an application: its size is a problem size, not a message"
     if group not in GROUPS:
         return f"not a message-size benchmark (group {group})"
-    if bench == "barrier":
+    if facts.sizeless:
         return "no message"
     return None
 

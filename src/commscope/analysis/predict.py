@@ -46,6 +46,7 @@ from ..store.sizes import human, human_bytes
 from . import hockney
 from .apps import parse_params, phases
 from .series import Config, Series
+from .significance import MIN_CHANGE
 
 MIN_TOLERANCE = 0.25  # the goal: within 25% where the machine is not oversubscribed
 
@@ -218,7 +219,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 if not math.isnan(total) and isinstance(skew, int | float) and skew > 0:
                     # the first rank in waits for the last: measured in the phase
                     total += float(skew)
-                    if skew >= 0.05 * total:
+                    if skew >= MIN_CHANGE * total:  # a smaller share is not said
                         notes.append(f"{skew / 1e3:.3f} ms of it the ranks' arrival skew, "
                                      "measured in the run")
                 else:

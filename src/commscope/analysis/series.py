@@ -7,6 +7,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..errors import CommscopeError
 from ..store.config import Apart, Configuration, place, stored, what
@@ -144,6 +145,22 @@ def separated(a: Point, b: Point) -> int:
     return 0
 
 
+T = TypeVar("T")
+M = TypeVar("M")
+
+
+def runs(marks: Iterable[tuple[T, M]]) -> list[tuple[M, list[T]]]:
+    """Runs of consecutive entries with the same mark: (mark, the entries'
+    sizes, or whatever they are, in order), in order."""
+    out: list[tuple[M, list[T]]] = []
+    for s, m in marks:
+        if out and out[-1][0] == m:
+            out[-1][1].append(s)
+        else:
+            out.append((m, [s]))
+    return out
+
+
 def lone_is_no_claim(marks: list[tuple[int, str]]) -> list[tuple[int, str]]:
     """A verdict needs two neighbouring sizes marked the same way: with
     20-odd sizes each tested at 95%, one separated size alone among equal
@@ -152,9 +169,5 @@ def lone_is_no_claim(marks: list[tuple[int, str]]) -> list[tuple[int, str]]:
     sizes are left as they are."""
     if len(marks) < 3:
         return marks
-    out = []
-    for i, (s, m) in enumerate(marks):
-        left = marks[i - 1][1] if i > 0 else None
-        right = marks[i + 1][1] if i + 1 < len(marks) else None
-        out.append((s, m if m == "=" or m in (left, right) else "="))
-    return out
+    return [(s, m if m == "=" or len(sizes) > 1 else "=")
+            for m, sizes in runs(marks) for s in sizes]

@@ -8,6 +8,11 @@ import math
 from collections.abc import Mapping, Sequence
 
 FDR = 0.05  # Benjamini-Hochberg false discovery rate over one family of comparisons
+# The least change worth a claim, separated or not (asv's change factor): a
+# difference under 5% is no finding, no verdict and no sentence, however
+# surely the statistics separate it.  (Not the FDR above, nor a 95% interval.)
+MIN_CHANGE = 0.05
+MIN_FACTOR = 1 + MIN_CHANGE  # == 1.05
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:

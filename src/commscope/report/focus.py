@@ -11,17 +11,25 @@ from ..analysis.crossover import mpi_name
 from ..analysis.findings import Finding
 from ..analysis.series import Config, Point, Series
 from ..analysis.summary import Conclusion
+from ..store.benches import bench as bench_facts
 from .figures import Figure, Line
 
-BANDWIDTH = {"bw": 1.0, "bibw": 2.0}  # benchmarks shown as bandwidth, bytes moved per size
 SIZE = (4.6, 2.7)  # inches: beside a paragraph, within one screen
 
 
-def line(label: str, s: Series, bench: str = "", dashed: bool = False) -> Line:
+def _bandwidth(bench: str, np_: int) -> float | None:
+    """Bytes moved per byte of size where the core plots a benchmark as a
+    bandwidth (bw 1, bibw 2), else None: a time (sendloop too: it moves
+    bytes, but its figure is the time per send)."""
+    b = bench_facts(bench)
+    return b.per_size(np_) if b.figure == "bandwidth" else None
+
+
+def line(label: str, s: Series, bench: str = "", dashed: bool = False, np_: int = 2) -> Line:
     """A series as a line: time, or bandwidth (MB/s) for the bandwidth
     benchmarks, with its interval."""
     sizes = sorted(x for x in s if x > 0)
-    k = BANDWIDTH.get(bench)
+    k = _bandwidth(bench, np_)
     if k:
         vals = [(k * x / s[x].median, k * x / s[x].hi, k * x / s[x].lo) for x in sizes]
     else:
@@ -31,12 +39,12 @@ def line(label: str, s: Series, bench: str = "", dashed: bool = False) -> Line:
 
 
 def _ylabel(bench: str) -> str:
-    return "bandwidth (MB/s)" if bench in BANDWIDTH else "time (us)"
+    return "bandwidth (MB/s)" if bench_facts(bench).figure == "bandwidth" else "time (us)"
 
 
 def _lines(f: Finding, series: Mapping[tuple[Config, str], Series]) -> list[Line]:
     if f.kind == "faster":
-        return [line(c.mpi, series[(c, f.bench)], f.bench) for c in f.parties
+        return [line(c.mpi, series[(c, f.bench)], f.bench, np_=c.np) for c in f.parties
                 if (c, f.bench) in series]
     if f.kind == "collective-slower" and f.xrow is not None:
         x = f.xrow
@@ -52,7 +60,7 @@ def _lines(f: Finding, series: Mapping[tuple[Config, str], Series]) -> list[Line
         return [line(mpi_name(v.lhs), own), composed] if own else [composed]
     (c,) = f.parties or (None,)
     if c is not None and (c, f.bench) in series:
-        return [line(c.mpi, series[(c, f.bench)], f.bench)]
+        return [line(c.mpi, series[(c, f.bench)], f.bench, np_=c.np)]
     return []
 
 
@@ -66,13 +74,14 @@ def _fixed(c: Conclusion, series: Mapping[tuple[Config, str], Series]) -> list[L
     if not s or fix is None or cfg is None:
         return []
     others = {f.parties[0] for f in (c.finding, *c.also) if f.kind == "faster" and f.parties}
-    out = [line(cfg.mpi, s, fix.bench)]
-    out += [line(w.mpi, series[(w, fix.bench)], fix.bench) for w in sorted(
+    out = [line(cfg.mpi, s, fix.bench, np_=cfg.np)]
+    out += [line(w.mpi, series[(w, fix.bench)], fix.bench, np_=w.np) for w in sorted(
         others, key=lambda w: w.mpi) if (w, fix.bench) in series]
     pts = {size: (r, lo, hi) for size, r, lo, hi in fix.effects if size in s}
     fixed = {size: Point(size, s[size].median / r, s[size].median / hi, s[size].median / lo)
              for size, (r, lo, hi) in pts.items()}
-    return out + [line(f"with {fix.label} (measured ratio)", fixed, fix.bench, dashed=True)]
+    return out + [line(f"with {fix.label} (measured ratio)", fixed, fix.bench, dashed=True,
+                       np_=cfg.np)]
 
 
 def figure(c: Conclusion, series: Mapping[tuple[Config, str], Series], fig_id: str

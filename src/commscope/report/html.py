@@ -21,9 +21,10 @@ from .. import __version__
 from ..analysis import compare as compare_mod
 from ..analysis import crossover, findings, summary
 from ..analysis.series import collect
+from ..analysis.significance import MIN_CHANGE
 from ..measure import probe as probe_mod
 from ..store.config import place, what
-from . import focus, sections
+from . import applications, focus, sections
 from .figures import Figure, lines_for
 from .page import FigRef, Page
 
@@ -155,7 +156,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
 
     p2p = sections.p2p(page, rows, series, benches, tick)
     colls = sections.collectives(page, rows, benches, tick)
-    appl = sections.applications(page, app_rows, series, tick, probe) if app_rows else []
+    appl = applications.applications(page, app_rows, series, tick, probe) if app_rows else []
     xsec = sections.crossover_section(page, xrows, tick) if xrows else []
     gpu = sections.gpu(page, rows, found, tick)
     settings = sections.tuning(page, rows, found, tick)
@@ -177,7 +178,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
              ("crossover", "collectives against sends", bool(xsec)),
              ("provenance", "runs", True), ("failures", "failures", True)]
     html = environment().get_template("report.html.j2").render(
-        meta=meta, uncertainty=_uncertainty(rows),
+        meta=meta, uncertainty=_uncertainty(rows), min_change=f"{MIN_CHANGE:.0%}",
         contents=[(anchor, title) for anchor, title, shown in parts if shown],
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key,
                          fixes),

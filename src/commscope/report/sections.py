@@ -6,26 +6,28 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
 
 from ..advise.selection import forced_collective
-from ..analysis import apps, crossover, findings, hockney
 from ..analysis import compare as compare_mod
-from ..analysis.summary import ratio_text
-from ..store.config import Configuration, place, what
+from ..analysis import crossover, findings, hockney
+from ..analysis.headlines import ratio_text
+from ..store.benches import bench as bench_facts
+from ..store.benches import names
+from ..store.config import config_of, place
 from ..store.db import Store
 from ..store.sizes import human
 from .figures import Figure, Grid, Line, lines_for
-from .page import Heading, Item, Page, Para, Pre, Table, items, table
+from .page import Item, Page, Para, Table, items, table
 
-P2P = (("latency", "time", "one-way latency (us)", "Latency (ping-pong, round trip / 2)"),
-       ("bw", "bandwidth", "bandwidth (MB/s)", "Unidirectional bandwidth"),
-       ("bibw", "bandwidth", "bandwidth (MB/s, both ways)", "Bidirectional bandwidth"),
-       ("roundtrip", "rate", "round trips per second", "Round-trip rate"),
-       ("sendloop", "time", "time per send (us)", "Send loop: time per send"))
-COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "alltoall",
-               "allgather", "reduce_scatter")
+# The point-to-point figures in the order the report shows them, each with its
+# axis and title; what each plots (time, bandwidth, rate) is the core's figure.
+P2P = (("latency", "one-way latency (us)", "Latency (ping-pong, round trip / 2)"),
+       ("bw", "bandwidth (MB/s)", "Unidirectional bandwidth"),
+       ("bibw", "bandwidth (MB/s, both ways)", "Bidirectional bandwidth"),
+       ("roundtrip", "round trips per second", "Round-trip rate"),
+       ("sendloop", "time per send (us)", "Send loop: time per send"))
+COLLECTIVES = names("coll")  # the core's collectives, in its order
 LEAD_FINDINGS = 8  # the findings shown before any fold: the ones that save most
 
 Tick = Callable[[str], None]
@@ -106,8 +108,8 @@ def library_choices(store: Store, run_ids: set[int]) -> Table | None:
 
 def _label(r: sqlite3.Row) -> str:
     """The run's configuration as every label of the report says it."""
-    return Configuration.from_json(json.loads(r["config"])).label() if r["config"] else str(
-        r["mpi_name"])
+    cfg = config_of(r)
+    return cfg.label() if cfg else str(r["mpi_name"])
 
 
 def _first_line(r: sqlite3.Row) -> str:
@@ -127,8 +129,8 @@ def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
     skipped = [r for r in mine if r["status"] == "skipped"]
     return {
         "skipped": table(("run", "MPI", "path", "benchmark", "reason"),
-                         [(r["id"], r["mpi_name"], json.loads(r["config"] or "{}").get(
-                             "buffer", ""), r["bench"], _first_line(r)) for r in skipped],
+                         [(r["id"], r["mpi_name"], cfg.buffer if (cfg := config_of(r)) else "",
+                           r["bench"], _first_line(r)) for r in skipped],
                          (0,)) if skipped else None,
         "bad": table(("run", "status", "MPI", "benchmark", "ranks", "first line of stderr"),
                      [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"],
@@ -140,11 +142,11 @@ def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
 def p2p(page: Page, rows: Sequence[sqlite3.Row], series, benches: set[str], tick: Tick
         ) -> list[Item]:
     out: list[Item] = []
-    for bench, metric, ylabel, title in P2P:
+    for bench, ylabel, title in P2P:
         if bench not in benches:
             continue
         out += items(page.figure(Figure(f"fig-{bench}", title, ylabel,
-                                        lines_for(rows, bench, metric)),
+                                        lines_for(rows, bench, bench_facts(bench).figure)),
                                  f"{title}: one line per implementation and cluster."))
         tick(bench)
     if out:
@@ -186,25 +188,30 @@ def hockney_table(series) -> Table | None:
 
 
 # -- GPU buffers and runtime settings -----------------------------------------------
-METRIC = {"latency": ("time", "one-way latency (us)"), "bw": ("bandwidth", "MB/s"),
-          "bibw": ("bandwidth", "MB/s, both ways")}  # the others: time per call
+# the axes of the benchmarks a GPU path is shown for besides the collectives;
+# what each plots is the core's figure (the others: time per call)
+YLABEL = {"latency": "one-way latency (us)", "bw": "MB/s", "bibw": "MB/s, both ways"}
 
 
-@lru_cache(maxsize=4096)
-def _config_of(text: str) -> dict:
-    return json.loads(text or "{}")
+def _metric(bench: str) -> tuple[str, str]:
+    if bench in YLABEL:
+        return bench_facts(bench).figure, YLABEL[bench]
+    return "time", "time (us)"
 
 
 def _impl(r: sqlite3.Row) -> str:
-    return str(_config_of(r["config"] or "").get("mpi") or r["mpi_name"])
+    cfg = config_of(r)
+    return cfg.mpi if cfg and cfg.mpi else str(r["mpi_name"])
 
 
 def _buffer(r: sqlite3.Row) -> str:
-    return str(_config_of(r["config"] or "").get("buffer") or "host")
+    cfg = config_of(r)
+    return cfg.buffer if cfg else "host"
 
 
 def _settings(r: sqlite3.Row) -> dict[str, str]:
-    return dict(_config_of(r["config"] or "").get("settings") or {})
+    cfg = config_of(r)
+    return dict(cfg.settings) if cfg else {}
 
 
 def gpu_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
@@ -242,7 +249,7 @@ def _against_reference(mine: Sequence[sqlite3.Row], benches: Sequence[str], impl
     name) first."""
     panels = []
     for b in benches:
-        metric, ylabel = METRIC.get(b, ("time", "time (us)"))
+        metric, ylabel = _metric(b)
         lines = lines_for([r for r in mine if r["bench"] == b], b, metric, label_np=True)
         lines.sort(key=lambda ln: (ln.label.split(",")[0] != impl, ln.label))
         panels.append(Figure(f"{prefix}-{slug(impl)}-{b}", b, ylabel, lines))
@@ -258,7 +265,7 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
     out: list[Item] = []
     for impl in gpu_impls(rows):
         mine = [r for r in rows if _impl(r) == impl]
-        benches = [b for b in (*METRIC, *COLLECTIVES)
+        benches = [b for b in (*YLABEL, *COLLECTIVES)
                    if any(r["bench"] == b and _buffer(r) != "host" for r in mine)]
         panels = _against_reference(mine, benches, impl, "fig-gpu")
         # time and bandwidth panels side by side: each its own y axis
@@ -403,112 +410,3 @@ def comparison(a_label: str, b_label: str, comps: list[compare_mod.Comparison]
         [(c.bench, " ".join(f"{k}={v}" for k, v in c.fields().items()), c.np, human(c.size),
           f"{c.a_median:.3f}", f"{c.b_median:.3f}", f"{c.ratio:.3f}", c.verdict, c.test)
          for c in comps], (2, 4, 5, 6))}
-
-
-# -- applications -----------------------------------------------------------------------
-def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick,
-                 probe: Mapping[str, object] | None = None) -> list[Item]:
-    """The IIT Bombay study's figures (total, broadcast of B, sending A,
-    gathering C against N) as small multiples, a panel per process count;
-    1D against SUMMA, Jacobi's scaling and its variants, and each
-    communication phase against its prediction."""
-    from ..analysis import predict as predict_mod
-    from .figures import line_of, phase_lines
-    from .tables import overlap_table, scaling_lines, where
-
-    out: list[Item] = []
-    benches = sorted({str(r["bench"]) for r in rows})
-    for app in benches:
-        mine = [r for r in rows if r["bench"] == app]
-        nps = sorted({int(r["np"]) for r in mine})
-        over = {n for n in nps if any(r["oversubscribed"] for r in mine if r["np"] == n)}
-        for ph in ["total", *apps.phases(mine[0])]:
-            panels = [Figure(f"fig-{app}-{n}-{ph}",
-                             f"{n} rank{'s' if n > 1 else ''}"
-                             + (" (oversubscribed)" if n in over else ""),
-                             "time (us)", phase_lines(mine, [app], n, ph), xlabel="N",
-                             xbytes=False) for n in nps]
-            note = " Oversubscribed panels are correctness only." if over else ""
-            out += items(page.grid(Grid(f"fig-{app}-{ph}", f"{app}: {ph} against N", panels),
-                                   f"{app} {ph} against N, a panel per process count on "
-                                   f"the same axes.{note}"))
-        tick(app)
-    if {"matmul", "summa"} <= set(benches):
-        out.append(Heading("Row blocks (1D) against SUMMA (2D)"))
-        for np_ in sorted({int(r["np"]) for r in rows if r["bench"] == "summa"}):
-            lines = phase_lines(rows, ["matmul", "summa"], np_, "total")
-            if len({ln.label.split()[0] for ln in lines}) == 2:
-                out += items(page.figure(
-                    Figure(f"fig-1d-summa-{np_}", f"matmul against summa, {np_} ranks",
-                           "time per product (us)", lines, xlabel="N", xbytes=False),
-                    f"The same product by row blocks and by SUMMA at {np_} ranks."))
-    scs = apps.scaling(rows, where)
-    if scs:
-        out.append(Heading("Jacobi scaling"))
-        eff = {f"{sc.label}, N={sc.n}{' weak' if sc.weak else ''} {sc.rest}":
-               [(p.np, p.efficiency, *(p.eff_range or (p.efficiency, p.efficiency)),
-                 p.record_id) for p in sc.points if p.efficiency is not None]
-               for sc in scs}
-        lines = [line_of(k, v) for k, v in sorted(eff.items()) if len(v) > 1]
-        if lines:
-            out += items(page.figure(
-                Figure("fig-jacobi-efficiency", "Jacobi parallel efficiency",
-                       "efficiency (1 = perfect)", lines, xlabel="ranks", xbytes=False,
-                       logy=False),
-                "Strong: T1 / (p Tp) at the same N; weak: T1 / Tp at the same N per rank; "
-                "against the one-rank run of the same configuration; the band from the two "
-                "times' intervals."))
-        out.append(Pre("\n".join(scaling_lines(scs) + overlap_table(rows))))
-    out += [Heading("Phases (slowest rank's median, ms)"), phase_table(rows)]
-    out += _predictions(page, predict_mod.predict(rows, series, predict_mod.llc_of(probe)),
-                        line_of)
-    return out
-
-
-def _predictions(page: Page, preds, line_of) -> list[Item]:
-    if not any(p.predicted_us for p in preds):
-        return []
-    by: dict[tuple[str, str], dict[str, list]] = {}
-    for p in preds:
-        if p.predicted_us:
-            d = by.setdefault((p.bench, p.phase), {})
-            d.setdefault(f"{p.config.label()} measured", []).append(
-                (p.size, p.measured_us, p.measured_us, p.measured_us, 0))
-            d.setdefault(f"{p.config.label()} predicted", []).append(
-                (p.size, p.predicted_us, p.predicted_us / (1 + p.tolerance),
-                 p.predicted_us * (1 + p.tolerance), 0))
-    out: list[Item] = [Heading("Predicted against measured")]
-    for (bench, phase), d in sorted(by.items()):
-        lines = [line_of(k, v, dashed=k.endswith("predicted")) for k, v in sorted(d.items())]
-        out += items(page.figure(
-            Figure(f"fig-predict-{bench}-{phase}", f"{bench} {phase}: predicted and measured",
-                   "time (us)", lines, xlabel="N", xbytes=False),
-            f"{bench} {phase}: measured (slowest rank) and predicted from the "
-            "micro-benchmarks (dashed, band: the models' tolerance)."))
-    out.append(table(
-        ("configuration", "bench", "N", "phase", "measured ms (slowest rank)",
-         "least-waiting rank ms", "predicted ms", "predicted / measured", "verdict", "note"),
-        [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
-          f"{(p.least_us or 0) / 1e3:.3f}",
-          f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
-          f"{p.ratio:.2f}" if p.ratio else "-", p.verdict, p.note) for p in preds],
-        (2, 4, 5, 6, 7)))
-    return out
-
-
-def phase_table(rows: Sequence[sqlite3.Row]) -> Table:
-    """Each application record's phases: the slowest rank's median, ms."""
-    out = []
-    for r in sorted(rows, key=lambda r: (r["bench"], what(r), r["np"], r["size_bytes"])):
-        ph = apps.phases(r)
-        moved = " · ".join(f"{k} {apps.bytes_text(v)}" for k, v in apps.phase_bytes(r).items()
-                           if any(v))
-        m = apps.memory_rate(r)
-        out.append((r["bench"], f"{what(r)}, {r['np']} ranks ({place(r)})", r["size_bytes"],
-                    " · ".join(f"{k} {float(v['max_us']) / 1e3:.3f}"  # type: ignore[arg-type]
-                               for k, v in ph.items()),
-                    f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-",
-                    moved or "-", m.text() if m else "-"))
-    return table(("bench", "configuration", "N", "phases", "total ms",
-                  "MB moved per rank (busiest/least busy)", "memory rate"), out, (2, 4))
-

@@ -12,19 +12,19 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..analysis import apps
 from ..errors import CommscopeError
-from ..store.config import Apart, place, stored, what
+from ..store.benches import bench as bench_facts
+from ..store.benches import unit_of
+from ..store.config import PARAM_DEFAULTS, Apart, config_of, place, stored, what
 from ..store.sizes import human
-
-# Which number a table shows is the core's to say (each record names its
-# primary figure); records stored before it did fall back on these.
-UNITS = {"mb_per_s": "MB/s", "rate_per_s": "operations/s", "median_us": "us"}
-LEGACY_PRIMARY = {"bw": "mb_per_s", "bibw": "mb_per_s", "roundtrip": "rate_per_s"}
 
 
 def primary(rs: Sequence[sqlite3.Row]) -> tuple[str, str]:
+    """Which number a table shows, and its unit: the core's to say (each
+    record names its primary figure); records stored before it did, by the
+    core's table of benchmarks (a time where it does not know the benchmark)."""
     key = next((r["primary_figure"] for r in rs if _has(r, "primary_figure")), None)
-    key = key or LEGACY_PRIMARY.get(rs[0]["bench"], "median_us")
-    return key, UNITS.get(key, key)
+    key = key or bench_facts(rs[0]["bench"]).primary
+    return key, unit_of(key)
 
 EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "cluster",
                   "size_bytes", "median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
@@ -73,7 +73,8 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
             txt += "¹"
     elif key == "mb_per_s":
         txt = f"{v:.1f}"
-        if _has(r, "window") and r["bench"] in ("bw", "bibw") and _config_window(r) > r["window"]:
+        if (_has(r, "window") and "window" in bench_facts(r["bench"]).changed_by
+                and _config_window(r) > r["window"]):
             txt += f" (window {r['window']})"
     else:
         txt = f"{v:.0f}"
@@ -272,10 +273,9 @@ def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:
 
 
 def _config_window(r: sqlite3.Row) -> int:
-    import json
-
-    cfg = json.loads(r["config"]) if _has(r, "config") else {}
-    return int(cfg.get("params", {}).get("window", 64))
+    """The window the record's configuration planned (the default where it says none)."""
+    cfg = config_of(r)
+    return int(dict(cfg.params if cfg else ()).get("window", PARAM_DEFAULTS["window"]))  # type: ignore[call-overload]
 
 
 def _has(r: sqlite3.Row, k: str) -> bool:

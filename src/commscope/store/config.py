@@ -15,14 +15,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from ..errors import CommscopeError
+from . import benches
 
 # Parameters of the core that change what a benchmark measures (not how
-# long it samples), with their defaults: a label names only those that
-# differ from these.
-PARAM_DEFAULTS: dict[str, object] = {
-    "window": 64, "dtype": "int", "root": 0, "rotate_root": False, "loggp_n": 16,
-    "loggp_delay_us": 20.0, "param": "",
-}
+# long it samples), with their defaults, the core's own (core_options.json,
+# typed: loggp_delay_us 20.0): a label names only those that differ from
+# these.  The names are fixed here, not taken from the core's table: every
+# configuration's key holds each of them, so a name added would change every
+# stored key (a later one goes in LATER_PARAMS).
+PARAM_DEFAULTS: dict[str, object] = benches.defaults(
+    ("window", "dtype", "root", "rotate_root", "loggp_n", "loggp_delay_us", "param"))
 
 
 def _frozen(d: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
@@ -112,7 +114,7 @@ def from_stored(mpi_name: str, mpi_identity: str | None, options: Mapping[str, o
 # Parameters that joined later: part of a configuration only where they
 # are not the default, so that every configuration stored before them
 # keeps its key (hot buffers are what every earlier run measured).
-LATER_PARAMS: dict[str, object] = {"buffers": "hot"}
+LATER_PARAMS: dict[str, object] = benches.defaults(("buffers",))
 
 
 def params_of(options: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
@@ -126,21 +128,26 @@ _WHAT_CACHE: dict[tuple[str, tuple[str, ...], str], str] = {}
 
 def _applies(param: str, row: Mapping[str, object]) -> bool:
     """Does a benchmark parameter change what this record measured?  A
-    latency record is the same measurement whatever --root said."""
-    bench = str(row["bench"]) if "bench" in row.keys() else ""
+    latency record is the same measurement whatever --root said: the core's
+    table says which options change each benchmark (changed_by).  A
+    parameter the table names for no benchmark is said wherever it is set;
+    a benchmark the table does not know (benches.bench) goes by what its
+    record shows: the root where it has one, an application's --param where
+    it declares parameters, the buffers where it does not (an application
+    moves its own data), nothing else.  A parameter left out of a label
+    never merges two configurations: config.Apart names it where needed."""
+    if param not in benches.changing_options():
+        return True
+    keys = row.keys()
+    b = benches.bench(str(row["bench"]) if "bench" in keys else "")
+    if b.known:
+        return param in b.changed_by
+    app = "params" in keys and bool(row["params"])
     if param in ("root", "rotate_root"):
-        return "root" in row.keys() and row["root"] is not None
-    if param == "dtype":
-        return "reduce" in bench
-    if param == "buffers":  # applications move their own data
-        return not ("params" in row.keys() and row["params"])
-    if param == "window":
-        return bench in ("bw", "bibw")
-    if param.startswith("loggp"):
-        return bench.startswith("loggp")
-    if param == "param":  # applications' own parameters
-        return "params" in row.keys() and bool(row["params"])
-    return True
+        return "root" in keys and row["root"] is not None
+    if param == "buffers":
+        return not app
+    return param == "param" and app
 
 
 def what(row: Mapping[str, object], params: bool = True) -> str:
@@ -149,14 +156,10 @@ def what(row: Mapping[str, object], params: bool = True) -> str:
     where they are not the defaults ("openmpi", "openmpi chan",
     "mpich UCX_TLS=sm"); only the parameters that apply to the record's
     benchmark."""
-    text = None
-    try:
-        text = row["config"]
-    except (KeyError, IndexError):
-        pass
-    if not text:
+    text = _text(row)
+    cfg = config_of(row)
+    if cfg is None:
         return str(row["mpi_name"])
-    cfg = Configuration.from_json(json.loads(text))  # type: ignore[arg-type]
     used = tuple(k for k, _ in cfg.params if params and _applies(k, row))
     declared = str(row["params"] or "") if "params" in row.keys() else ""
     key = (str(text), used, declared)
@@ -279,21 +282,31 @@ def stored(row: Mapping[str, object]) -> tuple[str, Configuration | None]:
     """A stored record's configuration key (runs.config_key; its
     configuration's where only that was stored; '' where neither) and its
     full configuration (None where the store holds none)."""
-    def get(k: str) -> object:
-        try:
-            return row[k]
-        except (KeyError, IndexError):
-            return None
+    try:
+        key = row["config_key"]
+    except (KeyError, IndexError):
+        key = None
+    full = config_of(row)
+    return str(key or (full.key if full else "")), full
 
-    text = get("config")
-    full = _configuration(str(text)) if text else None
-    return str(get("config_key") or (full.key if full else "")), full
+
+def _text(row: Mapping[str, object]) -> str:
+    try:
+        return str(row["config"] or "")
+    except (KeyError, IndexError):
+        return ""
 
 
 _CFG_CACHE: dict[str, Configuration] = {}
 
 
-def _configuration(text: str) -> Configuration:
+def config_of(row: Mapping[str, object]) -> Configuration | None:
+    """A stored row's configuration (its "config" column, JSON), decoded
+    once per text; None where the row has none (stored before
+    configurations existed, or a row without that column)."""
+    text = _text(row)
+    if not text:
+        return None
     if text not in _CFG_CACHE:
         _CFG_CACHE[text] = Configuration.from_json(json.loads(text))
     return _CFG_CACHE[text]

@@ -6,10 +6,14 @@ from __future__ import annotations
 import re
 
 from ..errors import CommscopeError
+from .benches import option
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _SIZE = re.compile(r"^(\d+)([KMG]?)(I?B)?$", re.IGNORECASE)
-MAX_SIZE = 1 << 30
+# The largest message the core takes (its --sizes entry).  Its limit on how
+# many sizes one spec gives (max_sizes) cannot bind here: factors are 2 or
+# more and sizes at most MAX_SIZE, so a spec gives at most 32.
+MAX_SIZE = int(option("sizes")["max_size"])  # type: ignore[call-overload]
 
 
 def parse_size(text: str) -> int:
@@ -18,7 +22,7 @@ def parse_size(text: str) -> int:
         raise CommscopeError(f"bad size '{text}' (examples: 8, 64K, 4M)")
     value = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if value > MAX_SIZE:
-        raise CommscopeError(f"size {text} is above the 1 GiB limit")
+        raise CommscopeError(f"size {text} is above the {human_bytes(MAX_SIZE)} limit")
     return value
 
 
