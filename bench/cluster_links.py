@@ -30,7 +30,8 @@ from pathlib import Path
 
 from commscope import cli
 from commscope.measure.cluster import emu
-from commscope.measure.runner import CoreOptions, default_timeout
+from commscope.measure.plan import CoreOptions
+from commscope.measure.runner import default_timeout
 from commscope.store.db import Store
 
 PROFILES = ("1gbit", "100mbit")

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from commscope.analysis.repeats import aggregate
 from commscope.measure import build, discovery
-from commscope.measure.runner import gpu_standin
+from commscope.measure.plan import gpu_standin
 from commscope.store.db import Store
 
 PATHS = ["host", "staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"]

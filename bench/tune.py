@@ -31,7 +31,9 @@ from commscope.analysis import guidelines
 from commscope.analysis.repeats import aggregate
 from commscope.analysis.series import collect
 from commscope.measure import build, discovery, probe
-from commscope.measure.runner import CoreOptions, NoisePolicy, Progress
+from commscope.measure.plan import CoreOptions
+from commscope.measure.progress import Progress
+from commscope.measure.runner import NoisePolicy
 from commscope.store.db import Store
 
 CLI = [sys.executable, "-m", "commscope.cli"]

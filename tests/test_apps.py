@@ -415,8 +415,8 @@ def test_for_plans_every_series_the_prediction_reads(cores):
     """--for matmul,N=2000: the application, and bcast, scatter and gather
     with cold buffers (matmul's matrices come from memory) up to the
     largest message each phase moves; jacobi's halos and residual hot."""
-    from commscope.measure.cluster import Local
-    from commscope.measure.runner import CoreOptions, Placement
+    from commscope.measure.cluster import Local, Placement
+    from commscope.measure.plan import CoreOptions
 
     core = next(iter(cores.values()))
     fors = [cli_run._for_spec("matmul,N=2000", core),

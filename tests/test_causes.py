@@ -18,7 +18,7 @@ from commscope.analysis import causes, findings, summary
 from commscope.analysis.causes import Facts, Machine
 from commscope.analysis.series import Config, Point
 from commscope.cli import main
-from commscope.measure.runner import CoreOptions
+from commscope.measure.plan import CoreOptions
 from commscope.store.db import Store
 
 SIZES = [2**k for k in range(0, 23)]  # 1 B .. 4 MiB, every power of two

@@ -24,7 +24,7 @@ from commscope.measure.cluster import (
     transport_check,
 )
 from commscope.measure.cluster.slurm import sbatch_script
-from commscope.measure.runner import CoreOptions, expand, placements
+from commscope.measure.plan import CoreOptions, expand, placements
 
 from .test_plan_launch import IMPI, MPICH, OMPI, core
 

@@ -10,7 +10,8 @@ import pytest
 from commscope.errors import CommscopeError
 from commscope.measure.build import Core
 from commscope.measure.mpi import LaunchSpec, MpiImpl, launch_argv
-from commscope.measure.runner import CoreOptions, NoisePolicy, default_timeout, expand, rounds
+from commscope.measure.plan import CoreOptions, expand
+from commscope.measure.runner import NoisePolicy, default_timeout, rounds
 from commscope.store.records import parse_file
 
 BENCHES = (
@@ -162,3 +163,17 @@ def test_a_jobs_status_is_decided_from_how_it_ended_and_what_it_wrote():
     for end, parsed, status, says in cases:
         got, msg = classify(end, parsed, 30.0)
         assert got == status and says in msg, (end, got, msg)
+
+
+def test_the_exit_statuses_classify_names_are_the_cores():
+    """runner.CS_EINVALID and CS_ESKIP are core/harness/cs.h's enum cs_status."""
+    import re
+
+    from commscope.measure import runner
+
+    cs_h = (Path(__file__).parents[1] / "core" / "harness" / "cs.h").read_text()
+    enum = re.search(r"enum cs_status \{(.*?)\};", cs_h, re.S)
+    assert enum, "cs.h has no enum cs_status"
+    values = {k: int(v) for k, v in re.findall(r"(CS_\w+)\s*=\s*(\d+)", enum.group(1))}
+    assert values["CS_EINVALID"] == runner.CS_EINVALID
+    assert values["CS_ESKIP"] == runner.CS_ESKIP

@@ -8,7 +8,8 @@ import pytest
 
 from commscope import cli
 from commscope.advise import selection
-from commscope.advise.tune import Candidate, Effect, Outcome, with_rules, with_selection
+from commscope.advise.tune import Candidate, Effect, Outcome
+from commscope.advise.tune_text import with_rules, with_selection
 from commscope.measure import discovery
 from commscope.store.db import Store
 
@@ -172,7 +173,7 @@ def test_intel_mpi_lists_its_algorithms_and_takes_the_written_strings(tmp_path, 
                            algs["bcast"][-1], 1.0),
           selection.Choice("bcast", 1, 4096, "1", 1, 1.0)]
     env = tmp_path / "impi.env"
-    env.write_text(tune.with_selection(None, selection.intel_adjust(cs), "test", core))
+    env.write_text(with_selection(None, selection.intel_adjust(cs), "test", core))
     db = tmp_path / "i.db"
     common = ["run", "--db", str(db), "--mpi", core.impl.name, "--bench", "bcast", "--sizes",
               "1K:1M", "--factor", "32", "--min-samples", "5", "--time-cap", "0.1",

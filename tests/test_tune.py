@@ -10,9 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from commscope.advise import tune
+from commscope.advise import tune, tune_text
 from commscope.errors import CommscopeError
-from commscope.measure.runner import CoreOptions, Progress
+from commscope.measure.plan import CoreOptions
+from commscope.measure.progress import Progress
 
 from .test_cli_errors import run
 
@@ -67,10 +68,10 @@ def test_a_setting_that_wins_only_above_a_size_is_reported_with_that_range(core)
     assert [(b, lo, hi) for b, lo, hi, _ in o.ranges("wins")] == [("bw", 65536, 4 << 20)]
     assert o.ranges("loses") == []
     assert all(e.lo > 1.0 for e in o.effects if e.size >= 65536)
-    text = tune.report(core, [o], 4)
+    text = tune_text.report(core, [o], 4)
     assert "faster  bw 64 KiB-4 MiB" in text and "recommendation: OMPI_MCA_x=a" in text
     assert "slower at no measured size" in text
-    st = tune.settings_text(o, core)
+    st = tune_text.settings_text(o, core)
     assert st.splitlines()[-1] == "export OMPI_MCA_x=a" and "# faster: bw 64 KiB-4 MiB" in st
 
 
@@ -78,7 +79,7 @@ def test_a_gain_inside_the_between_round_noise_is_not_a_winner(core):
     times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.03}
     (o,), _ = search(core, [A], times, jitter=0.10)
     assert o.ranges("wins") == [] and tune.best([o]) is None
-    assert "keep the defaults" in tune.report(core, [o], 4)
+    assert "keep the defaults" in tune_text.report(core, [o], 4)
     # the same 3% with tight rounds is real but under the 5% that counts
     (o,), _ = search(core, [A], times, jitter=0.001)
     assert all(e.lo > 1.0 for e in o.effects) and o.ranges("wins") == []
@@ -267,7 +268,7 @@ def test_a_binding_winner_says_how_to_launch_with_it():
     core = SimpleNamespace(impl=SimpleNamespace(family="openmpi", name="openmpi"))
     w = tune.Outcome(tune.Candidate((("COMMSCOPE_BIND", "none"),)), effects=[
         tune.Effect("bw", s, 1.5, 1.3, 1.7, 5) for s in SIZES])
-    text = tune.settings_text(w, core)
+    text = tune_text.settings_text(w, core)
     assert ("# COMMSCOPE_BIND=none: outside commscope, launch with --bind-to none --map-by core"
             in text.splitlines()), text
     assert text.endswith("export COMMSCOPE_BIND=none\n")
@@ -311,9 +312,9 @@ def test_settings_handed_to_a_shell_run_nothing(tmp_path):
     from commscope.measure import settings
 
     evil = f"$(touch {tmp_path}/pwned)"
-    line = tune.export_line("OMPI_MCA_x", evil)
+    line = tune_text.export_line("OMPI_MCA_x", evil)
     got = subprocess.run(["sh", "-c", f'{line}; printf %s "$OMPI_MCA_x"'], capture_output=True,
                          text=True, check=True).stdout
     assert got == evil and not (tmp_path / "pwned").exists()
     assert settings.parse_text(line) == (("OMPI_MCA_x", evil),)
-    assert tune.export_line("OMPI_MCA_y", "16384") == "export OMPI_MCA_y=16384"
+    assert tune_text.export_line("OMPI_MCA_y", "16384") == "export OMPI_MCA_y=16384"

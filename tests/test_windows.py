@@ -17,7 +17,9 @@ from commscope import cli
 from commscope.measure import runner
 from commscope.measure.build import Core
 from commscope.measure.mpi import MpiImpl
-from commscope.measure.runner import CoreOptions, JobOutcome, NoisePolicy, Progress, expand
+from commscope.measure.plan import CoreOptions, expand
+from commscope.measure.progress import Progress
+from commscope.measure.runner import JobOutcome, NoisePolicy
 from commscope.store.db import OK, RunInfo, Store
 from commscope.store.records import Result
 from commscope.store.sizes import expand_sizes

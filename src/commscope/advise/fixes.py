@@ -25,10 +25,10 @@ from ..analysis.causes import Cause, Fix, cause_key
 from ..analysis.findings import Finding
 from ..errors import CommscopeError
 from ..measure.build import Core
-from ..measure.runner import CoreOptions
+from ..measure.plan import CoreOptions
 from ..store.db import Store
 from ..store.sizes import expand_sizes, human_bytes
-from . import tune
+from . import tune, tune_text
 
 ROUNDS = 5  # interleaved rounds against the default, where the budget holds them
 MIN_ROUNDS = 3  # fewer cannot separate anything (tune.Effect.wins needs 3)
@@ -210,7 +210,7 @@ def settings_file(impl: str, where: str, fixes: Sequence[tuple[Fix, Cause]],
                      + (f"; slower at {fix.slower}" if fix.slower else
                         ", no measured size slower"))
         merged.update(dict(fix.settings))
-    lines += [tune.export_line(k, v) for k, v in sorted(merged.items())]
+    lines += [tune_text.export_line(k, v) for k, v in sorted(merged.items())]
     return "\n".join(lines) + "\n"
 
 

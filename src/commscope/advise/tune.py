@@ -12,33 +12,33 @@ machine mode), and a 95% interval over the rounds.  A candidate wins a size
 only where that interval lies above 1 and the median gains 5%; after the
 third round, candidates surely slower at every size stop running.  A
 candidate whose job fails, hangs or does not take its setting is recorded
-as broken and dropped."""
+as broken and dropped.  What it says and writes: tune_text.py; the command
+from its inputs to the file handed over: tuning.py."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
-import shlex
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..analysis.crossover import MIN_FACTOR
 from ..analysis.repeats import between, same_mode
-from ..analysis.series import lone_is_no_claim
+from ..analysis.series import lone_is_no_claim, runs
+from ..analysis.significance import MIN_FACTOR
 from ..errors import CommscopeError
 from ..measure import provenance
 from ..measure.build import Core
 from ..measure.cluster import Local, Placement
+from ..measure.plan import CoreOptions, Job
 from ..measure.procs import run_bounded
-from ..measure.runner import CoreOptions, Job, JobOutcome, run_job
+from ..measure.runner import JobOutcome, run_job
 from ..store.db import OK, Store
 from ..store.records import parse_file
-from ..store.sizes import expand_sizes, human_bytes
+from ..store.sizes import expand_sizes
 
 PRUNE_AFTER = 3  # rounds before a sure loser stops running
 
@@ -239,14 +239,9 @@ class Outcome:
             marks = lone_is_no_claim([(e.size, "W" if e.wins else "L" if e.loses else "=")
                                       for e in es])
             want = "W" if which == "wins" else "L"
-            prev = None
-            for e, (_, m) in zip(es, marks, strict=True):
-                if m == want and prev == want:
-                    b, lo, _, run = out[-1]
-                    out[-1] = (b, lo, e.size, [*run, e])
-                elif m == want:
-                    out.append((bench, e.size, e.size, [e]))
-                prev = m
+            at = {e.size: e for e in es}
+            out += [(bench, sizes[0], sizes[-1], [at[x] for x in sizes])
+                    for m, sizes in runs(marks) if m == want]
         return out
 
     @property
@@ -414,103 +409,6 @@ def best(outcomes: Sequence[Outcome]) -> Outcome | None:
     return max(ok, key=lambda o: o.gain, default=None)
 
 
-def _span(lo: int, hi: int) -> str:
-    return human_bytes(lo) if lo == hi else f"{human_bytes(lo)}-{human_bytes(hi)}"
-
-
-def _claim(es: Sequence[Effect]) -> str:
-    mid = sorted(es, key=lambda e: e.ratio)[len(es) // 2]
-    return f"{mid.ratio:.2f}x [{mid.lo:.2f}, {mid.hi:.2f}]"
-
-
-def report(core: Core, outcomes: Sequence[Outcome], rounds: int, extra: int = 0) -> str:
-    ran = max((e.n for o in outcomes for e in o.effects), default=rounds)
-    more = (f" (close contenders {ran - rounds} more)" if ran > rounds
-            else " (no contender close enough for more)" if extra else "")
-    lines = [f"{core.impl.name}: {len(outcomes)} candidate(s) against the default, {rounds} "
-             f"interleaved rounds{more}; ratio = default time / candidate time (above 1: "
-             f"faster), median over rounds [95% interval between rounds]"]
-    for o in outcomes:
-        lines.append(f"\n  {o.cand.label}  ({o.cand.why})")
-        if o.state == "broken":
-            lines.append(f"    broken: {o.reason}")
-            continue
-        wins, loses = o.ranges("wins"), o.ranges("loses")
-        for b, lo, hi, es in wins:
-            lines.append(f"    faster  {b} {_span(lo, hi)}: {_claim(es)}")
-        for b, lo, hi, es in loses:
-            lines.append(f"    slower  {b} {_span(lo, hi)}: {_claim(es)}")
-        if not wins and not loses:
-            lines.append("    no size told apart from the default")
-        if o.state == "pruned":
-            lines.append(f"    stopped: {o.reason}")
-    w = best(outcomes)
-    lines.append("")
-    if w is None:
-        lines.append("recommendation: keep the defaults (no candidate was faster beyond the "
-                     "between-round uncertainty)")
-    else:
-        where = ", ".join(f"{b} {_span(lo, hi)} ({_claim(es)})" for b, lo, hi, es in
-                          w.ranges("wins"))
-        cost = w.ranges("loses")
-        lines.append(f"recommendation: {w.cand.label}\n  faster at {where}"
-                     + ("\n  but slower at " + ", ".join(f"{b} {_span(lo, hi)} ({_claim(es)})"
-                                                         for b, lo, hi, es in cost)
-                        if cost else "\n  and slower at no measured size"))
-    return "\n".join(lines) + "\n"
-
-
-def _launcher_note(settings: Sequence[tuple[str, str]], core: Core) -> list[str]:
-    """COMMSCOPE_BIND is commscope's: how to say it to the launcher itself."""
-    from ..measure.mpi import bind_flags
-
-    return [f"# COMMSCOPE_BIND={v}: outside commscope, launch with "
-            + (" ".join(bind_flags(core.impl.family, v)) or "no binding flag")
-            for k, v in settings if k == "COMMSCOPE_BIND"]
-
-
-def export_line(key: str, value: str) -> str:
-    """A line a shell may source or eval: the value quoted, so that nothing
-    in it (a candidate from a user's file, say) is run."""
-    return f"export {key}={shlex.quote(value)}"
-
-
-def settings_text(w: Outcome, core: Core) -> str:
-    """The settings file `commscope run --settings` reads (and a shell can
-    source): the winner's variables, with where it was measured to win."""
-    head = [f"# commscope tune: {core.impl.name} ({core.impl.family}), this machine, 2 ranks"]
-    head += [f"# faster: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("wins")]
-    head += [f"# slower: {b} {_span(lo, hi)} {_claim(es)}" for b, lo, hi, es in w.ranges("loses")]
-    head += _launcher_note(w.cand.settings, core)
-    return "\n".join(head + [export_line(k, v) for k, v in w.cand.settings]) + "\n"
-
-
-def with_selection(w: Outcome | None, lines: Sequence[tuple[str, str]], what: str,
-                   core: Core) -> str:
-    """The settings file when collectives won per size range: the settings
-    that put the per-size choices in force (Open MPI's rules file, Intel
-    MPI's I_MPI_ADJUST strings), and the best winner besides if it is not
-    one of the forced algorithms."""
-    from . import selection
-
-    head = [f"# commscope tune: {core.impl.name} ({core.impl.family}), this machine, 2 ranks",
-            f"# collective algorithms per message size: {what}"]
-    out = list(lines)
-    if w is not None and selection.forced(w.cand.settings) is None:
-        head += [f"# and {w.cand.label}: faster at {b} {_span(lo, hi)} {_claim(es)}"
-                 for b, lo, hi, es in w.ranges("wins")]
-        head += _launcher_note(w.cand.settings, core)
-        out += list(w.cand.settings)
-    return "\n".join(head + [export_line(k, v) for k, v in out]) + "\n"
-
-
-def with_rules(w: Outcome | None, rules: Path, core: Core) -> str:
-    """with_selection for Open MPI: its rules file turned on."""
-    return with_selection(w, [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
-                              ("OMPI_MCA_coll_tuned_dynamic_rules_filename",
-                               str(rules.resolve()))], str(rules), core)
-
-
 def check_settings(core: Core, benches: Sequence[str], opts: CoreOptions,
                    settings: Sequence[tuple[str, str]], store: Store, *, argv: Sequence[str],
                    timeout_s: float, policy) -> Measured:
@@ -545,23 +443,6 @@ def together(core: Core, benches: Sequence[str], opts: CoreOptions,
     return o
 
 
-def together_text(o: Outcome | None) -> str:
-    if o is None:
-        return ("the settings handed over were not measured together: the budget left could "
-                "not hold it (raise --budget)\n")
-    n = max((e.n for e in o.effects), default=0)
-    lines = [f"the settings handed over, measured together against the default over {n} "
-             "rounds:"]
-    if o.state != "measured":
-        lines.append(f"  {o.state}: {o.reason}")
-    lines += [f"  faster  {b} {_span(lo, hi)}: {_claim(es)}" for b, lo, hi, es in o.ranges("wins")]
-    lines += [f"  slower  {b} {_span(lo, hi)}: {_claim(es)}"
-              for b, lo, hi, es in o.ranges("loses")]
-    if o.state == "measured" and not o.ranges("wins") and not o.ranges("loses"):
-        lines.append("  no range of sizes told apart from the default")
-    return "\n".join(lines) + "\n"
-
-
 def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOptions,
              store: Store, *, rounds: int, argv: Sequence[str], timeout_s: float, policy,
              progress) -> list[Effect]:
@@ -572,8 +453,3 @@ def validate(core: Core, winner: Candidate, app: str, param: str, opts: CoreOpti
     if o.state == "broken":
         raise CommscopeError(f"the winning settings broke {app}: {o.reason}")
     return o.effects
-
-
-def to_json(outcomes: Sequence[Outcome]) -> str:
-    return json.dumps([{"settings": dict(o.cand.settings), "state": o.state, "reason": o.reason,
-                        "effects": [e.__dict__ for e in o.effects]} for o in outcomes], indent=1)

@@ -15,7 +15,7 @@ from ..measure import build as build_mod
 from ..measure import discovery
 from ..measure.cluster import emu as emu_mod
 from ..measure.cluster.slurm import sbatch_script
-from ..measure.runner import (
+from ..measure.plan import (
     CoreOptions,
     expand,
     run_options,

@@ -6,9 +6,10 @@ import argparse
 from collections.abc import Callable
 
 from .. import __version__
+from ..analysis.significance import MIN_FACTOR
 from ..measure import discovery
 from ..measure.cluster import emu as emu_mod
-from ..measure.runner import (
+from ..measure.plan import (
     run_options,
 )
 from .common import DEFAULT_DB, Parser, mode_arg, positive
@@ -162,7 +163,7 @@ def make_parser() -> Parser:
     rp.add_argument("--out", default="report", help="folder to write (default ./report)")
     rp.add_argument("--compare-a", help="add a comparison: set A (e.g. mpi=openmpi)")
     rp.add_argument("--compare-b", help="and set B (e.g. mpi=mpich)")
-    rp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=1.05,
+    rp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=MIN_FACTOR,
                     help="minimum change factor of the comparison (default 1.05)")
     cp = sub.add_parser("compare", help="compare two runs or sets; exit 1 on a regression",
                         epilog="example: commscope compare --db my.db --a run=3 --b run=7")
@@ -170,7 +171,7 @@ def make_parser() -> Parser:
     cp.add_argument("--a", required=True, help="baseline: run=ID[,ID], sweep=ID, mpi=NAME, "
                                                "cluster=NAME")
     cp.add_argument("--b", required=True, help="candidate, same forms as --a")
-    cp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=1.05,
+    cp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=MIN_FACTOR,
                     help="smallest change that counts (default 1.05 = 5%%; single runs "
                          "need 2x)")
     cp.add_argument("--format", choices=("text", "json"), default="text",

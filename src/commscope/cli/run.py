@@ -15,25 +15,24 @@ from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
 from ..measure import build as build_mod
 from ..measure import cluster as cluster_mod
-from ..measure import mpi as mpi_mod
 from ..measure import probe as probe_mod
 from ..measure import provenance
 from ..measure import settings as settings_mod
-from ..measure.runner import (
+from ..measure.plan import (
     PATHS,
     CoreOptions,
     Job,
-    NoisePolicy,
-    Progress,
     expand,
     gpu_path_runs,
     gpu_standin,
     param_variants,
     placements,
+    plan_check,
     resolve_benches,
     run_options,
-    run_sweep,
 )
+from ..measure.progress import Progress
+from ..measure.runner import NoisePolicy, run_sweep
 from ..report.tables import tables
 from ..store.db import Store
 from ..store.sizes import expand_sizes
@@ -292,27 +291,3 @@ def _on_path(core: build_mod.Core, benches: list[str], path: str, every: bool) -
         return [b for b in names if not core.bench(b).get("gpu_only")]
     return [b for b in names if gpu_path_runs(core, b, path)]
 
-
-def plan_check(jobs: Sequence[Job]) -> None:
-    """Applications judged before any launch at each job's process count,
-    by the core's own rules (a grid that does not decompose, a value not
-    allowed), and their memory where every rank runs on this machine (local
-    runs and emulated clusters, whose nodes share it), and so the pools of
-    --buffers cold: one line, exit 2."""
-    seen = set()
-    for j in jobs:
-        if bind := dict(j.settings).get("COMMSCOPE_BIND"):
-            mpi_mod.bind_flags(j.core.impl.family, bind)  # a value it does not know
-            if j.cluster.kind != "local":
-                cluster_mod.local_only(bind, j.cluster.label)
-        apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
-        one_host = j.cluster.kind in ("local", "emu")
-        if j.opts.buffers == "cold" and one_host:  # the pools are memory too
-            apps = j.bench.split(",")
-        key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
-        if not apps or key in seen:
-            continue
-        seen.add(key)
-        build_mod.check_options(j.core, ["--bench", ",".join(apps), *j.opts.argv(),
-                                         "--plan-np", str(j.np),
-                                         *(["--plan-mem"] if one_host else [])])

@@ -1,282 +1,38 @@
-"""Sweeps: expand a plan into jobs, run each under its timeout, store each
-job's records as soon as it ends, flag (and optionally retry) noisy ones."""
+"""Sweeps: run each planned job (plan.py) under its timeout, store its
+records as soon as it ends, flag (and optionally retry) noisy ones, and
+measure again at a common window where the time bound narrowed one
+configuration's and not another's."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import itertools
-import json
 import os
 import random
 import re
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, make_dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..errors import CommscopeError
-from ..store.config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
 from ..store.db import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 from ..store.records import Parsed, Result, parse_file
 from ..store.sizes import expand_sizes, human
 from . import noise as noise_mod
 from . import provenance
 from . import settings as settings_mod
-from .build import Core, loaded_library
-from .cluster import Cluster, Local, Placement, transport_check
+from .build import loaded_library
+from .cluster import transport_check
+from .plan import CoreOptions, Job
 from .procs import SIGKILL_WAITS_S, run_bounded
 from .procs import Outcome as Ended
+from .progress import Progress
 
-# The core's option table (core/harness/options.c), as `cs-core --list
-# --json` prints it; tests check this copy against every built core.  The
-# options of scope "run" (and "hidden") are CoreOptions' fields and
-# `commscope run`'s arguments; the transport and the GPU path are set per job.
-CORE_OPTIONS: tuple[dict[str, object], ...] = tuple(
-    json.loads((Path(__file__).parents[1] / "core_options.json").read_text()))
-_PY_TYPES = {"str": str, "int": int, "float": float, "flag": bool}
-
-
-def run_options() -> list[dict[str, object]]:
-    return [o for o in CORE_OPTIONS if o["scope"] in ("run", "hidden")]
-
-
-def _core_options_class() -> type:
-    def typed(o: dict[str, object]) -> object:
-        return _PY_TYPES[str(o["type"])](o["default"])
-
-    fields = [(str(o["field"]), _PY_TYPES[str(o["type"])], field(default=typed(o)))
-              for o in [*run_options(),
-                        *(o for o in CORE_OPTIONS if o["field"] in ("transport", "path"))]]
-
-    def argv(self) -> list[str]:
-        """The core's command line for these options (defaults included,
-        so that a record's header says everything)."""
-        out: list[str] = []
-        for o in CORE_OPTIONS:
-            f = str(o["field"])
-            if not hasattr(self, f):
-                continue
-            v = getattr(self, f)
-            if o["type"] == "flag":
-                out += [f"--{o['name']}"] if v else []
-            elif o["scope"] == "hidden" and v == o["default"]:
-                continue
-            else:
-                out += [f"--{o['name']}", repr(v) if isinstance(v, float) else str(v)]
-        return out
-
-    return make_dataclass("CoreOptions", fields, frozen=True, namespace={
-        "argv": argv, "__doc__": "Options handed to the core, the same for every job of a "
-                                 "sweep: the core's own table (core_options.json)."})
-
-
-CoreOptions = _core_options_class()
-
-
-@dataclass(frozen=True)
-class Job:
-    core: Core
-    bench: str
-    place: Placement
-    opts: CoreOptions
-    cluster: Cluster = field(default_factory=Local, compare=False)
-    settings: tuple[tuple[str, str], ...] = ()  # the user's behaviour-changing environment
-    rep: int = 1  # repetition: the round of the sweep this job belongs to
-    # settings handed over explicitly (--settings, tune): a job whose read-back
-    # disagrees fails; the environment's own are only warned about
-    strict: bool = field(default=False, compare=False)
-    # (window, sizes): this configuration's job measured again at the window
-    # another configuration of the sweep was narrowed to (equal_windows); the
-    # configuration stays the one planned
-    again_at: tuple[int, str] | None = field(default=None, compare=False)
-
-    def core_opts(self) -> CoreOptions:
-        """The options the core runs with: the planned ones, or those of a
-        measurement again at a common window."""
-        if self.again_at is None:
-            return self.opts
-        window, sizes = self.again_at
-        return replace(self.opts, window=window, sizes=sizes)
-
-    @property
-    def np(self) -> int:
-        return self.place.np
-
-    @property
-    def config(self) -> Configuration:
-        opts = asdict(self.opts)
-        opts["param"] = without_swept(self.opts.param, self.core)
-        extra: tuple[tuple[str, object], ...] = ()
-        if self.core.impl.cc:
-            extra += (("cc", self.core.impl.cc),)  # the C compiler the wrapper drove
-        if self.opts.path != "host" and gpu_standin():
-            extra += (("gpu", "stand-in"),)  # host memory standing in (testing)
-        if self.opts.path == "staged-pipelined":  # the chunk changes what is measured
-            extra += (("stage_chunk", self.opts.stage_chunk or "256K"),)
-        return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
-                             transport=self.opts.transport, buffer=self.opts.path,
-                             params=params_of(opts), settings=self.settings,
-                             cluster=self.cluster.label, nodes=self.place.nodes,
-                             ppn=self.place.ppn, extra=extra)
-
-    @property
-    def label(self) -> str:
-        c = self.config
-        where = "" if self.cluster.kind == "local" else (
-            f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})")
-        what = " ".join(v for k, v in c.parts().items()
-                        if v and k in ("mpi", "transport", "buffer", "params", "settings"))
-        rep = f" #{self.rep}" if self.rep > 1 else ""
-        names = self.bench.split(",")
-        benches = self.bench if len(names) <= 3 else f"{len(names)} benchmarks"
-        return f"{what} {benches} np={self.np}{where}{rep}"
-
-    def plan_key(self) -> str:
-        """What makes two jobs the same measurement, for --resume: the
-        configuration, the benchmark, how it samples and the repetition."""
-        how = {k: v for k, v in asdict(self.opts).items()
-               if k not in PARAM_DEFAULTS and k not in LATER_PARAMS}
-        key = {"config": self.config.key, "bench": self.bench, "sampling": how, "rep": self.rep}
-        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
-
-
-def _swept(core: Core) -> set[str]:
-    """The parameters applications sweep instead of message sizes (N)."""
-    return {str(b["size_param"]) for b in core.benches if b.get("size_param")}
-
-
-def without_swept(spec: str, core: Core) -> str:
-    """Applications' parameters less the swept one (matmul's N): its values
-    are the sizes of the records, not part of what identifies them."""
-    swept = _swept(core)
-    items = [x for x in spec.split(";") if x and x.split("=", 1)[0] not in swept]
-    return ";".join(sorted(items))
-
-
-def param_variants(spec: str, core: Core) -> list[str]:
-    """A parameter given a list that is not the swept one (jacobi's
-    mode=blocking,overlap) makes one job per value: the combinations of all
-    such lists, each a configuration of its own."""
-    swept = _swept(core)
-    choices: list[list[str]] = []
-    seen: set[str] = set()
-    for item in (x for x in spec.split(";") if x):
-        key, _, value = item.partition("=")
-        if key in seen:
-            raise CommscopeError(f"--param gives {key} twice ('{spec}'): a list is "
-                                 f"{key}=A,B")
-        seen.add(key)
-        values = value.split(",") if key not in swept else [value]
-        choices.append([f"{key}={v}" for v in values])
-    return [";".join(c) for c in itertools.product(*choices)] if choices else [spec]
-
-
-def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:
-    """Benchmark names, with groups: `p2p`, `loggp`, `coll`, `coll-sends`
-    (and `all`), as the core's own table groups them."""
-    out: list[str] = []
-    groups = {str(b["group"]) for b in core.benches}
-    for n in names:
-        if n == "all":
-            picked = core.bench_names()
-        elif n in groups:
-            picked = [str(b["name"]) for b in core.benches if b["group"] == n]
-        else:
-            picked = [n]
-        out.extend(p for p in picked if p not in out)
-    return out
-
-
-def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
-               ppns: Sequence[int]) -> list[Placement]:
-    """nodes x processes per node.  With --ppn, every --nodes (default: the
-    cluster's) times it; otherwise every --np spread over --nodes (default:
-    as many of the cluster's nodes as there are ranks, one rank each)."""
-    if ppns and nps:
-        raise CommscopeError("give --np or --ppn, not both (np = nodes x ppn)")
-    out: list[Placement] = []
-    if ppns:
-        for n in nodes or [cluster.size() or 1]:
-            out.extend(Placement(n, p) for p in ppns)
-        return out
-    for np_ in nps or [2]:
-        for n in nodes or [cluster.default_nodes(np_)]:
-            if np_ % n:
-                raise CommscopeError(f"--np {np_} does not divide over {n} nodes")
-            out.append(Placement(n, np_ // n))
-    return out
-
-
-# Where a benchmark's buffers live and what moves them: host memory over
-# MPI, or device memory by one of the GPU paths (core/harness/path.c).
-GPU_PATHS = ("staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl")
-PATHS = ("host", *GPU_PATHS)
-
-
-def gpu_standin() -> bool:
-    """Testing only: host memory stands in for the device on the GPU paths
-    (COMMSCOPE_GPU_STANDIN=host, which core/harness/path.c reads too)."""
-    return os.environ.get("COMMSCOPE_GPU_STANDIN") == "host"
-
-
-def gpu_path_runs(core: Core, bench: str, path: str) -> bool:
-    """Does `bench` run on GPU path `path` (ipc: point-to-point only)?"""
-    b = core.bench(bench)
-    return bool(b.get("gpu")) and not (path == "ipc" and b.get("timing") == "max")
-
-
-def gpu_benches(core: Core, path: str) -> list[str]:
-    return [n for n in core.bench_names() if gpu_path_runs(core, n, path)]
-
-
-def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
-           opts: CoreOptions, cluster: Cluster | None = None,
-           places: Sequence[Placement] | None = None) -> list[Job]:
-    """One job per implementation x placement, running every benchmark of
-    the sweep in one launch (a launch costs 0.3-0.6 s here, more than most
-    benchmarks' sizes together), checked up front so a sweep never starts
-    with a job that cannot run.  `nps` alone means one node of the local
-    machine."""
-    cluster = cluster or Local()
-    places = list(places) if places is not None else [Placement(1, n) for n in nps]
-    jobs: list[Job] = []
-    for core in cores:
-        for place in places:
-            cluster.check(core.impl, place)
-        known = core.bench_names()
-        names = resolve_benches(core, benches)
-        for bench in names:
-            if bench not in known:
-                raise CommscopeError(f"unknown benchmark '{bench}' (choose from "
-                                     f"{', '.join(known)})")
-            if opts.transport != "mpi" and not core.bench(bench).get("any_transport"):
-                raise CommscopeError(f"benchmark {bench} runs over MPI only, not --transport "
-                                     f"{opts.transport}")
-            if opts.path == "host" and core.bench(bench).get("gpu_only"):
-                raise CommscopeError(f"benchmark {bench} runs on a GPU path (--path staged, "
-                                     f"staged-pageable, staged-pipelined, cuda-aware or nccl)")
-            if opts.path != "host" and not gpu_path_runs(core, bench, opts.path):
-                raise CommscopeError(f"benchmark {bench} has no --path {opts.path} (GPU paths "
-                                     f"run {', '.join(gpu_benches(core, opts.path))})")
-        for place in places:
-            np_ = place.np
-            for bench in names:
-                min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
-                if np_ < min_np:
-                    raise CommscopeError(f"benchmark {bench} needs at least {min_np} processes, "
-                                         f"got --np {np_}")
-                if (core.bench(bench).get("rooted") and not opts.rotate_root
-                        and opts.root >= np_):
-                    raise CommscopeError(f"root {opts.root} is outside the communicator of "
-                                         f"{np_} processes ({bench})")
-            if opts.transport != "mpi" and place.nodes != 1:
-                raise CommscopeError(f"--transport {opts.transport} is a shared-memory "
-                                     "channel: it runs on one node")
-            jobs.append(Job(core, ",".join(names), place, opts, cluster))
-    return jobs
+# The core's exit statuses that classify() tells apart from a plain failure
+# (core/harness/cs.h, enum cs_status; the others are failures as any code).
+CS_EINVALID = 3  # data validation failed: the MPI moved wrong bytes
+CS_ESKIP = 7  # a GPU path this machine cannot run: skipped, with the reason
 
 
 @dataclass(frozen=True)
@@ -323,37 +79,6 @@ def default_timeout(opts: CoreOptions, nsizes: int, nbenches: int = 1) -> float:
     """Generous: every size of every benchmark may run to its cap, plus
     calibration, validation and start-up."""
     return 30.0 + nbenches * nsizes * (3.0 * opts.time_cap_s + opts.warmup_s + 2.0)
-
-
-class Progress:
-    """A progress bar on a terminal, one line per job elsewhere."""
-
-    def __init__(self, total: int, stream=None, enabled: bool = True) -> None:
-        stream = sys.stderr if stream is None else stream
-        self.total, self.done, self.stream, self.enabled = total, 0, stream, enabled
-        self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self.t0 = time.monotonic()
-
-    def start(self, label: str) -> None:
-        if not self.enabled:
-            return
-        if self.tty:
-            width = 30
-            filled = int(width * self.done / max(self.total, 1))
-            el = time.monotonic() - self.t0
-            eta = el / self.done * (self.total - self.done) if self.done else 0
-            self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] "
-                              f"{self.done}/{self.total} {label:<40.40} eta {eta:4.0f}s")
-            self.stream.flush()
-
-    def end(self, label: str, status: str, note: str = "") -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        if self.tty:
-            self.stream.write("\r" + " " * 100 + "\r")
-        self.stream.write(f"[{self.done}/{self.total}] {label}: {status}{note}\n")
-        self.stream.flush()
 
 
 # the lines of UCX's protocol tables ("[time] [host:pid:tid]   | 0..92 | ...")
@@ -418,11 +143,11 @@ def classify(outcome: Ended, parsed: Parsed, timeout_s: float) -> tuple[str, str
     elif outcome.signal is not None:
         status = FAILED
         msg = f"killed by signal {outcome.signal}"
-    elif (outcome.exit_code == 7 and parsed.footer is not None
+    elif (outcome.exit_code == CS_ESKIP and parsed.footer is not None
           and parsed.footer.get("status") == "skipped"):
         status = SKIPPED  # a GPU path this machine cannot run, with the reason
         msg = f"skipped: {parsed.footer.get('reason') or 'no reason given'}"
-    elif outcome.exit_code == 3 or any(not r.valid for r in parsed.results):
+    elif outcome.exit_code == CS_EINVALID or any(not r.valid for r in parsed.results):
         status = INVALID
         msg = "data validation failed"
     elif outcome.exit_code != 0:

@@ -1,0 +1,288 @@
+"""A sweep's plan: the options handed to the core (its own table), the
+jobs they expand into (one launch each: implementation x placement, every
+benchmark of the sweep), and the checks a plan passes before any launch."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, make_dataclass, replace
+
+from ..errors import CommscopeError
+from ..store import benches
+from ..store.config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
+from .build import Core, check_options
+from .cluster import Cluster, Local, Placement, local_only
+from .mpi import bind_flags
+
+# The core's option table (core/harness/options.c), as `cs-core --list
+# --json` prints it; tests check this copy against every built core.  The
+# options of scope "run" (and "hidden") are CoreOptions' fields and
+# `commscope run`'s arguments; the transport and the GPU path are set per job.
+CORE_OPTIONS: tuple[dict[str, object], ...] = benches.options()
+_PY_TYPES = benches.TYPES
+
+
+def run_options() -> list[dict[str, object]]:
+    return [o for o in CORE_OPTIONS if o["scope"] in ("run", "hidden")]
+
+
+def _core_options_class() -> type:
+    fields = [(str(o["field"]), _PY_TYPES[str(o["type"])],
+               field(default=benches.default(str(o["field"]))))
+              for o in [*run_options(),
+                        *(o for o in CORE_OPTIONS if o["field"] in ("transport", "path"))]]
+
+    def argv(self) -> list[str]:
+        """The core's command line for these options (defaults included,
+        so that a record's header says everything)."""
+        out: list[str] = []
+        for o in CORE_OPTIONS:
+            f = str(o["field"])
+            if not hasattr(self, f):
+                continue
+            v = getattr(self, f)
+            if o["type"] == "flag":
+                out += [f"--{o['name']}"] if v else []
+            elif o["scope"] == "hidden" and v == o["default"]:
+                continue
+            else:
+                out += [f"--{o['name']}", repr(v) if isinstance(v, float) else str(v)]
+        return out
+
+    return make_dataclass("CoreOptions", fields, frozen=True, namespace={
+        "argv": argv, "__doc__": "Options handed to the core, the same for every job of a "
+                                 "sweep: the core's own table (core_options.json)."})
+
+
+CoreOptions = _core_options_class()
+
+
+@dataclass(frozen=True)
+class Job:
+    core: Core
+    bench: str
+    place: Placement
+    opts: CoreOptions
+    cluster: Cluster = field(default_factory=Local, compare=False)
+    settings: tuple[tuple[str, str], ...] = ()  # the user's behaviour-changing environment
+    rep: int = 1  # repetition: the round of the sweep this job belongs to
+    # settings handed over explicitly (--settings, tune): a job whose read-back
+    # disagrees fails; the environment's own are only warned about
+    strict: bool = field(default=False, compare=False)
+    # (window, sizes): this configuration's job measured again at the window
+    # another configuration of the sweep was narrowed to (equal_windows); the
+    # configuration stays the one planned
+    again_at: tuple[int, str] | None = field(default=None, compare=False)
+
+    def core_opts(self) -> CoreOptions:
+        """The options the core runs with: the planned ones, or those of a
+        measurement again at a common window."""
+        if self.again_at is None:
+            return self.opts
+        window, sizes = self.again_at
+        return replace(self.opts, window=window, sizes=sizes)
+
+    @property
+    def np(self) -> int:
+        return self.place.np
+
+    @property
+    def config(self) -> Configuration:
+        opts = asdict(self.opts)
+        opts["param"] = without_swept(self.opts.param, self.core)
+        extra: tuple[tuple[str, object], ...] = ()
+        if self.core.impl.cc:
+            extra += (("cc", self.core.impl.cc),)  # the C compiler the wrapper drove
+        if self.opts.path != "host" and gpu_standin():
+            extra += (("gpu", "stand-in"),)  # host memory standing in (testing)
+        if self.opts.path == "staged-pipelined":  # the chunk changes what is measured
+            extra += (("stage_chunk", self.opts.stage_chunk or "256K"),)
+        return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
+                             transport=self.opts.transport, buffer=self.opts.path,
+                             params=params_of(opts), settings=self.settings,
+                             cluster=self.cluster.label, nodes=self.place.nodes,
+                             ppn=self.place.ppn, extra=extra)
+
+    @property
+    def label(self) -> str:
+        c = self.config
+        where = "" if self.cluster.kind == "local" else (
+            f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})")
+        what = " ".join(v for k, v in c.parts().items()
+                        if v and k in ("mpi", "transport", "buffer", "params", "settings"))
+        rep = f" #{self.rep}" if self.rep > 1 else ""
+        names = self.bench.split(",")
+        benches = self.bench if len(names) <= 3 else f"{len(names)} benchmarks"
+        return f"{what} {benches} np={self.np}{where}{rep}"
+
+    def plan_key(self) -> str:
+        """What makes two jobs the same measurement, for --resume: the
+        configuration, the benchmark, how it samples and the repetition."""
+        how = {k: v for k, v in asdict(self.opts).items()
+               if k not in PARAM_DEFAULTS and k not in LATER_PARAMS}
+        key = {"config": self.config.key, "bench": self.bench, "sampling": how, "rep": self.rep}
+        return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _swept(core: Core) -> set[str]:
+    """The parameters applications sweep instead of message sizes (N)."""
+    return {str(b["size_param"]) for b in core.benches if b.get("size_param")}
+
+
+def without_swept(spec: str, core: Core) -> str:
+    """Applications' parameters less the swept one (matmul's N): its values
+    are the sizes of the records, not part of what identifies them."""
+    swept = _swept(core)
+    items = [x for x in spec.split(";") if x and x.split("=", 1)[0] not in swept]
+    return ";".join(sorted(items))
+
+
+def param_variants(spec: str, core: Core) -> list[str]:
+    """A parameter given a list that is not the swept one (jacobi's
+    mode=blocking,overlap) makes one job per value: the combinations of all
+    such lists, each a configuration of its own."""
+    swept = _swept(core)
+    choices: list[list[str]] = []
+    seen: set[str] = set()
+    for item in (x for x in spec.split(";") if x):
+        key, _, value = item.partition("=")
+        if key in seen:
+            raise CommscopeError(f"--param gives {key} twice ('{spec}'): a list is "
+                                 f"{key}=A,B")
+        seen.add(key)
+        values = value.split(",") if key not in swept else [value]
+        choices.append([f"{key}={v}" for v in values])
+    return [";".join(c) for c in itertools.product(*choices)] if choices else [spec]
+
+
+def resolve_benches(core: Core, names: Sequence[str]) -> list[str]:
+    """Benchmark names, with groups: `p2p`, `loggp`, `coll`, `coll-sends`
+    (and `all`), as the core's own table groups them."""
+    out: list[str] = []
+    groups = {str(b["group"]) for b in core.benches}
+    for n in names:
+        if n == "all":
+            picked = core.bench_names()
+        elif n in groups:
+            picked = [str(b["name"]) for b in core.benches if b["group"] == n]
+        else:
+            picked = [n]
+        out.extend(p for p in picked if p not in out)
+    return out
+
+
+def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
+               ppns: Sequence[int]) -> list[Placement]:
+    """nodes x processes per node.  With --ppn, every --nodes (default: the
+    cluster's) times it; otherwise every --np spread over --nodes (default:
+    as many of the cluster's nodes as there are ranks, one rank each)."""
+    if ppns and nps:
+        raise CommscopeError("give --np or --ppn, not both (np = nodes x ppn)")
+    out: list[Placement] = []
+    if ppns:
+        for n in nodes or [cluster.size() or 1]:
+            out.extend(Placement(n, p) for p in ppns)
+        return out
+    for np_ in nps or [2]:
+        for n in nodes or [cluster.default_nodes(np_)]:
+            if np_ % n:
+                raise CommscopeError(f"--np {np_} does not divide over {n} nodes")
+            out.append(Placement(n, np_ // n))
+    return out
+
+
+# Where a benchmark's buffers live and what moves them: host memory over
+# MPI, or device memory by one of the GPU paths (core/harness/path.c).
+GPU_PATHS = ("staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl")
+PATHS = ("host", *GPU_PATHS)
+
+
+def gpu_standin() -> bool:
+    """Testing only: host memory stands in for the device on the GPU paths
+    (COMMSCOPE_GPU_STANDIN=host, which core/harness/path.c reads too)."""
+    return os.environ.get("COMMSCOPE_GPU_STANDIN") == "host"
+
+
+def gpu_path_runs(core: Core, bench: str, path: str) -> bool:
+    """Does `bench` run on GPU path `path` (ipc: point-to-point only)?"""
+    b = core.bench(bench)
+    return bool(b.get("gpu")) and not (path == "ipc" and b.get("timing") == "max")
+
+
+def gpu_benches(core: Core, path: str) -> list[str]:
+    return [n for n in core.bench_names() if gpu_path_runs(core, n, path)]
+
+
+def expand(cores: Sequence[Core], benches: Sequence[str], nps: Sequence[int],
+           opts: CoreOptions, cluster: Cluster | None = None,
+           places: Sequence[Placement] | None = None) -> list[Job]:
+    """One job per implementation x placement, running every benchmark of
+    the sweep in one launch (a launch costs 0.3-0.6 s here, more than most
+    benchmarks' sizes together), checked up front so a sweep never starts
+    with a job that cannot run.  `nps` alone means one node of the local
+    machine."""
+    cluster = cluster or Local()
+    places = list(places) if places is not None else [Placement(1, n) for n in nps]
+    jobs: list[Job] = []
+    for core in cores:
+        for place in places:
+            cluster.check(core.impl, place)
+        known = core.bench_names()
+        names = resolve_benches(core, benches)
+        for bench in names:
+            if bench not in known:
+                raise CommscopeError(f"unknown benchmark '{bench}' (choose from "
+                                     f"{', '.join(known)})")
+            if opts.transport != "mpi" and not core.bench(bench).get("any_transport"):
+                raise CommscopeError(f"benchmark {bench} runs over MPI only, not --transport "
+                                     f"{opts.transport}")
+            if opts.path == "host" and core.bench(bench).get("gpu_only"):
+                raise CommscopeError(f"benchmark {bench} runs on a GPU path (--path staged, "
+                                     f"staged-pageable, staged-pipelined, cuda-aware or nccl)")
+            if opts.path != "host" and not gpu_path_runs(core, bench, opts.path):
+                raise CommscopeError(f"benchmark {bench} has no --path {opts.path} (GPU paths "
+                                     f"run {', '.join(gpu_benches(core, opts.path))})")
+        for place in places:
+            np_ = place.np
+            for bench in names:
+                min_np = int(core.bench(bench)["min_np"])  # type: ignore[arg-type]
+                if np_ < min_np:
+                    raise CommscopeError(f"benchmark {bench} needs at least {min_np} processes, "
+                                         f"got --np {np_}")
+                if (core.bench(bench).get("rooted") and not opts.rotate_root
+                        and opts.root >= np_):
+                    raise CommscopeError(f"root {opts.root} is outside the communicator of "
+                                         f"{np_} processes ({bench})")
+            if opts.transport != "mpi" and place.nodes != 1:
+                raise CommscopeError(f"--transport {opts.transport} is a shared-memory "
+                                     "channel: it runs on one node")
+            jobs.append(Job(core, ",".join(names), place, opts, cluster))
+    return jobs
+
+
+def plan_check(jobs: Sequence[Job]) -> None:
+    """Applications judged before any launch at each job's process count,
+    by the core's own rules (a grid that does not decompose, a value not
+    allowed), and their memory where every rank runs on this machine (local
+    runs and emulated clusters, whose nodes share it), and so the pools of
+    --buffers cold: one line, exit 2."""
+    seen = set()
+    for j in jobs:
+        if bind := dict(j.settings).get("COMMSCOPE_BIND"):
+            bind_flags(j.core.impl.family, bind)  # a value it does not know
+            if j.cluster.kind != "local":
+                local_only(bind, j.cluster.label)
+        apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
+        one_host = j.cluster.kind in ("local", "emu")
+        if j.opts.buffers == "cold" and one_host:  # the pools are memory too
+            apps = j.bench.split(",")
+        key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
+        if not apps or key in seen:
+            continue
+        seen.add(key)
+        check_options(j.core, ["--bench", ",".join(apps), *j.opts.argv(),
+                               "--plan-np", str(j.np), *(["--plan-mem"] if one_host else [])])
