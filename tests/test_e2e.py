@@ -181,7 +181,7 @@ def test_the_python_side_options_are_the_cores_own_table(cores):
     """core_options.json is a copy of the core's option table (with a sweep's
     limits in the --sizes entry): when options.c changes, regenerate it with
     `cs-core --list --json` (the options part)."""
-    from commscope.measure.runner import CORE_OPTIONS
+    from commscope.measure.plan import CORE_OPTIONS
 
     for core in cores.values():
         assert list(core.options) == list(CORE_OPTIONS), (
@@ -226,3 +226,22 @@ def test_implementations_compared_at_one_size_run_the_same_window(tmp_path, core
                      "131072", "--no-advise", "--quiet", *mpis]) == 0
     windows = {(r["mpi_name"], r["size_bytes"]): r["window"] for r in Store(db).result_rows()}
     assert {w for (_, size), w in windows.items() if size == 1 << 20} == {64}, windows
+
+
+def test_every_key_the_core_writes_is_read_or_declared_file_only(cores, tmp_path):
+    """The record's fields are declared once (store/records.py): a key the
+    core's result lines carry is either read into a field or named as kept
+    in the record file only (NOT_STORED); a new key the core writes and
+    nobody declared fails here."""
+    from commscope.store.records import NOT_STORED, core_keys
+
+    from .test_buffers import core_run
+
+    core = cores[sorted(cores)[0]]
+    rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw,allreduce,matmul",
+                             "--sizes", "8:1K", "--factor", "128", "--param", "N=64")
+    assert rc == 0, err
+    results = [r for r in recs if r["type"] == "result"]
+    assert {r["bench"] for r in results} == {"latency", "bw", "allreduce", "matmul"}
+    seen = {k for r in results for k in r}
+    assert seen - core_keys() - NOT_STORED == set()

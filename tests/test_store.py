@@ -125,3 +125,23 @@ def test_refuses_a_newer_schema(tmp_path):
 def test_missing_store_for_reading(tmp_path):
     with pytest.raises(CommscopeError, match="no commscope database"):
         Store(tmp_path / "absent.db", create=False)
+
+
+def test_the_results_columns_are_the_records_declared_fields(tmp_path):
+    """A record's fields are declared once (records.Result, col()): the
+    migrations must have made exactly their columns, besides the store's
+    own (id, run_id, flagged, narrowed_in); a field added without its
+    migration, or a column without its field, fails here.  The export
+    names only columns a record or its run has."""
+    from commscope.report.tables import EXPORT_COLUMNS
+    from commscope.store.records import stored_columns
+
+    s = Store(tmp_path / "a.db")
+    have = {r[1] for r in s.db.execute("PRAGMA table_info(results)")}
+    declared = {c for _, c, _ in stored_columns()}
+    assert have - declared == {"id", "run_id", "flagged", "narrowed_in"}
+    assert declared <= have, declared - have
+    runs = {r[1] for r in s.db.execute("PRAGMA table_info(runs)")}
+    renamed = {"mpi": "mpi_name"}  # the export's name for a run column
+    assert {renamed.get(c, c) for c in EXPORT_COLUMNS} <= have | runs, (
+        {renamed.get(c, c) for c in EXPORT_COLUMNS} - have - runs)

@@ -7,7 +7,7 @@ import json
 
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
-from ..measure.cache import cache_dir
+from ..store import benches
 from ..store.config import place, what
 from ..store.db import Store
 from .common import command
@@ -111,84 +111,40 @@ def cmd_predict(a: argparse.Namespace) -> int:
 
 @command("fit")
 def cmd_fit(a: argparse.Namespace) -> int:
-    from ..analysis import hockney, loggp
+    from ..analysis import fitting
     from ..analysis.series import collect
 
     store, rows = matching(a)
     series = collect(rows)
     run_of = {(r["config_key"] or what(r), r["np"], place(r), r["bench"]): r["run_id"]
               for r in rows}
-    done = 0
+
+    def run_id(cfg, bench: str) -> int:
+        return run_of[(cfg.key or cfg.mpi, cfg.np, cfg.cluster, bench)]
+
+    fits = []
     if a.model in ("hockney", "all"):
-        # Which benchmarks are of a message size: the core's own table (its
-        # group), as every core built here wrote it (read, never built: the
-        # store may hold an implementation no longer installed); a benchmark
-        # no table knows is an application when its records carry one's
-        # fields (the swept parameter, the parameters, the phases).
-        groups: dict[str, str] = {}
-        metas = sorted((cache_dir() / "build").glob("*/meta.json"),
-                       key=lambda p: p.stat().st_mtime, reverse=True)
-        for meta in metas:
-            try:
-                for b in json.loads(meta.read_text()).get("benches", ()):
-                    groups.setdefault(str(b["name"]), str(b["group"]))
-            except (OSError, ValueError, KeyError, TypeError, AttributeError):
-                continue
+        # a benchmark no table knows is an application when its records
+        # carry one's fields (the swept parameter, the parameters, the phases)
         app_like = {r["bench"] for r in rows
                     if any(k in r.keys() and r[k] for k in ("size_param", "params", "phases"))}
-        print(f"{'configuration':<34} {'bench':<15} {'alpha_us':>9} {'beta_GB/s':>10} "
-              f"{'break_B':>9} {'alpha2_us':>9} {'beta2_GB/s':>10} {'rms_err':>8}")
-        apps: list[str] = []
-        for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][0].mpi, kv[0][1])):
-            why = hockney.skipped(bench, groups.get(bench), bench in app_like)
-            if why:
-                if why.startswith("an application") and bench not in apps:
-                    apps.append(bench)
-                continue
-            sizes = sorted(x for x in s if x > 0)
-            if len(sizes) < 2:
-                print(f"{cfg.label():<34} {bench:<15} not stored: {len(sizes)} size(s), "
-                      "a line needs more")
-                continue
-            f = hockney.fit(sizes, [s[x].median for x in sizes])
-            bad = hockney.implausible(f, sizes)
-            if bad:
-                print(f"{cfg.label():<34} {bench:<15} not stored: {bad}")
-                done += 1  # fitted and refused: said, not an empty result
-                continue
-            store.save_fit(run_of[(cfg.key or cfg.mpi, cfg.np, cfg.cluster, bench)], "hockney",
-                           f.to_json())
-            p1 = f.pieces[0]
-            p2 = f.pieces[1] if len(f.pieces) > 1 else None
-            print(f"{cfg.label():<34} {bench:<15} {p1.alpha_us:>9.3f} {p1.beta_gb_per_s:>10.2f} "
-                  f"{f.breakpoint or '-':>9} "
-                  f"{(f'{p2.alpha_us:.3f}' if p2 else '-'):>9} "
-                  f"{(f'{p2.beta_gb_per_s:.2f}' if p2 else '-'):>10} {f.rms_rel_error:>8.3f}")
-            done += 1
-        if apps:
-            print(f"not fitted: {', '.join(apps)} (applications: their size is a problem "
-                  "size, not a message; Hockney's model is of messages)")
+        fits.append(fitting.hockney_fits(series, _groups(), app_like))
     if a.model in ("loggp", "all"):
-        configs = {cfg for (cfg, bench) in series if bench == "loggp_1"}
-        for cfg in sorted(configs, key=lambda c: (c.mpi, c.np)):
-            trains = {b: series.get((cfg, b)) for b in ("loggp_1", "loggp_n", "loggp_nd",
-                                                        "loggp_ndr")}
-            if not all(trains.values()):
-                continue
-            rid = run_of[(cfg.key or cfg.mpi, cfg.np, cfg.cluster, "loggp_nd")]
-            opts = json.loads(store.db.execute("SELECT options FROM runs WHERE id=?",
-                                               (rid,)).fetchone()[0])
-            med = {b: {s: p.median for s, p in t.items()} for b, t in trains.items() if t}
-            p = loggp.extract(med["loggp_1"], med["loggp_n"], med["loggp_nd"], med["loggp_ndr"],
-                              int(opts["loggp_n"]), float(opts["loggp_delay_us"]))
-            store.save_fit(rid, "loggp", p.to_json())
-            print(f"LogGP {cfg.label()}: L={p.L_us:.3f} us  o_s={p.o_s_us:.3f} us  "
-                  f"o_r={p.o_r_us:.3f} us  g={p.g_us:.3f} us  G={p.G_us_per_byte * 1e3:.4f} ns/B"
-                  f" ({p.G_gb_per_s:.2f} GB/s)"
-                  + ("  [L < 0: the overheads account for the whole small-message time]"
-                     if p.L_us < 0 else ""))
-            done += 1
+        fits.append(fitting.loggp_fits(series, lambda cfg: json.loads(store.db.execute(
+            "SELECT options FROM runs WHERE id=?", (run_id(cfg, "loggp_nd"),)).fetchone()[0])))
+    done = 0
+    for f in (f for group in fits for f in group):
+        if f.params is not None:
+            store.save_fit(run_id(f.config, f.bench), f.model, f.params)
+        print(f.text)
+        done += f.counts
     if not done:
         raise CommscopeError("nothing to fit: store latency or other series (hockney) or the "
                              "loggp trains (--bench loggp)")
     return 0
+
+
+def _groups() -> dict[str, str]:
+    """Which benchmarks are of a message size: the core's own table (its
+    group); a benchmark the table does not know has none."""
+    return {b.name: b.group for b in benches.benches()}

@@ -8,7 +8,7 @@ import json
 
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
-from ..measure.runner import (
+from ..measure.progress import (
     Progress,
 )
 from ..store import outputs
@@ -16,42 +16,12 @@ from ..store.db import Store
 from .analyze import matching
 from .common import command
 
-SELECT_KEYS = ("run", "sweep", "mpi", "cluster")
-
-
-def selected(store: Store, sel: str) -> list:
-    """The stored records of a selection, one per repetition:
-    run=1,2 | sweep=3 | mpi=openmpi | cluster=local; none is an error."""
-    key, _, value = sel.partition("=")
-    values = [v.strip() for v in value.split(",") if v.strip()]
-    if key not in SELECT_KEYS or not values:
-        raise CommscopeError(f"bad selection '{sel}' (use run=ID[,ID], sweep=ID, mpi=NAME or "
-                             "cluster=NAME)")
-    if key in ("run", "sweep"):
-        try:
-            ids = [int(v) for v in values]
-        except ValueError:
-            raise CommscopeError(f"{key} ids must be integers: '{value}'") from None
-        if any(not 0 < i < 1 << 63 for i in ids):  # SQLite's integers, and ids start at 1
-            raise CommscopeError(f"{key} ids are positive and below 2^63: '{value}'")
-        if key == "sweep":
-            marks = ",".join("?" * len(ids))
-            ids = [r[0] for r in store.db.execute(
-                f"SELECT id FROM runs WHERE sweep_id IN ({marks})", ids).fetchall()]
-        rows = store.result_rows(run_ids=ids) if ids else []
-    else:
-        col = "mpi_name" if key == "mpi" else "cluster"
-        rows = [r for r in store.result_rows() if r[col] in values]
-    if not rows:
-        raise CommscopeError(f"no stored results for {sel}")
-    return rows
-
 
 def select_rows(store: Store, sel: str) -> list:
     """A set of results, one row per configuration, benchmark and size over
     its repetitions (analysis/repeats.py), those of the side's dominant
     machine mode: repetitions across the host's modes measure the host."""
-    return aggregate(selected(store, sel), mode="dominant")
+    return aggregate(store.selection(sel), mode="dominant")
 
 
 @command("compare")
@@ -61,7 +31,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     from ..analysis import compare as cmp
 
     store = Store(a.db, create=False)
-    raw_a, raw_b = selected(store, a.a), selected(store, a.b)
+    raw_a, raw_b = store.selection(a.a), store.selection(a.b)
     runs = {int(r["run_id"]) for r in raw_a}
     if runs == {int(r["run_id"]) for r in raw_b}:
         raise CommscopeError(f"{a.a} and {a.b} select the same runs "

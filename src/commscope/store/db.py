@@ -13,171 +13,12 @@ from pathlib import Path
 
 from ..errors import CommscopeError
 from .config import Configuration, from_stored
-from .records import Header, Result
+from .records import Header, Result, sql_value, stored_columns
+from .schema import MIGRATIONS, SCHEMA_VERSION
 
 APPLICATION_ID = 0x43534350  # "CSCP"
+SELECT_KEYS = ("run", "sweep", "mpi", "cluster")  # Store.selection
 
-# Each entry upgrades the schema by one version; never edit a released one.
-MIGRATIONS: tuple[str, ...] = (
-    # 1: runs and their results
-    """
-    CREATE TABLE runs (
-      id INTEGER PRIMARY KEY,
-      started_at TEXT NOT NULL,
-      finished_at TEXT,
-      status TEXT NOT NULL,
-      plan_key TEXT NOT NULL,
-      bench TEXT NOT NULL,
-      np INTEGER NOT NULL,
-      sizes TEXT NOT NULL,
-      mpi_name TEXT NOT NULL,
-      mpi_family TEXT NOT NULL,
-      mpi_version TEXT,
-      mpi_identity TEXT,
-      cluster TEXT NOT NULL DEFAULT 'local',
-      hostname TEXT,
-      cpu_model TEXT,
-      n_cores INTEGER,
-      kernel TEXT,
-      launch_argv TEXT NOT NULL,
-      env TEXT,
-      commscope_version TEXT,
-      git_rev TEXT,
-      exit_code INTEGER,
-      signal INTEGER,
-      stderr_tail TEXT,
-      header TEXT,
-      options TEXT
-    );
-    CREATE INDEX runs_plan_key ON runs(plan_key, status);
-    CREATE TABLE results (
-      id INTEGER PRIMARY KEY,
-      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-      bench TEXT NOT NULL,
-      size_bytes INTEGER NOT NULL,
-      np INTEGER NOT NULL,
-      n_samples INTEGER,
-      batch INTEGER,
-      n_iters INTEGER,
-      median_us REAL, mean_us REAL, min_us REAL, max_us REAL,
-      p5_us REAL, p95_us REAL, ci_lo_us REAL, ci_hi_us REAL, ci_us REAL,
-      mb_per_s REAL, rate_per_s REAL,
-      valid INTEGER NOT NULL,
-      error TEXT,
-      converged INTEGER,
-      stop TEXT,
-      raw_us TEXT
-    );
-    CREATE INDEX results_run ON results(run_id);
-    """,
-    # 2: sweeps, noise accounting, oversubscription and retry attempts
-    """
-    CREATE TABLE sweeps (
-      id INTEGER PRIMARY KEY,
-      started_at TEXT NOT NULL,
-      finished_at TEXT,
-      argv TEXT,
-      plan TEXT
-    );
-    ALTER TABLE runs ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id);
-    ALTER TABLE runs ADD COLUMN oversubscribed INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1;
-    ALTER TABLE runs ADD COLUMN noise TEXT;
-    ALTER TABLE results ADD COLUMN other_cpu_s REAL;
-    ALTER TABLE results ADD COLUMN steal_s REAL;
-    ALTER TABLE results ADD COLUMN wall_s REAL;
-    ALTER TABLE results ADD COLUMN flagged INTEGER NOT NULL DEFAULT 0;
-    """,
-    # 3: collectives (bus bandwidth, rank-average time, root, equivalent sends) and models
-    """
-    ALTER TABLE results ADD COLUMN busbw_mb_per_s REAL;
-    ALTER TABLE results ADD COLUMN mean_rank_avg_us REAL;
-    ALTER TABLE results ADD COLUMN root INTEGER;
-    ALTER TABLE results ADD COLUMN equiv_sends INTEGER;
-    ALTER TABLE results ADD COLUMN equiv_of TEXT;
-    ALTER TABLE runs ADD COLUMN nodes INTEGER;
-    CREATE TABLE fits (
-      id INTEGER PRIMARY KEY,
-      run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-      model TEXT NOT NULL,
-      created_at TEXT NOT NULL,
-      params TEXT NOT NULL
-    );
-    CREATE INDEX fits_run ON fits(run_id, model);
-    """,
-    # 4: placement (cluster description, nodes x processes per node) and what
-    # the node links carried
-    """
-    ALTER TABLE runs ADD COLUMN placement TEXT;
-    ALTER TABLE runs ADD COLUMN transport_check TEXT;
-    """,
-    # 5: configuration identity (a canonical key and the full configuration),
-    # repetitions of a sweep's rounds, the machine's cache-line floor, the
-    # clock's resolution and the validation counts of each record
-    """
-    ALTER TABLE runs ADD COLUMN config_key TEXT;
-    ALTER TABLE runs ADD COLUMN config TEXT;
-    ALTER TABLE runs ADD COLUMN repetition INTEGER NOT NULL DEFAULT 1;
-    ALTER TABLE runs ADD COLUMN round_pos INTEGER;
-    ALTER TABLE runs ADD COLUMN floor_start_ns REAL;
-    ALTER TABLE runs ADD COLUMN floor_end_ns REAL;
-    ALTER TABLE runs ADD COLUMN clock TEXT;
-    CREATE INDEX runs_config ON runs(config_key, bench, status);
-    ALTER TABLE results ADD COLUMN floor_ns REAL;
-    ALTER TABLE results ADD COLUMN resolution_us REAL;
-    ALTER TABLE results ADD COLUMN validations INTEGER;
-    ALTER TABLE results ADD COLUMN checked_msgs INTEGER;
-    ALTER TABLE results ADD COLUMN window INTEGER;
-    ALTER TABLE results ADD COLUMN primary_figure TEXT;
-    ALTER TABLE results ADD COLUMN size_param TEXT;
-    ALTER TABLE results ADD COLUMN params TEXT;
-    ALTER TABLE results ADD COLUMN phases TEXT;
-    """,
-    # 6: applications: the copy bandwidth measured in the same job, which a
-    # memory-bound phase's bytes per second are held against
-    """
-    ALTER TABLE results ADD COLUMN copy_gbs REAL;
-    """,
-    # 7: the machine probe (core-to-core, copy, process_vm_readv, pages, NUMA,
-    # clock), standalone or taken at the start of a sweep
-    """
-    CREATE TABLE probes (
-      id INTEGER PRIMARY KEY,
-      taken_at TEXT NOT NULL,
-      sweep_id INTEGER REFERENCES sweeps(id),
-      hostname TEXT,
-      data TEXT NOT NULL
-    );
-    CREATE INDEX probes_sweep ON probes(sweep_id);
-    """,
-    # 8: fixes measured for the causes a sweep's conclusions named (advise.py):
-    # the sweep they explain, the search that measured them, the verdict; and
-    # what a sweep was for (NULL: a characterization; tune, advise, check: a
-    # search whose default runs must not stand in for the characterization)
-    """
-    CREATE TABLE advice (
-      id INTEGER PRIMARY KEY,
-      created_at TEXT NOT NULL,
-      sweep_id INTEGER REFERENCES sweeps(id),
-      search_sweep_id INTEGER REFERENCES sweeps(id),
-      cause_key TEXT NOT NULL,
-      fix TEXT NOT NULL
-    );
-    CREATE INDEX advice_cause ON advice(cause_key);
-    ALTER TABLE sweeps ADD COLUMN purpose TEXT;
-    """,
-    # 9: applications: the copy bandwidth of rank 0 alone (a root's copies)
-    """
-    ALTER TABLE results ADD COLUMN copy1_gbs REAL;
-    """,
-    # 10: a bw/bibw record measured again in the same sweep at the window
-    # another configuration was narrowed to (runner.equal_windows): the run
-    # that did; the record stays, the analysis reads the later one
-    """
-    ALTER TABLE results ADD COLUMN narrowed_in INTEGER REFERENCES runs(id);
-    """,
-)
-SCHEMA_VERSION = len(MIGRATIONS)
 
 # Run statuses.
 OK, FAILED, TIMEOUT, INVALID, RUNNING, RETRIED, SKIPPED = (
@@ -399,28 +240,13 @@ class Store:
                 (now_iso(), status, exit_code, signal, stderr_tail, hdr, json.dumps(noise),
                  nodes, json.dumps(transport) if transport is not None else None,
                  header.floor_ns if header is not None else None, floor_end, clock, run_id))
+            cols = stored_columns()
+            names = ", ".join(c for _, c, _ in cols)
+            marks = ",".join("?" * len(cols))
             for r, flagged in zip(results, flags, strict=True):
-                db.execute(
-                    """INSERT INTO results(run_id, bench, size_bytes, np, n_samples, batch,
-                       n_iters, median_us, mean_us, min_us, max_us, p5_us, p95_us, ci_lo_us,
-                       ci_hi_us, ci_us, mb_per_s, rate_per_s, valid, error, converged, stop,
-                       raw_us, other_cpu_s, steal_s, wall_s, flagged, busbw_mb_per_s,
-                       mean_rank_avg_us, root, equiv_sends, equiv_of, floor_ns, resolution_us,
-                       validations, checked_msgs, window, primary_figure, size_param, params,
-                       phases, copy_gbs, copy1_gbs)
-                       VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,
-                               ?,?,?,?,?,?,?,?,?,?,?)""",
-                    (run_id, r.bench, r.size_bytes, r.np, r.n_samples, r.batch, r.n_iters,
-                     r.median_us, r.mean_us, r.min_us, r.max_us, r.p5_us, r.p95_us, r.ci_lo_us,
-                     r.ci_hi_us, r.ci_us, r.mb_per_s, r.rate_per_s, int(r.valid), r.error,
-                     int(r.converged), r.stop,
-                     json.dumps(list(r.raw_us)) if r.raw_us is not None else None,
-                     r.other_cpu_s, r.steal_s, r.wall_s, int(flagged), r.busbw_mb_per_s,
-                     r.mean_rank_avg_us, r.root, r.equiv_sends, r.equiv_of, r.floor_ns,
-                     r.resolution_us, r.validations, r.checked_msgs, r.window, r.primary,
-                     r.size_param, r.params,
-                     json.dumps(r.phases) if r.phases is not None else None, r.copy_gbs,
-                     r.copy1_gbs))
+                db.execute(f"INSERT INTO results(run_id, {names}, flagged) VALUES (?, {marks}, ?)",
+                           (run_id, *(sql_value(getattr(r, f), kind) for f, _, kind in cols),
+                            int(flagged)))
 
     def save_fit(self, run_id: int, model: str, params: dict[str, object]) -> None:
         """Fitted model parameters, stored with the run they came from; a newer
@@ -495,6 +321,33 @@ class Store:
                   ORDER BY x.bench, x.np, r.cluster, x.size_bytes, r.mpi_name, r.id"""
         rows = self.db.execute(sql, tuple(args)).fetchall()
         return rows if run_ids or not latest else pick_latest(rows)
+
+    def selection(self, sel: str) -> list[sqlite3.Row]:
+        """The stored records of a selection, one per repetition:
+        run=1,2 | sweep=3 | mpi=openmpi | cluster=local; none is an error."""
+        key, _, value = sel.partition("=")
+        values = [v.strip() for v in value.split(",") if v.strip()]
+        if key not in SELECT_KEYS or not values:
+            raise CommscopeError(f"bad selection '{sel}' (use run=ID[,ID], sweep=ID, mpi=NAME "
+                                 "or cluster=NAME)")
+        if key in ("run", "sweep"):
+            try:
+                ids = [int(v) for v in values]
+            except ValueError:
+                raise CommscopeError(f"{key} ids must be integers: '{value}'") from None
+            if any(not 0 < i < 1 << 63 for i in ids):  # SQLite's integers, and ids start at 1
+                raise CommscopeError(f"{key} ids are positive and below 2^63: '{value}'")
+            if key == "sweep":
+                marks = ",".join("?" * len(ids))
+                ids = [r[0] for r in self.db.execute(
+                    f"SELECT id FROM runs WHERE sweep_id IN ({marks})", ids).fetchall()]
+            rows = self.result_rows(run_ids=ids) if ids else []
+        else:
+            col = "mpi_name" if key == "mpi" else "cluster"
+            rows = [r for r in self.result_rows() if r[col] in values]
+        if not rows:
+            raise CommscopeError(f"no stored results for {sel}")
+        return rows
 
 
 def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from ..errors import CommscopeError
 
@@ -33,50 +34,98 @@ class Header:
     cpus: tuple[str, ...] = ()  # each rank's allowed CPUs ("0-3,6"): its binding
 
 
+def col(kind: str, *, key: str | None = None, column: str | bool | None = None,
+        required: bool = False, **kw: object) -> Any:
+    """A record's field, declared once: how the core writes it (`key`, a
+    dotted path into the result line; the field's name by default), what it
+    is (`kind`: str, int, num, bool, primary, raw, json), and its column in
+    the store's results table (the name by default; False: not stored).
+    Parsing, the store's INSERT and the schema tests all read this."""
+    return field(metadata={"kind": kind, "key": key, "column": column,
+                           "required": required}, **kw)  # type: ignore[call-overload]
+
+
 @dataclass(frozen=True)
 class Result:
-    bench: str
-    size_bytes: int
-    np: int
-    valid: bool
-    n_samples: int
-    batch: int
-    n_iters: int
-    median_us: float | None
-    mean_us: float | None
-    min_us: float | None
-    max_us: float | None
-    p5_us: float | None
-    p95_us: float | None
-    ci_lo_us: float | None
-    ci_hi_us: float | None
-    ci_us: float | None
-    mb_per_s: float | None
-    rate_per_s: float | None
-    converged: bool
-    stop: str
-    error: str | None = None
-    other_cpu_s: float | None = None
-    steal_s: float | None = None
-    wall_s: float | None = None
-    noise_valid: bool = False
-    raw_us: tuple[float, ...] | None = None
-    busbw_mb_per_s: float | None = None
-    mean_rank_avg_us: float | None = None
-    root: int | None = None
-    equiv_sends: int | None = None
-    equiv_of: str | None = None
-    floor_ns: float | None = None  # cache-line floor just before this record's samples
-    resolution_us: float | None = None  # what the clock resolves of one op's time
-    validations: int | None = None  # untimed validation runs
-    checked_msgs: int | None = None  # messages checked in them
-    window: int | None = None  # bw, bibw: the window this size ran (narrowed on slow links)
-    primary: str | None = None  # the figure a table shows (median_us, mb_per_s, rate_per_s)
-    size_param: str | None = None  # applications: what size_bytes is (matmul: N)
-    params: str | None = None  # applications: every parameter's value, K=V;K=V
-    phases: dict[str, dict[str, object]] | None = field(default=None, hash=False)
-    copy_gbs: float | None = None  # applications: each rank's copy, all copying (bytes/ns)
-    copy1_gbs: float | None = None  # the same, rank 0 copying alone (a root's copies)
+    bench: str = col("str", required=True)
+    size_bytes: int = col("int", required=True)
+    np: int = col("int", required=True)
+    valid: bool = col("bool", required=True)
+    n_samples: int = col("int", required=True)
+    batch: int = col("int", required=True)
+    n_iters: int = col("int", required=True)
+    median_us: float | None = col("num")
+    mean_us: float | None = col("num")
+    min_us: float | None = col("num")
+    max_us: float | None = col("num")
+    p5_us: float | None = col("num")
+    p95_us: float | None = col("num")
+    ci_lo_us: float | None = col("num")
+    ci_hi_us: float | None = col("num")
+    ci_us: float | None = col("num")
+    mb_per_s: float | None = col("num")
+    rate_per_s: float | None = col("num")
+    converged: bool = col("bool")
+    stop: str = col("str")
+    error: str | None = col("text", default=None)
+    other_cpu_s: float | None = col("num", key="noise.other_cpu_s", default=None)
+    steal_s: float | None = col("num", key="noise.steal_s", default=None)
+    wall_s: float | None = col("num", key="noise.wall_s", default=None)
+    noise_valid: bool = col("bool", key="noise.valid", column=False, default=False)
+    raw_us: tuple[float, ...] | None = col("raw", default=None)
+    busbw_mb_per_s: float | None = col("num", default=None)
+    mean_rank_avg_us: float | None = col("num", default=None)
+    root: int | None = col("opt_int", default=None)
+    equiv_sends: int | None = col("opt_int", default=None)
+    equiv_of: str | None = col("opt_str", default=None)
+    # cache-line floor just before this record's samples
+    floor_ns: float | None = col("num", default=None)
+    resolution_us: float | None = col("num", default=None)  # what the clock resolves of one op
+    validations: int | None = col("opt_int", default=None)  # untimed validation runs
+    checked_msgs: int | None = col("opt_int", default=None)  # messages checked in them
+    # bw, bibw: the window this size ran (narrowed on slow links)
+    window: int | None = col("opt_int", default=None)
+    # the figure a table shows (median_us, mb_per_s, rate_per_s)
+    primary: str | None = col("primary", column="primary_figure", default=None)
+    size_param: str | None = col("opt_str", default=None)  # applications: what size_bytes is
+    params: str | None = col("opt_str", default=None)  # applications: K=V;K=V of every parameter
+    phases: dict[str, dict[str, object]] | None = col("json", default=None, hash=False)
+    # applications: each rank's copy, all copying (bytes/ns)
+    copy_gbs: float | None = col("num", default=None)
+    copy1_gbs: float | None = col("num", default=None)  # the same, rank 0 copying alone
+
+
+# What a result line carries that is kept in the record file only, not in
+# the store (held against what the core writes by tests/test_e2e.py): the
+# line's kind, the benchmark's group, figure and timing (the core's table
+# has them: core_benches.json), its operations per repetition, the time the
+# size took, and the cold pool's layout.
+NOT_STORED = frozenset({"type", "group", "metric", "timing", "ops_per_rep", "elapsed_s",
+                        "pool"})
+
+
+def stored_columns() -> list[tuple[str, str, str]]:
+    """(field, column, kind) of every stored field of a Result."""
+    return [(f.name, str(f.metadata["column"] or f.name), f.metadata["kind"])
+            for f in fields(Result) if f.metadata["column"] is not False]
+
+
+def core_keys() -> set[str]:
+    """The top-level keys of a result line this parser reads."""
+    return {(f.metadata["key"] or f.name).split(".")[0] for f in fields(Result)}
+
+
+def sql_value(v: object, kind: str) -> object:
+    """A field's value as its column holds it."""
+    if v is None:
+        return None
+    if kind == "bool":
+        return int(bool(v))
+    if kind == "raw":
+        return json.dumps(list(v))  # type: ignore[call-overload]
+    if kind == "json":
+        return json.dumps(v)
+    return v
 
 
 @dataclass
@@ -113,32 +162,43 @@ def parse_header(d: dict[str, object]) -> Header:
 
 
 def parse_result(d: dict[str, object]) -> Result:
-    noise = d.get("noise") or {}
-    assert isinstance(noise, dict)
-    raw = d.get("raw_us")
-    return Result(
-        bench=str(d["bench"]), size_bytes=int(d["size_bytes"]), np=int(d["np"]),  # type: ignore[arg-type]
-        valid=bool(d["valid"]), n_samples=int(d["n_samples"]),  # type: ignore[arg-type]
-        batch=int(d["batch"]), n_iters=int(d["n_iters"]),  # type: ignore[arg-type]
-        **{k: _num(d.get(k)) for k in RESULT_FIELDS},  # type: ignore[arg-type]
-        converged=bool(d.get("converged", False)), stop=str(d.get("stop", "")),
-        error=d.get("error") if isinstance(d.get("error"), str) else None,  # type: ignore[arg-type]
-        other_cpu_s=_num(noise.get("other_cpu_s")), steal_s=_num(noise.get("steal_s")),
-        wall_s=_num(noise.get("wall_s")), noise_valid=bool(noise.get("valid", False)),
-        raw_us=tuple(float(x) for x in raw) if isinstance(raw, list) else None,
-        root=int(d["root"]) if d.get("root") is not None else None,  # type: ignore[arg-type]
-        equiv_sends=int(d["equiv_sends"]) if d.get("equiv_sends") is not None else None,  # type: ignore[arg-type]
-        equiv_of=str(d["equiv_of"]) if d.get("equiv_of") else None,
-        floor_ns=_num(d.get("floor_ns")), resolution_us=_num(d.get("resolution_us")),
-        validations=_int(d.get("validations")), checked_msgs=_int(d.get("checked_msgs")),
-        window=_int(d.get("window")),
-        primary=str(d["primary"]) if d.get("primary") in RESULT_FIELDS else None,
-        size_param=str(d["size_param"]) if d.get("size_param") else None,
-        params=str(d["params"]) if d.get("params") else None,
-        phases=dict(d["phases"]) if isinstance(d.get("phases"), dict) else None,  # type: ignore[arg-type]
-        copy_gbs=_num(d.get("copy_gbs")),
-        copy1_gbs=_num(d.get("copy1_gbs")),
-    )
+    """A result line as its fields declare (col): a required field missing
+    or of the wrong type makes the line bad (KeyError, TypeError,
+    ValueError); any other takes None, or False for a flag."""
+    values: dict[str, object] = {}
+    for f in fields(Result):
+        key = f.metadata["key"] or f.name
+        v: object = d
+        for part in key.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        if v is None and f.metadata["required"]:
+            raise KeyError(key)
+        values[f.name] = _typed(v, f.metadata["kind"])
+    return Result(**values)  # type: ignore[arg-type]
+
+
+def _typed(v: object, kind: str) -> object:
+    if kind == "str":
+        return str(v) if v is not None else ""
+    if kind == "int":
+        return int(v)  # type: ignore[call-overload]
+    if kind == "bool":
+        return bool(v)
+    if kind == "num":
+        return _num(v)
+    if kind == "opt_int":
+        return _int(v)
+    if kind == "opt_str":
+        return str(v) if v else None
+    if kind == "text":
+        return v if isinstance(v, str) else None
+    if kind == "primary":
+        return str(v) if v in RESULT_FIELDS else None
+    if kind == "raw":
+        return tuple(float(x) for x in v) if isinstance(v, list) else None
+    if kind == "json":
+        return dict(v) if isinstance(v, dict) else None
+    raise ValueError(f"unknown field kind {kind}")
 
 
 def _int(v: object) -> int | None:
