@@ -216,3 +216,18 @@ def test_compare_between_runs_needs_the_runs_to_agree():
     b = [_crow(2, "mpich", 1.2, (0.7, 1.2, 2.0))]
     (c,) = compare.compare_rows(a, b)
     assert c.ratio == pytest.approx(1.2) and c.verdict == "same"
+
+
+def test_the_conclusions_mode_is_the_one_aggregate_kept():
+    """findings.dominant_floor names the mode the records were kept in: the
+    only one, or one holding more than half; where the host's modes split
+    evenly, aggregate keeps every record, and no mode may be named."""
+    from commscope.analysis.findings import dominant_floor
+
+    def rows(*floors):
+        return [{"floor_ns": f} for f in floors]
+
+    assert dominant_floor(rows(60, 61, 62)) == pytest.approx(61, abs=2)
+    assert dominant_floor(rows(60, 61, 62, 260, 258)) == pytest.approx(61, abs=2)
+    assert dominant_floor(rows(60, 61, 62, 260, 258, 259)) is None  # 3 and 3
+    assert dominant_floor(rows()) is None

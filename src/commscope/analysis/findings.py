@@ -381,10 +381,16 @@ def text(findings: list[Finding], limit: int | None = 10) -> str:
 
 
 def dominant_floor(rows: Sequence[Mapping[str, object]]) -> float | None:
-    """The core-to-core floor of the machine mode most records were taken in."""
-    from .repeats import detect_modes
+    """The core-to-core floor of the machine mode the records were taken
+    in: the only one, or the one that holds more than half of them (the
+    rule aggregate keeps records by, repeats.pick_mode); None where no mode
+    does, and the records of every mode were kept."""
+    from .repeats import detect_modes, pick_mode
 
     floors = [float(r["floor_ns"]) for r in rows  # type: ignore[arg-type]
               if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
-    mode = max(detect_modes(floors), key=lambda m: m.count, default=None)
-    return mode.center_ns if mode is not None else None
+    modes = detect_modes(floors)
+    if len(modes) == 1:
+        return modes[0].center_ns
+    label = pick_mode(modes, "dominant")
+    return next((m.center_ns for m in modes if m.label == label), None)
