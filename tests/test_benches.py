@@ -65,7 +65,7 @@ def test_a_tables_unit_and_an_old_records_primary_figure_are_the_cores():
 
     assert tables.primary(rows("bw")) == ("mb_per_s", "MB/s")
     assert tables.primary(rows("bibw")) == ("mb_per_s", "MB/s")
-    assert tables.primary(rows("roundtrip")) == ("rate_per_s", "operations/s")
+    assert tables.primary(rows("roundtrip")) == ("rate_per_s", "round trips/s")
     assert tables.primary(rows("latency")) == ("median_us", "us")
     assert tables.primary(rows("old_one")) == ("median_us", "us")
     assert tables.primary([{"bench": "bw", "primary_figure": "median_us"}]) == (

@@ -16,9 +16,12 @@ static const char *figure_kind(const cs_bench *b) {
   return !strcmp(p, "mb_per_s") ? "bandwidth" : !strcmp(p, "rate_per_s") ? "rate" : "time";
 }
 
+/* A rate is of round trips: roundtrip is the one benchmark whose primary
+ * figure is a rate, and every text a person reads says "round trips per
+ * second". */
 static const char *figure_unit(const cs_bench *b) {
   const char *p = cs_bench_primary(b);
-  return !strcmp(p, "mb_per_s") ? "MB/s" : !strcmp(p, "rate_per_s") ? "operations/s" : "us";
+  return !strcmp(p, "mb_per_s") ? "MB/s" : !strcmp(p, "rate_per_s") ? "round trips/s" : "us";
 }
 
 double cs_bench_bytes(const cs_bench *b, size_t size, int np) {
