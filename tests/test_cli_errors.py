@@ -296,3 +296,53 @@ def test_slurm_script_judges_the_run_it_will_queue(capsys, tmp_path):
     rc, _, err = run(capsys, "slurm", "script", "--nodes", "2", "--out", str(tmp_path / "job.sh"),
                      "--", "--bench", "latency", "--sizes", "8:1K")
     assert rc == 0 and (tmp_path / "job.sh").exists(), err
+
+
+# -- names no store could match are said as such -------------------------------------
+def _golden_copy(tmp_path: Path) -> Path:
+    """The golden sweep (openmpi and mpich, two machine modes), copied."""
+    import shutil
+
+    db = tmp_path / "g.db"
+    shutil.copy(Path(__file__).parent / "golden" / "behaviour" / "store.sqlite", db)
+    return db
+
+
+@pytest.mark.parametrize("cmd", [["show"], ["export"], ["analyze", "findings"]])
+@pytest.mark.parametrize("argv,needle", [
+    (["--bench", "latnecy"], "latnecy is not a benchmark"),
+    (["--bench", "latency,latnecy"], "did you mean latency?"),
+    (["--bench", "coll"], "coll is a group of benchmarks, not a benchmark"),
+    (["--mpi", "mpcih"], "no record in {db} is of mpcih: its records are of mpich, openmpi"),
+    (["--mode", "floor~999ns"], "no record was measured in floor~999ns: the store's records "
+                                "were measured in floor~58ns, floor~"),
+])
+def test_unknown_names_are_said_as_unknown(capsys, tmp_path, cmd, argv, needle):
+    db = _golden_copy(tmp_path)
+    before = _digest(db)
+    rc, _, err = run(capsys, *cmd, "--db", str(db), *argv)
+    assert rc == 2
+    one_line_error(rc, err, needle.format(db=db))
+    assert "no stored results match" not in err
+    assert _digest(db) == before
+
+
+def test_a_known_name_without_records_keeps_the_usual_message(capsys, tmp_path):
+    """barrier is a benchmark of the core this store holds no record of; a
+    benchmark only the store knows (an older core's) is no typo."""
+    db = _golden_copy(tmp_path)
+    rc, _, err = run(capsys, "show", "--db", str(db), "--bench", "barrier")
+    one_line_error(rc, err, "no stored results match")
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE results SET bench='oldbench' WHERE bench='reduce_sends'")
+    rc, out, err = run(capsys, "show", "--db", str(db), "--bench", "oldbench")
+    assert rc == 0 and "oldbench" in out, err
+    rc, out, err = run(capsys, "show", "--db", str(db), "--mpi", "mpich",
+                       "--mode", "floor~58ns")
+    assert rc == 0 and "mpich" in out, err
+    # records without a floor have no mode a label could name
+    rc, _, err = run(capsys, "show", "--db", str(_store(tmp_path / "s.db")), "--mode",
+                     "floor~50ns")
+    one_line_error(rc, err, "none carries a machine mode")

@@ -365,6 +365,10 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
     sweep = store.begin_sweep(argv, plan, purpose)
     rng = random.Random(seed)
     t0 = time.monotonic()
+    # the jobs planned, counted on the progress another search may share:
+    # every candidate and the default each round; fewer as candidates are
+    # pruned or break, more for each extra round
+    progress.total += len(everyone) * rounds
     try:
         for r in range(1, rounds + extra_rounds + 1):
             active = [c for c in everyone if results[c].state == "measured"]
@@ -373,6 +377,9 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
                 if len(active) == 1 or (time.monotonic() - t0
                                         + len(active) * per_job > budget_s):
                     break
+                progress.total += len(active)
+            else:
+                progress.total -= len(everyone) - len(active)
             order = list(active)
             if r > 1:
                 rng.shuffle(order)
@@ -400,6 +407,7 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
                         o.state, o.reason = "pruned", f"slower at every size after round {r}"
     finally:
         store.end_sweep(sweep)
+        progress.close()
     return [results[c] for c in cands]
 
 

@@ -4,12 +4,14 @@ that turns a usage error into one line, and the value checks of options."""
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 from collections.abc import Callable, Sequence
 
 from ..errors import CommscopeError
 from ..measure import discovery
 from ..measure import mpi as mpi_mod
+from ..store import benches as benches_mod
 
 DEFAULT_DB = "commscope.db"
 
@@ -99,3 +101,60 @@ def no_empty_values(argv: Sequence[str]) -> None:
         if not tok.strip():
             before = argv[i - 1] if i and argv[i - 1].startswith("-") else "an argument"
             raise CommscopeError(f"{before} was given an empty value")
+
+
+def unknown_names(store, rows: Sequence, benches: Sequence[str], mpis: Sequence[str],
+                  db: str) -> None:
+    """--bench and --mpi names that pick nothing because nothing could have
+    them, said as such (one line) rather than as "nothing matches".  A
+    benchmark is unknown where neither the core's table nor the store has
+    it (a store may hold applications or benchmarks of an older core); one
+    the core knows but this store has no record of is left to the usual
+    message.  An implementation is unknown where no record of the store is
+    of it.  `rows`: the records picked before these filters; the store is
+    read only for the names they do not hold."""
+    seen = {r["bench"] for r in rows}
+    odd = [b for b in benches if b not in seen and not benches_mod.bench(b).known]
+    if odd:
+        stored = {x for (x,) in store.db.execute("SELECT DISTINCT bench FROM results")}
+        for b in odd:
+            if b in stored:
+                continue
+            groups = {x.group for x in benches_mod.benches()} | {"all"}
+            if b in groups:
+                raise CommscopeError(f"--bench: {b} is a group of benchmarks, not a benchmark: "
+                                     "name its benchmarks (e.g. --bench latency,bw)")
+            near = difflib.get_close_matches(
+                b, sorted({x.name for x in benches_mod.benches()} | stored), n=1)
+            raise CommscopeError(f"--bench: {b} is not a benchmark (neither the core nor {db} "
+                                 "knows it" + (f"; did you mean {near[0]}?)" if near else ")"))
+    seen = {r["mpi_name"] for r in rows}
+    odd = [m for m in mpis if m not in seen]
+    if odd:
+        stored = sorted(x for (x,) in store.db.execute(
+            "SELECT DISTINCT mpi_name FROM runs r WHERE EXISTS "
+            "(SELECT 1 FROM results x WHERE x.run_id = r.id)"))
+        for m in odd:
+            if m not in stored:
+                raise CommscopeError(f"--mpi: no record in {db} is of {m}: its records are of "
+                                     f"{', '.join(stored) or 'none'}")
+
+
+def unknown_mode(stored: Sequence, rows: Sequence, mode: str | None) -> None:
+    """--mode LABEL that no machine mode has, said with the modes the
+    store's records have (`stored`: before --bench, --mpi and --np; `rows`:
+    after them), rather than every record kept, marked as of another mode.
+    A mode's label is the median floor of the records it is found among,
+    so either set's labels are taken."""
+    if not rows or mode in (None, "dominant", "all"):
+        return
+    from ..analysis.repeats import detect_modes
+
+    labels = [m.label for m in detect_modes(r["floor_ns"] for r in stored)]
+    if mode in labels or mode in {m.label for m in detect_modes(r["floor_ns"] for r in rows)}:
+        return
+    if not labels:
+        raise CommscopeError(f"--mode: no record was measured in {mode}: none carries a "
+                             "machine mode (a core-to-core floor); leave --mode out")
+    raise CommscopeError(f"--mode: no record was measured in {mode}: the store's records "
+                         f"were measured in {', '.join(labels)}")

@@ -296,6 +296,7 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
                                        progress)
     finally:
         store.end_sweep(sweep_id)
+        progress.close()  # a sweep cut short leaves no bar under the error that stopped it
     return outcomes
 
 
