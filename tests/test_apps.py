@@ -213,7 +213,7 @@ def test_lists_of_parameters_are_configurations_and_overlap_is_compared(tmp_path
     table = out[out.index("jacobi overlap"):].splitlines()
     pairs = [ln for ln in table[2:] if ln.startswith("      2     96 ")]
     assert len(pairs) == 2, table  # packed and datatype, each blocking against overlap
-    assert "MB each rank moved per sample" in out and "x the copy measured" in out
+    assert "MB each process moved per sample" in out and "x the copy measured" in out
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +249,7 @@ def test_jacobi_scaling_table(jac_db, capsys):
     out = capsys.readouterr().out
     for m in mpis:
         assert f"jacobi scaling, {m}, local, N=64 (strong, 20 sweeps a sample;" in out
-        assert f"jacobi scaling, {m}, local, N=20 (weak: N per rank" in out
+        assert f"jacobi scaling, {m}, local, N=20 (weak: N per process" in out
     # the one-rank run is the efficiency's reference: 1.00 by definition, and 4
     # ranks on 2 cores are marked
     lines = out.splitlines()

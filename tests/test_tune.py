@@ -51,7 +51,8 @@ def search(core, cands, times, rounds=4, **kw):
                                     if k in kw})
     out = tune.search(core, ["bw"], CoreOptions(sizes="1K:4M", factor=4.0), cands, Store(),
                       rounds=rounds, budget_s=kw.pop("budget_s", 1e9), argv=[], timeout_s=60,
-                      policy=None, progress=Progress(0, enabled=False), measure=measure,
+                      policy=None, progress=kw.pop("progress", None) or Progress(0, enabled=False),
+                      measure=measure,
                       extra_rounds=kw.pop("extra_rounds", 0))
     return out, calls
 
@@ -113,6 +114,41 @@ def test_only_close_contenders_run_the_extra_rounds(core):
     # without extra rounds the same gain stays undecided
     (a4, *_), _ = search(core, [A, B, c], times, rounds=4, jitter=0.08)
     assert tune.close(a4) and not a4.ranges("wins"), a4.effects
+
+
+def _counts(text):
+    """(done, total) of each progress line, in order."""
+    import re
+
+    return [tuple(map(int, m.groups())) for m in re.finditer(r"^\[(\d+)/(\d+)\] ", text, re.M)]
+
+
+def test_the_progress_counts_every_job_of_the_search(core):
+    """tune's progress: candidates and the default times the rounds, not
+    [5/0]; fewer as candidates are pruned or break, more for extra rounds;
+    a second search on the same progress (together, validate, advise) adds
+    its own."""
+    import io
+
+    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 25.0, B: lambda s: 9.0}
+    out = io.StringIO()
+    progress = Progress(0, stream=out)
+    _, calls = search(core, [A, B], times, rounds=6, broken=(B,), progress=progress)
+    counts = _counts(out.getvalue())
+    assert len(counts) == len(calls) == 10  # A pruned after 3 rounds, B broken in the first
+    assert counts[0] == (1, 3 * 6)  # planned: two candidates and the default, six rounds
+    assert [d for d, _ in counts] == list(range(1, 11)) and counts[-1] == (10, 10), counts
+    assert all(d <= t for d, t in counts)
+    # extra rounds for the close contender: the total grows with them
+    c = tune.Candidate((("OMPI_MCA_x", "c"),), "c")
+    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.10, B: lambda s: 20.0,
+             c: lambda s: 5.0}
+    _, more = search(core, [A, B, c], times, rounds=4, extra_rounds=8, jitter=0.08,
+                     progress=progress)
+    counts = _counts(out.getvalue())[10:]
+    assert len(more) > 4 * 4 - 1 and counts[0] == (11, 10 + 4 * 4), counts
+    assert counts[-1] == (10 + len(more), 10 + len(more)), counts
+    assert max(t for _, t in counts) == 10 + len(more)
 
 
 def test_a_search_beyond_its_budget_is_refused_before_any_job(core):
@@ -318,3 +354,14 @@ def test_settings_handed_to_a_shell_run_nothing(tmp_path):
     assert got == evil and not (tmp_path / "pwned").exists()
     assert settings.parse_text(line) == (("OMPI_MCA_x", evil),)
     assert tune_text.export_line("OMPI_MCA_y", "16384") == "export OMPI_MCA_y=16384"
+
+
+def test_tune_help_names_its_own_option_for_repetitions(capsys):
+    """The core's help for --target-ci says repetitions come from --repeat;
+    tune has no --repeat: its help says --rounds."""
+    from commscope.cli.parser import make_parser
+
+    with pytest.raises(SystemExit):
+        make_parser().parse_args(["tune", "--help"])
+    out = capsys.readouterr().out
+    assert "--repeat" not in out and "(--rounds)" in out

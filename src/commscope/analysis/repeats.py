@@ -192,6 +192,9 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[
     base["valid"] = all(bool(r["valid"]) for r in rs)
     base["flagged"] = bool(valid) and not clean
     base["noisy_reps"] = len(valid) - len(clean)
+    # runs that stopped at the time cap or the sample limit before their
+    # interval reached the target
+    base["unconverged_reps"] = sum(1 for r in good if not r["converged"])
     base["rep_ids"] = tuple(int(r["id"]) for r in rs)  # type: ignore[call-overload]
     floors = [_get(r, "floor_ns") for r in rs]
     base["floors_ns"] = tuple(floors)

@@ -15,12 +15,13 @@ from ..measure.plan import (
 from .common import DEFAULT_DB, Parser, mode_arg, positive
 
 
-def _core_run_options(p: argparse.ArgumentParser) -> None:
+def _core_run_options(p: argparse.ArgumentParser, repeat: str = "--repeat") -> None:
     """`run`'s options that the core takes, from the core's own table
-    (type, range, default and help are written once, in options.c)."""
+    (type, range, default and help are written once, in options.c); the
+    help names the command's own option for repetitions (tune: --rounds)."""
     for o in run_options():
         name, kind, default = f"--{o['name']}", str(o["type"]), o["default"]
-        text = str(o["help"]).replace("%", "%%")
+        text = str(o["help"]).replace("(--repeat)", f"({repeat})").replace("%", "%%")
         hidden = o["scope"] == "hidden"
         if kind == "flag":
             p.add_argument(name, dest=str(o["field"]), action="store_true",
@@ -124,11 +125,18 @@ def make_parser() -> Parser:
     s.add_argument("--per-node", action="store_true",
                    help="bandwidth per machine: per-process MB/s x processes per node "
                         "(as the UMBC cluster report does)")
+    s.add_argument("--busbw", action="store_true",
+                   help="collectives as bus bandwidth (MB/s each link carries, as nccl-tests' "
+                        "busbw) instead of time")
 
     e = sub.add_parser("export", help="write stored results as CSV or JSON", formatter_class=fmt,
                        epilog="example: commscope export --db my.db --format csv > results.csv")
     _filters(e)
     e.add_argument("--format", choices=("csv", "json"), default="csv", help="csv or json")
+    e.add_argument("--points", action="store_true",
+                   help="the figures show prints, one row per configuration, benchmark and size "
+                        "over its repetitions, with their interval and marks; the JSON adds the "
+                        "provenance (docs/export.md). Without it: every record of every run")
     e.add_argument("--output", default="-", help="file to write (default stdout)")
 
     an = sub.add_parser("analyze", help="crossovers and findings from stored results",
@@ -208,7 +216,7 @@ def make_parser() -> Parser:
     tu.add_argument("--noise-max-cores", type=positive(float, 0, 1024), default=0.10,
                     help="flag records when others used more than this many cores")
     tu.add_argument("--quiet", action="store_true", help="no progress")
-    _core_run_options(tu)
+    _core_run_options(tu, repeat="--rounds")
 
     pr = sub.add_parser("probe", help="this machine's own figures, without MPI",
                         formatter_class=fmt,

@@ -8,10 +8,11 @@ import sys
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
 from ..measure import probe as probe_mod
+from ..report.points import export_points
 from ..report.tables import export, run_table, tables
 from ..store import outputs
 from ..store.db import Store
-from .common import command, ints, listed
+from .common import command, ints, listed, unknown_mode, unknown_names
 
 
 def picked(a: argparse.Namespace, store: Store, narrowed: bool = False) -> list:
@@ -20,8 +21,11 @@ def picked(a: argparse.Namespace, store: Store, narrowed: bool = False) -> list:
     again in their sweep at a common window."""
     rows = store.result_rows(latest=not a.all, narrowed=narrowed)
     benches, mpis, nps = set(listed(a.bench)), set(listed(a.mpi)), set(ints(a.np, "--np"))
-    return [r for r in rows if (not benches or r["bench"] in benches)
-            and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+    unknown_names(store, rows, listed(a.bench), listed(a.mpi), a.db)  # a typo is said as one
+    out = [r for r in rows if (not benches or r["bench"] in benches)
+           and (not mpis or r["mpi_name"] in mpis) and (not nps or r["np"] in nps)]
+    unknown_mode(rows, out, getattr(a, "mode", None))
+    return out
 
 
 def aggregate_keep(rows: list, mode: str) -> list:
@@ -53,7 +57,7 @@ def cmd_show(a: argparse.Namespace) -> int:
     rows = filtered(a, store)
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
-    print(tables(rows, per_node=a.per_node), end="")
+    print(tables(rows, per_node=a.per_node, busbw=a.busbw), end="")
     for line in probe_mod.lines_for(store, rows):
         print(line)
     return 0
@@ -64,9 +68,19 @@ def cmd_export(a: argparse.Namespace) -> int:
     """Every record of every repetition, with its configuration, repetition
     and floor: the data itself, for a user's own analysis (the --mode filter
     applies, all modes by default).  With --all, also the records measured
-    again at a common window (narrowed_in: the run that did)."""
+    again at a common window (narrowed_in: the run that did).  With
+    --points, the figures show prints instead (its machine mode: the
+    dominant one unless --mode says otherwise), and the JSON their
+    provenance (report/points.py, docs/export.md)."""
     out = None if a.output == "-" else outputs.target(a.output, "export --output", a.db)
     store = Store(a.db, create=False)
+    if a.points:
+        text = export_points(store, picked(a, store), filtered(a, store), a.format)
+        if out is not None:
+            outputs.write_text(out, text)
+        else:
+            sys.stdout.write(text)
+        return 0
     rows = picked(a, store, narrowed=a.all)
     if a.mode and a.mode != "all":
         keep = {id(r) for r in aggregate_keep(rows, a.mode)}

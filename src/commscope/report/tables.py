@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ..analysis import apps
 from ..errors import CommscopeError
 from ..store.benches import bench as bench_facts
-from ..store.benches import unit_of
+from ..store.benches import benches, unit_of
 from ..store.config import PARAM_DEFAULTS, Apart, config_of, place, stored, what
 from ..store.sizes import human
 
@@ -36,12 +36,18 @@ EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "
                   "checked_msgs", "window", "narrowed_in")
 
 
+def version_line(text: object) -> str:
+    """An implementation's version on one line: its first, with runs of
+    white space (MPICH writes tabs) as one space."""
+    lines = str(text or "").splitlines()
+    return " ".join(lines[0].split()) if lines else ""
+
+
 def export_row(r: sqlite3.Row) -> dict[str, object]:
     d = dict(r)
-    mv = (d.get("mpi_version") or "").splitlines()
     out = {k: d.get(k) for k in EXPORT_COLUMNS}
     out["mpi"] = d["mpi_name"]
-    out["mpi_version"] = mv[0] if mv else ""
+    out["mpi_version"] = version_line(d.get("mpi_version"))
     for k in ("valid", "converged", "flagged", "oversubscribed"):
         out[k] = bool(d.get(k))
     return out
@@ -59,6 +65,9 @@ def export(rows: Sequence[sqlite3.Row], fmt: str) -> str:
 
 
 def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
+    """A figure as the table shows it: the value, its interval as ± a
+    share of it (the time's interval carries over to a rate or bandwidth
+    derived from it), and its marks (legend())."""
     v = r[key]
     if per_node and v is not None and key == "mb_per_s":
         v = v * r["np"] / max(1, r["nodes"])
@@ -66,20 +75,52 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
         return "INVALID"
     if v is None:
         return "-"
-    if key == "median_us":
-        ci = r["ci_us"]
-        txt = f"{v:.3f}" + (f" ±{ci / v * 100:.1f}%" if ci is not None and v else "")
-        if _n_reps(r) == 1:
-            txt += "¹"
-    elif key == "mb_per_s":
-        txt = f"{v:.1f}"
-        if (_has(r, "window") and "window" in bench_facts(r["bench"]).changed_by
-                and _config_window(r) > r["window"]):
-            txt += f" (window {r['window']})"
-    else:
-        txt = f"{v:.0f}"
-    return txt + ("*" if r["flagged"] else "") + ("†" if _has(r, "other_mode") and r["other_mode"]
-                                                  else "")
+    fmt = "{:.3f}" if key == "median_us" else "{:.1f}" if "mb_per_s" in key else "{:.0f}"
+    txt = fmt.format(v)
+    if key == "median_us" and (half := half_share(r)) is not None:
+        txt += f" ±{half * 100:.1f}%"
+    elif key != "median_us" and (rng := figure_interval(r, v)) is not None:
+        txt += f" ({fmt.format(rng[0])}-{fmt.format(rng[1])})"
+    if (key == "mb_per_s" and _has(r, "window") and "window" in bench_facts(r["bench"]).changed_by
+            and _config_window(r) > r["window"]):
+        txt += f" (window {r['window']})"
+    return txt + "".join(m for m, on in _marks(r) if on)
+
+
+def half_share(r: Mapping[str, object]) -> float | None:
+    """The interval's half-width as a share of the median time: what ± says
+    of every figure of the record (None where it has none)."""
+    ci, med = r["ci_us"], r["median_us"]
+    return float(ci) / float(med) if ci is not None and med else None  # type: ignore[arg-type]
+
+
+def figure_interval(r: Mapping[str, object], v: float) -> tuple[float, float] | None:
+    """A rate's or bandwidth's interval, from its time's: the figure is
+    inversely proportional to the time, so [v med/hi, v med/lo] (asymmetric
+    where the time's interval is wide)."""
+    lo, hi, med = r["ci_lo_us"], r["ci_hi_us"], r["median_us"]
+    if lo is None or hi is None or not med or not float(lo) > 0:  # type: ignore[arg-type]
+        return None
+    return v * float(med) / float(hi), v * float(med) / float(lo)  # type: ignore[arg-type]
+
+
+# The marks a cell carries, in this order, and what each says (legend()).
+MARKS = (
+    ("¹", "one run only: ± is that run's own CI, which does not hold from one run to the next "
+          "here (use --repeat 3 or more)"),
+    ("~", "not converged: a run stopped at the time cap or the sample limit before its "
+          "interval reached the target (--time-cap, --max-samples)"),
+    ("*", "measured while other processes used the CPU (see export: other_cpu_s)"),
+    ("†", "every run of this point was measured in another machine mode"),
+)
+
+
+def _marks(r: sqlite3.Row) -> list[tuple[str, bool]]:
+    return list(zip((m for m, _ in MARKS), (
+        _n_reps(r) == 1,
+        _has(r, "unconverged_reps") and bool(r["unconverged_reps"]),
+        bool(r["flagged"]),
+        _has(r, "other_mode") and bool(r["other_mode"])), strict=True))
 
 
 def _n_reps(r: sqlite3.Row) -> int:
@@ -102,22 +143,63 @@ def names(rows: Sequence[sqlite3.Row]) -> dict[int, tuple[str, str]]:
             for r, _, full in recs}
 
 
-def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
+# The order a person reads: point-to-point first, then the collectives each
+# followed by its hand-written equivalent, then the applications.
+P2P_ORDER = ("latency", "bw", "bibw", "roundtrip", "sendloop")
+GROUP_ORDER = ("p2p", "loggp", "coll", "apps")
+
+
+def reading_order(bench: str) -> tuple[int, int, int, str]:
+    b = bench_facts(bench)
+    group = "coll" if b.group == "coll-sends" else b.group
+    rank = GROUP_ORDER.index(group) if group in GROUP_ORDER else len(GROUP_ORDER)
+    if b.group == "p2p" and bench in P2P_ORDER:
+        return rank, P2P_ORDER.index(bench), 0, bench
+    core = [x.name for x in benches()]
+    base = bench.removesuffix("_sends") if b.group == "coll-sends" else bench
+    pos = core.index(base) if base in core else len(core)
+    return rank, pos, int(b.group == "coll-sends"), bench
+
+
+def legend(rows: Sequence[Mapping[str, object]]) -> list[str]:
+    """What ± and the marks say, once, above the first table: only those
+    the tables use."""
+    reps = sorted({_n_reps(r) for r in rows})  # type: ignore[arg-type]
+    out = []
+    if reps and reps[-1] > 1:
+        n = reps[-1]
+        out.append("± and (low-high): the 95% interval between runs "
+                   f"({'/'.join(map(str, reps))} repetitions, interleaved), never narrower than "
+                   "one run's own CI"
+                   + (f"; with {n} runs a wide ± is what {n} runs allow, not an error"
+                      if n < 6 else ""))
+    used = {m for r in rows for m, on in _marks(r) if on}  # type: ignore[arg-type]
+    out += [f"{m} {text}" for m, text in MARKS if m in used]
+    return [*out, ""] if out else []
+
+
+def tables(rows: Sequence[sqlite3.Row], per_node: bool = False, busbw: bool = False) -> str:
     """One table per (benchmark, process count); clusters and placements of
     a sweep that spans several stand side by side as columns, one column
     per configuration (its key), headed by its label (`names`).  With
     per_node, bandwidth is shown per machine: the per-process figure times
-    the processes per node, as the UMBC cluster report gives its collectives."""
+    the processes per node, as the UMBC cluster report gives its collectives;
+    with busbw, the collectives' bus bandwidth (nccl-tests' busbw: the
+    algorithm's bandwidth scaled to what each link carries) instead of
+    their time.  Benchmarks in reading order (reading_order), the legend
+    once above them."""
     name = names(rows)
     groups: dict[tuple[str, int], list[sqlite3.Row]] = defaultdict(list)
     for r in rows:
         groups[(r["bench"], r["np"])].append(r)
-    out: list[str] = []
-    any_flag = any(r["flagged"] for r in rows)
-    for (bench, np_), rs in sorted(groups.items()):
+    out: list[str] = legend(rows)
+    for (bench, np_), rs in sorted(groups.items(), key=lambda kv: (reading_order(kv[0][0]),
+                                                                  kv[0][1])):
         key, unit = primary(rs)
         if per_node and any(r["mb_per_s"] is not None for r in rs):
             key, unit = "mb_per_s", "MB/s per node"
+        elif busbw and any(_has(r, "busbw_mb_per_s") for r in rs):
+            key, unit = "busbw_mb_per_s", "MB/s bus bandwidth"
         places = sorted({place(r) for r in rs})
         col = {id(r): name[id(r)][0] if len(places) == 1 else f"{name[id(r)][0]} {place(r)}"
                for r in rs}
@@ -140,18 +222,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False) -> str:
         out.extend(phase_table(rs, col, axis or "size"))
     out.extend(scaling_table(rows, lambda r: name[id(r)][1]))
     out.extend(overlap_table(rows, lambda r: name[id(r)][1]))
-    reps = sorted({_n_reps(r) for r in rows})
-    if reps and reps[-1] > 1:
-        out.append(f"± is the 95% interval between runs ({'/'.join(map(str, reps))} "
-                   "repetitions, interleaved), never narrower than one run's own CI")
-    if 1 in reps:
-        out.append("¹ one run only: ± is that run's own CI, which does not hold from one run "
-                   "to the next here (use --repeat 3 or more)")
     out.extend(mode_lines(rows))
-    if any(_has(r, "other_mode") and r["other_mode"] for r in rows):
-        out.append("† every run of this point was measured in another machine mode")
-    if any_flag:
-        out.append("* measured while other processes used the CPU (see export: other_cpu_s)")
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -165,8 +236,8 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
             by_col[col[id(r)]].append(r)
     for name, group in sorted(by_col.items()):
         names = list(apps.phases(group[0]))
-        out.append(f"  phases of {name}: ms, slowest rank's median per phase; total is the "
-                   "slowest rank's whole sample")
+        out.append(f"  phases of {name}: ms, slowest process's median per phase; total is the "
+                   "slowest process's whole sample")
         out.append(f"  {axis:>8} " + " ".join(f"{n:>10}" for n in [*names, "total"]))
         ordered = sorted(group, key=lambda r: r["size_bytes"])
         for r in ordered:
@@ -176,8 +247,8 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
             out.append(f"  {r['size_bytes']:>8} " + " ".join(f"{v:>10.3f}" for v in vals)
                        + f" {r['median_us'] / 1e3:>10.3f}")
         if any(any(v) for r in ordered for v in apps.phase_bytes(r).values()):
-            out.append("  MB each rank moved per sample (payload sent + received, or memory "
-                       "read + written; busiest/least busy rank where they differ)")
+            out.append("  MB each process moved per sample (payload sent + received, or memory "
+                       "read + written; busiest/least busy process where they differ)")
             for r in ordered:
                 pb = apps.phase_bytes(r)
                 out.append(f"  {r['size_bytes']:>8} " + " ".join(
@@ -214,12 +285,12 @@ def overlap_table(rows: Sequence[sqlite3.Row],
         return []
     out = ["jacobi overlap: the fraction of the blocking run's halo time (pack + exchange + "
            "unpack) that computing the interior meanwhile hides",
-           f"  {'ranks':>5} {'N':>6} {'blocking ms':>12} {'overlap ms':>11} {'halo ms':>9} "
+           f"  {'processes':>9} {'N':>6} {'blocking ms':>12} {'overlap ms':>11} {'halo ms':>9} "
            f"{'hidden':>7} {'interval':>14}  configuration"]
     for p in pairs:
         over = " (oversubscribed)" if p.oversubscribed else ""
         lo, hi = p.hidden_range
-        out.append(f"  {p.np:>5} {p.n:>6} {p.blocking_us / 1e3:>12.3f} "
+        out.append(f"  {p.np:>9} {p.n:>6} {p.blocking_us / 1e3:>12.3f} "
                    f"{p.overlap_us / 1e3:>11.3f} {p.halo_us / 1e3:>9.3f} {p.hidden:>7.2f} "
                    f"{f'{lo:.2f}..{hi:.2f}':>14}  {p.label}{over}")
     out.append("  hidden = (blocking - overlap) / halo: 1 hides all of it, 0 nothing, below 0 "
@@ -239,16 +310,16 @@ def scaling_table(rows: Sequence[sqlite3.Row],
 def scaling_lines(scs: Sequence[apps.Scaling]) -> list[str]:
     out: list[str] = []
     for sc in scs:
-        kind = "weak: N per rank" if sc.weak else "strong"
+        kind = "weak: N per process" if sc.weak else "strong"
         out.append(f"jacobi scaling, {sc.label}, N={sc.n} ({kind}, {sc.iters} sweeps a "
                    f"sample; {sc.rest})")
-        out.append(f"  {'ranks':>5} {'MLUP/s':>10} {'per rank':>10} {'efficiency':>10} "
+        out.append(f"  {'processes':>9} {'MLUP/s':>10} {'per process':>11} {'efficiency':>10} "
                    f"{'interval':>12}")
         for p in sc.points:
             eff = "-" if p.efficiency is None else f"{p.efficiency:.2f}"
             rng = "" if p.eff_range is None else f"{p.eff_range[0]:.2f}..{p.eff_range[1]:.2f}"
             over = " (oversubscribed)" if p.oversubscribed else ""
-            out.append(f"  {p.np:>5} {p.mlups:>10.1f} {p.mlups / p.np:>10.1f} {eff:>10} "
+            out.append(f"  {p.np:>9} {p.mlups:>10.1f} {p.mlups / p.np:>11.1f} {eff:>10} "
                        f"{rng:>12}{over}")
         out.append("")
     return out

@@ -1,0 +1,190 @@
+"""What programs read: the figures `show` prints, one point per
+configuration, benchmark and size over its repetitions, with the interval,
+the marks and the configuration, and for the JSON the provenance of every
+point (docs/export.md; docs/export-points.schema.json)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import __version__
+from ..analysis import apps
+from ..measure import provenance
+from ..store.benches import bench as bench_facts
+from ..store.config import config_of, place
+from ..store.db import Store
+from ..store.schema import SCHEMA_VERSION
+from .tables import (
+    MARKS,
+    _config_window,
+    _has,
+    _marks,
+    _n_reps,
+    figure_interval,
+    half_share,
+    names,
+    primary,
+    reading_order,
+    version_line,
+    where,
+)
+
+# The columns of a point, in order (CSV); the JSON's points have the same
+# keys, with phases as an object.  docs/export.md says what each is.
+COLUMNS = ("bench", "np", "size_bytes", "size_param", "label", "where", "config_key", "mpi",
+           "mpi_version", "mpi_identity", "transport", "buffer", "params", "settings",
+           "cluster", "nodes", "ppn", "figure", "unit", "value", "low", "high",
+           "interval", "median_us", "ci_lo_us", "ci_hi_us", "runs", "valid", "marks",
+           "converged", "noisy_runs", "other_mode", "modes", "window", "window_narrowed",
+           "busbw_mb_per_s", "mlups", "efficiency", "efficiency_low", "efficiency_high")
+
+
+def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
+    """One point per aggregated row (repeats.aggregate), in show's order."""
+    name = names(rows)
+    scaled = {p.record_id: p for sc in apps.scaling(rows, where) for p in sc.points}  # type: ignore[arg-type]
+    out = []
+    for r in sorted(rows, key=lambda r: (reading_order(r["bench"]), r["np"], name[id(r)][0],
+                                         r["size_bytes"])):
+        key, unit = primary([r])
+        cfg = config_of(r)
+        v = r[key]
+        rng: tuple[float, float] | None
+        if key == "median_us" and v is not None and half_share(r) is not None:
+            rng = (r["ci_lo_us"], r["ci_hi_us"])
+        else:
+            rng = figure_interval(r, v) if v is not None else None
+        marks = "".join(m for m, on in _marks(r) if on)
+        narrowed = (_has(r, "window") and "window" in bench_facts(r["bench"]).changed_by
+                    and _config_window(r) > r["window"])
+        sp = scaled.get(int(r["id"]))
+        p: dict[str, object] = {
+            "bench": r["bench"], "np": r["np"], "size_bytes": r["size_bytes"],
+            "size_param": r["size_param"] if _has(r, "size_param") else None,
+            "label": name[id(r)][0], "where": place(r), "config_key": r["config_key"],
+            "mpi": r["mpi_name"],
+            "mpi_version": version_line(r["mpi_version"]),
+            "mpi_identity": cfg.mpi_identity if cfg else None,
+            "transport": cfg.transport if cfg else None,
+            "buffer": cfg.buffer if cfg else None,
+            "params": dict(cfg.params) if cfg else None,
+            "settings": dict(cfg.settings) if cfg else None,
+            "cluster": r["cluster"], "nodes": r["nodes"], "ppn": cfg.ppn if cfg else None,
+            "figure": key, "unit": unit,
+            "value": v if r["valid"] else None,
+            "low": rng[0] if rng and r["valid"] else None,
+            "high": rng[1] if rng and r["valid"] else None,
+            "interval": ("between runs" if _n_reps(r) > 1 else "within one run")
+            if rng else None,
+            "median_us": r["median_us"], "ci_lo_us": r["ci_lo_us"], "ci_hi_us": r["ci_hi_us"],
+            "runs": _n_reps(r), "valid": bool(r["valid"]), "marks": marks,
+            "converged": not (_has(r, "unconverged_reps") and r["unconverged_reps"]),
+            "noisy_runs": int(r["noisy_reps"]) if _has(r, "noisy_reps") else 0,
+            "other_mode": bool(_has(r, "other_mode") and r["other_mode"]),
+            "modes": list(r["modes"]) if _has(r, "modes") else [],
+            "window": r["window"] if _has(r, "window") else None,
+            "window_narrowed": bool(narrowed),
+            "busbw_mb_per_s": r["busbw_mb_per_s"],
+            "mlups": sp.mlups if sp else None,
+            "efficiency": sp.efficiency if sp else None,
+            "efficiency_low": sp.eff_range[0] if sp and sp.eff_range else None,
+            "efficiency_high": sp.eff_range[1] if sp and sp.eff_range else None,
+        }
+        if _has(r, "phases"):
+            pb = apps.phase_bytes(r)
+            p["phases"] = {n: {"ms": float(ph["max_us"]) / 1e3,  # type: ignore[arg-type]
+                               "bytes_per_rank": list(pb.get(n, ()))}
+                           for n, ph in apps.phases(r).items()}
+        out.append(p)
+    return out
+
+
+def provenance_of(store: Store, raw: Sequence[sqlite3.Row]) -> dict[str, object]:
+    """Where the points come from: this commscope, the store, the machines
+    and their probe, the implementations with versions and identities, the
+    sweeps with their options and dates (raw: every record behind them)."""
+    run_ids = sorted({int(r["run_id"]) for r in raw})
+    runs = _rows(store, "runs", "id", run_ids)
+    sweep_ids = sorted({int(r["sweep_id"]) for r in runs if r["sweep_id"] is not None})
+    sweeps = _rows(store, "sweeps", "id", sweep_ids)
+    probes = _rows(store, "probes", "sweep_id", sweep_ids)
+    impls: dict[tuple[str, str], dict[str, object]] = {}
+    for r in runs:
+        impls.setdefault((r["mpi_name"], r["mpi_identity"] or ""), {
+            "name": r["mpi_name"], "family": r["mpi_family"],
+            "version": version_line(r["mpi_version"]),
+            "version_text": r["mpi_version"], "identity": r["mpi_identity"]})
+    machines = {(r["hostname"], r["cpu_model"], r["n_cores"], r["kernel"]) for r in runs}
+    return {
+        "commscope": {"version": __version__, "revision": provenance.git_rev()},
+        "store": {"path": str(Path(store.path).resolve()), "schema": SCHEMA_VERSION,
+                  "runs": len(run_ids), "records": len(raw)},
+        "machines": [{"hostname": h, "cpu_model": c, "n_cores": n, "kernel": k}
+                     for h, c, n, k in sorted(machines, key=lambda m: tuple(map(str, m)))],
+        "probes": [{"sweep": p["sweep_id"], "taken_at": p["taken_at"],
+                    "hostname": p["hostname"], "data": json.loads(p["data"])} for p in probes],
+        "implementations": sorted(impls.values(), key=lambda i: (str(i["name"]),
+                                                                 str(i["identity"]))),
+        "sweeps": [{"id": w["id"], "started_at": w["started_at"],
+                    "finished_at": w["finished_at"], "argv": _json(w["argv"]),
+                    "purpose": w["purpose"],
+                    "options": _distinct(_json(r["options"]) for r in runs
+                                         if r["sweep_id"] == w["id"])} for w in sweeps],
+        "marks": {m: text for m, text in MARKS},
+    }
+
+
+def export_points(store: Store, raw: Sequence[sqlite3.Row], rows: Sequence[sqlite3.Row],
+                  fmt: str) -> str:
+    pts = points(rows)
+    if fmt == "json":
+        return json.dumps({"provenance": provenance_of(store, raw), "points": pts},
+                          indent=1) + "\n"
+    phases = sorted({n for p in pts for n in p.get("phases", {})})  # type: ignore[union-attr]
+    cols = [*COLUMNS, *(f"{n}_{k}" for n in phases for k in ("ms", "bytes_per_rank"))]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for p in pts:
+        flat = {k: _csv(p.get(k)) for k in COLUMNS}
+        for n, ph in p.get("phases", {}).items():  # type: ignore[union-attr]
+            flat[f"{n}_ms"] = ph["ms"]
+            flat[f"{n}_bytes_per_rank"] = " ".join(f"{b:.0f}" for b in ph["bytes_per_rank"])
+        w.writerow(flat)
+    return buf.getvalue()
+
+
+def _csv(v: object) -> object:
+    if isinstance(v, dict):
+        return ";".join(f"{k}={x}" for k, x in sorted(v.items()))
+    if isinstance(v, list):
+        return " ".join(map(str, v))
+    return v
+
+
+def _rows(store: Store, table: str, col: str, ids: Sequence[int]) -> list[sqlite3.Row]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    return store.db.execute(f"SELECT * FROM {table} WHERE {col} IN ({marks}) ORDER BY id",
+                            tuple(ids)).fetchall()
+
+
+def _json(text: object) -> object:
+    try:
+        return json.loads(str(text)) if text is not None else None
+    except ValueError:
+        return text
+
+
+def _distinct(items) -> list[object]:  # type: ignore[no-untyped-def]
+    out: list[object] = []
+    for x in items:
+        if x not in out:
+            out.append(x)
+    return out
