@@ -124,3 +124,29 @@ FIRST_SCREEN = """JSON.stringify((() => {
 
 def first_screen(url: str, width: int = 1200, height: int = 900) -> dict:
     return json.loads(evaluate(url, FIRST_SCREEN, width, height))  # type: ignore[arg-type]
+
+
+# How wide the page lays out, with every folded <details> opened: the
+# document's scroll width against the window, what sticks out past the
+# window's right edge, and the width of each table of the runs section.
+LAYOUT = """JSON.stringify((() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  const right = e => e.getBoundingClientRect().right;
+  const runs = [];
+  const h = document.getElementById('provenance');
+  for (let e = h && h.nextElementSibling; e && e.tagName !== 'H2'; e = e.nextElementSibling) {
+    if (e.tagName === 'TABLE') runs.push(Math.round(e.getBoundingClientRect().width));
+  }
+  return {
+    inner: innerWidth,
+    scroll: document.documentElement.scrollWidth,
+    out: [...document.querySelectorAll('body *')].filter(e => right(e) > innerWidth + 0.5)
+           .slice(0, 8).map(e => e.tagName + ' ' + Math.round(right(e)) + ' '
+                             + (e.textContent || '').trim().slice(0, 60)),
+    runs: runs,
+  };
+})())"""
+
+
+def layout(url: str, width: int = 1280, height: int = 900) -> dict:
+    return json.loads(evaluate(url, LAYOUT, width, height))  # type: ignore[arg-type]

@@ -288,8 +288,8 @@ def test_gpu_paths_side_by_side_and_which_beats_which(tmp_path):
         panel = figs[f"fig-gpu-openmpi-{bench}"]
         assert panel["grid"] == "fig-gpu-openmpi"
         assert [ln["label"] for ln in panel["lines"]] == [
-            "openmpi, 2 ranks (local)", "openmpi ipc, 2 ranks (local)",
-            "openmpi staged, 2 ranks (local)"]
+            "openmpi, 2 processes (local)", "openmpi ipc, 2 processes (local)",
+            "openmpi staged, 2 processes (local)"]
         for ln in panel["lines"]:
             path = ln["label"].split(",")[0].split()[-1] if " " in ln["label"].split(",")[0] \
                 else "host"
@@ -338,10 +338,266 @@ def test_settings_against_the_defaults(tmp_path):
     sec = html.split("<h2 id=tuning>Settings against the defaults</h2>")[1].split("<h2")[0]
     figs = {f["id"]: f for f in json.loads((tmp_path / "rep" / "figures.json").read_text())}
     assert [ln["label"] for ln in figs["fig-set-openmpi-latency"]["lines"]] == [
-        "openmpi, 2 ranks (local)", "openmpi MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree, 2 ranks "
-        "(local)", "openmpi OMPI_MCA_x=a, 2 ranks (local)", "openmpi OMPI_MCA_y=b, 2 ranks (local)"]
+        "openmpi, 2 processes (local)",
+        "openmpi MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree, 2 processes (local)",
+        "openmpi OMPI_MCA_x=a, 2 processes (local)", "openmpi OMPI_MCA_y=b, 2 processes (local)"]
     rows = [[c.split(">", 1)[1] for c in tr.split("</td>")[:-1]] for tr in sec.split("<tr>")[2:]]
     assert [r[2:] for r in rows] == [["OMPI_MCA_x=a", "faster with it", "8-64", "2.0x",
                                       "1.2x"]], rows  # at least: 2 x 0.1913 / 0.3272
     assert "1 difference(s) of a collective&#39;s algorithm setting on other benchmarks" in sec
     assert '<a href="#tuning">settings</a>' in html
+
+
+# -- what the page says it was made from, and the runs behind it ----------------
+# A library's version as MPICH prints it: many lines, one of them a page wide.
+MPICH_VERSION = ("MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 12:34:45 CDT 2022\n"
+                 "MPICH ABI:\t14:2:2\nMPICH Device:\tch4:ucx\nMPICH configure:\t"
+                 + " ".join(f"--with-option-number-{i}=/usr/lib/x86_64-linux-gnu/mpich"
+                            for i in range(40))
+                 + "\nMPICH CC:\tgcc -g -O2 -ffile-prefix-map=/build/mpich-1NaQGN/mpich-4.0.2=.")
+OPTIONS = {"window": 64, "warmup": 2, "warmup_s": 0.001, "min_samples": 20,
+           "max_samples": 1000000, "target_ci": 0.05, "time_cap_s": 0.25, "min_time_s": 0.002,
+           "sample_us": -1.0}
+LAUNCH = {"openmpi": ["/usr/bin/mpirun.openmpi", "-n", "2", "--allow-run-as-root", "--bind-to",
+                      "core", "--map-by", "core", "/root/.cache/commscope/build/x/cs-core",
+                      "--bench", "latency", "--window", "64"],
+          "mpich": ["/usr/bin/mpiexec.mpich", "-n", "2", "-bind-to", "core",
+                    "/root/.cache/commscope/build/y/cs-core", "--bench", "latency"]}
+
+
+def _sweep(s: Store, reps: int, mpis=("openmpi", "mpich"), bench: str = "latency,bw") -> None:
+    """One sweep of the golden records: each implementation once per
+    repetition, interleaved, as `commscope run --repeat` stores them."""
+    from dataclasses import replace
+
+    from commscope.store.benches import names
+
+    parsed = parse_file(GOLDEN)
+    hdr = replace(parsed.header, compiler="gcc 12.2.0")
+    every = ",".join((*names("p2p"), *names("coll"), *names("coll-sends")))  # as make run asks
+    sw = s.begin_sweep(["commscope", "run", "--repeat", str(reps)], {})
+    for rep in range(1, reps + 1):
+        for mpi in mpis:
+            rid = s.begin_run(_info(
+                mpi_name=mpi, mpi_family=mpi, plan_key=mpi, repetition=rep,
+                bench=bench if bench else every, launch_argv=LAUNCH[mpi], options=OPTIONS,
+                mpi_version=MPICH_VERSION if mpi == "mpich" else "Open MPI v4.1.4, package: "
+                "Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022",
+                machine={"hostname": "compute-node-017.cluster.example.org", "n_cores": 2,
+                         "cpu_model": "AMD EPYC 7B13 64-Core Processor",
+                         "kernel": "6.18.44-fc-v669-generic-with-a-long-suffix"}), sw)
+            s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=hdr,
+                         results=parsed.results, flags=[False] * len(parsed.results),
+                         noise={})
+    s.end_sweep(sw)
+
+
+def _visible(html: str) -> str:
+    """The page's text as a person reads it: no tags, no attributes."""
+    import html as html_mod
+    import re
+
+    body = html.split("<body>", 1)[1]
+    return html_mod.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def test_counts_say_what_they_count_and_match_the_store(tmp_path):
+    """Fixed data: an older sweep of one implementation (one run of 4
+    records), then a sweep of two implementations x 3 repetitions x the 4
+    golden records (latency and bw at 8 and 64 B).  The header counts the
+    newest sweep's 24 records from 6 runs, the 8 points they make
+    (2 configurations x 2 benchmarks x 2 sizes, over 3 repetitions), and
+    the store's 28 records from 7 runs, each number held to the store."""
+    s = Store(tmp_path / "c.db")
+    _sweep(s, 1, mpis=("openmpi",))
+    _sweep(s, 3)
+    assert tuple(s.db.execute("SELECT count(*), count(DISTINCT run_id) FROM results").fetchone()) \
+        == (28, 7)
+    out = tmp_path / "rep"
+    assert cli.main(["report", "--db", str(s.path), "--out", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    head = html.split("<span class=counts>")[1].split("</span>")[0]
+    assert head == ("24 records from 6 runs in 1 sweep, combined into 8 points (configuration "
+                    "× benchmark × size, over 3 repetitions). The store holds 28 records from "
+                    "7 runs: 4 of other sweeps, configurations or benchmarks, not shown "
+                    "here."), head
+    # what the points are made of, in the store: 8 keys, each 3 records of the newest sweep
+    newest = s.db.execute("SELECT max(id) FROM sweeps").fetchone()[0]
+    got = s.db.execute("SELECT count(*), count(DISTINCT run_id), count(DISTINCT r.config_key "
+                       "|| x.bench || x.size_bytes) FROM results x JOIN runs r "
+                       "ON r.id = x.run_id WHERE r.sweep_id = ?", (newest,)).fetchone()
+    assert tuple(got) == (24, 6, 8)
+    # the first screen counts no records of its own: the header's are the page's
+    where = html.split("<b>Where</b>")[1].split("</p>")[0]
+    assert "record" not in where and "run" not in where.replace("runs)", ""), where
+    # the runs section: one row per configuration, each with its runs
+    runs = html.split("<h2 id=provenance>")[1].split("<h2")[0]
+    tables = runs.split("<table>")[1:]
+    rows = [[c.split(">", 1)[1] for c in tr.split("</td>")[:-1]]
+            for tr in tables[0].split("<tr>")[2:]]
+    assert [r[0] for r in rows] == ["mpich", "openmpi"], rows
+    assert [r[-2:] for r in rows] == [["3 (repetitions 1-3): runs 3, 5, 7", "3 ok"],
+                                      ["3 (repetitions 1-3): runs 2, 4, 6", "3 ok"]], rows
+
+
+def test_settings_that_change_numbers_per_configuration(tmp_path):
+    """Binding, compiler, window, warm-up, iterations per sample, samples and
+    time cap per configuration, as the store kept them (runs.options,
+    runs.header, runs.launch_argv, the records), and "-" where it kept
+    nothing: a run stored without options, compiler or binding flags."""
+    from dataclasses import replace
+
+    s = Store(tmp_path / "s.db")
+    _sweep(s, 3)
+    parsed = parse_file(GOLDEN)
+    bare = replace(parsed.header, options={}, compiler="")
+    rid = s.begin_run(_info(mpi_name="bare", plan_key="bare"), None)
+    s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=bare,
+                 results=parsed.results, flags=[False] * 4, noise={})
+    html = build(s, tmp_path / "rep", s.result_rows()).read_text()
+    runs = html.split("<h2 id=provenance>")[1].split("<h2")[0]
+    settings = runs.split("<table>")[2]
+    head = [h.split("</th>")[0] for h in settings.split("<th>")[1:]]
+    assert head == ["configuration", "binding (launch flags)", "compiler",
+                    "window (messages in flight)", "warm-up per size", "iterations per sample",
+                    "samples per size", "time per size"], head
+    got = {r[0]: r[1:] for r in ([c.split(">", 1)[1] for c in tr.split("</td>")[:-1]]
+                                 for tr in settings.split("<tr>")[2:])}
+    # the golden records: batches of 148, 132, 22 and 8 iterations, 8 samples each
+    auto = "8-148 (automatic: samples of 200 clock reads)"
+    common = ["gcc 12.2.0", "64 (bw)", "2 samples, at least 1 ms", auto,
+              "20 to 1000000, stops at ±5%; taken 8", "0.25 s (at least 0.002 s)"]
+    assert got == {
+        "openmpi": ["--bind-to core --map-by core", *common],
+        "mpich": ["-bind-to core", *common],
+        "bare": ["no flag (the launcher&#39;s default)", "-", "-", "-", "8-148", "taken 8", "-"],
+    }, got
+    # the machine once above the table, not in every row
+    assert runs.count("compute-node-017.cluster.example.org") == 1
+    assert "<b>Machine</b> compute-node-017.cluster.example.org: AMD EPYC 7B13 64-Core " \
+           "Processor, 2 cores, kernel 6.18.44-fc-v669-generic-with-a-long-suffix" in runs
+
+
+def test_runs_fit_a_1280_pixel_window(tmp_path):
+    """The default sweep's shape (two implementations x 3 repetitions, each
+    run asking for the 19 benchmarks of p2p, coll and coll-sends, MPICH's
+    version many lines long, a long host, CPU and kernel): the runs section
+    lists each benchmark once and each configuration in one row, the
+    version's first line with the whole text folded under it; in Chromium
+    at 1280 px, with every fold open, nothing is wider than the window."""
+    from commscope.store.benches import names
+
+    s = Store(tmp_path / "w.db")
+    _sweep(s, 3, bench="")
+    index = build(s, tmp_path / "rep", s.result_rows())
+    html = index.read_text()
+    runs = html.split("<h2 id=provenance>")[1].split("<h2")[0]
+    every = (*names("p2p"), *names("coll"), *names("coll-sends"))
+    assert len(every) == 19
+    for b in every:  # each named once, in the list every configuration ran
+        assert runs.count(f" {b},") + runs.count(f" {b}.") + runs.count(f" {b};") == 1, b
+    assert "hand-written equivalents (each a collective written by hand from point-to-point " \
+           "sends, validated the same way): bcast_sends" in runs
+    assert runs.count("<details><summary>MPICH Version: 4.0.2</summary>") == 1
+    assert "--with-option-number-39" in runs  # the whole text, folded
+    from tests import chromium
+
+    if chromium.find() is None:
+        pytest.skip("chromium is missing: `make test` installs Debian's chromium package")
+    got = chromium.layout(index.as_uri(), 1280, 900)
+    assert got["inner"] == 1280, got
+    assert got["scroll"] <= got["inner"], got
+    assert got["out"] == [], got
+    assert len(got["runs"]) == 2 and max(got["runs"]) <= 1280, got
+
+
+BEHAVIOUR = Path(__file__).parent / "golden" / "behaviour" / "store.sqlite"
+REPO = Path(__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def sweep_page(tmp_path_factory) -> tuple[str, Path]:
+    """The report of the golden stored sweep (Open MPI and MPICH, 2
+    processes, collectives with their hand-written equivalents, 3
+    repetitions over two host modes), made from a copy of it."""
+    tmp = tmp_path_factory.mktemp("sweep")
+    db = tmp / "store.sqlite"
+    shutil.copyfile(BEHAVIOUR, db)
+    assert cli.main(["report", "--db", str(db), "--out", str(tmp / "rep")]) == 0
+    return (tmp / "rep" / "index.html").read_text(), tmp / "rep"
+
+
+def _terms(html: str) -> dict[str, str]:
+    """Each defined term's id and its definition, as a person reads it."""
+    import html as html_mod
+
+    return {dt.split('"', 1)[0]: html_mod.unescape(dt.split("<dd>", 1)[1].split("</dd>")[0])
+            for dt in html.split('<dt id="')[1:]}
+
+
+def test_terms_are_defined_where_a_reader_meets_them(sweep_page):
+    """The crossover table's words above it, the findings' words in the
+    glossary the findings link to, each defined once, as the analysis
+    decides (the scenarios as crossover.classify numbers them), and the
+    study the page names with the document that describes it."""
+    import re
+
+    from commscope.analysis import crossover
+    from commscope.analysis.series import Point
+    from commscope.analysis.significance import MIN_CHANGE
+
+    html, _ = sweep_page
+    terms = _terms(html)
+    ids = re.findall(r'id="?([\w-]+)', html)
+    assert len(ids) == len(set(ids)), "an id defined twice"
+    assert [x for x in re.findall(r'href="#([\w-]+)"', html) if x not in ids] == []
+    xsec = html.split("<h2 id=crossover>")[1].split("<h2")[0]
+    assert xsec.index("<dl class=terms>") < xsec.index("<table>")  # above the table
+    for t in ("term-marks", "term-short-long", "term-changing-length", "term-scenario",
+              "term-hand-written", "term-equivalent-sends", "term-study"):
+        assert f'<dt id="{t}">' in xsec, t
+    glossary = html.split("<h2 id=terms>")[1]
+    for t in ("term-point", "term-interval", "term-separated", "term-floor", "term-processes"):
+        assert f'<dt id="{t}">' in glossary, t
+    findings = html.split("<h2 id=findings>")[1].split("<h2")[0]
+    assert '<a href="#terms">terms</a>' in findings
+    # the scenarios, as classify numbers them: H/H, L/L, H then L, L then H
+    sizes = [4 << i for i in range(8)]
+
+    def series(ks):
+        return {x: Point(x, k, 0.99 * k, 1.01 * k) for x, k in zip(sizes, ks, strict=True)}
+
+    ref = series([1.0] * 8)
+    said = terms["term-scenario"]
+    for ks in ([3.0] * 8, [0.3] * 8, [3.0] * 4 + [0.3] * 4, [0.3] * 4 + [3.0] * 4):
+        v = crossover.classify(series(ks), ref)
+        how = f"{v.short}/{v.long}" if v.short == v.long else f"{v.short} then {v.long}"
+        assert f"{v.scenario}: {how}" in said, (v, said)
+    assert f"less than {MIN_CHANGE:.0%} apart" in terms["term-marks"]
+    assert "With three runs a wide interval is what three runs allow" in terms["term-interval"]
+    assert "_sends" in terms["term-hand-written"] and "validated the same way" in \
+        terms["term-hand-written"]
+    # the study the page names, and where commscope's source describes it
+    assert "commodity-cluster study" in xsec
+    doc, section = re.search(r"in (docs/[\w.]+), section \"([^\"]+)\"",
+                             terms["term-study"]).groups()
+    assert f"## {section}" in (REPO / doc).read_text()
+
+
+def test_people_read_processes_and_what_a_sends_benchmark_is(sweep_page):
+    """'processes', never 'ranks' or 'np=', in what the page shows (the
+    definition of processes says what MPI calls them), in its figures'
+    legends and titles too; a *_sends benchmark is said to be a
+    hand-written equivalent where the page first names one."""
+    import re
+
+    html, out = sweep_page
+    text = _visible(html.replace(html.split('<dt id="term-processes">')[1].split("</dd>")[0],
+                                 ""))
+    assert re.findall(r".{40}(?:\branks?\b|np=).{20}", text) == []
+    figs = json.loads((out / "figures.json").read_text())
+    words = " ".join([f["title"] for f in figs] + [ln["label"] for f in figs for ln in f["lines"]])
+    assert "processes" in words and not re.search(r"\branks?\b|np=", words)
+    first = re.search(r"\b\w+_sends\b", text)
+    assert first and "hand-written" in text[first.start() - 40:first.start()], \
+        text[first.start() - 80:first.end()]

@@ -32,7 +32,7 @@ def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick,
         over = {n for n in nps if any(r["oversubscribed"] for r in mine if r["np"] == n)}
         for ph in ["total", *apps.phases(mine[0])]:
             panels = [Figure(f"fig-{app}-{n}-{ph}",
-                             f"{n} rank{'s' if n > 1 else ''}"
+                             f"{n} process{'es' if n > 1 else ''}"
                              + (" (oversubscribed)" if n in over else ""),
                              "time (us)", phase_lines(mine, [app], n, ph), xlabel="N",
                              xbytes=False) for n in nps]
@@ -47,9 +47,9 @@ def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick,
             lines = phase_lines(rows, ["matmul", "summa"], np_, "total")
             if len({ln.label.split()[0] for ln in lines}) == 2:
                 out += items(page.figure(
-                    Figure(f"fig-1d-summa-{np_}", f"matmul against summa, {np_} ranks",
+                    Figure(f"fig-1d-summa-{np_}", f"matmul against summa, {np_} processes",
                            "time per product (us)", lines, xlabel="N", xbytes=False),
-                    f"The same product by row blocks and by SUMMA at {np_} ranks."))
+                    f"The same product by row blocks and by SUMMA at {np_} processes."))
     scs = apps.scaling(rows, where)
     if scs:
         out.append(Heading("Jacobi scaling"))
@@ -61,13 +61,13 @@ def applications(page: Page, rows: Sequence[sqlite3.Row], series, tick: Tick,
         if lines:
             out += items(page.figure(
                 Figure("fig-jacobi-efficiency", "Jacobi parallel efficiency",
-                       "efficiency (1 = perfect)", lines, xlabel="ranks", xbytes=False,
+                       "efficiency (1 = perfect)", lines, xlabel="processes", xbytes=False,
                        logy=False),
-                "Strong: T1 / (p Tp) at the same N; weak: T1 / Tp at the same N per rank; "
-                "against the one-rank run of the same configuration; the band from the two "
+                "Strong: T1 / (p Tp) at the same N; weak: T1 / Tp at the same N per process; "
+                "against the one-process run of the same configuration; the band from the two "
                 "times' intervals."))
         out.append(Pre("\n".join(scaling_lines(scs) + overlap_table(rows))))
-    out += [Heading("Phases (slowest rank's median, ms)"), phase_table(rows)]
+    out += [Heading("Phases (slowest process's median, ms)"), phase_table(rows)]
     out += _predictions(page, predict_mod.predict(rows, series, predict_mod.llc_of(probe)),
                         line_of)
     return out
@@ -91,11 +91,11 @@ def _predictions(page: Page, preds, line_of) -> list[Item]:
         out += items(page.figure(
             Figure(f"fig-predict-{bench}-{phase}", f"{bench} {phase}: predicted and measured",
                    "time (us)", lines, xlabel="N", xbytes=False),
-            f"{bench} {phase}: measured (slowest rank) and predicted from the "
+            f"{bench} {phase}: measured (slowest process) and predicted from the "
             "micro-benchmarks (dashed, band: the models' tolerance)."))
     out.append(table(
-        ("configuration", "bench", "N", "phase", "measured ms (slowest rank)",
-         "least-waiting rank ms", "predicted ms", "predicted / measured", "verdict", "note"),
+        ("configuration", "bench", "N", "phase", "measured ms (slowest process)",
+         "least-waiting process ms", "predicted ms", "predicted / measured", "verdict", "note"),
         [(p.config.label(), p.bench, p.size, p.phase, f"{p.measured_us / 1e3:.3f}",
           f"{(p.least_us or 0) / 1e3:.3f}",
           f"{p.predicted_us / 1e3:.3f}" if p.predicted_us else "-",
@@ -112,11 +112,11 @@ def phase_table(rows: Sequence[sqlite3.Row]) -> Table:
         moved = " · ".join(f"{k} {apps.bytes_text(v)}" for k, v in apps.phase_bytes(r).items()
                            if any(v))
         m = apps.memory_rate(r)
-        out.append((r["bench"], f"{what(r)}, {r['np']} ranks ({place(r)})", r["size_bytes"],
+        out.append((r["bench"], f"{what(r)}, {r['np']} processes ({place(r)})", r["size_bytes"],
                     " · ".join(f"{k} {float(v['max_us']) / 1e3:.3f}"  # type: ignore[arg-type]
                                for k, v in ph.items()),
                     f"{r['median_us'] / 1e3:.3f}" if r["median_us"] else "-",
                     moved or "-", m.text() if m else "-"))
     return table(("bench", "configuration", "N", "phases", "total ms",
-                  "MB moved per rank (busiest/least busy)", "memory rate"), out, (2, 4))
+                  "MB moved per process (busiest/least busy)", "memory rate"), out, (2, 4))
 

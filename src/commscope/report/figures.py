@@ -37,7 +37,7 @@ class Figure:
     xlabel: str = "message size (bytes)"
     vlines: list[tuple[int, str]] = field(default_factory=list)  # (size, label)
     logy: bool = True
-    xbytes: bool = True  # x is a size in bytes (ticks 1K, 1M); else a count (N, ranks)
+    xbytes: bool = True  # x is a size in bytes (ticks 1K, 1M); else a count (N, processes)
     spans: list[tuple[int, int, str]] = field(default_factory=list)  # shaded x ranges
     inches: tuple[float, float] = (7.2, 4.2)
 
@@ -83,7 +83,7 @@ def lines_for(rows: Sequence[sqlite3.Row], bench: str, metric: str,
             continue
         label = f"{what(r)} ({place(r)})"
         if label_np:
-            label = f"{what(r)}, {r['np']} ranks ({place(r)})"
+            label = f"{what(r)}, {r['np']} processes ({place(r)})"
         groups[label].append(r)
     out: list[Line] = []
     for label, rs in sorted(groups.items()):

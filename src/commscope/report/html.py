@@ -39,17 +39,19 @@ def _uncertainty(rows: Sequence[sqlite3.Row]) -> str:
     """What the bands and intervals of this report mean, and which machine
     mode its comparisons come from."""
     reps = sorted({int(r["n_reps"]) for r in rows if "n_reps" in r.keys()})
-    text = ("Bands and intervals are the 95% interval between repeated runs "
-            f"({'/'.join(map(str, reps))} repetitions, interleaved)" if reps and reps[-1] > 1
+    over = (f"{reps[0]} to {reps[-1]}" if reps[0] != reps[-1] else str(reps[0])) if reps else ""
+    text = ("Bands, intervals and ± are the 95% interval between repeated runs "
+            f"({over} repetitions per point, interleaved); with {reps[-1]} runs a wide interval "
+            f"is what {reps[-1]} runs allow" if reps and reps[-1] > 1
             else "Every configuration was measured once: bands and intervals are that run's "
                  "own confidence interval, which does not hold from one run to the next on "
                  "a VM (run with --repeat 3)")
     dropped = max((int(r["mode_dropped"]) for r in rows
                    if "mode_dropped" in r.keys() and r["mode_dropped"]), default=0)
     if dropped:
-        text += (f"; {dropped} record(s) measured in another machine mode (core-to-core "
-                 "cache-line floor) were left out, so that every comparison comes from one "
-                 "mode")
+        text += (f"; {dropped} record{'' if dropped == 1 else 's'} measured in another machine "
+                 "mode (another core-to-core floor) were left out, so that every comparison "
+                 "comes from one mode")
     return text + "."
 
 
@@ -88,13 +90,10 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
     nps = sorted({int(r["np"]) for r in rows})
     places = sorted({place(r) for r in rows})
     benches = sorted({str(r["bench"]) for r in rows})
-
-    def n(k: int, noun: str) -> str:
-        return f"{k} {noun}{'' if k == 1 else 's'}"
-
+    # the counts of records and runs are the header's (sections.Behind), said once
     out.append(("Where", f"{', '.join(map(str, nps))} process{'' if nps == [1] else 'es'}; "
-                f"{', '.join(places)}; {n(len(benches), 'benchmark')}, "
-                f"{n(len(rows), 'record')} from {n(len(run_ids), 'run')}"))
+                f"{', '.join(places)}; {len(benches)} benchmark{'' if len(benches) == 1 else 's'} "
+                "(listed under runs)"))
     return out
 
 
@@ -167,23 +166,28 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                                  lines_for(rows, str(rows[0]["bench"]), "time")), "")
     flagged = sum(1 for r in rows if r["flagged"])
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    meta = (f"{now} · commscope {__version__} · store {store.path} · {len(run_ids)} runs, "
-            f"{len(rows)} records" + (f", {flagged} measured while the machine was busy "
-                                      "(marked in the tables of commscope show)"
-                                      if flagged else ""))
+    meta = f"{now} · commscope {__version__} · store {store.path}"
+    made_of = sections.behind(store, rows)
+    counts = made_of.text() + (f" {flagged} of the points were measured while the machine "
+                               "was busy (marked in the tables of commscope show)."
+                               if flagged else "")
     parts = [("findings", "findings", True), ("machine", "the machine", machine is not None),
              ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
              ("applications", "applications", bool(appl)), ("gpu", "GPU buffers", bool(gpu)),
              ("tuning", "settings", bool(settings)),
              ("crossover", "collectives against sends", bool(xsec)),
-             ("provenance", "runs", True), ("failures", "failures", True)]
+             ("provenance", "runs", True), ("failures", "failures", True),
+             ("terms", "terms", True)]
     html = environment().get_template("report.html.j2").render(
-        meta=meta, uncertainty=_uncertainty(rows), min_change=f"{MIN_CHANGE:.0%}",
+        meta=meta, counts=counts, uncertainty=_uncertainty(rows),
+        min_change=f"{MIN_CHANGE:.0%}",
+        terms=sections.terms(f"{MIN_CHANGE:.0%}"),
+        crossover_terms=sections.crossover_terms(f"{MIN_CHANGE:.0%}"),
         contents=[(anchor, title) for anchor, title, shown in parts if shown],
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key,
                          fixes),
         findings=sections.findings_section(found, xrows), machine=machine,
-        runs=sections.runs_table(store, run_ids), chose=sections.library_choices(store, run_ids),
+        runs=sections.runs_section(store, made_of), chose=sections.library_choices(store, run_ids),
         failures=fails, p2p=p2p,
         collectives=colls, applications=appl, crossover=xsec, gpu=gpu, tuning=settings,
         loggp=sections.loggp_table(store, run_ids),

@@ -36,6 +36,32 @@ class Pre:
 
 
 @dataclass(frozen=True)
+class Fold:
+    """A table cell of one line with the whole text folded under it (a
+    library's version: its first line, and every line it printed)."""
+
+    line: str
+    text: str
+    tag: ClassVar[str] = "fold"
+
+
+def fold(text: str) -> str | Fold:
+    """The text's first line, the rest folded away where there is more."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    first = " ".join(lines[0].split()) if lines else ""
+    return first if len(lines) <= 1 else Fold(first, text.strip())
+
+
+@dataclass(frozen=True)
+class Term:
+    """A word the page uses, and what it means here."""
+
+    word: str
+    id: str
+    meaning: str
+
+
+@dataclass(frozen=True)
 class Table:
     head: tuple[str, ...]
     rows: tuple[tuple[object, ...], ...]

@@ -6,19 +6,23 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ..advise.selection import forced_collective
 from ..analysis import compare as compare_mod
 from ..analysis import crossover, findings, hockney
 from ..analysis.headlines import ratio_text
+from ..analysis.repeats import MODE_GAP
 from ..store.benches import bench as bench_facts
 from ..store.benches import names
 from ..store.config import config_of, place
 from ..store.db import Store
 from ..store.sizes import human
 from .figures import Figure, Grid, Line, lines_for
-from .page import Item, Page, Para, Table, items, table
+from .page import Item, Page, Para, Table, Term, fold, items, table
+from .tables import reading_order
 
 # The point-to-point figures in the order the report shows them, each with its
 # axis and title; what each plots (time, bandwidth, rate) is the core's figure.
@@ -69,19 +73,330 @@ def findings_section(found: Sequence[findings.Finding], xrows: list[crossover.Ro
             "shown": LEAD_FINDINGS}
 
 
+# -- what the page was made from -------------------------------------------------
+def _n(k: int, noun: str) -> str:
+    return f"{k} {noun}{'' if k == 1 else 's'}"
+
+
+def _has(r: Mapping[str, object] | sqlite3.Row, k: str) -> bool:
+    return k in r.keys()
+
+
+def _key(r: Mapping[str, object] | sqlite3.Row) -> tuple[object, ...]:
+    """A point's key, as analysis/repeats.aggregate groups records."""
+    cfg = (r["config_key"] if _has(r, "config_key") else None) or r["mpi_name"]
+    return (cfg, r["bench"], r["np"], r["size_bytes"])
+
+
+def _measurement(r: Mapping[str, object] | sqlite3.Row) -> tuple[str, object]:
+    """The measurement a record belongs to: its sweep, or its run alone."""
+    return ("sweep", r["sweep_id"]) if r["sweep_id"] is not None else ("run", r["run_id"])
+
+
+@dataclass(frozen=True)
+class Behind:
+    """What the page's points were made from, counted in the store: the
+    records of the measurements (sweeps) behind them, those the points
+    combine, and what else the store holds."""
+
+    points: int
+    reps: tuple[int, ...]  # how many repetitions the points combine (each count once)
+    records: int  # the records of those measurements, before the machine mode's filter
+    used: int  # those the points combine
+    mode_dropped: int  # left out as measured in another machine mode
+    run_ids: frozenset[int]
+    sweeps: int
+    outside: int  # runs of no sweep
+    store_records: int
+    store_runs: int
+    again: int  # the store's records measured again at a common window, not shown
+
+    def text(self) -> str:
+        reps = self.reps
+        over = ("each from one run" if reps == (1,) else
+                f"over {reps[0]} repetitions" if len(reps) == 1 else
+                f"over {reps[0]} to {reps[-1]} repetitions")
+        where = f" in {_n(self.sweeps, 'sweep')}" if self.sweeps else ""
+        if self.sweeps and self.outside:
+            where += f" and {self.outside} outside any sweep"
+        out = (f"{_n(self.records, 'record')} from {_n(len(self.run_ids), 'run')}{where}, "
+               f"combined into {_n(self.points, 'point')} (configuration × benchmark × size, "
+               f"{over})")
+        left = self.records - self.used
+        if left and left == self.mode_dropped:
+            out += f"; {left} of them, measured in another machine mode, are in no point"
+        elif left:
+            out += f"; {left} of the records are in no point"
+        out += "."
+        rest = self.store_records - self.records - self.again
+        if self.store_records != self.records:
+            parts = []
+            if self.again:
+                parts.append(f"{self.again} measured again at a common window (the newer "
+                             "measurement is the one shown)")
+            if rest > 0:
+                parts.append(f"{rest} of other sweeps, configurations or benchmarks, not "
+                             "shown here")
+            out += (f" The store holds {_n(self.store_records, 'record')} from "
+                    f"{_n(self.store_runs, 'run')}" + (": " + " and ".join(parts) if parts
+                                                       else "") + ".")
+        return out
+
+
+def behind(store: Store, rows: Sequence[Mapping[str, object] | sqlite3.Row]) -> Behind:
+    """The records and runs the points (rows: one per configuration,
+    benchmark and size, over its repetitions) were made from, read from the
+    store: the records the points combine, and the other records of the
+    same points in the same measurements (those another machine mode left
+    out)."""
+    used: set[int] = set()
+    for r in rows:
+        ids = r["rep_ids"] if _has(r, "rep_ids") else None
+        if ids:  # a point over its repetitions
+            used.update(int(i) for i in ids)  # type: ignore[union-attr]
+        else:  # a record as stored
+            used.add(int(r["id"]))  # type: ignore[call-overload]
+    keys = {_key(r) for r in rows}
+    stored = store.result_rows(latest=False, narrowed=True)
+    meas: dict[tuple[object, ...], set[tuple[str, object]]] = {}
+    for x in stored:
+        if int(x["id"]) in used:
+            meas.setdefault(_key(x)[:2], set()).add(_measurement(x))
+    recs = [x for x in stored if int(x["id"]) in used or (
+        x["narrowed_in"] is None and _key(x) in keys
+        and _measurement(x) in meas.get(_key(x)[:2], ()))]
+    runs = {int(x["run_id"]): x["sweep_id"] for x in recs}
+    n_store, n_runs = store.db.execute(
+        "SELECT count(*), count(DISTINCT run_id) FROM results").fetchone()
+    shown = {int(x["id"]) for x in recs}
+    again = sum(1 for (i,) in store.db.execute(
+        "SELECT id FROM results WHERE narrowed_in IS NOT NULL") if i not in shown)
+    return Behind(
+        points=len(rows),
+        reps=tuple(sorted({int(r["n_reps"]) if _has(r, "n_reps") else 1 for r in rows})),  # type: ignore[call-overload]
+        records=len(recs), used=len(used & shown),
+        mode_dropped=max((int(r["mode_dropped"]) for r in rows  # type: ignore[call-overload]
+                          if _has(r, "mode_dropped") and r["mode_dropped"]), default=0),
+        run_ids=frozenset(runs), sweeps=len({s for s in runs.values() if s is not None}),
+        outside=sum(1 for s in runs.values() if s is None),
+        store_records=int(n_store), store_runs=int(n_runs), again=again)
+
+
 # -- runs and failures --------------------------------------------------------
-def runs_table(store: Store, run_ids: set[int]) -> Table:
-    rows = []
-    for r in store.runs():
-        if r["id"] not in run_ids:
-            continue
-        ver = (r["mpi_version"] or "").splitlines()
-        rows.append((r["id"], r["status"], r["mpi_name"], ver[0] if ver else "", r["bench"],
-                     r["np"], place(r) + (" (oversubscribed)" if r["oversubscribed"] else ""),
-                     r["hostname"], r["cpu_model"], r["n_cores"], r["kernel"],
-                     f"{r['commscope_version']} {r['git_rev'] or ''}".strip(), r["started_at"]))
-    return table(("run", "status", "MPI", "version", "benchmark", "ranks", "cluster", "host",
-                  "CPU", "cores", "kernel", "commscope", "started"), rows, (0, 5, 9))
+def _json(text: object) -> dict[str, object]:
+    try:
+        d = json.loads(str(text)) if text else {}
+    except ValueError:
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def _ranges(ids: Sequence[int]) -> str:
+    """1-3, 7, 9-12"""
+    out: list[str] = []
+    xs = sorted(set(ids))
+    i = 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def _launch_part(argv: Sequence[str]) -> list[str]:
+    """The launcher's own arguments: those before the core's executable."""
+    for i, a in enumerate(argv):
+        if i and "cs-core" in a.rsplit("/", 1)[-1]:
+            return list(argv[1:i])
+    return list(argv[1:])
+
+
+def binding(argv: Sequence[str], env: Mapping[str, object]) -> str:
+    """How the job's launch bound each process, as its command line and
+    environment say (measure/mpi.py bind_flags): the flags themselves."""
+    a = _launch_part(argv)
+    said = []
+    for i, x in enumerate(a):
+        nxt = a[i + 1] if i + 1 < len(a) else ""
+        if x in ("--bind-to", "-bind-to", "--map-by", "-map-by", "-binding"):
+            said.append(f"{x} {nxt}")
+        elif x.startswith(("--cpu-bind", "--cpu_bind")):
+            said.append(x)
+        elif x == "--oversubscribe":
+            said.append(x)
+        elif x == "-genv" and nxt.startswith("I_MPI_PIN"):
+            said.append(f"{nxt}={a[i + 2] if i + 2 < len(a) else ''}")
+    said += [f"{k}={v}" for k, v in sorted(env.items())
+             if "BIND" in k.upper() or "binding_policy" in k or k.startswith("I_MPI_PIN")]
+    return " ".join(said) if said else "no flag (the launcher's default)"
+
+
+def _opt(r: sqlite3.Row, k: str) -> object:
+    """An option of a run as commscope asked for it (runs.options), else as
+    the core's header echoed it; None where neither kept it."""
+    for src in (_json(r["options"]), _json(_json(r["header"]).get("options"))):
+        if src.get(k) is not None:
+            return src[k]
+    return None
+
+
+def _num(v: object) -> str:
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _each(rs: Sequence[sqlite3.Row], text: Callable[[sqlite3.Row], str]) -> str:
+    """What each run says, each different text once ("-" where none)."""
+    seen = dict.fromkeys(t for r in rs if (t := text(r)))
+    return " / ".join(seen) if seen else "-"
+
+
+def _bench_list(benches: Sequence[str]) -> str:
+    """The benchmarks in reading order, each group named, and what the
+    hand-written equivalents are at their first mention."""
+    groups: dict[str, list[str]] = {}
+    for b in sorted(benches, key=reading_order):
+        groups.setdefault(bench_facts(b).group, []).append(b)
+    named = {"p2p": "point-to-point", "loggp": "LogGP trains", "coll": "collectives",
+             "coll-sends": "hand-written equivalents (each a collective written by hand from "
+                           "point-to-point sends, validated the same way)",
+             "apps": "applications", "": "other"}
+    return "; ".join(f"{named.get(g, g)}: {', '.join(bs)}" for g, bs in groups.items())
+
+
+def _stats(store: Store, ids: Sequence[int]) -> sqlite3.Row:
+    marks = ",".join("?" * len(ids))
+    return store.db.execute(
+        "SELECT min(batch) AS b0, max(batch) AS b1, min(n_samples) AS s0, "
+        f"max(n_samples) AS s1, min(window) AS w0 FROM results WHERE run_id IN ({marks})",
+        tuple(ids)).fetchone()
+
+
+def _span(lo: object, hi: object) -> str:
+    return "" if lo is None else str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def runs_section(store: Store, b: Behind) -> dict[str, object]:
+    """The runs behind the page, one row per configuration: the machine
+    once above it, then each configuration's library, benchmarks, runs and
+    status, and the settings that change its numbers (binding, compiler,
+    window, warm-up, iterations per sample, samples, time cap) as the store
+    kept them."""
+    runs = store.runs()
+    sweeps = {r["sweep_id"] for r in runs if r["id"] in b.run_ids and r["sweep_id"] is not None}
+    mine = [r for r in runs if r["id"] in b.run_ids
+            or (r["sweep_id"] in sweeps and r["status"] != "ok")]
+    if not mine:
+        return {"machine": [], "made": "", "benches": "", "configs": None, "settings": None}
+    machines = sorted({(r["hostname"] or "?", r["cpu_model"] or "?", r["n_cores"] or 0,
+                        r["kernel"] or "?") for r in mine})
+    machine = [f"{h}: {cpu}, {n} cores, kernel {k}" for h, cpu, n, k in machines]
+    nodes = sorted({str(h) for r in mine for h in (_json(r["header"]).get("hosts") or [])}  # type: ignore[union-attr]
+                   - {str(h) for h, *_ in machines})
+    if nodes:
+        machine.append(f"processes ran on {', '.join(nodes)}")
+    versions = sorted({f"commscope {r['commscope_version'] or '?'}"
+                       + (f" ({r['git_rev']})" if r["git_rev"] else "") for r in mine})
+    started = sorted(str(r["started_at"]) for r in mine if r["started_at"])
+    made = ", ".join(versions) + (f"; runs started from {started[0]} to {started[-1]}"
+                                  if started else "")
+    again = {int(i) for (i,) in store.db.execute(
+        "SELECT DISTINCT narrowed_in FROM results WHERE narrowed_in IS NOT NULL")}
+    groups: dict[str, list[sqlite3.Row]] = {}
+    for r in mine:
+        groups.setdefault(str(r["config_key"] or r["mpi_name"]), []).append(r)
+    benches = {k: [x for x in dict.fromkeys(b_.strip() for r in rs
+                                            for b_ in str(r["bench"]).split(",")) if x]
+               for k, rs in groups.items()}
+    common = len({tuple(sorted(v)) for v in benches.values()}) == 1
+    labels = {k: _label(rs[0]) for k, rs in groups.items()}
+    twice = {v for v in labels.values() if list(labels.values()).count(v) > 1}
+    for k, rs in groups.items():
+        if labels[k] in twice:
+            cfg = config_of(rs[0])
+            labels[k] += f" ({cfg.parts()['identity'] if cfg else k[:8]})"
+    order = sorted(groups, key=lambda k: labels[k])
+    rows, settings = [], []
+    for k in order:
+        rs = groups[k]
+        ids = [int(r["id"]) for r in rs]
+        where = ", ".join(dict.fromkeys(
+            f"{r['np']} processes, {place(r)}" + (" (oversubscribed)" if r["oversubscribed"]
+                                                 else "") for r in rs))
+        version = max((str(r["mpi_version"] or "") for r in rs),
+                      key=lambda v: sum(str(r["mpi_version"] or "") == v for r in rs))
+        reps = sorted({int(r["repetition"]) for r in rs})
+        n_runs = f"{len(rs)} (repetition{'s' if len(reps) > 1 else ''} {_span(reps[0], reps[-1])}"
+        redo = sorted(set(ids) & again)
+        if redo:
+            n_runs += (f"; run{'s' if len(redo) > 1 else ''} {_ranges(redo)} measured sizes "
+                       "again at a common window")
+        n_runs += f"): {'runs' if len(ids) > 1 else 'run'} {_ranges(ids)}"
+        status = Counter(str(r["status"]) for r in rs)
+        rows.append((labels[k], where, fold(version) if version else "-",
+                     *(() if common else (_bench_list(benches[k]),)), n_runs,
+                     ", ".join(f"{n} {s}" for s, n in sorted(status.items()))))
+        st = _stats(store, ids)
+        windowed = [x for x in benches[k] if "window" in bench_facts(x).changed_by]
+        window = "-"
+        if windowed:
+            # the repetitions' window; the runs measuring sizes again, and the
+            # records, say where it was narrowed
+            asked = [r for r in rs if int(r["id"]) not in again] or rs
+            window = _each(asked, lambda r: _num(v) if (v := _opt(r, "window")) is not None
+                           else "")
+            least = [int(w) for w in (st["w0"], *(_opt(r, "window") for r in rs))
+                     if isinstance(w, int)]
+            if least and window.isdigit() and min(least) < int(window):
+                window += f", narrowed to {min(least)} at some sizes"
+            window += f" ({', '.join(windowed)})"
+
+        def warm(r: sqlite3.Row) -> str:
+            n, t = _opt(r, "warmup"), _opt(r, "warmup_s")
+            said = [f"{_num(n)} samples" if n is not None else "",
+                    f"{_num(1e3 * float(t))} ms" if isinstance(t, int | float) else ""]  # type: ignore[arg-type]
+            return ", at least ".join(x for x in said if x)
+
+        def per_sample(r: sqlite3.Row) -> str:
+            us = _opt(r, "sample_us")
+            if not isinstance(us, int | float):
+                return ""
+            return ("each iteration timed" if us == 0 else "automatic: samples of 200 clock "
+                    "reads" if us < 0 else f"samples of about {_num(us)} us")
+
+        def samples(r: sqlite3.Row) -> str:
+            lo, hi, ci = _opt(r, "min_samples"), _opt(r, "max_samples"), _opt(r, "target_ci")
+            said = f"{_num(lo)} to {_num(hi)}" if lo is not None and hi is not None else ""
+            if isinstance(ci, int | float):
+                said += f", stops at ±{_num(100 * ci)}%"
+            return said
+
+        def cap(r: sqlite3.Row) -> str:
+            hi, lo = _opt(r, "time_cap_s"), _opt(r, "min_time_s")
+            return ((f"{_num(hi)} s" if hi is not None else "")
+                    + (f" (at least {_num(lo)} s)" if lo is not None else ""))
+
+        batch = _span(st["b0"], st["b1"])
+        taken = _span(st["s0"], st["s1"])
+        rule = _each(rs, per_sample)
+        settings.append((
+            labels[k], _each(rs, lambda r: binding(json.loads(r["launch_argv"] or "[]"),
+                                                   _json(r["env"]))),
+            _each(rs, lambda r: str(_json(r["header"]).get("compiler") or "")), window,
+            _each(rs, warm), (batch or "-") + (f" ({rule})" if rule != "-" else ""),
+            "; ".join(x for x in (_each(rs, samples), f"taken {taken}" if taken else "")
+                      if x and x != "-") or "-", _each(rs, cap)))
+    head = ("configuration", "processes", "MPI library (its first line; click for all)",
+            *(() if common else ("benchmarks",)), "runs", "status")
+    return {
+        "machine": machine, "made": made,
+        "benches": _bench_list(next(iter(benches.values()))) if common else "",
+        "configs": table(head, rows),
+        "settings": table(("configuration", "binding (launch flags)", "compiler",
+                           "window (messages in flight)", "warm-up per size",
+                           "iterations per sample", "samples per size", "time per size"),
+                          settings)}
 
 
 # what a run's stored stderr says the libraries chose (settings.read_back's
@@ -132,7 +447,7 @@ def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
                          [(r["id"], r["mpi_name"], cfg.buffer if (cfg := config_of(r)) else "",
                            r["bench"], _first_line(r)) for r in skipped],
                          (0,)) if skipped else None,
-        "bad": table(("run", "status", "MPI", "benchmark", "ranks", "first line of stderr"),
+        "bad": table(("run", "status", "MPI", "benchmark", "processes", "first line of stderr"),
                      [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"],
                        _first_line(r)) for r in bad], (0, 4)) if bad else None,
     }
@@ -328,6 +643,92 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
     return out
 
 
+# -- the words the page uses ----------------------------------------------------------
+# Each term as the analysis means it (analysis/crossover.py, analysis/repeats.py,
+# docs/collectives.md), for the place on the page a reader meets it.
+STUDY_DOC = "docs/collectives.md"
+
+
+def crossover_terms(min_change: str) -> list[Term]:
+    """The words of the table of collectives against sends."""
+    return [
+        Term("H, L and =", "term-marks",
+             "at one message size, H: the collective is surely slower than what it is set "
+             "against; L: surely faster; =: not told apart (the 95% intervals between runs "
+             f"overlap, the medians are less than {min_change} apart, or the size is the only "
+             "one among its neighbours to be separated: a claim needs two neighbouring sizes, "
+             "and the first or last size compared alone is none either)."),
+        Term("short and long", "term-short-long",
+             "the verdict for short messages is the mark of the first size told apart, the "
+             "verdict for long messages that of the last; sizes not told apart decide "
+             "neither."),
+        Term("changing length", "term-changing-length",
+             "where the verdict changes from the short-message side to the long-message side "
+             "(the crossover), claimed only when the sizes told apart change mark exactly "
+             "once: the first size surely on the long-message side, or the span of sizes "
+             "between the two sides where nothing is told apart. Empty where none is "
+             "claimed."),
+        Term("scenario", "term-scenario",
+             "the commodity-cluster study's four cases, short then long: 1: H/H, the "
+             "collective is slower at short and long messages; 2: L/L, faster at both; 3: H "
+             "then L, slower for short messages and faster for long ones; 4: L then H, faster "
+             "for short and slower for long. Mixed: the marks change more than once, and no "
+             "crossover is claimed; empty: no size is told apart."),
+        Term("hand-written equivalent", "term-hand-written",
+             "a benchmark whose name ends in _sends (bcast_sends, reduce_sends, gather_sends, "
+             "scatter_sends, alltoall_sends): the collective written by hand from "
+             "point-to-point sends (the root sends to, or receives from, every process in "
+             "turn; the hand-made alltoall posts every receive, then sends to every process "
+             "in a rotated order), computing the same result and validated the same way as "
+             "the collective. Only these are ever advised instead of a collective."),
+        Term("equivalent sends (k x MPI_Send)", "term-equivalent-sends",
+             "the commodity-cluster study's count of the sends a collective stands for (n-1 "
+             "for bcast, reduce, gather and scatter, n(n-1) for alltoall, with n processes), "
+             "priced from the measured one-way latency: a reference for the collective's "
+             "overhead, never advice (a send combines no data, and a sum of latencies is no "
+             "measured program)."),
+        Term("the commodity-cluster study", "term-study",
+             "the study whose comparison of each collective with its equivalent sends, H/L "
+             "marks and four scenarios this section follows; commscope's source describes it "
+             f"in {STUDY_DOC}, section \"Against the equivalent sends (the commodity-cluster "
+             "study)\"."),
+    ]
+
+
+def terms(min_change: str) -> list[Term]:
+    """The words the findings and tables use, for the page's glossary (those
+    of the crossover table are defined above it: crossover_terms)."""
+    out = [
+        Term("point", "term-point",
+             "one configuration, benchmark and message size: the median over its "
+             "repetitions (separate launches of the same job, interleaved with the other "
+             "configurations')."),
+        Term("±, bands and intervals", "term-interval",
+             "the 95% interval between runs: from the spread of the repeated runs' medians "
+             "(Student's t on their logarithms), never narrower than one run's own interval. "
+             "With three runs a wide interval is what three runs allow, not an error; more "
+             "repetitions (--repeat) narrow it. Where a configuration ran once, it is that "
+             "run's own interval, which does not hold from one run to the next on a virtual "
+             "machine."),
+        Term("told apart (separated)", "term-separated",
+             "two figures whose 95% intervals do not overlap and whose medians differ by "
+             f"{min_change} or more; \"not separated\" and \"not told apart\": no claim "
+             "either way."),
+        Term("floor and host mode", "term-floor",
+             "the floor is the time one cache line takes from one core to another, one way, "
+             "measured before every record (the core-to-core floor). On a virtual machine the "
+             "host moves the virtual CPUs, and the floor jumps between levels that last for "
+             "seconds (hyper-threads of one core, other cores, other sockets); each level is "
+             f"a host mode (machine mode), floors more than {MODE_GAP:g}x apart being "
+             "different ones. A comparison between configurations is drawn only from records "
+             "of one mode: across modes it would measure the host, not the MPI."),
+        Term("processes", "term-processes",
+             "the MPI processes of one job (MPI calls them ranks), one per core unless "
+             "marked oversubscribed."),
+    ]
+    return out
+
+
 # -- collectives against sends ----------------------------------------------------
 def xfig_id(xr: crossover.Row, i: int) -> str:
     return f"fig-x-{slug(xr.config.label())}-{xr.collective}-{slug(xr.reference)}-{i}"
@@ -364,11 +765,12 @@ def crossover_section(page: Page, xrows: list[crossover.Row], tick: Tick) -> lis
              "sends (k x MPI_Send, from measured latency) a verdict is the collective's "
              "overhead over bare sends, and no advice: those sends do not do the "
              "collective's job (a send combines no data, and a sum of latencies is no "
-             "measured program).  Only the hand-written equivalents (*_sends), which compute "
-             "the same result and are validated like the collective, are advised instead "
-             "of it."),
+             "measured program).  Only the hand-written equivalents (the benchmarks named "
+             "*_sends), which compute the same result and are validated like the collective, "
+             "are advised instead of it."),
         table(("configuration", "collective", "against", "short", "long",
-               "changing length", "scenario", "advice (hand-written sends) or meaning"), rows)]
+               "changing length", "scenario",
+               "advice (against a hand-written equivalent) or meaning"), rows)]
     by_cfg: dict[str, list[tuple[int, crossover.Row]]] = {}
     for i, xr in enumerate(xrows):
         by_cfg.setdefault(xr.config.label(), []).append((i, xr))
@@ -405,7 +807,7 @@ def comparison(a_label: str, b_label: str, comps: list[compare_mod.Comparison]
     # the configuration fields that tell the rows apart, so two
     # implementations' rows at one size are not two unnamed rows
     return {"a": a_label, "b": b_label, "table": table(
-        ("benchmark", "configuration", "ranks", "size", "A (us)", "B (us)", "B/A", "verdict",
+        ("benchmark", "configuration", "processes", "size", "A (us)", "B (us)", "B/A", "verdict",
          "test"),
         [(c.bench, " ".join(f"{k}={v}" for k, v in c.fields().items()), c.np, human(c.size),
           f"{c.a_median:.3f}", f"{c.b_median:.3f}", f"{c.ratio:.3f}", c.verdict, c.test)
