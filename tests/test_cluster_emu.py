@@ -131,12 +131,22 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
                                                                            tmp_path):
     """64 x 1 MiB take 0.57 s over 1 Gbit/s, and a size must fit five samples
     into its 0.25 s cap: the window narrows from the size where it would not."""
-    db = tmp_path / "slow.db"
     m = sorted(cores)[0]
-    t0 = time.monotonic()
-    assert cli.main(["run", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
-                     "--bench", "bw", "--sizes", "4K:1M", "--factor", "4", "--mpi", m,
-                     "--timeout", "120", "--quiet"]) == 0
+    # Noise policy: MPICH's job between two emulated nodes has hung before its
+    # first record about once in 50 launches here (the doctor's ping and this
+    # test, each once; the next launch ran in 14 s).  A job killed at its
+    # timeout before it wrote any record is launched once more; the window
+    # rule is what this test is about, and a second hang fails it.
+    for attempt in (1, 2):
+        db = tmp_path / f"slow{attempt}.db"
+        t0 = time.monotonic()
+        rc = cli.main(["run", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
+                       "--bench", "bw", "--sizes", "4K:1M", "--factor", "4", "--mpi", m,
+                       "--timeout", "60", "--quiet"])
+        runs = Store(db).runs()
+        if rc == 0 or attempt == 2 or runs[-1]["status"] != "timeout" or Store(db).result_rows():
+            break
+    assert rc == 0
     assert time.monotonic() - t0 < 60
     rows = {r["size_bytes"]: r for r in Store(db).result_rows()}
     # 256 KiB a window: well inside the budget, and never narrowed like 1 MiB.  Noise
