@@ -62,7 +62,7 @@ def test_only_the_hand_written_equivalent_is_advised_instead_of_a_collective():
     (f,) = findings.collectives_vs_sends(data)
     assert f.xrow is not None and f.xrow.reference == "reduce_sends" and f.xrow.advises
     assert "slower than its hand-written equivalent (reduce_sends)" in f.text
-    assert "use hand-written sends instead of MPI_Reduce at every measured size" in f.text
+    assert "use the hand-written equivalent instead of MPI_Reduce at every measured size" in f.text
     assert "MPI_Send" not in f.text
 
 
@@ -97,7 +97,7 @@ def test_crossover_advice_is_one_verdict_per_size():
     assert advised and all(len(v) == 1 for v in advised.values()), dict(advised)
     assert {s for (_, _, s) in advised} == set(SIZES)
     text = crossover.table(rows)
-    assert text.count("use hand-written sends instead of MPI_Reduce from 4 B to 1 KiB") == 1
+    assert text.count("use the hand-written equivalent instead of MPI_Reduce from 4 B to 1 KiB") == 1
     assert text.count("keep MPI_Reduce from 4 KiB to 4 MiB") == 1
 
 

@@ -56,7 +56,7 @@ def test_conclusions_lead_with_what_saves_most_one_sentence_each():
     # messages (20%); the drop is an anomaly, last
     assert kinds[:4] == ["collective", "implementation", "setting", "implementation"], got
     heads = [h for _, h in got]
-    assert heads[0].startswith("Replace MPI_Bcast by hand-written sends (bcast_sends) from "
+    assert heads[0].startswith("Replace MPI_Bcast by its hand-written equivalent (bcast_sends) from "
                                "1 B to 1 KiB under "
                                "openmpi, 2 processes, local: the collective takes 3.0x as "
                                "long (at least 2.9x)"), heads[0]
@@ -132,7 +132,7 @@ def test_a_collective_is_replaced_only_where_it_was_surely_slower():
             (OMPI, "bcast_sends"): series(lat),
             (OMPI, "bcast"): series(lambda s: (1.0 if s == 256 else 3.0) * lat(s), equiv=1)}
     (c,) = summary.conclusions(findings.all_findings(data))
-    assert c.headline.startswith("Replace MPI_Bcast by hand-written sends (bcast_sends) "
+    assert c.headline.startswith("Replace MPI_Bcast by its hand-written equivalent (bcast_sends) "
                                  "from 1 B to 64 B, from "
                                  "1 KiB to 4 MiB under openmpi"), c.headline
     # what it saves per call, and where it was measured: a code change at 2

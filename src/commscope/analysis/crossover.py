@@ -193,7 +193,7 @@ class Row:
     def reference_text(self) -> str:
         """The reference as a sentence names it."""
         if self.advises:
-            return "hand-written sends"
+            return "the hand-written equivalent"
         k = self.reference.split(" x ", 1)[0]
         return f"{k} MPI_Send call" + ("" if k == "1" else "s")
 
@@ -237,7 +237,7 @@ def table(rows: list[Row]) -> str:
         if r.config.label() != last:
             out.append(f"\n{r.config.label()}")
             out.append(f"  {'collective':<11} {'against':<15} {'short':<5} {'long':<5} "
-                       f"{'changing':>9}  {'scen.':<5} advice (hand-written sends) or meaning")
+                       f"{'changing':>9}  {'scen.':<5} advice (hand-written equivalent) or meaning")
             last = r.config.label()
         v = r.verdict
         change = v.changing

@@ -163,7 +163,7 @@ def headline(f: Finding) -> str:
         lo_us, hi_us = (_us(saved[0]), _us(saved[-1])) if saved else ("", "")
         us = ("" if not saved else f", {lo_us} per call" if lo_us == hi_us else
               f", {lo_us.removesuffix(' us')}-{hi_us} per call")
-        return (f"Replace {mpi_name(x.collective)} by hand-written sends ({x.reference}) "
+        return (f"Replace {mpi_name(x.collective)} by its hand-written equivalent ({x.reference}) "
                 f"{_slower_runs(f)} under "
                 f"{x.config.label()}: the collective takes {_as_long(f)} there{us}; "
                 f"measured at {x.config.np} processes only (the library's algorithm and the "
