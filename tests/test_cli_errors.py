@@ -314,7 +314,7 @@ def _golden_copy(tmp_path: Path) -> Path:
     (["--bench", "latency,latnecy"], "did you mean latency?"),
     (["--bench", "coll"], "coll is a group of benchmarks, not a benchmark"),
     (["--mpi", "mpcih"], "no record in {db} is of mpcih: its records are of mpich, openmpi"),
-    (["--mode", "floor~999ns"], "no record was measured in floor~999ns: the store's records "
+    (["--mode", "floor~5000ns"], "no record was measured in floor~5000ns: the store's records "
                                 "were measured in floor~58ns, floor~"),
 ])
 def test_unknown_names_are_said_as_unknown(capsys, tmp_path, cmd, argv, needle):

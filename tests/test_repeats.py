@@ -231,3 +231,20 @@ def test_the_conclusions_mode_is_the_one_aggregate_kept():
     assert dominant_floor(rows(60, 61, 62, 260, 258)) == pytest.approx(61, abs=2)
     assert dominant_floor(rows(60, 61, 62, 260, 258, 259)) is None  # 3 and 3
     assert dominant_floor(rows()) is None
+
+
+def test_a_mode_named_from_the_whole_store_picks_it_among_fewer_records():
+    """A label is the median floor of the records it was read from: the
+    store's floor~58ns is floor~57ns among one implementation's records;
+    it must still pick that mode, not keep every record as 'another mode'."""
+    from commscope.analysis.repeats import aggregate, detect_modes, named_mode
+
+    modes = detect_modes([56.0, 57.0, 57.5, 250.0, 251.0])
+    assert named_mode(modes, "floor~58ns").label == "floor~57ns"
+    assert named_mode(modes, "floor~900ns") is None and named_mode(modes, "fast") is None
+    rows = [{"config_key": "k", "bench": "latency", "np": 2, "size_bytes": 8, "valid": True,
+             "median_us": m, "ci_us": 0.01, "floor_ns": f, "id": i, "converged": True}
+            for i, (m, f) in enumerate([(0.2, 56.0), (0.21, 57.0), (0.4, 250.0),
+                                        (0.41, 251.0), (0.2, 57.5)])]
+    (row,) = aggregate(rows, mode="floor~58ns")
+    assert not row["other_mode"] and row["n_reps"] == 3 and row["median_us"] == 0.2

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -126,6 +127,19 @@ def _get(r: Mapping[str, object], k: str) -> object:
         return None
 
 
+def named_mode(modes: Sequence[Mode], label: str) -> Mode | None:
+    """The mode a label (floor~58ns) names among these: a mode's label is
+    the median floor of the records it was found among, so the same mode
+    read from a subset (one implementation's records) may be floor~57ns;
+    the mode of these within MODE_GAP of it, the nearest."""
+    m = re.fullmatch(r"floor~(\d+(?:\.\d+)?)ns", label)
+    if m is None:
+        return None
+    ns = float(m.group(1))
+    near = [x for x in modes if same_mode(x.center_ns, ns)]
+    return min(near, key=lambda x: abs(math.log(x.center_ns / ns)), default=None)
+
+
 def pick_mode(modes: Sequence[Mode], mode: str | None) -> str | None:
     """The label of the mode to keep, or None to keep every record: a
     "dominant" mode must hold more than half of the records with a floor
@@ -133,7 +147,8 @@ def pick_mode(modes: Sequence[Mode], mode: str | None) -> str | None:
     if mode is None or len(modes) < 2:
         return None
     if mode != "dominant":
-        return mode
+        m = named_mode(modes, mode)
+        return m.label if m is not None else mode
     top = max(modes, key=lambda m: m.count)
     return top.label if 2 * top.count > sum(m.count for m in modes) else None
 
@@ -194,7 +209,8 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[
     base["noisy_reps"] = len(valid) - len(clean)
     # runs that stopped at the time cap or the sample limit before their
     # interval reached the target
-    base["unconverged_reps"] = sum(1 for r in good if not r["converged"])
+    base["unconverged_reps"] = sum(1 for r in good if _get(r, "converged") is not None
+                                   and not r["converged"])
     base["rep_ids"] = tuple(int(r["id"]) for r in rs)  # type: ignore[call-overload]
     floors = [_get(r, "floor_ns") for r in rs]
     base["floors_ns"] = tuple(floors)

@@ -144,14 +144,15 @@ def unknown_mode(stored: Sequence, rows: Sequence, mode: str | None) -> None:
     """--mode LABEL that no machine mode has, said with the modes the
     store's records have (`stored`: before --bench, --mpi and --np; `rows`:
     after them), rather than every record kept, marked as of another mode.
-    A mode's label is the median floor of the records it is found among,
-    so either set's labels are taken."""
+    A mode's label is the median floor of the records it is found among:
+    a label read from the whole store names the same mode among fewer
+    records (repeats.named_mode)."""
     if not rows or mode in (None, "dominant", "all"):
         return
-    from ..analysis.repeats import detect_modes
+    from ..analysis.repeats import detect_modes, named_mode
 
     labels = [m.label for m in detect_modes(r["floor_ns"] for r in stored)]
-    if mode in labels or mode in {m.label for m in detect_modes(r["floor_ns"] for r in rows)}:
+    if named_mode(detect_modes(r["floor_ns"] for r in rows), mode) is not None:
         return
     if not labels:
         raise CommscopeError(f"--mode: no record was measured in {mode}: none carries a "
