@@ -97,7 +97,8 @@ def test_crossover_advice_is_one_verdict_per_size():
     assert advised and all(len(v) == 1 for v in advised.values()), dict(advised)
     assert {s for (_, _, s) in advised} == set(SIZES)
     text = crossover.table(rows)
-    assert text.count("use the hand-written equivalent instead of MPI_Reduce from 4 B to 1 KiB") == 1
+    assert text.count("use the hand-written equivalent instead of MPI_Reduce from 4 B to "
+                      "1 KiB") == 1
     assert text.count("keep MPI_Reduce from 4 KiB to 4 MiB") == 1
 
 

@@ -56,8 +56,8 @@ def test_conclusions_lead_with_what_saves_most_one_sentence_each():
     # messages (20%); the drop is an anomaly, last
     assert kinds[:4] == ["collective", "implementation", "setting", "implementation"], got
     heads = [h for _, h in got]
-    assert heads[0].startswith("Replace MPI_Bcast by its hand-written equivalent (bcast_sends) from "
-                               "1 B to 1 KiB under "
+    assert heads[0].startswith("Replace MPI_Bcast by its hand-written equivalent (bcast_sends) "
+                               "from 1 B to 1 KiB under "
                                "openmpi, 2 processes, local: the collective takes 3.0x as "
                                "long (at least 2.9x)"), heads[0]
     # to two figures, with what the intervals' edges still give (1% each side)
