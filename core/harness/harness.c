@@ -275,7 +275,13 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   if (c->active) {
     if (!b->corrupt_before) act_out_fault(b, c, sample);
     char why[CS_ERRLEN / 2];
-    if (!sm->err && b->check(c, sample, why, sizeof why)) {
+    /* Every rank checks at every validation run, failed or not: a check
+     * may be collective (jacobi gathers the grid to rank 0), and a rank
+     * that skipped it after its first failure left the others waiting in
+     * it (a hang, when the load let a second validation run in before the
+     * check point).  The first failure is the one kept. */
+    int bad = b->check(c, sample, why, sizeof why);
+    if (bad && !sm->err) {
       sm->err = 1;
       snprintf(sm->why, sizeof sm->why, "rank %d, %s size %zu sample %ld: %s", c->rank, b->name,
                c->size, sample, why);
