@@ -121,7 +121,9 @@ def test_across_two_nodes_both_mpis_use_tcp_and_inside_one_shared_memory(two, co
     # show puts the clusters side by side in one table
     out = subprocess.run([sys.executable, "-m", "commscope.cli", "show", "--db", str(db),
                           "--bench", "latency"], capture_output=True, text=True, check=True)
-    head = out.stdout.splitlines()[1]
+    # the table's header: the line after its title (the legend comes first)
+    lines = out.stdout.splitlines()
+    head = lines[next(i for i, x in enumerate(lines) if x.startswith("latency, ")) + 1]
     for m in cores:
         for col in (f"{m} local", f"{m} emu:{two} 2 nodes", f"{m} emu:{two} "):
             assert col in head

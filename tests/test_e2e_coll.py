@@ -138,4 +138,7 @@ def test_analysis_without_matching_data(capsys, tmp_path, coll_db):
     assert rc == 2 and len(err) == 1 and "no collective with a reference" in err[0]
     rc = cli.main(["analyze", "findings", "--db", str(db), "--mpi", "nonesuch"])
     err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "is of nonesuch: its records are of" in err[0]
+    rc = cli.main(["analyze", "findings", "--db", str(db), "--bench", "bcast", "--np", "64"])
+    err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "no stored results match" in err[0]
