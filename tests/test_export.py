@@ -65,12 +65,11 @@ def expected_cell(p: dict) -> str:
     if not p["valid"]:
         return "INVALID"
     txt = fmt.format(p["value"])
-    if p["figure"] == "median_us" and p["low"] is not None:
-        half = (p["ci_hi_us"] - p["ci_lo_us"]) / 2 / p["median_us"]
-        txt += f" ±{half * 100:.1f}%"
-    elif p["low"] is not None:
+    if p["low"] is not None:
         txt += f" ({fmt.format(p['low'])}-{fmt.format(p['high'])})"
-    if p["window_narrowed"]:
+    if len(p["windows"]) > 1:
+        txt += f" (windows {', '.join(map(str, p['windows']))})"
+    elif p["window_narrowed"]:
         txt += f" (window {p['window']})"
     return txt + p["marks"]
 
@@ -87,7 +86,12 @@ def test_every_point_is_the_figure_show_prints(store, capsys):
     # the intervals are the between-run ones, and cover the headline
     timed = [p for p in pts if p["low"] is not None]
     assert timed and all(p["low"] <= p["value"] <= p["high"] for p in timed)
-    assert {p["interval"] for p in timed} <= {"between runs", "within one run"}
+    assert {p["interval"] for p in timed} <= {"between runs", "range of 2 runs",
+                                              "within one run"}
+    # the runs a figure combines, and their mark: one is ¹, two ²
+    assert all(("¹" in p["marks"]) == (p["runs"] == 1) and ("²" in p["marks"]) == (p["runs"] == 2)
+               for p in pts)
+    assert any(p["runs"] < p["runs_stored"] for p in pts)  # runs left out are said
 
 
 def test_the_csv_has_the_same_points(store, capsys):
@@ -154,7 +158,7 @@ def test_the_provenance_names_every_implementation_with_its_version(store, capsy
     assert "\t" not in impls["mpich"]["version"]
     assert prov["store"]["records"] == 660 and prov["store"]["runs"] == 7
     assert prov["sweeps"] and prov["sweeps"][0]["options"]
-    assert set(prov["marks"]) == {"¹", "~", "*", "†"}
+    assert set(prov["marks"]) == {"¹", "²", "~", "*", "†"}
 
 
 def test_every_element_of_a_show_cell_has_a_field():
@@ -164,6 +168,6 @@ def test_every_element_of_a_show_cell_has_a_field():
     scaling tables) each have a field of a point."""
     schema = json.loads(SCHEMA.read_text())["properties"]["points"]["items"]["properties"]
     shown = {"bench", "np", "where", "unit", "label", "size_bytes", "size_param", "value",
-             "low", "high", "window", "window_narrowed", "marks", "phases", "mlups",
+             "low", "high", "window", "windows", "window_narrowed", "marks", "phases", "mlups",
              "efficiency", "efficiency_low", "efficiency_high", "busbw_mb_per_s"}
     assert shown <= set(schema)

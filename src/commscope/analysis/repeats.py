@@ -201,9 +201,13 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[
     base = dict(rs[0]) if not good else dict(
         sorted(good, key=lambda r: float(r["median_us"]))[(len(good) - 1) // 2])  # type: ignore[arg-type]
     base["n_reps"] = len(rs)
+    # the runs the figure combines: a run measured while other processes
+    # took the CPU is left out where a clean one exists
+    base["n_used"] = len(good)
     windows = [int(w) for r in good if (w := _get(r, "window"))]  # type: ignore[call-overload]
     if windows:  # a run narrowed by the time bound: the figure is no wider than it
         base["window"] = min(windows)
+        base["windows"] = tuple(sorted(set(windows)))
     base["valid"] = all(bool(r["valid"]) for r in rs)
     base["flagged"] = bool(valid) and not clean
     base["noisy_reps"] = len(valid) - len(clean)

@@ -27,6 +27,7 @@ from ..store.config import place, what
 from . import applications, focus, sections
 from .figures import Figure, lines_for
 from .page import FigRef, Page
+from .tables import n_used
 
 
 def environment() -> jinja2.Environment:
@@ -35,14 +36,22 @@ def environment() -> jinja2.Environment:
         autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=False)
 
 
+def _stored_runs(r: sqlite3.Row) -> int:
+    return int(r["n_reps"]) if "n_reps" in r.keys() else 1
+
+
 def _uncertainty(rows: Sequence[sqlite3.Row]) -> str:
     """What the bands and intervals of this report mean, and which machine
     mode its comparisons come from."""
-    reps = sorted({int(r["n_reps"]) for r in rows if "n_reps" in r.keys()})
+    reps = sorted({n_used(r) for r in rows})
     over = (f"{reps[0]} to {reps[-1]}" if reps[0] != reps[-1] else str(reps[0])) if reps else ""
-    text = ("Bands, intervals and ± are the 95% interval between repeated runs "
-            f"({over} repetitions per point, interleaved); with {reps[-1]} runs a wide interval "
-            f"is what {reps[-1]} runs allow" if reps and reps[-1] > 1
+    few = sum(1 for r in rows if n_used(r) < 3 and n_used(r) < _stored_runs(r))
+    text = ("Bands and intervals are the 95% interval between repeated runs "
+            f"({over} runs combined per point, interleaved); with {reps[-1]} runs a wide "
+            f"interval is what {reps[-1]} runs allow"
+            + (f"; {few} point(s) rest on fewer runs than the sweep took (the others were "
+               "measured in another machine mode or with other processes on the CPU)"
+               if few else "") if reps and reps[-1] > 1
             else "Every configuration was measured once: bands and intervals are that run's "
                  "own confidence interval, which does not hold from one run to the next on "
                  "a VM (run with --repeat 3)")
@@ -52,7 +61,7 @@ def _uncertainty(rows: Sequence[sqlite3.Row]) -> str:
         text += (f"; {dropped} record{'' if dropped == 1 else 's'} measured in another machine "
                  "mode (another core-to-core floor) were left out, so that every comparison "
                  "comes from one mode")
-    return text + "."
+    return text
 
 
 def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],

@@ -26,7 +26,7 @@ from .tables import (
     _marks,
     _n_reps,
     figure_interval,
-    half_share,
+    n_used,
     names,
     primary,
     reading_order,
@@ -39,9 +39,10 @@ from .tables import (
 COLUMNS = ("bench", "np", "size_bytes", "size_param", "label", "where", "config_key", "mpi",
            "mpi_version", "mpi_identity", "transport", "buffer", "params", "settings",
            "cluster", "nodes", "ppn", "figure", "unit", "value", "low", "high",
-           "interval", "median_us", "ci_lo_us", "ci_hi_us", "runs", "valid", "marks",
-           "converged", "noisy_runs", "other_mode", "modes", "window", "window_narrowed",
-           "busbw_mb_per_s", "mlups", "efficiency", "efficiency_low", "efficiency_high")
+           "interval", "median_us", "ci_lo_us", "ci_hi_us", "runs", "runs_stored", "valid",
+           "marks", "converged", "noisy_runs", "other_mode", "modes", "window", "windows",
+           "window_narrowed", "busbw_mb_per_s", "mlups", "efficiency", "efficiency_low",
+           "efficiency_high")
 
 
 def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
@@ -54,14 +55,11 @@ def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
         key, unit = primary([r])
         cfg = config_of(r)
         v = r[key]
-        rng: tuple[float, float] | None
-        if key == "median_us" and v is not None and half_share(r) is not None:
-            rng = (r["ci_lo_us"], r["ci_hi_us"])
-        else:
-            rng = figure_interval(r, v) if v is not None else None
+        rng = figure_interval(r, v, key) if v is not None else None
+        used = n_used(r)
         marks = "".join(m for m, on in _marks(r) if on)
-        narrowed = (_has(r, "window") and "window" in bench_facts(r["bench"]).changed_by
-                    and _config_window(r) > r["window"])
+        windowed = "window" in bench_facts(r["bench"]).changed_by
+        narrowed = windowed and _has(r, "window") and _config_window(r) > r["window"]
         sp = scaled.get(int(r["id"]))
         p: dict[str, object] = {
             "bench": r["bench"], "np": r["np"], "size_bytes": r["size_bytes"],
@@ -79,15 +77,17 @@ def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
             "value": v if r["valid"] else None,
             "low": rng[0] if rng and r["valid"] else None,
             "high": rng[1] if rng and r["valid"] else None,
-            "interval": ("between runs" if _n_reps(r) > 1 else "within one run")
-            if rng else None,
+            "interval": ("between runs" if used > 2 else "range of 2 runs" if used == 2
+                         else "within one run") if rng else None,
             "median_us": r["median_us"], "ci_lo_us": r["ci_lo_us"], "ci_hi_us": r["ci_hi_us"],
-            "runs": _n_reps(r), "valid": bool(r["valid"]), "marks": marks,
+            "runs": used, "runs_stored": _n_reps(r), "valid": bool(r["valid"]),
+            "marks": marks,
             "converged": not (_has(r, "unconverged_reps") and r["unconverged_reps"]),
             "noisy_runs": int(r["noisy_reps"]) if _has(r, "noisy_reps") else 0,
             "other_mode": bool(_has(r, "other_mode") and r["other_mode"]),
             "modes": list(r["modes"]) if _has(r, "modes") else [],
             "window": r["window"] if _has(r, "window") else None,
+            "windows": list(r["windows"]) if windowed and _has(r, "windows") else [],
             "window_narrowed": bool(narrowed),
             "busbw_mb_per_s": r["busbw_mb_per_s"],
             "mlups": sp.mlups if sp else None,

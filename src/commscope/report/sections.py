@@ -704,12 +704,14 @@ def terms(min_change: str) -> list[Term]:
              "repetitions (separate launches of the same job, interleaved with the other "
              "configurations')."),
         Term("±, bands and intervals", "term-interval",
-             "the 95% interval between runs: from the spread of the repeated runs' medians "
+             "the 95% interval between runs: from the spread of the combined runs' medians "
              "(Student's t on their logarithms), never narrower than one run's own interval. "
              "With three runs a wide interval is what three runs allow, not an error; more "
-             "repetitions (--repeat) narrow it. Where a configuration ran once, it is that "
-             "run's own interval, which does not hold from one run to the next on a virtual "
-             "machine."),
+             "repetitions (--repeat) narrow it. A point combines the runs measured in its "
+             "machine mode and, where a clean run exists, without other processes on the "
+             "CPU: where that leaves one run, the interval is that run's own, which does not "
+             "hold from one run to the next on a virtual machine; the tables and the export "
+             "mark such points (¹, and ² for two runs, whose range is shown)."),
         Term("told apart (separated)", "term-separated",
              "two figures whose 95% intervals do not overlap and whose medians differ by "
              f"{min_change} or more; \"not separated\" and \"not told apart\": no claim "

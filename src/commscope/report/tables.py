@@ -65,9 +65,9 @@ def export(rows: Sequence[sqlite3.Row], fmt: str) -> str:
 
 
 def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
-    """A figure as the table shows it: the value, its interval as ± a
-    share of it (the time's interval carries over to a rate or bandwidth
-    derived from it), and its marks (legend())."""
+    """A figure as the table shows it: the value, its interval in
+    brackets (figure_interval), the windows a bandwidth ran, and its marks
+    (legend())."""
     v = r[key]
     if per_node and v is not None and key == "mb_per_s":
         v = v * r["np"] / max(1, r["nodes"])
@@ -77,13 +77,10 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
         return "-"
     fmt = "{:.3f}" if key == "median_us" else "{:.1f}" if "mb_per_s" in key else "{:.0f}"
     txt = fmt.format(v)
-    if key == "median_us" and (half := half_share(r)) is not None:
-        txt += f" ±{half * 100:.1f}%"
-    elif key != "median_us" and (rng := figure_interval(r, v)) is not None:
+    if (rng := figure_interval(r, v, key)) is not None:
         txt += f" ({fmt.format(rng[0])}-{fmt.format(rng[1])})"
-    if (key == "mb_per_s" and _has(r, "window") and "window" in bench_facts(r["bench"]).changed_by
-            and _config_window(r) > r["window"]):
-        txt += f" (window {r['window']})"
+    if key == "mb_per_s" and "window" in bench_facts(r["bench"]).changed_by:
+        txt += window_text(r)
     return txt + "".join(m for m, on in _marks(r) if on)
 
 
@@ -94,20 +91,54 @@ def half_share(r: Mapping[str, object]) -> float | None:
     return float(ci) / float(med) if ci is not None and med else None  # type: ignore[arg-type]
 
 
-def figure_interval(r: Mapping[str, object], v: float) -> tuple[float, float] | None:
-    """A rate's or bandwidth's interval, from its time's: the figure is
-    inversely proportional to the time, so [v med/hi, v med/lo] (asymmetric
-    where the time's interval is wide)."""
-    lo, hi, med = r["ci_lo_us"], r["ci_hi_us"], r["median_us"]
-    if lo is None or hi is None or not med or not float(lo) > 0:  # type: ignore[arg-type]
+def figure_interval(r: Mapping[str, object], v: float,
+                    key: str = "median_us") -> tuple[float, float] | None:
+    """The figure's interval in its own unit: the time's 95% interval
+    between runs (or one run's own CI); with two runs, their range (a t
+    interval from two values is 12.7 standard errors wide: no information
+    a reader can use; mark ²).  A rate or bandwidth is inversely
+    proportional to its time: [v med/hi, v med/lo]."""
+    med = r["median_us"]
+    if not med:
         return None
-    return v * float(med) / float(hi), v * float(med) / float(lo)  # type: ignore[arg-type]
+    lo, hi = r["ci_lo_us"], r["ci_hi_us"]
+    if n_used(r) == 2 and _has(r, "rep_medians_us"):  # type: ignore[arg-type]
+        lo, hi = min(r["rep_medians_us"]), max(r["rep_medians_us"])  # type: ignore[type-var, arg-type]
+    if lo is None or hi is None or not float(lo) > 0:  # type: ignore[arg-type]
+        return None
+    lo, hi, med = float(lo), float(hi), float(med)  # type: ignore[arg-type]
+    if key == "median_us":
+        return lo, hi
+    return v * med / hi, v * med / lo
+
+
+def window_text(r: Mapping[str, object]) -> str:
+    """'(window N)' where the time bound narrowed the window below the
+    configuration's; '(windows a, b)' where its runs ran different ones."""
+    ws = r["windows"] if _has(r, "windows") else ()  # type: ignore[arg-type]
+    if len(ws) > 1:  # type: ignore[arg-type]
+        return f" (windows {', '.join(map(str, ws))})"  # type: ignore[call-overload]
+    if _has(r, "window") and _config_window(r) > r["window"]:  # type: ignore[arg-type, operator]
+        return f" (window {r['window']})"
+    return ""
+
+
+def n_used(r: Mapping[str, object]) -> int:
+    """The runs a figure combines (those left out: another machine mode,
+    or other processes on the CPU where a clean run exists)."""
+    try:
+        return int(r["n_used"])  # type: ignore[call-overload]
+    except (KeyError, IndexError, TypeError):
+        return _n_reps(r)  # type: ignore[arg-type]
 
 
 # The marks a cell carries, in this order, and what each says (legend()).
 MARKS = (
-    ("¹", "one run only: ± is that run's own CI, which does not hold from one run to the next "
-          "here (use --repeat 3 or more)"),
+    ("¹", "one run behind this figure (the sweep's others were measured in another machine "
+          "mode or with other processes on the CPU, or it had one): the interval is that run's "
+          "own CI, which does not hold from one run to the next"),
+    ("²", "two runs behind this figure: the interval is their range; two runs are too few for "
+          "a 95% interval"),
     ("~", "not converged: a run stopped at the time cap or the sample limit before its "
           "interval reached the target (--time-cap, --max-samples)"),
     ("*", "measured while other processes used the CPU (see export: other_cpu_s)"),
@@ -117,7 +148,8 @@ MARKS = (
 
 def _marks(r: sqlite3.Row) -> list[tuple[str, bool]]:
     return list(zip((m for m, _ in MARKS), (
-        _n_reps(r) == 1,
+        n_used(r) == 1,
+        n_used(r) == 2,
         _has(r, "unconverged_reps") and bool(r["unconverged_reps"]),
         bool(r["flagged"]),
         _has(r, "other_mode") and bool(r["other_mode"])), strict=True))
@@ -162,17 +194,16 @@ def reading_order(bench: str) -> tuple[int, int, int, str]:
 
 
 def legend(rows: Sequence[Mapping[str, object]]) -> list[str]:
-    """What ± and the marks say, once, above the first table: only those
-    the tables use."""
-    reps = sorted({_n_reps(r) for r in rows})  # type: ignore[arg-type]
+    """What the intervals and the marks say, once, above the first table:
+    only those the tables use."""
+    used_runs = sorted({n_used(r) for r in rows})
     out = []
-    if reps and reps[-1] > 1:
-        n = reps[-1]
-        out.append("± and (low-high): the 95% interval between runs "
-                   f"({'/'.join(map(str, reps))} repetitions, interleaved), never narrower than "
-                   "one run's own CI"
-                   + (f"; with {n} runs a wide ± is what {n} runs allow, not an error"
-                      if n < 6 else ""))
+    if used_runs and used_runs[-1] > 2:
+        out.append("(low-high): the 95% interval between runs (figures combine "
+                   f"{'/'.join(map(str, used_runs))} interleaved runs), never narrower than one "
+                   "run's own CI; with few runs a wide interval is what they allow, not an error")
+    elif used_runs:
+        out.append("(low-high): the figure's interval (see the marks)")
     used = {m for r in rows for m, on in _marks(r) if on}  # type: ignore[arg-type]
     out += [f"{m} {text}" for m, text in MARKS if m in used]
     return [*out, ""] if out else []
