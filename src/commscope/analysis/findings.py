@@ -58,7 +58,7 @@ class Finding:
     # the same from the edges of the intervals that separate them (the slower's
     # low over the faster's high; the lower median over the sizes): what the
     # next run should still show
-    ratio_lo: float = 1.0
+    ratio_lo: float = 1.0  # the least the intervals' edges give over the whole range
     span: tuple[int, int] | None = None  # the first and last size it holds for
     # faster: (winner, loser); the others: the configuration it was seen under
     parties: tuple[Config, ...] = ()
@@ -150,7 +150,7 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                         recs, bench, gain=1.0 - 1.0 / med,
                         key=("faster", np_, cluster, winner, loser, sizes[0], sizes[-1],
                              round(math.log(med) / math.log(1.15))),
-                        ratio=med, ratio_lo=lows[(len(lows) - 1) // 2],
+                        ratio=med, ratio_lo=min(lows),
                         span=(sizes[0], sizes[-1]),
                         parties=(cfgs[(np_, cluster, bench, winner)],
                                  cfgs[(np_, cluster, bench, loser)])))
@@ -263,7 +263,7 @@ def collectives_vs_sends(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             f"its hand-written equivalent ({row.reference}) {where}: {row.text()}",
             recs, row.collective, row, gain=gain,
             ratio=statistics.median(ratios) if ratios else 1.0,
-            ratio_lo=lows[(len(lows) - 1) // 2] if lows else 1.0,
+            ratio_lo=min(lows) if lows else 1.0,
             span=(sizes[0], sizes[-1]) if sizes else None, parties=(row.config,)))
     return out
 
@@ -276,7 +276,7 @@ def guideline_violations(series: Mapping[tuple[Config, str], Series]) -> list[Fi
             f"under {v.config.label()}, {v.guideline} does not hold {v.where()} "
             f"({v.ratio:.2f}x): {v.advice}",
             v.records(), v.lhs, gain=1.0 - 1.0 / v.ratio, ratio=v.ratio,
-            ratio_lo=sorted(c.lhs.lo / c.rhs_hi for c in v.checks)[(len(v.checks) - 1) // 2],
+            ratio_lo=min(c.lhs.lo / c.rhs_hi for c in v.checks),
             span=(v.checks[0].size, v.checks[-1].size), parties=(v.config,), violation=v))
     return out
 

@@ -95,9 +95,12 @@ def ratio_text(r: float) -> str:
 
 
 def _as_long(f: Finding) -> str:
-    """'7.1x as long (at least 3.0x)': the median, and the ratio the
-    separating intervals' edges still give."""
-    return f"{ratio_text(f.ratio)} as long (at least {ratio_text(f.ratio_lo)})"
+    """'7.1x as long (at least 3.0x)': the median, and the least ratio the
+    separating intervals' edges give at any size of the range (two
+    decimals below 2x: 'at least 1.0x' would read as no difference)."""
+    lo = f.ratio_lo
+    return (f"{ratio_text(f.ratio)} as long (at least "
+            f"{f'{lo:.2f}x' if lo < 2 else ratio_text(lo)})")
 
 
 def _choose(w: Config, lo: Config, f: Finding, verb: str) -> str:
