@@ -110,6 +110,7 @@ class Behind:
     store_records: int
     store_runs: int
     again: int  # the store's records measured again at a common window, not shown
+    noisy_left: int = 0  # in a point, but left out of its figure: a clean run exists
 
     def text(self) -> str:
         reps = self.reps
@@ -127,6 +128,10 @@ class Behind:
             out += f"; {left} of them, measured in another machine mode, are in no point"
         elif left:
             out += f"; {left} of the records are in no point"
+        if self.noisy_left:
+            out += (f"; {self.noisy_left} more, measured while other processes used the CPU, "
+                    "are left out of their point's figure (a run measured without them "
+                    "exists)")
         out += "."
         rest = self.store_records - self.records - self.again
         if self.store_records != self.records:
@@ -179,7 +184,9 @@ def behind(store: Store, rows: Sequence[Mapping[str, object] | sqlite3.Row]) -> 
                           if _has(r, "mode_dropped") and r["mode_dropped"]), default=0),
         run_ids=frozenset(runs), sweeps=len({s for s in runs.values() if s is not None}),
         outside=sum(1 for s in runs.values() if s is None),
-        store_records=int(n_store), store_runs=int(n_runs), again=again)
+        store_records=int(n_store), store_runs=int(n_runs), again=again,
+        noisy_left=sum(int(r["n_reps"]) - int(r["n_used"]) for r in rows  # type: ignore[call-overload]
+                       if _has(r, "n_reps") and _has(r, "n_used")))
 
 
 # -- runs and failures --------------------------------------------------------
