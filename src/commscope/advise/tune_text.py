@@ -5,7 +5,6 @@ what the settings handed over did measured together."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -127,8 +126,3 @@ def together_text(o: Outcome | None) -> str:
     if o.state == "measured" and not o.ranges("wins") and not o.ranges("loses"):
         lines.append("  no range of sizes told apart from the default")
     return "\n".join(lines) + "\n"
-
-
-def to_json(outcomes: Sequence[Outcome]) -> str:
-    return json.dumps([{"settings": dict(o.cand.settings), "state": o.state, "reason": o.reason,
-                        "effects": [e.__dict__ for e in o.effects]} for o in outcomes], indent=1)

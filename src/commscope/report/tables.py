@@ -84,13 +84,6 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
     return txt + "".join(m for m, on in _marks(r) if on)
 
 
-def half_share(r: Mapping[str, object]) -> float | None:
-    """The interval's half-width as a share of the median time: what ± says
-    of every figure of the record (None where it has none)."""
-    ci, med = r["ci_us"], r["median_us"]
-    return float(ci) / float(med) if ci is not None and med else None  # type: ignore[arg-type]
-
-
 def figure_interval(r: Mapping[str, object], v: float,
                     key: str = "median_us") -> tuple[float, float] | None:
     """The figure's interval in its own unit: the time's 95% interval

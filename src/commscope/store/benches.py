@@ -81,10 +81,6 @@ def names(group: str) -> tuple[str, ...]:
     return tuple(b.name for b in benches(group))
 
 
-def moves_bytes(name: str) -> bool:
-    return bench(name).bytes_per_op is not None
-
-
 def unit_of(primary: str) -> str:
     """The unit of a primary figure (mb_per_s: MB/s), as the core's table
     gives it; the figure's own name where no benchmark has it."""
@@ -115,4 +111,3 @@ def defaults(fields: Iterable[str]) -> dict[str, object]:
 def changing_options() -> frozenset[str]:
     """Every option field that changes what some benchmark measures."""
     return frozenset(f for b in benches() for f in b.changed_by)
-
