@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CommscopeError
+from ..store.outputs import read_user_text
 from ..store.records import Header
 from .mpi import BIND
 from .provenance import SETTING_PREFIXES
@@ -21,13 +22,7 @@ def parse_file(path: str | Path) -> tuple[tuple[str, str], ...]:
     """KEY=VALUE lines (`export ` allowed, # comments); only the variables
     of MPI implementations and their transports."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise CommscopeError(f"cannot read settings file {p}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise CommscopeError(f"settings file {p} is not a text file") from exc
-    return parse_text(text, p)
+    return parse_text(read_user_text(p, "settings file"), p)
 
 
 def parse_text(text: str, p: str | Path = "settings") -> tuple[tuple[str, str], ...]:

@@ -13,6 +13,17 @@ from ..errors import CommscopeError
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def read_user_text(path: Path, what: str) -> str:
+    """A text file the user named (a hostfile, a settings file): one line
+    when it cannot be read or is not text."""
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise CommscopeError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CommscopeError(f"{what} {path} is not a text file") from exc
+
+
 def is_store(path: Path) -> bool:
     """An SQLite file: a commscope store or anybody's database."""
     try:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import CommscopeError
+from ...store.outputs import read_user_text
 from ..mpi import LaunchSpec, MpiImpl, launch_argv
 from . import emu as emu_mod
 
@@ -108,12 +109,7 @@ class Local(Cluster):
 def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
     """Hosts and slot counts from an Open MPI (`host slots=N`) or MPICH
     (`host:N`) hostfile; comments and blank lines are skipped."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CommscopeError(f"cannot read hostfile {path}: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise CommscopeError(f"hostfile {path} is not a text file") from exc
+    text = read_user_text(path, "hostfile")
     hosts: list[tuple[str, int | None]] = []
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
