@@ -159,6 +159,11 @@ def test_the_provenance_names_every_implementation_with_its_version(store, capsy
     assert prov["store"]["records"] == 660 and prov["store"]["runs"] == 7
     assert prov["sweeps"] and prov["sweeps"][0]["options"]
     assert set(prov["marks"]) == {"¹", "²", "~", "*", "†"}
+    # who measured the points, apart from who exported them
+    import sqlite3
+
+    revs = {r[0] for r in sqlite3.connect(store).execute("SELECT git_rev FROM runs")}
+    assert {m["revision"] for m in prov["measured_by"]} == revs and None not in revs
 
 
 def test_every_element_of_a_show_cell_has_a_field():

@@ -121,7 +121,10 @@ def provenance_of(store: Store, raw: Sequence[sqlite3.Row]) -> dict[str, object]
             "version_text": r["mpi_version"], "identity": r["mpi_identity"]})
     machines = {(r["hostname"], r["cpu_model"], r["n_cores"], r["kernel"]) for r in runs}
     return {
+        # the commscope that wrote this export; measured_by: those that ran the jobs
         "commscope": {"version": __version__, "revision": provenance.git_rev()},
+        "measured_by": _distinct({"version": r["commscope_version"], "revision": r["git_rev"]}
+                                 for r in runs),
         "store": {"path": str(Path(store.path).resolve()), "schema": SCHEMA_VERSION,
                   "runs": len(run_ids), "records": len(raw)},
         "machines": [{"hostname": h, "cpu_model": c, "n_cores": n, "kernel": k}

@@ -9,6 +9,7 @@ import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 
 from ..analysis import apps
 from ..errors import CommscopeError
@@ -174,6 +175,7 @@ P2P_ORDER = ("latency", "bw", "bibw", "roundtrip", "sendloop")
 GROUP_ORDER = ("p2p", "loggp", "coll", "apps")
 
 
+@cache
 def reading_order(bench: str) -> tuple[int, int, int, str]:
     b = bench_facts(bench)
     group = "coll" if b.group == "coll-sends" else b.group
