@@ -18,9 +18,11 @@ Prints, on an idle machine:
      each phase reads, cold where the data comes from memory), N = 2000 and
      4000 on this machine (--n) and N = 2000 across 2 emulated Gigabit nodes
      (--emu-n; root) (target 0.80-1.25 for at least 75% of the phases);
- (5) cold over hot buffers (--buffers cold: pools twice the last-level cache,
-     IMB's off-cache way; hot: one buffer, OSU's), latency and bw at 4 KiB,
-     64 KiB and 1 MiB, 2 ranks: alternating rounds, each pair of runs compared
+ (5) cold and evicted over hot buffers (--buffers cold: pools twice the
+     last-level cache, IMB's off-cache way; evicted: each operation timed
+     after every rank has streamed over twice the last-level cache; hot: one
+     buffer, OSU's), latency and bw at 4 KiB, 64 KiB and 1 MiB, 2 ranks:
+     rounds that rotate which kind runs first, each pair of runs compared
      only where their cache-line floors share a machine mode.
 
     .venv/bin/python bench/apps.py [--mpi openmpi] [--no-clusters]
@@ -182,7 +184,7 @@ def figure4(mpi: str, tmp: Path, clusters_too: bool = True, ns: str = "2000,4000
         store = Store(db)
         rows = aggregate(store.result_rows(), mode="dominant")
         preds = predict.predict([r for r in rows if r["phases"]], collect(rows),
-                                predict.llc_in(store, rows))
+                                predict.llc_in(store, rows), predict.rank_average(rows))
         print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), "
               + ", ".join(f"{w} N={n}" for w, n in places)
               + ", from run --for (target 0.80-1.25 for at least 75% of the phases)")
@@ -203,23 +205,26 @@ def figure4(mpi: str, tmp: Path, clusters_too: bool = True, ns: str = "2000,4000
 def figure5(mpi: str, tmp: Path, rounds: int = 6) -> None:
     from commscope.analysis.repeats import MODE_GAP
 
-    print("\n(5) cold / hot buffers, median time per message over paired rounds (same "
-          "machine mode), latency and bw, 2 ranks")
-    ratios: dict[tuple[str, int], list[float]] = {}
+    print("\n(5) cold and evicted over hot buffers, median time per message over paired rounds "
+          "(same machine mode), latency and bw, 2 ranks")
+    kinds = ("hot", "cold", "evicted")
+    ratios: dict[tuple[str, str, int], list[float]] = {}
     for k in range(rounds):
         got: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
-        for buf in (("hot", "cold") if k % 2 == 0 else ("cold", "hot")):
+        for buf in kinds[k % 3:] + kinds[:k % 3]:  # each kind first in turn
             db = tmp / f"buf-{buf}-{k}.db"
             run(db, "--mpi", mpi, "--bench", "latency,bw", "--sizes", "4K:1M", "--factor", "16",
                 "--buffers", buf, "--no-advise", "--no-probe")
             got[buf] = {(r["bench"], r["size_bytes"]): (r["median_us"], r["floor_ns"])
                         for r in Store(db).result_rows() if r["valid"]}
         for key, (hot, fh) in got["hot"].items():
-            cold, fc = got["cold"].get(key, (None, None))
-            if cold and fh and fc and max(fh, fc) <= MODE_GAP * min(fh, fc):
-                ratios.setdefault(key, []).append(cold / hot)
-    for (bench, size), rs in sorted(ratios.items()):
-        print(f"  {bench:8s} {size:>8d} B  cold/hot {statistics.median(rs):.2f} "
+            for buf in kinds[1:]:
+                t, f = got[buf].get(key, (None, None))
+                if t and fh and f and max(fh, f) <= MODE_GAP * min(fh, f):
+                    ratios.setdefault((buf, *key), []).append(t / hot)
+    for (buf, bench, size), rs in sorted(ratios.items(), key=lambda kv: (kv[0][1], kv[0][2],
+                                                                         kv[0][0])):
+        print(f"  {bench:8s} {size:>8d} B  {buf:>7s}/hot {statistics.median(rs):.2f} "
               f"(range {min(rs):.2f}-{max(rs):.2f}, {len(rs)} paired rounds of {rounds})")
 
 
@@ -230,10 +235,12 @@ def main() -> int:
     ap.add_argument("--only", type=int, help="run one figure (1-5)")
     ap.add_argument("--n", default="2000,4000", help="(4): the N of the local runs")
     ap.add_argument("--emu-n", default="2000", help="(4): the N across the emulated nodes")
+    ap.add_argument("--keep", help="keep the stores in this folder (default: a temporary one)")
     a = ap.parse_args()
     watch = NoiseWatch()
     with tempfile.TemporaryDirectory() as d:
-        tmp = Path(d)
+        tmp = Path(a.keep or d)
+        tmp.mkdir(parents=True, exist_ok=True)
         figures = {1: figure1, 2: figure2, 3: figure3, 4: figure4, 5: figure5}
         for n, fig in figures.items():
             if (a.only is None or a.only == n) and not (n == 3 and a.no_clusters):

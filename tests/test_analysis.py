@@ -289,8 +289,10 @@ def test_prediction_arithmetic_on_synthetic_models():
     copy = 2 * sb / 10e3
     assert got[("summa", "send_AB")].predicted_us == pytest.approx(
         2 * (0.25 + sb / 8000.0) + 4 * copy, rel=1e-3)
+    # each panel's broadcast holds the owner's copy of it out of its block
+    pcopy = 2 * 8 * 100 * 999 / 10e3
     assert got[("summa", "bcast_B")].predicted_us == pytest.approx(
-        10 * (1.0 + 8 * 100 * 999 / 1000.0), rel=1e-3)
+        10 * (1.0 + 8 * 100 * 999 / 1000.0 + pcopy), rel=1e-3)
     assert got[("summa", "gather_C")].predicted_us == pytest.approx(
         0.25 + sb / 8000.0 + 2 * copy, rel=1e-3)
     assert ("summa", "bcast_A") not in got
@@ -312,7 +314,8 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert "hot-buffer model for data that comes from memory" in got[
         ("matmul", "bcast_B")].note  # no cold series stored
     # with cold-buffer series stored, data from memory is predicted from them,
-    # and data just written (jacobi's halos, summa's panels) still from hot ones
+    # and the phases after a compute sweep (jacobi's halos and residual,
+    # summa's panels) not: they want evicted ones, and say so
     cold = Config("openmpi buffers=cold", 2, "local", False, "openmpi")
     models.update({(cold, "bcast"): line(1.0, 500.0), (cold, "latency"): line(0.5, 4000.0)})
     got = {(p.bench, p.phase): p for p in predict.predict(rows, models)}
@@ -321,9 +324,41 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert got[("summa", "send_AB")].predicted_us == pytest.approx(
         2 * (0.5 + sb / 4000.0) + 4 * copy, rel=1e-3)
     assert got[("summa", "bcast_B")].predicted_us == pytest.approx(
-        10 * (1.0 + 8 * 100 * 999 / 1000.0), rel=1e-3)
+        10 * (1.0 + 8 * 100 * 999 / 1000.0 + pcopy), rel=1e-3)
     assert got[("jacobi", "exchange")].predicted_us == pytest.approx(
         20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
+    assert got[("jacobi", "exchange")].note.startswith(
+        "latency: hot-buffer model for a phase after a compute sweep (measure it with "
+        "--buffers evicted); ")
+    # with evicted series stored, those phases are predicted from them
+    ev = Config("openmpi buffers=evicted", 2, "local", False, "openmpi")
+    with_ev = {**models, (ev, "latency"): line(5.0, 2000.0), (ev, "allreduce"): line(4.0, 400.0),
+               (ev, "bcast"): line(6.0, 800.0)}
+    ge = {(p.bench, p.phase): p for p in predict.predict(rows, with_ev)}
+    assert ge[("jacobi", "exchange")].predicted_us == pytest.approx(
+        20 * (5.0 + 8 * 4096 / 2000.0), rel=1e-3)
+    assert ge[("jacobi", "reduce")].predicted_us == pytest.approx(2 * (4.0 + 8 / 400.0),
+                                                                  rel=1e-3)
+    assert ge[("summa", "bcast_B")].predicted_us == pytest.approx(
+        10 * (6.0 + 8 * 100 * 999 / 800.0 + pcopy), rel=1e-3)
+    assert "hot-buffer" not in ge[("jacobi", "exchange")].note
+    # summa's panels change owner down the column: with the rank averages
+    # stored (rank_average: mean_rank_avg_us), its broadcasts read those
+    bc = {"id": 9, "bench": "bcast", "np": 2, "size_bytes": 1024, "valid": True,
+          "median_us": 10.0, "ci_lo_us": 9.0, "ci_hi_us": 11.0, "flagged": False,
+          "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "params": None, "root": 0,
+          "config": _json.dumps(Configuration("openmpi", params=(("buffers", "evicted"),)
+                                              ).to_json()), "mean_rank_avg_us": 6.0}
+    ((key, bench), pts), = predict.rank_average([bc, dict(bc, id=10, mean_rank_avg_us=None)]
+                                                ).items()
+    assert (key.mpi, bench) == ("openmpi buffers=evicted", "bcast"), key
+    assert (pts[1024].median, pts[1024].lo, pts[1024].hi) == pytest.approx((6.0, 5.4, 6.6))
+    avg = {(ev, "bcast"): line(3.0, 1600.0)}
+    ga = {(p.bench, p.phase): p for p in predict.predict(rows, with_ev, None, avg)}
+    assert ga[("summa", "bcast_B")].predicted_us == pytest.approx(
+        10 * (3.0 + 8 * 100 * 999 / 1600.0 + pcopy), rel=1e-3)
+    assert ga[("matmul", "bcast_B")].predicted_us == got[("matmul", "bcast_B")].predicted_us
+    assert ge[("matmul", "bcast_B")].predicted_us == got[("matmul", "bcast_B")].predicted_us
     # a block summa has just packed is sent from cache where it fits the
     # last-level cache the probe read (4 MB in 32 MiB), from memory where not
     fits = {(p.bench, p.phase): p for p in predict.predict(rows, models, 32 << 20)}
@@ -347,8 +382,8 @@ def test_prediction_arithmetic_on_synthetic_models():
     got = {(p.bench, p.phase): p for p in predict.predict(skewed, models)}
     ex = got[("jacobi", "exchange")]
     assert ex.predicted_us == pytest.approx(820.0 + 20 * (0.25 + 8 * 4096 / 8000.0), rel=1e-3)
-    assert ex.verdict == "ok" and ex.note == (
-        "0.820 ms of it the ranks' arrival skew, measured in the run"), ex.note
+    assert ex.verdict == "ok" and ex.note.endswith(
+        "; 0.820 ms of it the ranks' arrival skew, measured in the run"), ex.note
     assert got[("jacobi", "reduce")].predicted_us == pytest.approx(0.01 + 2 * (0.5 + 8 / 500.0),
                                                                    rel=1e-3)
     assert "measured in the run" not in got[("jacobi", "reduce")].note  # under 5% of it

@@ -414,7 +414,8 @@ def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
 def test_for_plans_every_series_the_prediction_reads(cores):
     """--for matmul,N=2000: the application, and bcast, scatter and gather
     with cold buffers (matmul's matrices come from memory) up to the
-    largest message each phase moves; jacobi's halos and residual hot."""
+    largest message each phase moves; jacobi's halos and residual with
+    evicted ones (each follows a compute sweep over the rank's block)."""
     from commscope.measure.cluster import Local, Placement
     from commscope.measure.plan import CoreOptions
 
@@ -432,8 +433,8 @@ def test_for_plans_every_series_the_prediction_reads(cores):
         ("jacobi", "64:4M", "hot", 2, "N=1024;iters=4"),
         ("bcast", f"64:{32 << 20}", "cold", 2, ""),  # 8 N^2 = 32e6 B
         ("gather,scatter", f"64:{16 << 20}", "cold", 2, ""),  # a rank's rows: 16e6 B
-        ("latency", "64:8192", "hot", 2, ""),  # a halo row of 1024 doubles
-        ("allreduce", "8:32", "hot", 2, ""),  # the residual: sizes enough to fit a model
+        ("latency", "64:8192", "evicted", 2, ""),  # a halo row of 1024 doubles
+        ("allreduce", "8:32", "evicted", 2, ""),  # the residual: enough sizes to fit a model
     }, got
     # the largest message is a point of every grid: --factor 4 reaches 32 MiB
     assert cli_run._for_sizes(1, 32 << 20, 4) == (8, 32 << 20, 4)
@@ -443,7 +444,8 @@ def test_for_plans_every_series_the_prediction_reads(cores):
 
 def test_for_measures_what_predict_reads(tmp_path, cores, capsys):
     """A real run of --for: afterwards every phase of matmul and jacobi
-    has a model, matmul's from cold buffers, and nothing is extrapolated.
+    has a model, matmul's from cold buffers, jacobi's from evicted ones, and
+    nothing is extrapolated.
     Noise policy: the flag is off (records flagged noisy are left out of
     predictions); the test checks what each prediction is made of, not how
     close it comes."""
@@ -453,9 +455,10 @@ def test_for_measures_what_predict_reads(tmp_path, cores, capsys):
                      "--np", "2", "--mpi", m, "--factor", "4", "--noise-max-cores", "2",
                      "--no-advise", *QUICK]) == 0
     rows = Store(db).result_rows()
-    cold = {r["bench"] for r in rows if json.loads(r["config"]).get("params", {}).get(
-        "buffers") == "cold"}
-    assert cold == {"bcast", "scatter", "gather"}, cold
+    held = {b: {r["bench"] for r in rows if json.loads(r["config"]).get("params", {}).get(
+        "buffers") == b} for b in ("cold", "evicted")}
+    assert held == {"cold": {"bcast", "scatter", "gather"},
+                    "evicted": {"latency", "allreduce"}}, held
     capsys.readouterr()
     assert cli.main(["analyze", "predict", "--db", str(db)]) == 0
     out = capsys.readouterr().out

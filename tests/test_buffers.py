@@ -3,7 +3,10 @@ rotate over pools larger than the last-level cache the probe reads, every
 slot a timed message landed in is checked with the benchmark's own check
 (a slot corrupted in the middle of the pool is caught), the configuration
 says which buffers were used, and hot against cold is a fact about the
-cache, never advice to change libraries.  Bad input is one line, exit 2.
+cache, never advice to change libraries.  Evicted (--buffers evicted):
+every operation timed alone after each rank has streamed over twice the
+last-level cache, its data checked as a hot run's.  Bad input is one line,
+exit 2.
 
 Noise policy: nothing here compares times measured on this machine; the
 conclusion test uses fixed series."""
@@ -88,15 +91,39 @@ def test_hot_records_carry_no_pool_and_keep_their_keys(cores, tmp_path):
     assert c.key != key and c.label() == "openmpi buffers=cold"
 
 
+@pytest.mark.mpi
+def test_evicted_times_each_operation_alone_after_a_stream_beyond_the_cache(cores, tmp_path):
+    llc = int(probe.run(pair_ms=1.0)["l3_bytes"] or 0)  # type: ignore[call-overload]
+    core = cores[sorted(cores)[0]]
+    rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw,allreduce", "--sizes",
+                             "8:4K", "--factor", "512", "--buffers", "evicted")
+    assert rc == 0, err
+    assert recs[0]["options"]["buffers"] == "evicted"
+    res = [r for r in recs if r["type"] == "result"]
+    assert len(res) == 3 * 2 and all(r["valid"] for r in res), [r.get("why") for r in res]
+    for r in res:
+        assert r["evicted"] == {"bytes": 2 * llc, "llc_bytes": llc} and llc > 0, r["evicted"]
+        assert r["batch"] == 1, (r["bench"], r["batch"])  # one operation a sample
+        assert "pool" not in r and r["validations"] >= 1
+    # what moved is checked as in a hot run: a corrupted message is caught
+    rc, recs, err = core_run(core, tmp_path, "--bench", "latency", "--sizes", "4K",
+                             "--buffers", "evicted", "--inject", "corrupt@4096")
+    (r,) = [r for r in recs if r["type"] == "result"]
+    assert rc != 0 and not r["valid"] and "byte 2048" in r["error"], r.get("error")
+
+
 def test_bad_buffers_input_is_one_line(capsys, tmp_path):
     db = tmp_path / "x.db"
     for args, says in (
-            (["--buffers", "warm"], "--buffers must be hot or cold, got 'warm'"),
+            (["--buffers", "warm"], "--buffers must be hot, cold or evicted, got 'warm'"),
             (["--buffers", "\x1b[2J"], "got '\\x1b[2J'"),  # shown, not acted out
             (["--buffers", "cold", "--rotate-root"], "--buffers cold keeps one root per size"),
             # pools of 1 GiB (the hidden --cold-pool) on 64 ranks: beyond this machine
             (["--buffers", "cold", "--np", "64", "--cold-pool", str(1 << 30)],
-             "--buffers cold: latency needs")):
+             "--buffers cold: latency needs"),
+            # 1 GiB streamed by each of 64 ranks: beyond this machine as well
+            (["--buffers", "evicted", "--np", "64", "--cold-pool", str(1 << 30)],
+             "--buffers evicted: latency needs 64.00 GiB")):
         rc, out, err = run(capsys, "run", "--db", str(db), "--bench", "latency", "--sizes", "8",
                            *args)
         assert rc == 2, (args, out, err)
@@ -108,29 +135,46 @@ def _lat(s: int) -> float:
     return 0.2 + s / 10000.0
 
 
-def test_hot_against_cold_is_what_the_cache_gives_not_a_library_to_prefer():
+def _against_hot(buffers: str, slow_from: int, k: float, flip: bool = False):
+    """hot latency against the same latency with `buffers`, k times as long
+    from `slow_from` (flip: the hot side slow): its findings and conclusions."""
     hot = Config("openmpi", 2, "local", impl="openmpi")
-    cold = Config("openmpi buffers=cold", 2, "local", impl="openmpi", base="openmpi")
+    other = Config(f"openmpi buffers={buffers}", 2, "local", impl="openmpi", base="openmpi")
     sizes = [2**k for k in range(0, 23)]
 
     def pts(f):
         return {s: Point(s, f(s), f(s) * 0.99, f(s) * 1.01) for s in sizes}
 
-    slow = pts(lambda s: _lat(s) * (2.2 if s >= 32768 else 1.0))
-    data = {(hot, "latency"): pts(_lat), (cold, "latency"): slow}
+    fast, slow = pts(_lat), pts(lambda s: _lat(s) * (k if s >= slow_from else 1.0))
+    data = {(hot, "latency"): slow if flip else fast, (other, "latency"): fast if flip else slow}
     found = findings.attribute(findings.all_findings(data), data, {}, causes.Machine())
+    return found, summary.conclusions(found)
+
+
+def test_hot_against_cold_is_what_the_cache_gives_not_a_library_to_prefer():
+    found, conclusions = _against_hot("cold", 32768, 2.2)
     f = next(f for f in found if f.kind == "faster")
     assert f.cause is not None and f.cause.kind == "buffers", f
-    (c,) = summary.conclusions(found)
+    (c,) = conclusions
     assert c.kind == "buffers", c
     assert c.headline.startswith("Cold buffers take 2.2x as long (at least "), c.headline
     assert "as hot ones under openmpi from 32 KiB to 4 MiB" in c.headline, c.headline
     assert "not a setting" in c.headline and "Prefer" not in c.headline
     # cold measured faster (the host's modes, not the cache): a fact with no cause
     # claimed, never "prefer cold buffers"
-    data = {(hot, "latency"): slow, (cold, "latency"): pts(_lat)}
-    found = findings.attribute(findings.all_findings(data), data, {}, causes.Machine())
-    (c,) = summary.conclusions(found)
+    _, (c,) = _against_hot("cold", 32768, 2.2, flip=True)
     assert c.kind == "buffers" and c.headline.startswith(
         "Cold buffers measured faster than hot ones under openmpi from 32 KiB to 4 MiB"), c
     assert "no cache mechanism explains that" in c.headline and "Prefer" not in c.headline
+
+
+def test_hot_against_evicted_is_what_the_cache_gives_not_a_library_to_prefer():
+    found, conclusions = _against_hot("evicted", 4096, 3.0)
+    f = next(f for f in found if f.kind == "faster")
+    assert f.cause is not None and f.cause.kind == "buffers", f
+    assert "library's own state and the page tables out of cache" in f.cause.text
+    (c,) = conclusions
+    assert c.kind == "buffers" and "Prefer" not in c.headline, c
+    assert c.headline.startswith("Evicted buffers take 3.0x as long (at least "), c.headline
+    assert "as hot ones under openmpi from 4 KiB to 4 MiB" in c.headline, c.headline
+    assert c.headline.endswith("sees the evicted figures"), c.headline

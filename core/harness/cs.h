@@ -112,7 +112,8 @@ typedef struct cs_opts {
                           * ipc | nccl */
   long stage_chunk;      /* staged-pipelined: bytes of one chunk (0: 256 KiB) */
   char param[256];       /* applications' parameters "K=V;K=V" (a list for the swept one) */
-  char buffers[8];       /* hot: one buffer, as OSU | cold: a pool beyond the last-level cache */
+  char buffers[16];      /* hot: one buffer, as OSU | cold: a pool beyond the last-level cache |
+                          * evicted: memory streamed before each timed operation */
   long cold_pool;        /* cold: bytes of each pool (0: twice the last-level cache) */
   long chan_ring, chan_eager, chan_chunk, chan_nchunks; /* 0: the channel's defaults */
 } cs_opts;
@@ -207,6 +208,10 @@ typedef struct cs_ctx {
   size_t pstride;        /* this size's slot: its buffer, rounded up to a cache line */
   long pslots;           /* this size's slots */
   long pmoved;           /* messages the timed samples moved through the pool */
+  /* Evicted (--buffers evicted): before each timed operation every rank
+   * streams over this memory, read and written, and the ranks meet. */
+  double *ebuf;
+  size_t ebytes;
   cs_opts vopts;         /* a validation run's options (a window that fits) */
   cs_opts wopts;         /* a size's options when its window was narrowed */
   const cs_clock *clock;
@@ -486,6 +491,7 @@ typedef struct cs_result {
   double copy1_gbs;     /* the same with rank 0 copying alone (a root's copies) */
   char params[256];     /* applications: every declared parameter's value, K=V;K=V */
   long pool_bytes;      /* cold buffers: bytes of each pool (0: hot, one buffer) */
+  long evicted_bytes;   /* evicted: bytes each rank streamed before each operation (0: none) */
   long pool_slots;      /* ... its slots at this size, and those checked after it */
   long pool_checked;
   long llc_bytes;       /* ... the last-level cache it was sized against */
@@ -512,7 +518,7 @@ int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 /* Harness (harness.c). */
 /* Validation runs happen before these timed samples: 0, 1, 2, 4, 8, ... */
 int cs_validated_sample(long sample);
-/* --buffers cold: one rank's two pools, for c's size and np (0: hot). */
+/* --buffers cold: one rank's two pools; evicted: the memory it streams (0: hot). */
 double cs_cold_bytes(const struct cs_bench *b, const cs_ctx *c);
 /* Memory refusal: `need` bytes for `nranks` processes on one node that
  * has `have` available (<= 0: unknown, never refused); 1 with the reason. */

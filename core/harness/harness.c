@@ -79,10 +79,24 @@ static void act_out_fault(const cs_bench *b, cs_ctx *c, long sample) {
  * back on untouched buffers, as a plain benchmark loop would. */
 int cs_validated_sample(long sample) { return sample >= 0 && (sample & (sample - 1)) == 0; }
 
+/* --buffers evicted, untimed before each sample (of one operation): every
+ * rank reads and writes memory larger than the last-level cache, as an
+ * application's compute sweep does between two exchanges, which leaves
+ * the buffers, the library's own state (queues, requests, registration
+ * caches) and the page tables out of cache; then the ranks meet, so that
+ * no rank's stream is timed by another. */
+static void evict(cs_ctx *c) {
+  double *e = c->ebuf;
+  size_t n = c->ebytes / sizeof *e;
+  for (size_t i = 0; i < n; i++) e[i] += 1.0;
+  MPI_Barrier(c->comm);
+}
+
 /* One timed sample of `reps` repetitions; the per-op time in us
  * (meaningful on rank 0 for pairs, on every rank for collectives). */
 static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, long sample) {
   double dt = 0;
+  if (c->ebuf) evict(c);
   c->root = root_of(c, sample);
   void *sbuf = c->sbuf, *rbuf = c->rbuf;
   if (c->pslots && c->active) { /* cold: this sample's slots follow the last one's */
@@ -134,6 +148,10 @@ static int cold(const cs_bench *b, const cs_opts *o) {
   return !strcmp(o->buffers, "cold") && cs_bench_buffered(b);
 }
 
+static int evicting(const cs_bench *b, const cs_opts *o) {
+  return !strcmp(o->buffers, "evicted") && cs_bench_buffered(b);
+}
+
 static size_t pool_target(const cs_opts *o) {
   long llc = cs_llc_bytes();
   return o->cold_pool > 0 ? (size_t)o->cold_pool : (size_t)(llc > 0 ? 2 * llc : 64L << 20);
@@ -141,6 +159,7 @@ static size_t pool_target(const cs_opts *o) {
 
 /* One rank's two pools for a benchmark whose largest buffer is c's (0: hot). */
 double cs_cold_bytes(const cs_bench *b, const cs_ctx *c) {
+  if (evicting(b, c->opts)) return (double)pool_target(c->opts);
   if (!cold(b, c->opts)) return 0;
   return 2.0 * (double)(pool_target(c->opts) + line_up(b->buf_bytes(c)));
 }
@@ -579,6 +598,7 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   double target_us = o->sample_us >= 0 ? o->sample_us
                      : (b->timing == CS_TIME_MAX ? 0 : cs_auto_sample_us(c->clock));
   if (target_us < b->min_sample_us) target_us = b->min_sample_us;
+  if (c->ebuf) target_us = 0; /* evicted: one operation a sample, each after its stream */
   double t_us = 0;
   long reps = target_us > 0 ? calibrate(b, c, ops, target_us, &t_us) : 1;
   warm_up(b, c, reps, ops, target_us > 0 ? 2 : 0, t_us);
@@ -669,6 +689,10 @@ static int measure_size(const cs_bench *b, cs_ctx *c, MPI_Comm machine, cs_resul
   cs_noise_finish(&m0, &m1, machine, c->comm, wall_s, &r->noise);
 
   if (c->pcap) pool_check(b, c, &sm, r);
+  if (c->ebuf) {
+    r->evicted_bytes = (long)c->ebytes;
+    r->llc_bytes = cs_llc_bytes();
+  }
   int any_err = 0;
   MPI_Allreduce(&sm.err, &any_err, 1, MPI_INT, MPI_MAX, c->comm);
   r->valid = !any_err;
@@ -848,6 +872,21 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     bufs = cs_buf_pair(&c, &c.psbuf, &c.prbuf, c.pcap);
     if (bufs) c.pcap = 0;
   }
+  if (!bufs && evicting(b, o)) {
+    c.ebytes = pool_target(o);
+    c.ebuf = malloc(c.ebytes);
+    if (c.ebuf) memset(c.ebuf, 0, c.ebytes); /* its pages mapped before any timing */
+    int ok = c.ebuf != NULL, all = 0;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, world);
+    if (!all) {
+      free(c.ebuf);
+      cs_buf_free(&c, c.sbuf);
+      cs_buf_free(&c, c.rbuf);
+      return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu bytes to stream before each operation "
+                     "(--buffers evicted: twice the last-level cache, %ld bytes)", c.ebytes,
+                     cs_llc_bytes());
+    }
+  }
   size_t nreq = cs_nreq(o, c.np);
   c.reqs = calloc(nreq, sizeof *c.reqs);
   c.stats = calloc(nreq, sizeof *c.stats);
@@ -855,6 +894,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   if (bufs || !c.reqs || !c.stats || !c.creqs) {
     free(c.creqs);
     free(c.stats);
+    free(c.ebuf);
     cs_buf_free(&c, c.sbuf);
     cs_buf_free(&c, c.rbuf);
     free(c.view);
@@ -908,6 +948,7 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   cs_buf_free(&c, c.vrbuf);
   cs_buf_free(&c, c.psbuf);
   cs_buf_free(&c, c.prbuf);
+  free(c.ebuf);
   free(c.arrive);
   free(c.arrive_k);
   free(c.view);

@@ -67,6 +67,12 @@ static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err
       c.np = (int)o->plan_np;
       c.size = sizes[n - 1];
       double need = cs_cold_bytes(b, &c) * c.np, have = cs_mem_available();
+      if (need > 0 && have > 0 && need > 0.8 * have && !strcmp(o->buffers, "evicted"))
+        return CS_FAIL(e, CS_EUSAGE,
+                       "--buffers evicted: %s needs %.2f GiB on this machine (%d process(es) x "
+                       "%.0f MiB streamed before each operation), %.2f GiB available (80%% may "
+                       "be used): refused", b->name, need / 1073741824.0, c.np,
+                       need / c.np / 1048576.0, have / 1073741824.0);
       if (need > 0 && have > 0 && need > 0.8 * have)
         return CS_FAIL(e, CS_EUSAGE,
                        "--buffers cold: %s needs %.2f GiB on this machine (%d process(es) x two "

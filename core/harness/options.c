@@ -54,9 +54,13 @@ static const opt_def OPTS[] = {
     {"rotate-root", FLG(rotate_root, RUN), "rotate the root over the ranks, one per sample"},
     {"buffers", STR(buffers, RUN),
      "hot: every repetition reuses one buffer, in cache (OSU's way) | cold: rotate over pools "
-     "larger than the last-level cache (IMB's off-cache way), every slot checked"},
+     "larger than the last-level cache (IMB's off-cache way), every slot checked | evicted: "
+     "before each timed operation every rank streams over memory larger than the last-level "
+     "cache (an application's compute sweep), which evicts the buffers, the library's own "
+     "state and the page tables alike"},
     {"cold-pool", LNG(cold_pool, 0, 1L << 40, HIDDEN),
-     "with --buffers cold: bytes of each pool (0: twice the last-level cache)"},
+     "with --buffers cold: bytes of each pool; with evicted: bytes each rank streams (0: twice "
+     "the last-level cache)"},
     {"dtype", STR(dtype, RUN), "element type of reductions: int or double (e.g. --dtype double)"},
     {"loggp-n", LNG(loggp_n, 2, 4096, RUN), "messages per PRTT(n,d,s) train of the loggp "
      "benchmarks"},
@@ -246,14 +250,14 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
                    o->transport);
   if (strcmp(o->dtype, "int") && strcmp(o->dtype, "double"))
     return CS_FAIL(e, CS_EUSAGE, "--dtype must be int or double, got '%s'", o->dtype);
-  if (strcmp(o->buffers, "hot") && strcmp(o->buffers, "cold"))
-    return CS_FAIL(e, CS_EUSAGE, "--buffers must be hot or cold, got '%s'", o->buffers);
+  if (strcmp(o->buffers, "hot") && strcmp(o->buffers, "cold") && strcmp(o->buffers, "evicted"))
+    return CS_FAIL(e, CS_EUSAGE, "--buffers must be hot, cold or evicted, got '%s'", o->buffers);
   if (!strcmp(o->buffers, "cold") && o->rotate_root)
     return CS_FAIL(e, CS_EUSAGE, "--buffers cold keeps one root per size: a rotating root "
                    "would overwrite the pool's slots with another root's data");
-  if (!strcmp(o->buffers, "cold") && o->path[0] && strcmp(o->path, "host"))
-    return CS_FAIL(e, CS_EUSAGE, "--buffers cold is for host memory (--path host), not --path %s",
-                   o->path);
+  if (strcmp(o->buffers, "hot") && o->path[0] && strcmp(o->path, "host"))
+    return CS_FAIL(e, CS_EUSAGE, "--buffers %s is for host memory (--path host), not --path %s",
+                   o->buffers, o->path);
   if (o->time_cap_s < o->min_time_s)
     return CS_FAIL(e, CS_EUSAGE, "--time-cap is below --min-time");
   if (o->max_samples < o->min_samples)

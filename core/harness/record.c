@@ -142,6 +142,9 @@ void cs_write_result(FILE *f, const cs_result *r, int raw) {
   if (r->pool_bytes)
     fprintf(f, ",\"pool\":{\"bytes\":%ld,\"slots\":%ld,\"checked\":%ld,\"llc_bytes\":%ld}",
             r->pool_bytes, r->pool_slots, r->pool_checked, r->llc_bytes);
+  if (r->evicted_bytes)
+    fprintf(f, ",\"evicted\":{\"bytes\":%ld,\"llc_bytes\":%ld}", r->evicted_bytes,
+            r->llc_bytes);
   if (r->bench->size_param) {
     fprintf(f, ",\"size_param\":");
     cs_json_str(f, r->bench->size_param);

@@ -184,16 +184,39 @@ def _break(cfg: Config, a: int, b: int) -> Cause:
                  "among those commscope reads)", cfg, sizes=(a, b))
 
 
-COLD = "buffers=cold"
+# How a configuration's buffers were held, from the least to the most out of
+# cache: hot (one buffer, reused), cold (pools beyond the last-level cache),
+# evicted (every rank streams over twice the last-level cache before each
+# operation: the library's state and the page tables out of cache too).
+BUFFERS = ("hot", "cold", "evicted")
+
+
+def buffers_of(c: Config) -> str:
+    """hot, cold or evicted: the configuration's --buffers."""
+    return next((t.split("=", 1)[1] for t in c.mpi.split() if t.startswith("buffers=")), "hot")
 
 
 def cold_pair(a: Config, b: Config) -> bool:
-    """Whether two configurations differ only in their buffers, hot (one
-    buffer, reused in cache) against cold (pools beyond the last-level cache)."""
+    """Whether two configurations differ only in their buffers (hot, cold
+    or evicted)."""
     def bare(c: Config) -> str:
-        return " ".join(t for t in c.mpi.split() if t != COLD)
-    return (COLD in a.mpi.split()) != (COLD in b.mpi.split()) and bare(a) == bare(b) and (
+        return " ".join(t for t in c.mpi.split() if not t.startswith("buffers="))
+    return buffers_of(a) != buffers_of(b) and bare(a) == bare(b) and (
         a.np, a.cluster) == (b.np, b.cluster)
+
+
+def colder(a: Config, b: Config) -> bool:
+    """Whether a's buffers are further out of cache than b's."""
+    rank = {k: i for i, k in enumerate(BUFFERS)}
+    return rank.get(buffers_of(a), 0) > rank.get(buffers_of(b), 0)
+
+
+_HELD = {"hot": "one buffer the cache keeps",
+         "cold": "data the cache does not hold (pools twice the last-level cache, one slot per "
+                 "message)",
+         "evicted": "each operation after every rank has streamed over twice the last-level "
+                    "cache (the data, the library's own state and the page tables out of cache, "
+                    "as after an application's compute sweep)"}
 
 
 def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Sequence[int],
@@ -203,12 +226,12 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
     `breaks`: the protocol switches measured in each configuration's latency."""
     lo, hi = span
     if cold_pair(winner, loser):
-        if COLD in loser.mpi.split():
-            return Cause("buffers", "the cold runs read and write data the cache does not hold "
-                         "(pools twice the last-level cache, one slot per message), the hot "
-                         "runs one buffer the cache keeps: the difference is what the cache "
-                         "gives this library, not a setting", loser, sizes=span)
-        return Cause("unexplained", "cold buffers measured faster than hot ones: no cache "
+        lo_b, w_b = buffers_of(loser), buffers_of(winner)
+        if colder(loser, winner):
+            return Cause("buffers", f"the {lo_b} runs time {_HELD[lo_b]}, the {w_b} runs "
+                         f"{_HELD[w_b]}: the difference is what the cache gives this library, "
+                         "not a setting", loser, sizes=span)
+        return Cause("unexplained", f"{w_b} buffers measured faster than {lo_b} ones: no cache "
                      "mechanism explains that (the host's modes may differ between the runs)")
     ordered = sorted(sizes)
     nxt = {a: b for a, b in zip(ordered, ordered[1:], strict=False)}

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..store.benches import names
 from ..store.sizes import human, human_bytes
-from .causes import COLD, Cause, Fix, cold_pair
+from .causes import Cause, Fix, buffers_of, cold_pair, colder
 from .crossover import mpi_name
 from .findings import Finding
 from .series import Config
@@ -142,12 +142,15 @@ def headline(f: Finding) -> str:
         # hot against cold is how the data was held, not a choice to make
         w, lo = f.parties
         why = f.cause.text if f.cause is not None else "no recorded mechanism explains it"
-        if COLD in w.mpi.split():
-            return (f"Cold buffers measured faster than hot ones under {lo.mpi} {_span(span)} "
-                    f"({_benches(f)}, {_where(w)}): {why}")
-        return (f"Cold buffers take {_as_long(f)} as hot ones under {w.mpi} {_span(span)} "
-                f"({_benches(f)}, {_where(w)}): {why}; an application that streams "
-                "its data from memory sees the cold figures")
+        wb, lb = buffers_of(w), buffers_of(lo)
+        if colder(w, lo):
+            return (f"{wb.capitalize()} buffers measured faster than {lb} ones under {lo.mpi} "
+                    f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}")
+        seen = ("an application that streams its data from memory sees the cold figures"
+                if lb == "cold" else "an application whose compute sweeps its memory between "
+                "two calls sees the evicted figures")
+        return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under {w.mpi} "
+                f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}; {seen}")
     if k == "variant":
         return _choose(*f.parties, f, "prefer")
     if k == "setting":

@@ -10,7 +10,10 @@ summa (a pr x pc grid, blocks of mr x mc = ceil(N/pr) x ceil(N/pc), panels nb):
   send_AB  = 2 (p-1) T_p2p(8 mr mc)  (rank 0 sends both blocks to each rank in turn)
              + 2 p T_copy(8 mr mc)   (and first copies each block, its own too, out
                                       of the whole matrix)
-  bcast_A  = ceil(N/nb) T_bcast,pc(8 mr nb)   bcast_B = ceil(N/nb) T_bcast,pr(8 nb mc)
+  bcast_A  = ceil(N/nb) T_bcast,pc(8 mr nb)
+  bcast_B  = ceil(N/nb) (T_bcast,pr(8 nb mc) + T_copy(8 nb mc))
+                                     (the owner copies the panel out of its block
+                                      while the others wait in the broadcast)
   gather_C = (p-1) T_p2p(8 mr mc)    (T_bcast,q: the bcast measured at q ranks)
              + p T_copy(8 mr mc)     (each block copied into the whole C)
   T_copy(m) = 2 m / the copy bandwidth the core measured in the same job
@@ -25,9 +28,15 @@ flight at once, so a sweep pays about one transfer per direction).
 
 Data that comes from memory (matmul's matrices, summa's blocks) is
 predicted from the same benchmark measured with cold buffers (--buffers
-cold) where the store holds it; data just written (summa's packed panels,
-jacobi's halos and its residual) from hot ones.  A size beyond the largest
-measured is not extrapolated: the prediction names the sweep to run.
+cold) where the store holds it.  A phase that follows a compute sweep over
+more than the last-level cache (jacobi's halos and residual, summa's
+panels) is predicted from the benchmark measured with --buffers evicted:
+each operation timed after every rank has streamed over twice the
+last-level cache, so that the library's own state and the page tables are
+out of cache as well as the data (on the reference machine, 16 KiB one way
+takes 3 us hot, 5 us cold and 14 us evicted).  A phase with no such series
+falls back to hot buffers and says so.  A size beyond the largest measured
+is not extrapolated: the prediction names the sweep to run.
 
 To each phase's model is added the waiting the ranks' arrival causes, as
 the core measures it where every rank reads one clock (skew_us: the most
@@ -41,6 +50,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..store.sizes import human, human_bytes
 from . import hockney
@@ -131,14 +141,38 @@ def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
     return best
 
 
+def rank_average(rows: Sequence[Mapping[str, object]]) -> dict[tuple[Config, str], Series]:
+    """The collectives' series by their rank-average time (each call's time
+    averaged over the ranks, then over the samples: mean_rank_avg_us), each
+    point's interval scaled with it; records without it are left out."""
+    from .series import collect
+
+    out = []
+    for r in rows:
+        d = dict(r)
+        avg, med = d.get("mean_rank_avg_us"), d.get("median_us")
+        if not (isinstance(avg, int | float) and avg > 0 and isinstance(med, int | float)
+                and med > 0):
+            continue
+        k = float(avg) / float(med)
+        d.update(median_us=float(avg), rep_medians_us=(),
+                 ci_lo_us=float(d["ci_lo_us"] if d.get("ci_lo_us") is not None else med) * k,
+                 ci_hi_us=float(d["ci_hi_us"] if d.get("ci_hi_us") is not None else med) * k)
+        out.append(d)
+    return collect(out)
+
+
 def predict(app_rows: Sequence[Mapping[str, object]],
             series: Mapping[tuple[Config, str], Series],
-            llc_bytes: int | None = None) -> list[Prediction]:
+            llc_bytes: int | None = None,
+            averages: Mapping[tuple[Config, str], Series] | None = None) -> list[Prediction]:
     """Every communication phase of the matmul and jacobi records given,
     from the series of the same configuration (implementation and its
     settings, process count, cluster).  `llc_bytes`: the last-level cache
     the probe read (None: unknown), which decides whether a block summa has
-    just packed is still in cache when it is sent."""
+    just packed is still in cache when it is sent.  `averages`: the same
+    series by their rank average (rank_average), for the broadcasts whose
+    root turns over; without them those read the slowest rank's."""
     from .series import collect
 
     out: list[Prediction] = []
@@ -146,17 +180,18 @@ def predict(app_rows: Sequence[Mapping[str, object]],
     phases_of = {int(r["id"]): phases(r) for r in app_rows if r["phases"]}  # type: ignore[call-overload]
     params_of = {int(r["id"]): parse_params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
     row_of = {int(r["id"]): r for r in app_rows}  # type: ignore[call-overload]
-    models: dict[tuple[Config, str], Model | None] = {}
+    models: dict[tuple[Config, str, str], Model | None] = {}
 
-    def m(cfg: Config, bench: str, ranks: int | None = None, cold: bool = False
-          ) -> Model | None:
+    def m(cfg: Config, bench: str, ranks: int | None = None, buffers: str = "hot",
+          stat: str = "max") -> Model | None:
         np_ = 2 if bench == "latency" else ranks or cfg.np
         what = cfg.base or cfg.mpi
-        key = Config(f"{what} buffers=cold" if cold else what, np_, cfg.cluster,
+        key = Config(what if buffers == "hot" else f"{what} buffers={buffers}", np_, cfg.cluster,
                      cfg.oversubscribed if np_ == cfg.np else False)
-        if (key, bench) not in models:
-            models[(key, bench)] = model(series.get((key, bench)))
-        return models[(key, bench)]
+        if (key, bench, stat) not in models:
+            models[(key, bench, stat)] = model((series if stat == "max" else averages or {}
+                                                ).get((key, bench)))
+        return models[(key, bench, stat)]
 
     for (cfg, bench), s in sorted(apps.items(), key=lambda kv: (kv[0][0].mpi, kv[0][0].np,
                                                                  kv[0][1])):
@@ -176,7 +211,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 if not measured:
                     continue
                 total, notes, tol, cold_used = 0.0, [], MIN_TOLERANCE, False
-                for coll, size, times, comm, cold in parts:
+                for coll, size, times, comm, buffers, stat in parts:
                     if coll == "copy":  # memory, at the rate measured in the job
                         row = row_of[p.result_id]
                         # the root copies while the others wait: its rate alone,
@@ -190,8 +225,22 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             break
                         total += times * 2.0 * size / (float(gbs) * 1e3)
                         continue
-                    cold_mod = m(cfg, coll, comm, cold=True) if cold else None
-                    mod = cold_mod or m(cfg, coll, comm)
+                    hot_note = (f"{coll}: hot-buffer model for " + (
+                        "data that comes from memory" if buffers == "cold" else
+                        "a phase after a compute sweep") + f" (measure it with --buffers "
+                        f"{buffers})")
+                    if stat == "avg":  # the root turns over: each rank's time is the average
+                        buf_avg = m(cfg, coll, comm, buffers, stat) if buffers != "hot" else None
+                        avg_mod = buf_avg or m(cfg, coll, comm, "hot", stat)
+                        if avg_mod is not None and avg_mod.covers(size):
+                            if buffers != "hot" and buf_avg is None:
+                                notes.append(hot_note)
+                            cold_used = cold_used or buf_avg is not None
+                            total += times * avg_mod.predict(size)
+                            tol = max(tol, avg_mod.rel_ci + avg_mod.fit.rms_rel_error)
+                            continue
+                    buf_mod = m(cfg, coll, comm, buffers) if buffers != "hot" else None
+                    mod = buf_mod or m(cfg, coll, comm)
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
                         total = math.nan
@@ -207,12 +256,12 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             f"{human_bytes(mod.hi)}: commscope run --bench {coll} --np "
                             f"{comm or (2 if coll == 'latency' else cfg.np)} --sizes "
                             f"{human(mod.lo)}:{human(_pow2_above(size))}"
-                            f"{' --buffers cold' if cold else ''} (or --for {bench},N={n})")
+                            f"{'' if buffers == 'hot' else ' --buffers ' + buffers} (or --for "
+                            f"{bench},N={n})")
                         break
-                    if cold and cold_mod is None:
-                        notes.append(f"{coll}: hot-buffer model for data that comes from "
-                                     "memory (measure it with --buffers cold)")
-                    cold_used = cold_used or cold_mod is not None
+                    if buffers != "hot" and buf_mod is None:
+                        notes.append(hot_note)
+                    cold_used = cold_used or buf_mod is not None
                     total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
                 skew = ph.get(phase, {}).get("skew_us")
@@ -250,8 +299,8 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     if least and lo <= pred / least <= hi:
         return ["the rank that waited least matches the model: the slowest one waited for "
                 "the other (skew carried from the phase before, or a root returning early)"]
-    big = max(t[1] for t in parts)
-    from_memory = any(t[4] for t in parts)
+    big = max(t.size for t in parts)
+    from_memory = any(t.buffers != "hot" for t in parts)
     if pred < measured and cfg.cluster == "local" and big >= 1 << 20 and from_memory:
         if cold_used:
             return [f"every rank {measured / pred:.1f}x slower than the cold-buffer model as "
@@ -265,8 +314,18 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     return []
 
 
-# series, bytes, how many times, its ranks, whether the data comes from memory
-Term = tuple[str, float, float, "int | None", bool]
+class Term(NamedTuple):
+    """One part of a phase's model."""
+    series: str  # the benchmark (or copy: memory, at the job's own rate)
+    size: float  # bytes
+    times: float  # how many times the phase does it
+    comm: int | None  # the communicator's ranks, where not the job's
+    buffers: str  # hot (data just written), cold (from memory), evicted (after a sweep)
+    # max: the slowest rank's time a call (a fixed root); avg: the rank
+    # average, for a broadcast whose root turns over the communicator
+    # evenly (each rank is the root of 1/q of the calls: its time is the
+    # average of the root's and the others')
+    stat: str = "max"
 
 
 def _mib(size: float) -> str:
@@ -288,9 +347,9 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
         return {}
     if bench == "matmul":
         rows = math.ceil(n / np_)
-        return {"bcast_B": [("bcast", 8.0 * n * n, 1.0, None, True)],
-                "send_A": [("scatter", 8.0 * rows * n, 1.0, None, True)],
-                "gather_C": [("gather", 8.0 * rows * n, 1.0, None, True)]}
+        return {"bcast_B": [Term("bcast", 8.0 * n * n, 1.0, None, "cold")],
+                "send_A": [Term("scatter", 8.0 * rows * n, 1.0, None, "cold")],
+                "gather_C": [Term("gather", 8.0 * rows * n, 1.0, None, "cold")]}
     if bench == "summa":
         pr, pc = _dims(np_, 0, 0)
         mr, mc = math.ceil(n / pr), math.ceil(n / pc)
@@ -299,17 +358,23 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
         block = 8.0 * mr * mc
         # a block is packed (or computed) just before it is sent: it is still
         # in cache where it fits there; the copies read and write the whole
-        # matrices, from memory
-        cold = llc_bytes is None or block > llc_bytes
+        # matrices, from memory.  Each panel is broadcast after the product
+        # of the one before has streamed the rank's block of C.
+        cold = "cold" if llc_bytes is None or block > llc_bytes else "hot"
         out: dict[str, list[Term]] = {
-            "send_AB": [("latency", block, 2.0 * (np_ - 1), None, cold),
-                        ("copy", block, 2.0 * np_, None, True)],
-            "gather_C": [("latency", block, float(np_ - 1), None, cold),
-                         ("copy", block, float(np_), None, True)]}
+            "send_AB": [Term("latency", block, 2.0 * (np_ - 1), None, cold),
+                        Term("copy", block, 2.0 * np_, None, "cold")],
+            "gather_C": [Term("latency", block, float(np_ - 1), None, cold),
+                         Term("copy", block, float(np_), None, "cold")]}
+        # The owner copies its panel out of its block inside the phase, and
+        # the others wait in the broadcast for it: every rank's phase holds
+        # the copy (B's rows are contiguous; A's panel is strided, not modelled
+        # as a copy)
         if pc > 1:
-            out["bcast_A"] = [("bcast", 8.0 * mr * nb, panels, pc, False)]
+            out["bcast_A"] = [Term("bcast", 8.0 * mr * nb, panels, pc, "evicted", "avg")]
         if pr > 1:
-            out["bcast_B"] = [("bcast", 8.0 * nb * mc, panels, pr, False)]
+            out["bcast_B"] = [Term("bcast", 8.0 * nb * mc, panels, pr, "evicted", "avg"),
+                              Term("copy", 8.0 * nb * mc, panels, None, "cold")]
         return out
     if bench == "jacobi":
         px, py = _dims(np_, int(par.get("px", 0)), int(par.get("py", 0)))
@@ -319,13 +384,13 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
         iters, every = int(par.get("iters", 20)), int(par.get("reduce_every", 10))
         exchange: list[Term] = []
         if px > 1:
-            exchange.append(("latency", 8.0 * ly, float(iters), None, False))
+            exchange.append(Term("latency", 8.0 * ly, float(iters), None, "evicted"))
         if py > 1:
-            exchange.append(("latency", 8.0 * lx, float(iters), None, False))
+            exchange.append(Term("latency", 8.0 * lx, float(iters), None, "evicted"))
         jac: dict[str, list[Term]] = {}
         if exchange:
             jac["exchange"] = exchange
-        jac["reduce"] = [("allreduce", 8.0, float(math.ceil(iters / every)), None, False)]
+        jac["reduce"] = [Term("allreduce", 8.0, float(math.ceil(iters / every)), None, "evicted")]
         return jac
     return {}
 
@@ -337,7 +402,7 @@ class Need:
     bench: str
     up_to: int  # the power of two at or above the largest message
     np: int
-    cold: bool
+    buffers: str  # hot, cold or evicted
 
 
 def needs(bench: str, ns: Sequence[int], np_: int, par: Mapping[str, str],
@@ -345,13 +410,13 @@ def needs(bench: str, ns: Sequence[int], np_: int, par: Mapping[str, str],
     """What `predict` reads for application `bench` at each N in `ns` on np_
     ranks, one Need per benchmark, ranks and buffers, each up to the
     largest message any of the phases moves (never extrapolated)."""
-    top: dict[tuple[str, int, bool], int] = {}
+    top: dict[tuple[str, int, str], int] = {}
     for n in ns:
         for parts in _terms(bench, n, np_, par, llc_bytes).values():
-            for series, size, _times, comm, cold in parts:
+            for series, size, _times, comm, buffers, _stat in parts:
                 if series == "copy":  # measured by the application itself
                     continue
-                key = (series, 2 if series == "latency" else comm or np_, cold)
+                key = (series, 2 if series == "latency" else comm or np_, buffers)
                 top[key] = max(top.get(key, 1), _pow2_above(size))
     return [Need(b, up, r, c) for (b, r, c), up in sorted(top.items())]
 

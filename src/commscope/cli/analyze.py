@@ -104,8 +104,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
                              "the collectives and latency of the same configuration, first "
                              "(e.g. --bench matmul,jacobi,latency,coll)")
     mode = None if a.mode == "all" else (a.mode or "dominant")
-    models = collect(aggregate(store.result_rows(), mode=mode))
-    print(predict.table(predict.predict(apps, models, predict.llc_in(store, apps))), end="")
+    rows = aggregate(store.result_rows(), mode=mode)
+    print(predict.table(predict.predict(apps, collect(rows), predict.llc_in(store, apps),
+                                        predict.rank_average(rows))), end="")
     return 0
 
 

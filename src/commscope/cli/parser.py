@@ -81,8 +81,9 @@ def make_parser() -> Parser:
                    help="measure what predicting an application needs: the application at "
                         "these parameters and every benchmark its phases are predicted from, "
                         "up to the largest message, with cold buffers for data that comes "
-                        "from memory (e.g. --for matmul,N=2000,4000 or --for "
-                        "'summa,N=4000;nb=128'); then see analyze predict")
+                        "from memory and evicted ones after a compute sweep (e.g. --for "
+                        "matmul,N=2000,4000 or --for 'summa,N=4000;nb=128'); then see analyze "
+                        "predict")
     r.add_argument("--repeat", type=positive(int, 1, 1000), default=1,
                    help="independent repetitions of every job, run in interleaved rounds whose "
                         "order changes; figures are medians over them with a between-run "

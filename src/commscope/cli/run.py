@@ -184,21 +184,21 @@ def _for_series(fors: Sequence[tuple[str, str, list[int]]], cores: Sequence[buil
 
     llc = probe_mod.l3_bytes() if cl.kind in ("local", "emu") else None
     lo = expand_sizes(opts.sizes, opts.factor)[0]
-    largest: dict[tuple[int, bool], dict[str, int]] = {}  # (ranks, cold) -> bench -> bytes
+    largest: dict[tuple[int, str], dict[str, int]] = {}  # (ranks, buffers) -> bench -> bytes
     for pl in places:
         for app, spec, ns in fors:
             for pv in param_variants(spec, cores[0]):
                 for need in predict.needs(app, ns, pl.np, parse_params(pv), llc):
-                    got = largest.setdefault((need.np, need.cold), {})
+                    got = largest.setdefault((need.np, need.buffers), {})
                     got[need.bench] = max(got.get(need.bench, 0), need.up_to)
     jobs: list[Job] = []
-    for (np_, cold), benches in sorted(largest.items()):
+    for (np_, buffers), benches in sorted(largest.items()):
         where = placements(cl, [np_], [], [])[0]
         for up in sorted(set(benches.values())):
             first, top, factor = _for_sizes(lo, up, opts.factor)
             jobs += expand(cores, [b for b, u in benches.items() if u == up], [], replace(
                 opts, sizes=f"{first}:{top}", factor=factor,
-                buffers="cold" if cold else "hot"), cl, [where])
+                buffers=buffers), cl, [where])
     return jobs
 
 

@@ -269,7 +269,7 @@ def plan_check(jobs: Sequence[Job]) -> None:
     by the core's own rules (a grid that does not decompose, a value not
     allowed), and their memory where every rank runs on this machine (local
     runs and emulated clusters, whose nodes share it), and so the pools of
-    --buffers cold: one line, exit 2."""
+    --buffers cold and the memory --buffers evicted streams: one line, exit 2."""
     seen = set()
     for j in jobs:
         if bind := dict(j.settings).get("COMMSCOPE_BIND"):
@@ -278,7 +278,7 @@ def plan_check(jobs: Sequence[Job]) -> None:
                 local_only(bind, j.cluster.label)
         apps = [b for b in j.bench.split(",") if j.core.bench(b).get("size_param")]
         one_host = j.cluster.kind in ("local", "emu")
-        if j.opts.buffers == "cold" and one_host:  # the pools are memory too
+        if j.opts.buffers in ("cold", "evicted") and one_host:  # the pools are memory too
             apps = j.bench.split(",")
         key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
         if not apps or key in seen:

@@ -99,9 +99,10 @@ class Result:
 # the store (held against what the core writes by tests/test_e2e.py): the
 # line's kind, the benchmark's group, figure and timing (the core's table
 # has them: core_benches.json), its operations per repetition, the time the
-# size took, and the cold pool's layout.
+# size took, the cold pool's layout and the bytes the evicted runs streamed
+# (the configuration says buffers=cold or buffers=evicted).
 NOT_STORED = frozenset({"type", "group", "metric", "timing", "ops_per_rep", "elapsed_s",
-                        "pool"})
+                        "pool", "evicted"})
 
 
 def stored_columns() -> list[tuple[str, str, str]]:
