@@ -387,6 +387,15 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert got[("jacobi", "reduce")].predicted_us == pytest.approx(0.01 + 2 * (0.5 + 8 / 500.0),
                                                                    rel=1e-3)
     assert "measured in the run" not in got[("jacobi", "reduce")].note  # under 5% of it
+    # a phase that still misses with the skew added names, in ms, what is in neither
+    slow = [dict(rows[1], phases=_json.dumps(
+        {"exchange": {"max_us": 2000.0, "ranks_us": [1500.0, 2000.0], "skew_us": 820.0}}))]
+    (ex,) = [p for p in predict.predict(slow, models) if p.phase == "exchange"]
+    gap = 2000.0 - (820.0 + 20 * (0.25 + 8 * 4096 / 8000.0))
+    assert ex.verdict == "MISS" and (
+        f"2.2x the model with the ranks' arrival skew: {gap / 1e3:.3f} ms of the phase is in "
+        "neither (the model holds latency (hot); the skew is the arrivals' as measured)"
+    ) in ex.note, ex.note
     assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
     assert predict._dims(8, 0, 0) == (4, 2)
 

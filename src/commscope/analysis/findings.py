@@ -364,6 +364,15 @@ def explained(store, series: Mapping[tuple[Config, str], Series],
     return found, fixes
 
 
+def saving(f: Finding) -> str:
+    """The share of time acting on a finding saves, where there is a choice
+    to act on: not between hot, cold and evicted buffers (how the data was
+    held), whose gap is what the cache gives."""
+    if f.kind == "faster" and len(f.parties) == 2 and causes.cold_pair(*f.parties):
+        return ""
+    return f"saves ~{100 * f.gain:.0f}%" if f.gain >= 0.02 else ""
+
+
 def text(findings: list[Finding], limit: int | None = 10) -> str:
     """The findings, those that save most first; past `limit`, a count."""
     if not findings:
@@ -372,7 +381,7 @@ def text(findings: list[Finding], limit: int | None = 10) -> str:
     shown = findings if limit is None else findings[:limit]
     for i, f in enumerate(shown, 1):
         recs = ",".join(str(r) for r in f.records[:12]) + ("..." if len(f.records) > 12 else "")
-        save = f" (saves ~{100 * f.gain:.0f}%)" if f.gain >= 0.02 else ""
+        save = f" ({saving(f)})" if saving(f) else ""
         lines.append(f"{i:>3}. [{f.kind}]{save} {f.text}\n     records: {recs}")
     if len(findings) > len(shown):
         lines.append(f"... and {len(findings) - len(shown)} more, each saving less "

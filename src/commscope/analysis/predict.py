@@ -211,6 +211,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                 if not measured:
                     continue
                 total, notes, tol, cold_used = 0.0, [], MIN_TOLERANCE, False
+                used: list[str] = []  # what the model holds, as it was read
                 for coll, size, times, comm, buffers, stat in parts:
                     if coll == "copy":  # memory, at the rate measured in the job
                         row = row_of[p.result_id]
@@ -224,6 +225,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             notes.append("no copy bandwidth in the record")
                             break
                         total += times * 2.0 * size / (float(gbs) * 1e3)
+                        used.append("copies")
                         continue
                     hot_note = (f"{coll}: hot-buffer model for " + (
                         "data that comes from memory" if buffers == "cold" else
@@ -236,6 +238,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             if buffers != "hot" and buf_avg is None:
                                 notes.append(hot_note)
                             cold_used = cold_used or buf_avg is not None
+                            used.append(f"{coll} ({buffers if buf_avg else 'hot'}, rank average)")
                             total += times * avg_mod.predict(size)
                             tol = max(tol, avg_mod.rel_ci + avg_mod.fit.rms_rel_error)
                             continue
@@ -262,6 +265,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     if buffers != "hot" and buf_mod is None:
                         notes.append(hot_note)
                     cold_used = cold_used or buf_mod is not None
+                    used.append(f"{coll} ({buffers if buf_mod else 'hot'})")
                     total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
                 skew = ph.get(phase, {}).get("skew_us")
@@ -277,7 +281,8 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     notes.append("overlapped with the interior: the wait is what shows")
                 if not math.isnan(total) and total > 0:
                     notes.extend(_why(total, float(measured), min(ranks) if ranks else None,  # type: ignore[arg-type]
-                                      tol, cfg, parts, cold_used, float(skew)))
+                                      tol, cfg, parts, cold_used, float(skew),
+                                      ", ".join(sorted(set(used)))))
                 if cfg.oversubscribed:
                     notes.append("oversubscribed: correctness only")
                 out.append(Prediction(cfg, bench, n, phase, float(measured),  # type: ignore[arg-type]
@@ -287,15 +292,18 @@ def predict(app_rows: Sequence[Mapping[str, object]],
 
 
 def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Config,
-         parts: Sequence[Term], cold_used: bool = False, skew: float = 0.0) -> list[str]:
+         parts: Sequence[Term], cold_used: bool = False, skew: float = 0.0,
+         held: str = "") -> list[str]:
     """Why a phase misses, where the record itself shows it.  `skew`: the
-    arrival skew already in `pred`."""
+    arrival skew already in `pred`; `held`: what the model was made of, as
+    read (the series and their buffers, copies)."""
     lo, hi = 1 / (1 + tol), 1 + tol
     if lo <= pred / measured <= hi:
         return []
     if skew and pred < measured:
-        return [f"{measured / pred:.1f}x the model with the ranks' arrival skew: what else "
-                "the phase holds (a root returning early, copies) is not measured here"]
+        return [f"{measured / pred:.1f}x the model with the ranks' arrival skew: "
+                f"{(measured - pred) / 1e3:.3f} ms of the phase is in neither (the model holds "
+                f"{held}; the skew is the arrivals' as measured)"]
     if least and lo <= pred / least <= hi:
         return ["the rank that waited least matches the model: the slowest one waited for "
                 "the other (skew carried from the phase before, or a root returning early)"]

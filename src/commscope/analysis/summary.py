@@ -44,6 +44,23 @@ class Conclusion:
     def gain(self) -> float:
         return max([self.finding.gain, *(f.gain for f in self.also)])
 
+    @property
+    def saving(self) -> str:
+        """What acting on it saves, said only where commscope measured it:
+        the other library, setting, variant or call (both sides measured);
+        a cause's setting once its fix was measured faster (what the fix
+        saved, not the gap it was meant to close); never how buffers were
+        held (no choice) nor an anomaly."""
+        if self.kind in ("buffers", "anomaly"):
+            return ""
+        if self.kind == "cause":
+            fx = self.fix
+            if fx is None or fx.verdict not in ("verified", "mixed") or fx.ratio <= 1:
+                return ""
+            g = 1 - 1 / fx.ratio
+            return f"the setting saved ~{100 * g:.0f}% where measured" if g >= 0.02 else ""
+        return f"saves ~{100 * self.gain:.0f}%" if self.gain >= 0.02 else ""
+
 
 @dataclass(frozen=True)
 class Summary:

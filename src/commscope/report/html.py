@@ -117,7 +117,7 @@ def _summary(page: Page, store, rows: Sequence[sqlite3.Row], run_ids: set[int], 
                                "between runs.") if fig else None
         n = found.index(c.finding)
         cards.append({"kind": c.kind, "headline": c.headline, "because": c.finding.text,
-                      "save": f"saves ~{100 * c.gain:.0f}%" if c.gain >= 0.02 else "",
+                      "save": c.saving,
                       "fig": ref, "details": sections.finding_anchor(c.finding, xrows),
                       "finding_id": f"finding-{n}"})
     return {"facts": _facts(store, rows, run_ids, probe), "cards": cards,
