@@ -39,7 +39,7 @@ def core(impl: MpiImpl) -> Core:
     return Core(impl, Path("/cache/cs-core"), "id-" + impl.name, {"mpi_library": "x"}, BENCHES)
 
 
-def standin(launched: list):
+def standin(launched: list, natural=lambda job, size: NATURAL[job.core.impl.name][size]):
     def run_job(job, store, sweep_id, *, timeout_s, policy, attempt=1, workdir=None,
                 round_pos=None):
         opts = job.core_opts()
@@ -47,7 +47,7 @@ def standin(launched: list):
         results = []
         for b in job.bench.split(","):
             for s in expand_sizes(opts.sizes, opts.factor):
-                w = min(opts.window, NATURAL[job.core.impl.name][s]) if b == "bw" else None
+                w = min(opts.window, natural(job, s)) if b == "bw" else None
                 results.append(Result(b, s, 2, True, 5, 1, 5, *[10.0 * (w or 1)] * 9, 1.0, 1.0,
                                       True, "converged", window=w))
         info = RunInfo(plan_key=job.plan_key(), bench=job.bench, np=job.np, sizes=opts.sizes,
@@ -62,15 +62,17 @@ def standin(launched: list):
     return run_job
 
 
-def sweep(tmp_path, monkeypatch, opts: CoreOptions, *extra_opts: CoreOptions):
+def sweep(tmp_path, monkeypatch, opts: CoreOptions, *extra_opts: CoreOptions, repeat: int = 1,
+          **standin_kw):
     launched: list = []
-    monkeypatch.setattr(runner, "run_job", standin(launched))
+    monkeypatch.setattr(runner, "run_job", standin(launched, **standin_kw))
     jobs = expand([core(OMPI), core(MPICH)], ["bw", "latency"], [2], opts)
     for o in extra_opts:
         jobs += expand([core(OMPI)], ["bw", "latency"], [2], o)
     store = Store(tmp_path / "s.db")
     runner.run_sweep(jobs, store, argv=["run"], resume=False, timeout_s=60,
-                     policy=NoisePolicy(), progress=Progress(len(jobs), enabled=False))
+                     policy=NoisePolicy(), progress=Progress(len(jobs), enabled=False),
+                     repeat=repeat)
     return store, launched
 
 
@@ -103,6 +105,30 @@ def test_the_wider_window_is_measured_again_at_the_narrowest(tmp_path, monkeypat
     rows = [r for r in json.loads(capsys.readouterr().out) if r["size_bytes"] == 1 << 22]
     assert sorted((r["window"], r["narrowed_in"]) for r in rows) == [(8, None),
                                                                      (16, marked[0][2])]
+
+
+def test_the_rounds_of_repeat_run_the_same_window(tmp_path, monkeypatch):
+    """--repeat 2 where the second round's time bound narrowed both
+    libraries further at 4 MiB (a slower machine mode): within each round
+    they agreed, across the rounds they did not; the first round's records
+    at that size are measured again at the second's window, and every
+    figure of the size combines runs of one window."""
+    def natural(job, size):
+        return {1 << 20: 64, 1 << 22: 16 if job.rep == 1 else 8}[size]
+
+    store, launched = sweep(tmp_path, monkeypatch, CoreOptions(sizes="1M:4M", factor=4),
+                            repeat=2, natural=natural)
+    assert sorted(launched[4:]) == [("mpich", "bw", str(1 << 22), 8),
+                                    ("openmpi", "bw", str(1 << 22), 8)], launched
+    seen: dict[tuple[str, int], list[int]] = {}
+    for r in store.result_rows(latest=False):
+        if r["bench"] == "bw":
+            seen.setdefault((r["mpi_name"], r["size_bytes"]), []).append(r["window"])
+    assert seen == {("openmpi", 1 << 20): [64, 64], ("mpich", 1 << 20): [64, 64],
+                    ("openmpi", 1 << 22): [8, 8], ("mpich", 1 << 22): [8, 8]}, seen
+    # the first round's records stay stored, marked as measured again
+    assert sorted(r["window"] for r in store.result_rows(latest=False, narrowed=True)
+                  if r["bench"] == "bw" and r["size_bytes"] == 1 << 22) == [8, 8, 8, 8, 16, 16]
 
 
 def test_windows_planned_apart_stay_apart(tmp_path, monkeypatch):

@@ -294,6 +294,9 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
             outcomes += done
             outcomes += _measure_again(equal_windows(done), store, sweep_id, timeout_s, policy,
                                        progress)
+        if repeat > 1:  # the rounds alike: a round narrowed further sets every round's window
+            outcomes += _measure_again(equal_windows(outcomes), store, sweep_id, timeout_s,
+                                       policy, progress)
     finally:
         store.end_sweep(sweep_id)
         progress.close()  # a sweep cut short leaves no bar under the error that stopped it
@@ -307,18 +310,23 @@ def equal_windows(outcomes: Sequence[JobOutcome]) -> list[tuple[JobOutcome, Job]
     (one benchmark, process count and placement) ran the same window.  One
     job per configuration, window and run of consecutive sizes of its
     grid.  Configurations planned with different windows (--param
-    window=...) are different measurements and are left as they are."""
-    ran: dict[tuple[str, int, str, int, int, int], list[tuple[int, int]]] = {}
+    window=...) are different measurements and are left as they are.
+    Given every round's outcomes, the rounds of --repeat are made equal
+    too: a job measured again already is judged by its latest records."""
+    latest: dict[tuple[object, ...], tuple[int, int]] = {}
     for i, o in enumerate(outcomes):
         if o.status != OK:
             continue
         for r in o.parsed.results:
-            if r.window:
-                key = (r.bench, o.job.np, o.job.cluster.label, o.job.place.nodes,
-                       o.job.opts.window, r.size_bytes)
-                ran.setdefault(key, []).append((i, r.window))
+            if r.window:  # a later outcome of the same job and round holds its sizes
+                latest[(o.job.config.key, o.job.rep, o.job.np, o.job.cluster.label,
+                        o.job.place.nodes, o.job.opts.window, r.bench, r.size_bytes)] = (
+                    i, r.window)
+    ran: dict[tuple[object, ...], list[tuple[int, int]]] = {}
+    for (_, _, np_, where, nodes, planned, bench, size), seen in latest.items():
+        ran.setdefault((bench, np_, where, nodes, planned, size), []).append(seen)
     wider: dict[tuple[int, int, str], set[int]] = {}
-    for (bench, *_, size), seen in ran.items():
+    for (bench, *_, size), seen in ran.items():  # type: ignore[misc]
         narrowest = min(w for _, w in seen)
         for i, w in seen:
             if w > narrowest:
