@@ -94,6 +94,14 @@ def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
          _row(4, "a", 0.30, 24.0, size=64)], mode="dominant")}
     assert lone[64]["rep_ids"] == (4,) and lone[64]["other_mode"]
     assert not lone[8]["other_mode"] and "mode_dropped" not in lone[8]
+    # a point whose runs in the usual mode were all taken while other processes
+    # used the CPU: the clean run of the other mode stands in, marked, not a hole
+    busy = {r["size_bytes"]: r for r in aggregate(
+        [_row(1, "a", 0.10, 50.0), _row(2, "a", 0.11, 52.0), _row(3, "a", 0.12, 51.0),
+         _row(4, "a", 0.9, 50.0, size=64, flagged=True), _row(5, "a", 0.30, 24.0, size=64)],
+        mode="dominant")}
+    assert busy[64]["other_mode"] and busy[64]["rep_medians_us"] == (0.30,), busy[64]
+    assert not busy[64]["flagged"]
     # two records in two modes: neither is the machine's usual state, both stay
     even = aggregate([_row(1, "a", 0.10, 24.0), _row(2, "a", 0.19, 50.0)], mode="dominant")
     assert even[0]["rep_ids"] == (1, 2) and "mode_dropped" not in even[0]
@@ -103,6 +111,24 @@ def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
     assert noisy["noisy_reps"] == 1
     bad = aggregate([_row(1, "a", 0.1, 50.0), _row(2, "a", None, 50.0, valid=False)])[0]
     assert bad["valid"] is False
+
+
+def test_an_applications_phases_are_medians_of_the_same_runs():
+    """The slowest rank's time and the ranks' arrival skew of each phase,
+    both medians over the runs: a prediction adds one and sets it against
+    the other (the skew of the median run alone read 8.1 ms against a 5.4 ms
+    phase)."""
+    import json
+
+    def app(i, total, ex_max, ex_skew):
+        r = _row(i, "a", total, 50.0, bench="jacobi")
+        r["phases"] = json.dumps({"exchange": {"max_us": ex_max, "skew_us": ex_skew,
+                                               "ranks_us": [ex_max, ex_max / 2]}})
+        return r
+
+    (row,) = aggregate([app(1, 10.0, 5.0, 8.0), app(2, 11.0, 9.0, 2.0), app(3, 12.0, 4.0, 3.0)])
+    ph = json.loads(row["phases"])["exchange"]
+    assert (ph["max_us"], ph["skew_us"]) == (5.0, 3.0), ph
 
 
 # -- configurations -------------------------------------------------------------

@@ -179,6 +179,11 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
         if want is not None:
             mine = [r for r in rs if (m := mode_of(_get(r, "floor_ns"), modes)) is None  # type: ignore[arg-type]
                     or m.label == want]
+            if not _clean(mine) and _clean(rs):
+                # the mode's runs were all taken while other processes used the
+                # CPU (or failed): the clean runs of another mode stand in, marked,
+                # rather than a hole
+                mine = []
             # a point measured only in other modes keeps its runs (and says so):
             # a hole in a series would say nothing at all
             other = not mine
@@ -193,10 +198,15 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
     return out
 
 
+def _clean(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
+    """The valid runs measured with no other process on the CPU."""
+    return [r for r in rs if r["valid"] and r["median_us"] and not _get(r, "flagged")]
+
+
 def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[str, object]:
     valid = [r for r in rs if r["valid"] and r["median_us"]]
     # a run measured while others took the CPU counts only when every run was
-    clean = [r for r in valid if not _get(r, "flagged")]
+    clean = _clean(valid)
     good = clean or valid
     base = dict(rs[0]) if not good else dict(
         sorted(good, key=lambda r: float(r["median_us"]))[(len(good) - 1) // 2])  # type: ignore[arg-type]
@@ -241,5 +251,11 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[
         ph = json.loads(str(base["phases"]))
         for name, v in ph.items():
             v["max_us"] = statistics.median(float(x[name]["max_us"]) for x in runs if name in x)
+            # and the ranks' arrival skew alike, so that the two a prediction
+            # adds and sets against each other are medians of the same runs
+            skews = [float(x[name]["skew_us"]) for x in runs
+                     if isinstance(x.get(name, {}).get("skew_us"), int | float)]
+            if "skew_us" in v and len(skews) == len(runs):
+                v["skew_us"] = statistics.median(skews)
         base["phases"] = json.dumps(ph)
     return base
