@@ -300,10 +300,11 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     lo, hi = 1 / (1 + tol), 1 + tol
     if lo <= pred / measured <= hi:
         return []
-    if skew and pred < measured:
-        return [f"{measured / pred:.1f}x the model with the ranks' arrival skew: "
-                f"{(measured - pred) / 1e3:.3f} ms of the phase is in neither (the model holds "
-                f"{held}; the skew is the arrivals' as measured)"]
+    gap = f"{(measured - pred) / 1e3:.3f} ms"
+    if skew >= MIN_CHANGE * pred and pred < measured:
+        return [f"{measured / pred:.1f}x the model with the ranks' arrival skew: {gap} of the "
+                f"phase is in neither (the model holds {held}; the skew is the arrivals' as "
+                "measured)"]
     if least and lo <= pred / least <= hi:
         return ["the rank that waited least matches the model: the slowest one waited for "
                 "the other (skew carried from the phase before, or a root returning early)"]
@@ -312,8 +313,8 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
     if pred < measured and cfg.cluster == "local" and big >= 1 << 20 and from_memory:
         if cold_used:
             return [f"every rank {measured / pred:.1f}x slower than the cold-buffer model as "
-                    "well: what the phase adds besides moving its data (packing a block, "
-                    "waiting for the other rank's compute) is not measured here"]
+                    f"well: {gap} of the phase is not in the model (it holds {held}), and no "
+                    "skew was measured to explain it"]
         return ["every rank slower than the model: the application's matrices come cold from "
                 "memory, the benchmark resends one buffer from cache"]
     if pred < measured and big < 1 << 16:
