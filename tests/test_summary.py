@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from commscope.analysis import findings, summary
 from commscope.analysis.series import Config, Point
+from commscope.store.sizes import human_bytes
 
 SIZES = [2**k for k in range(0, 23, 2)]  # 1 B .. 4 MiB
 
@@ -89,6 +90,15 @@ def test_a_difference_inside_the_noise_leads_to_nothing_and_is_said_to():
     assert s.conclusions == ()
     assert s.notes == ("For small messages (latency) at 2 processes, local: mpich, openmpi "
                        "are not told apart at any size (their intervals overlap)",)
+    # one size apart, alone: no claim, and the note does not say the intervals overlap
+    odd = SIZES[len(SIZES) // 2]
+    data[(MPICH, "latency")] = {**data[(MPICH, "latency")], odd: Point(
+        odd, 1.5 * lat(odd), 1.5 * lat(odd) * 0.99, 1.5 * lat(odd) * 1.01)}
+    s = summary.summarize(data, findings.all_findings(data))
+    assert s.conclusions == ()
+    assert s.notes == ("For small messages (latency) at 2 processes, local: mpich, openmpi "
+                       "are not told apart over any two neighbouring sizes (their intervals "
+                       f"separate only at isolated sizes, {human_bytes(odd)}: no claim)",), s.notes
 
 
 def test_no_kind_fills_the_screen_past_its_quota():

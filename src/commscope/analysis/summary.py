@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..store.sizes import human_bytes
 from .causes import Cause, Fix, cause_key
 from .findings import Finding
 from .headlines import LARGE_MIN, P2P, SMALL_MAX, cause_headline, headline, kind_of
 from .headlines import measure_bench as measure_bench  # advise.fixes reads it here
 from .headlines import ratio_text as ratio_text  # advise.selection reads it here
-from .series import Config, Series
+from .series import Config, Series, separated
 
 LIMIT = 6  # conclusions on the first screen; the findings section holds the rest
 # how many of each kind may lead, so that one kind cannot fill the screen
@@ -183,9 +184,11 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
     implementation?" answered "either" is an answer too."""
     out = []
     seen: dict[tuple[int, str, str], set[str]] = {}
+    group: dict[tuple[int, str, str], list[tuple[Config, Series]]] = {}
     for (cfg, bench), s in series.items():
         if bench in ("latency", "bw") and not cfg.oversubscribed and s:
             seen.setdefault((cfg.np, cfg.cluster, bench), set()).add(cfg.implementation)
+            group.setdefault((cfg.np, cfg.cluster, bench), []).append((cfg, s))
     told: set[tuple[int, str, str]] = set()
     for f in found:
         # any difference between implementations, whatever its cause
@@ -195,9 +198,25 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
     for (np_, cluster, bench), impls in sorted(seen.items()):
         if len(impls) > 1 and (np_, cluster, bench) not in told:
             what = "small messages (latency)" if bench == "latency" else "large messages (bw)"
+            lone = _isolated(group[(np_, cluster, bench)])
+            said = ("at any size (their intervals overlap)" if not lone else
+                    "over any two neighbouring sizes (their intervals separate only at "
+                    "isolated sizes, " + ", ".join(human_bytes(x) for x in lone[:4])
+                    + (" and more" if len(lone) > 4 else "") + ": no claim)")
             out.append(f"For {what} at {np_} processes, {cluster}: {', '.join(sorted(impls))} "
-                       "are not told apart at any size (their intervals overlap)")
+                       f"are not told apart {said}")
     return out
+
+
+def _isolated(group: Sequence[tuple[Config, Series]]) -> list[int]:
+    """The sizes at which two implementations' intervals do separate, in a
+    comparison no finding holds (each alone, or too small a difference)."""
+    out: set[int] = set()
+    for i, (a, sa) in enumerate(group):
+        for b, sb in group[i + 1:]:
+            if a.implementation != b.implementation:
+                out.update(x for x in set(sa) & set(sb) if separated(sa[x], sb[x]))
+    return sorted(out)
 
 
 def summarize(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding],
