@@ -16,6 +16,7 @@ from commscope.analysis import crossover, findings, hockney, summary
 from commscope.analysis.series import Config, Point
 from commscope.store.db import OK, RunInfo, Store
 from commscope.store.records import parse_result
+from commscope.store.sizes import human_bytes
 
 SIZES = [2**k for k in range(2, 23, 2)]  # 4 B .. 4 MiB (a reduce's sizes: whole elements)
 CFG = Config("openmpi", 2, "local", impl="openmpi")
@@ -124,6 +125,13 @@ def test_an_edge_size_alone_carries_no_claim():
     v = crossover.classify(coll, ref)
     assert v.scenario == 1 and [(m, lo, hi) for m, lo, hi in v.runs() if m == "H"] == [
         ("H", 4, 16)]
+    # the table's short and long cells: an H decided only from the middle sizes
+    # says where it starts and ends, not that it is the small messages' verdict
+    assert v.cells() == ("H", "H to 16 B"), v.cells()
+    mid = {s: (p.scaled(2.0) if SIZES[2] <= s <= SIZES[4] else p) for s, p in ref.items()}
+    w = crossover.classify(mid, ref)
+    assert w.cells() == (f"H from {human_bytes(SIZES[2])}", f"H to {human_bytes(SIZES[4])}")
+    assert crossover.classify(ref, ref).cells() == ("=", "=")
 
 
 # -- the summary's figure shades what its sentence names ------------------------------------

@@ -92,6 +92,18 @@ class Verdict:
         """Consecutive sizes with one mark: (mark, first size, last size)."""
         return [(m, sizes[0], sizes[-1]) for m, sizes in runs(self.marks)]
 
+    def cells(self) -> tuple[str, str]:
+        """The short and long verdicts as a table shows them: where the
+        smallest (largest) sizes were not told apart, the size the verdict
+        starts (ends) at, so that an H decided at 16 KiB does not read as
+        the small messages' verdict."""
+        if not self.marks or self.short == "=":
+            return self.short, self.long
+        rs = self.runs()
+        short = self.short if rs[0][0] != "=" else f"{self.short} from {human_bytes(rs[1][1])}"
+        long_ = self.long if rs[-1][0] != "=" else f"{self.long} to {human_bytes(rs[-2][2])}"
+        return short, long_
+
     @property
     def changing(self) -> str:
         """Where the behaviour changes: one size when the two verdicts touch,
@@ -236,12 +248,13 @@ def table(rows: list[Row]) -> str:
         # rooted collective's label names the root and alltoall's does not
         if r.config.label() != last:
             out.append(f"\n{r.config.label()}")
-            out.append(f"  {'collective':<11} {'against':<15} {'short':<5} {'long':<5} "
+            out.append(f"  {'collective':<11} {'against':<15} {'short':<14} {'long':<14} "
                        f"{'changing':>9}  {'scen.':<5} advice (hand-written equivalent) or meaning")
             last = r.config.label()
         v = r.verdict
         change = v.changing
         scen = str(v.scenario) if v.scenario else ("mixed" if v.mixed else "-")
-        out.append(f"  {r.collective:<11} {r.reference:<15} {v.short:<5} {v.long:<5} "
+        short, long_ = v.cells()
+        out.append(f"  {r.collective:<11} {r.reference:<15} {short:<14} {long_:<14} "
                    f"{change:>9}  {scen:<5} {r.text()}")
     return "\n".join(out).lstrip("\n") + "\n"

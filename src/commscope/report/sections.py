@@ -766,7 +766,7 @@ def crossover_section(page: Page, xrows: list[crossover.Row], tick: Tick) -> lis
     rows = []
     for xr in xrows:
         v = xr.verdict
-        rows.append((xr.config.label(), xr.collective, xr.reference, v.short, v.long,
+        rows.append((xr.config.label(), xr.collective, xr.reference, *v.cells(),
                      "" if v.changing == "-" else v.changing,
                      v.scenario or ("mixed" if v.mixed else ""), xr.text()))
     out: list[Item] = [
