@@ -82,9 +82,12 @@ int cs_validated_sample(long sample) { return sample >= 0 && (sample & (sample -
 /* --buffers evicted, untimed before each sample (of one operation): every
  * rank reads and writes memory larger than the last-level cache, as an
  * application's compute sweep does between two exchanges, which leaves
- * the buffers, the library's own state (queues, requests, registration
- * caches) and the page tables out of cache; then the ranks meet, so that
- * no rank's stream is timed by another. */
+ * the buffers and state other than the message data (code, TLB entries,
+ * the library's data) out of cache; then the ranks meet, so that no rank's
+ * stream is timed by another.  The barrier itself runs the library's
+ * progress path to the same peers and warms part of that state again: the
+ * figure is a lower bound of what an application's first call after its
+ * sweep sees (it has no barrier there). */
 static void evict(cs_ctx *c) {
   double *e = c->ebuf;
   size_t n = c->ebytes / sizeof *e;

@@ -55,9 +55,9 @@ static const opt_def OPTS[] = {
     {"buffers", STR(buffers, RUN),
      "hot: every repetition reuses one buffer, in cache (OSU's way) | cold: rotate over pools "
      "larger than the last-level cache (IMB's off-cache way), every slot checked | evicted: "
-     "before each timed operation every rank streams over memory larger than the last-level "
-     "cache (an application's compute sweep), which evicts the buffers, the library's own "
-     "state and the page tables alike"},
+     "before each timed operation, alone, every rank streams over memory larger than the "
+     "last-level cache (an application's compute sweep), which leaves state other than the "
+     "message data out of cache too"},
     {"cold-pool", LNG(cold_pool, 0, 1L << 40, HIDDEN),
      "with --buffers cold: bytes of each pool; with evicted: bytes each rank streams (0: twice "
      "the last-level cache)"},

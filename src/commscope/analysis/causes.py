@@ -187,7 +187,7 @@ def _break(cfg: Config, a: int, b: int) -> Cause:
 # How a configuration's buffers were held, from the least to the most out of
 # cache: hot (one buffer, reused), cold (pools beyond the last-level cache),
 # evicted (every rank streams over twice the last-level cache before each
-# operation: the library's state and the page tables out of cache too).
+# operation: state other than the message data out of cache too).
 BUFFERS = ("hot", "cold", "evicted")
 
 
@@ -214,9 +214,10 @@ def colder(a: Config, b: Config) -> bool:
 _HELD = {"hot": "one buffer the cache keeps",
          "cold": "data the cache does not hold (pools twice the last-level cache, one slot per "
                  "message)",
-         "evicted": "each operation after every rank has streamed over twice the last-level "
-                    "cache (the data, the library's own state and the page tables out of cache, "
-                    "as after an application's compute sweep)"}
+         "evicted": "each operation alone after every rank has streamed over twice the "
+                    "last-level cache (state other than the message data out of cache too: "
+                    "code, TLB entries, the library's data), as after an application's compute "
+                    "sweep"}
 
 
 def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Sequence[int],
@@ -227,6 +228,10 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
     lo, hi = span
     if cold_pair(winner, loser):
         lo_b, w_b = buffers_of(loser), buffers_of(winner)
+        if "hot" not in (lo_b, w_b):  # two ways out of cache: neither is expected faster
+            return Cause("buffers", f"the {lo_b} runs time {_HELD[lo_b]}, the {w_b} runs "
+                         f"{_HELD[w_b]}: two ways data can be out of cache, neither a setting",
+                         loser, sizes=span)
         if colder(loser, winner):
             return Cause("buffers", f"the {lo_b} runs time {_HELD[lo_b]}, the {w_b} runs "
                          f"{_HELD[w_b]}: the difference is what the cache gives this library, "

@@ -143,12 +143,17 @@ def headline(f: Finding) -> str:
         w, lo = f.parties
         why = f.cause.text if f.cause is not None else "no recorded mechanism explains it"
         wb, lb = buffers_of(w), buffers_of(lo)
+        if "hot" not in (wb, lb):
+            return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under {w.mpi} "
+                    f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}")
         if colder(w, lo):
             return (f"{wb.capitalize()} buffers measured faster than {lb} ones under {lo.mpi} "
                     f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}")
         seen = ("an application that streams its data from memory sees the cold figures"
-                if lb == "cold" else "an application whose compute sweeps its memory between "
-                "two calls sees the evicted figures")
+                if lb == "cold" else "an application sees figures like these on its first "
+                "call after a compute sweep of about twice the last-level cache a rank "
+                "(larger sweeps measured slower; not a bw window, whose later messages find "
+                "the cache warm)")
         return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under {w.mpi} "
                 f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}; {seen}")
     if k == "variant":

@@ -31,9 +31,10 @@ predicted from the same benchmark measured with cold buffers (--buffers
 cold) where the store holds it.  A phase that follows a compute sweep over
 more than the last-level cache (jacobi's halos and residual, summa's
 panels) is predicted from the benchmark measured with --buffers evicted:
-each operation timed after every rank has streamed over twice the
-last-level cache, so that the library's own state and the page tables are
-out of cache as well as the data (on the reference machine, 16 KiB one way
+each operation timed alone after every rank has streamed over twice the
+last-level cache, so that state other than the message data (code, TLB
+entries, the library's data) is out of cache as well; the stream is not
+sized to the phase's own working set (on the reference machine, 16 KiB one way
 takes 3 us hot, 5 us cold and 14 us evicted).  A phase with no such series
 falls back to hot buffers and says so.  A size beyond the largest measured
 is not extrapolated: the prediction names the sweep to run.
@@ -305,21 +306,21 @@ def _why(pred: float, measured: float, least: float | None, tol: float, cfg: Con
         return [f"{measured / pred:.1f}x the model with the ranks' arrival skew: {gap} of the "
                 f"phase is in neither (the model holds {held}; the skew is the arrivals' as "
                 "measured)"]
-    if least and lo <= pred / least <= hi:
-        return ["the rank that waited least matches the model: the slowest one waited for "
-                "the other (skew carried from the phase before, or a root returning early)"]
+    if least and lo <= (pred - skew) / least <= hi:
+        return ["the rank that waited least matches the model without the skew: the slowest "
+                "one waited for the others (skew carried from the phase before, or a root "
+                "returning early)"]
     big = max(t.size for t in parts)
-    from_memory = any(t.buffers != "hot" for t in parts)
-    if pred < measured and cfg.cluster == "local" and big >= 1 << 20 and from_memory:
-        if cold_used:
-            return [f"every rank {measured / pred:.1f}x slower than the cold-buffer model as "
-                    f"well: {gap} of the phase is not in the model (it holds {held}), and no "
-                    "skew was measured to explain it"]
-        return ["every rank slower than the model: the application's matrices come cold from "
-                "memory, the benchmark resends one buffer from cache"]
-    if pred < measured and big < 1 << 16:
-        return ["small messages slower than the model: each waits for the slower rank "
-                "(the ranks drift apart between synchronisations), which a ping-pong never does"]
+    if pred < measured and cfg.cluster == "local" and big >= 1 << 20 and cold_used:
+        return [f"{measured / pred:.1f}x the model, with no material skew measured: {gap} of "
+                f"the phase is not in the model (it holds {held})"]
+    if pred < measured and cfg.cluster == "local" and big >= 1 << 20 and any(
+            t.buffers == "cold" for t in parts):
+        return ["slower than the model: the application's matrices come cold from memory, the "
+                "hot benchmark resends one buffer from cache (measure it with --buffers cold)"]
+    if pred < measured and big < 1 << 16 and not skew:
+        return ["small messages slower than the model, and no arrival skew in the record: "
+                "each may wait for the slower rank, which a ping-pong never does"]
     return []
 
 

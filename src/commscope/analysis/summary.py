@@ -59,8 +59,12 @@ class Conclusion:
             if fx is None or fx.verdict not in ("verified", "mixed") or fx.ratio <= 1:
                 return ""
             g = 1 - 1 / fx.ratio
-            return f"the setting saved ~{100 * g:.0f}% where measured" if g >= 0.02 else ""
-        return f"saves ~{100 * self.gain:.0f}%" if self.gain >= 0.02 else ""
+            lo, hi = fx.sizes or (0, 0)
+            where = f" from {human_bytes(lo)} to {human_bytes(hi)}" if fx.sizes else ""
+            slower = f" (slower {fx.slower})" if fx.verdict == "mixed" and fx.slower else ""
+            return (f"the setting took ~{100 * g:.0f}% less per call{where}{slower}"
+                    if g >= 0.02 else "")
+        return f"~{100 * self.gain:.0f}% less per call" if self.gain >= 0.02 else ""
 
 
 @dataclass(frozen=True)
