@@ -396,6 +396,13 @@ def test_prediction_arithmetic_on_synthetic_models():
         f"2.2x the model with the ranks' arrival skew: {gap / 1e3:.3f} ms of the phase is in "
         "neither (the model holds latency (hot); the skew is the arrivals' as measured)"
     ) in ex.note, ex.note
+    # summa's panels never cross an owner's block: 32 + 32 at N=4000, nb=64
+    big_summa = app(4, "summa", 4000, "N=4000;nb=64;impl=blas", {"bcast_B": 1e5})
+    (bb4,) = [p for p in predict.predict([big_summa], models) if p.phase == "bcast_B"]
+    assert bb4.predicted_us == pytest.approx(
+        64 * (1.0 + 8 * 64 * 4000 / 1000.0 + 2 * 8 * 64 * 4000 / 10e3), rel=1e-3)
+    assert predict._panels(4000, 2, 1, 64) == 64 and predict._panels(999, 2, 1, 100) == 10
+    assert predict._panels(1000, 2, 2, 64) == 16 and predict._panels(10, 3, 1, 4) == 3
     assert predict._dims(4, 0, 0) == (2, 2) and predict._dims(6, 0, 1) == (6, 1)
     assert predict._dims(8, 0, 0) == (4, 2)
 

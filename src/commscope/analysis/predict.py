@@ -10,8 +10,9 @@ summa (a pr x pc grid, blocks of mr x mc = ceil(N/pr) x ceil(N/pc), panels nb):
   send_AB  = 2 (p-1) T_p2p(8 mr mc)  (rank 0 sends both blocks to each rank in turn)
              + 2 p T_copy(8 mr mc)   (and first copies each block, its own too, out
                                       of the whole matrix)
-  bcast_A  = ceil(N/nb) T_bcast,pc(8 mr nb)
-  bcast_B  = ceil(N/nb) (T_bcast,pr(8 nb mc) + T_copy(8 nb mc))
+  bcast_A  = P T_bcast,pc(8 mr nb)    (P: the panels, nb at a time, none
+  bcast_B  = P (T_bcast,pr(8 nb mc)    crossing an owner's block)
+                + T_copy(8 nb mc))
                                      (the owner copies the panel out of its block
                                       while the others wait in the broadcast)
   gather_C = (p-1) T_p2p(8 mr mc)    (T_bcast,q: the bcast measured at q ranks)
@@ -235,6 +236,9 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                     if stat == "avg":  # the root turns over: each rank's time is the average
                         buf_avg = m(cfg, coll, comm, buffers, stat) if buffers != "hot" else None
                         avg_mod = buf_avg or m(cfg, coll, comm, "hot", stat)
+                        if avg_mod is None:
+                            notes.append(f"{coll}: the slowest rank's figure for a root that "
+                                         "turns over (no rank average stored): an overcount")
                         if avg_mod is not None and avg_mod.covers(size):
                             if buffers != "hot" and buf_avg is None:
                                 notes.append(hot_note)
@@ -349,6 +353,21 @@ def _pow2_above(size: float) -> int:
 
 
 
+def _firsts(n: int, p: int) -> list[int]:
+    """Where each of p blocks of n starts (cs_block: the first n mod p get
+    one more)."""
+    base, extra = divmod(n, p)
+    return [k * base + min(k, extra) for k in range(p)]
+
+
+def _panels(n: int, pr: int, pc: int, nb: int) -> int:
+    """The panels summa's loop broadcasts: nb at a time, a panel never
+    crossing a block boundary of the process rows or columns (N=4000,
+    nb=64 on a 2 x 1 grid: 32 per owner, 64, not ceil(4000/64) = 63)."""
+    cuts = sorted({*_firsts(n, pr), *_firsts(n, pc), n})
+    return sum(math.ceil((b - a) / nb) for a, b in zip(cuts, cuts[1:], strict=False) if b > a)
+
+
 def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
            llc_bytes: int | None = None) -> dict[str, list[Term]]:
     """phase -> [(series, message bytes, how many times, the communicator's
@@ -364,7 +383,7 @@ def _terms(bench: str, n: int, np_: int, par: Mapping[str, str],
         pr, pc = _dims(np_, 0, 0)
         mr, mc = math.ceil(n / pr), math.ceil(n / pc)
         nb = min(int(par.get("nb", 64)), n)
-        panels = float(math.ceil(n / nb))
+        panels = float(_panels(n, pr, pc, nb))
         block = 8.0 * mr * mc
         # a block is packed (or computed) just before it is sent: it is still
         # in cache where it fits there; the copies read and write the whole
