@@ -195,6 +195,12 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                                                 ).get((key, bench)))
         return models[(key, bench, stat)]
 
+    def pick(cfg: Config, bench: str, ranks: int | None, buffers: str, stat: str
+             ) -> tuple[Model | None, str]:
+        """The model measured with `buffers`, else the hot one; and which."""
+        mod = m(cfg, bench, ranks, buffers, stat) if buffers != "hot" else None
+        return (mod, buffers) if mod is not None else (m(cfg, bench, ranks, "hot", stat), "hot")
+
     for (cfg, bench), s in sorted(apps.items(), key=lambda kv: (kv[0][0].mpi, kv[0][0].np,
                                                                  kv[0][1])):
         for n, p in sorted(s.items()):
@@ -229,26 +235,17 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                         total += times * 2.0 * size / (float(gbs) * 1e3)
                         used.append("copies")
                         continue
-                    hot_note = (f"{coll}: hot-buffer model for " + (
-                        "data that comes from memory" if buffers == "cold" else
-                        "a phase after a compute sweep") + f" (measure it with --buffers "
-                        f"{buffers})")
+                    mod, held = None, "hot"
                     if stat == "avg":  # the root turns over: each rank's time is the average
-                        buf_avg = m(cfg, coll, comm, buffers, stat) if buffers != "hot" else None
-                        avg_mod = buf_avg or m(cfg, coll, comm, "hot", stat)
-                        if avg_mod is None:
+                        mod, held = pick(cfg, coll, comm, buffers, "avg")
+                        if mod is None:
                             notes.append(f"{coll}: the slowest rank's figure for a root that "
                                          "turns over (no rank average stored): an overcount")
-                        if avg_mod is not None and avg_mod.covers(size):
-                            if buffers != "hot" and buf_avg is None:
-                                notes.append(hot_note)
-                            cold_used = cold_used or buf_avg is not None
-                            used.append(f"{coll} ({buffers if buf_avg else 'hot'}, rank average)")
-                            total += times * avg_mod.predict(size)
-                            tol = max(tol, avg_mod.rel_ci + avg_mod.fit.rms_rel_error)
-                            continue
-                    buf_mod = m(cfg, coll, comm, buffers) if buffers != "hot" else None
-                    mod = buf_mod or m(cfg, coll, comm)
+                        elif not mod.covers(size):
+                            mod = None  # the slowest rank's series may reach further
+                    averaged = mod is not None
+                    if mod is None:
+                        mod, held = pick(cfg, coll, comm, buffers, "max")
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
                         total = math.nan
@@ -267,10 +264,13 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             f"{'' if buffers == 'hot' else ' --buffers ' + buffers} (or --for "
                             f"{bench},N={n})")
                         break
-                    if buffers != "hot" and buf_mod is None:
-                        notes.append(hot_note)
-                    cold_used = cold_used or buf_mod is not None
-                    used.append(f"{coll} ({buffers if buf_mod else 'hot'})")
+                    if held != buffers:
+                        notes.append(f"{coll}: hot-buffer model for " + (
+                            "data that comes from memory" if buffers == "cold" else
+                            "a phase after a compute sweep") + f" (measure it with --buffers "
+                            f"{buffers})")
+                    cold_used = cold_used or held != "hot"
+                    used.append(f"{coll} ({held}{', rank average' if averaged else ''})")
                     total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
                 skew = ph.get(phase, {}).get("skew_us")
