@@ -206,3 +206,5 @@ def test_cold_against_evicted_is_two_regimes_and_no_cross_pairing():
     mpich = Config("mpich", 2, "local", impl="mpich")
     data = {(ev, "latency"): pts(_lat), (mpich, "latency"): pts(lambda s: 3 * _lat(s))}
     assert [f for f in findings.all_findings(data) if f.kind == "faster"] == []
+    # nor is it said to have been compared and found even
+    assert summary.even(data, findings.all_findings(data)) == []

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..store.sizes import human_bytes
-from .causes import Cause, Fix, cause_key
-from .findings import Finding
+from .causes import Cause, Fix, buffers_of, cause_key
+from .findings import Finding, less_per_call
 from .headlines import LARGE_MIN, P2P, SMALL_MAX, cause_headline, headline, kind_of
 from .headlines import measure_bench as measure_bench  # advise.fixes reads it here
 from .headlines import ratio_text as ratio_text  # advise.selection reads it here
@@ -58,13 +58,12 @@ class Conclusion:
             fx = self.fix
             if fx is None or fx.verdict not in ("verified", "mixed") or fx.ratio <= 1:
                 return ""
-            g = 1 - 1 / fx.ratio
+            less = less_per_call(1 - 1 / fx.ratio)
             lo, hi = fx.sizes or (0, 0)
             where = f" from {human_bytes(lo)} to {human_bytes(hi)}" if fx.sizes else ""
             slower = f" (slower {fx.slower})" if fx.verdict == "mixed" and fx.slower else ""
-            return (f"the setting took ~{100 * g:.0f}% less per call{where}{slower}"
-                    if g >= 0.02 else "")
-        return f"~{100 * self.gain:.0f}% less per call" if self.gain >= 0.02 else ""
+            return f"the setting took {less}{where}{slower}" if less else ""
+        return less_per_call(self.gain)
 
 
 @dataclass(frozen=True)
@@ -187,22 +186,24 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
     bandwidth (large) and no finding separates them: said, since "which
     implementation?" answered "either" is an answer too."""
     out = []
-    seen: dict[tuple[int, str, str], set[str]] = {}
-    group: dict[tuple[int, str, str], list[tuple[Config, Series]]] = {}
+    # compared as the findings compare them: like buffers with like
+    group: dict[tuple[int, str, str, str], list[tuple[Config, Series]]] = {}
     for (cfg, bench), s in series.items():
         if bench in ("latency", "bw") and not cfg.oversubscribed and s:
-            seen.setdefault((cfg.np, cfg.cluster, bench), set()).add(cfg.implementation)
-            group.setdefault((cfg.np, cfg.cluster, bench), []).append((cfg, s))
-    told: set[tuple[int, str, str]] = set()
+            group.setdefault((cfg.np, cfg.cluster, bench, buffers_of(cfg)), []).append((cfg, s))
+    told: set[tuple[int, str, str, str]] = set()
     for f in found:
         # any difference between implementations, whatever its cause
         if f.kind == "faster" and f.span and len(f.parties) == 2:
             w = f.parties[0]
-            told.update((w.np, w.cluster, b) for b in (f.benches or (f.bench,)))
-    for (np_, cluster, bench), impls in sorted(seen.items()):
-        if len(impls) > 1 and (np_, cluster, bench) not in told:
+            told.update((w.np, w.cluster, b, buffers_of(w)) for b in (f.benches or (f.bench,)))
+    for (np_, cluster, bench, held), these in sorted(group.items()):
+        impls = {c.implementation for c, _ in these}
+        if len(impls) > 1 and (np_, cluster, bench, held) not in told:
             what = "small messages (latency)" if bench == "latency" else "large messages (bw)"
-            lone = _isolated(group[(np_, cluster, bench)])
+            if held != "hot":
+                what += f" with {held} buffers"
+            lone = _isolated(these)
             said = ("at any size (their intervals overlap)" if not lone else
                     "over any two neighbouring sizes (their intervals separate only at "
                     "isolated sizes, " + ", ".join(human_bytes(x) for x in lone[:4])
