@@ -208,7 +208,7 @@ def figure5(mpi: str, tmp: Path, rounds: int = 6) -> None:
     print("\n(5) cold and evicted over hot buffers, median time per message over paired rounds "
           "(same machine mode), latency and bw, 2 ranks")
     kinds = ("hot", "cold", "evicted")
-    ratios: dict[tuple[str, str, int], list[float]] = {}
+    ratios: dict[tuple[str, int, str], list[float]] = {}  # bench, size, buffers
     for k in range(rounds):
         got: dict[str, dict[tuple[str, int], tuple[float, float]]] = {}
         for buf in kinds[k % 3:] + kinds[:k % 3]:  # each kind first in turn
@@ -221,9 +221,8 @@ def figure5(mpi: str, tmp: Path, rounds: int = 6) -> None:
             for buf in kinds[1:]:
                 t, f = got[buf].get(key, (None, None))
                 if t and fh and f and max(fh, f) <= MODE_GAP * min(fh, f):
-                    ratios.setdefault((buf, *key), []).append(t / hot)
-    for (buf, bench, size), rs in sorted(ratios.items(), key=lambda kv: (kv[0][1], kv[0][2],
-                                                                         kv[0][0])):
+                    ratios.setdefault((*key, buf), []).append(t / hot)
+    for (bench, size, buf), rs in sorted(ratios.items()):
         print(f"  {bench:8s} {size:>8d} B  {buf:>7s}/hot {statistics.median(rs):.2f} "
               f"(range {min(rs):.2f}-{max(rs):.2f}, {len(rs)} paired rounds of {rounds})")
 
@@ -237,6 +236,8 @@ def main() -> int:
     ap.add_argument("--emu-n", default="2000", help="(4): the N across the emulated nodes")
     ap.add_argument("--keep", help="keep the stores in this folder (default: a temporary one)")
     a = ap.parse_args()
+    if a.keep and Path(a.keep).exists() and any(Path(a.keep).iterdir()):
+        sys.exit(f"apps.py: --keep {a.keep} is not empty: its stores would mix two runs")
     watch = NoiseWatch()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(a.keep or d)

@@ -117,6 +117,7 @@ def test_bad_buffers_input_is_one_line(capsys, tmp_path):
     for args, says in (
             (["--buffers", "warm"], "--buffers must be hot, cold or evicted, got 'warm'"),
             (["--buffers", "\x1b[2J"], "got '\\x1b[2J'"),  # shown, not acted out
+            (["--buffers", "\x01\udcff"], "--buffers must be hot, cold or evicted"),  # bytes
             (["--buffers", "cold", "--rotate-root"], "--buffers cold keeps one root per size"),
             # pools of 1 GiB (the hidden --cold-pool) on 64 ranks: beyond this machine
             (["--buffers", "cold", "--np", "64", "--cold-pool", str(1 << 30)],

@@ -67,18 +67,15 @@ static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err
       c.np = (int)o->plan_np;
       c.size = sizes[n - 1];
       double need = cs_cold_bytes(b, &c) * c.np, have = cs_mem_available();
-      if (need > 0 && have > 0 && need > 0.8 * have && !strcmp(o->buffers, "evicted"))
+      if (need > 0 && have > 0 && need > 0.8 * have) {
+        int ev = !strcmp(o->buffers, "evicted"); /* one stream a rank, or two pools */
         return CS_FAIL(e, CS_EUSAGE,
-                       "--buffers evicted: %s needs %.2f GiB on this machine (%d process(es) x "
-                       "%.0f MiB streamed before each operation), %.2f GiB available (80%% may "
-                       "be used): refused", b->name, need / 1073741824.0, c.np,
-                       need / c.np / 1048576.0, have / 1073741824.0);
-      if (need > 0 && have > 0 && need > 0.8 * have)
-        return CS_FAIL(e, CS_EUSAGE,
-                       "--buffers cold: %s needs %.2f GiB on this machine (%d process(es) x two "
-                       "pools of %.0f MiB), %.2f GiB available (80%% may be used): refused",
-                       b->name, need / 1073741824.0, c.np, need / c.np / 2 / 1048576.0,
-                       have / 1073741824.0);
+                       "--buffers %s: %s needs %.2f GiB on this machine (%d process(es) x %s%.0f "
+                       "MiB%s), %.2f GiB available (80%% may be used): refused", o->buffers,
+                       b->name, need / 1073741824.0, c.np, ev ? "" : "two pools of ",
+                       need / c.np / (ev ? 1 : 2) / 1048576.0,
+                       ev ? " streamed before each operation" : "", have / 1073741824.0);
+      }
     }
     if (!b->size_param || cs_param_sizes(o->param, b, sizes, CS_MAX_SIZES, &n, e)) continue;
     cs_ctx c = {0};

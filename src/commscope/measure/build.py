@@ -295,8 +295,10 @@ def check_options(core: Core, argv: list[str]) -> None:
     parsed, then --info prints and exits before MPI starts, so bad input is
     one line and exit 2 before anything is launched."""
     try:
+        # a user's bytes come back in the core's message: shown escaped, not decoded
         p = subprocess.run([str(core.exe), *argv, "--info"], capture_output=True, text=True,
-                           timeout=60, env={**os.environ, **core.impl.env}, check=False)
+                           errors="backslashreplace", timeout=60,
+                           env={**os.environ, **core.impl.env}, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CommscopeError(f"core built for {core.impl.name} does not run: {exc}") from exc
     if p.returncode == 2:
