@@ -184,15 +184,11 @@ def _break(cfg: Config, a: int, b: int) -> Cause:
                  "among those commscope reads)", cfg, sizes=(a, b))
 
 
-# How a configuration's buffers were held, from the least to the most out of
-# cache: hot (one buffer, reused), cold (pools beyond the last-level cache),
-# evicted (every rank streams over twice the last-level cache before each
-# operation: state other than the message data out of cache too).
-BUFFERS = ("hot", "cold", "evicted")
-
-
 def buffers_of(c: Config) -> str:
-    """hot, cold or evicted: the configuration's --buffers."""
+    """How a configuration's buffers were held (--buffers): hot (one buffer,
+    reused), cold (pools beyond the last-level cache) or evicted (every rank
+    streams over twice the last-level cache before each operation: state
+    other than the message data out of cache too)."""
     return next((t.split("=", 1)[1] for t in c.mpi.split() if t.startswith("buffers=")), "hot")
 
 
@@ -203,12 +199,6 @@ def cold_pair(a: Config, b: Config) -> bool:
         return " ".join(t for t in c.mpi.split() if not t.startswith("buffers="))
     return buffers_of(a) != buffers_of(b) and bare(a) == bare(b) and (
         a.np, a.cluster) == (b.np, b.cluster)
-
-
-def colder(a: Config, b: Config) -> bool:
-    """Whether a's buffers are further out of cache than b's."""
-    rank = {k: i for i, k in enumerate(BUFFERS)}
-    return rank.get(buffers_of(a), 0) > rank.get(buffers_of(b), 0)
 
 
 _HELD = {"hot": "one buffer the cache keeps",
@@ -232,7 +222,7 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
             return Cause("buffers", f"the {lo_b} runs time {_HELD[lo_b]}, the {w_b} runs "
                          f"{_HELD[w_b]}: two ways data can be out of cache, neither a setting",
                          loser, sizes=span)
-        if colder(loser, winner):
+        if w_b == "hot":  # out of cache slower than in it: what the cache gives
             return Cause("buffers", f"the {lo_b} runs time {_HELD[lo_b]}, the {w_b} runs "
                          f"{_HELD[w_b]}: the difference is what the cache gives this library, "
                          "not a setting", loser, sizes=span)

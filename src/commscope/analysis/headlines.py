@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..store.benches import names
 from ..store.sizes import human, human_bytes
-from .causes import Cause, Fix, buffers_of, cold_pair, colder
+from .causes import Cause, Fix, buffers_of, cold_pair
 from .crossover import mpi_name
 from .findings import Finding
 from .series import Config
@@ -146,7 +146,7 @@ def headline(f: Finding) -> str:
         if "hot" not in (wb, lb):
             return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under {w.mpi} "
                     f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}")
-        if colder(w, lo):
+        if lb == "hot":  # hot was the slower side
             return (f"{wb.capitalize()} buffers measured faster than {lb} ones under {lo.mpi} "
                     f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}")
         seen = ("an application that streams its data from memory sees the cold figures"
