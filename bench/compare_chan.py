@@ -37,7 +37,7 @@ def launch(core: build.Core, args: list[str], out: Path) -> dict[str, float]:
                             str(1 << 19), "--min-time", "0.2", "--time-cap", "2",
                             "--output", str(out)])
     p = subprocess.run(argv, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, **core.impl.env}, check=False)
+                       env=mpi.environ(core.impl.env), check=False)
     if p.returncode != 0:
         sys.exit(f"compare_chan: {' '.join(argv)} failed:\n{p.stderr[-2000:]}")
     got = {}

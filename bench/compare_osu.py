@@ -48,7 +48,7 @@ def launch(impl: mpi.MpiImpl, exe: Path, args: list[str], timeout: float = 120) 
     spec = mpi.LaunchSpec(np=2, cores=provenance.n_cores(), root=os.geteuid() == 0)
     argv = mpi.launch_argv(impl, spec, str(exe), args)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, **impl.env}, check=False)
+                       env=mpi.environ(impl.env), check=False)
     if p.returncode != 0:
         sys.exit(f"compare_osu: {' '.join(argv)} failed:\n{p.stderr[-2000:]}")
     return p.stdout

@@ -1,31 +1,54 @@
 #!/usr/bin/env python3
-"""The GPU paths side by side, on a machine with a GPU.
+"""The GPU paths and applications side by side, on a lent GPU machine.
 
-For 2 ranks (both on GPU 0 unless there are two), in interleaved rounds
-(--repeat, each round in a new order), every path this machine can run:
-host, staged, staged-pageable, staged-pipelined, cuda-aware (where the MPI
-says it supports CUDA), ipc and nccl.  Prints, per path, the 1 B latency and the 4 MiB
-time per message with their between-round intervals, and each against the
-host path's with the range both intervals allow (bandwidth: host's time
-over the path's);
-then gpu_matmul and gpu_jacobi (4 ranks) per path, phase by phase.  Every
-record must be valid (the core checks every message it moved, outside the
-timed region); a path that was skipped prints its reason.
+The suite is cut into phases that each fit one 10-minute call on a machine
+that keeps nothing between calls.  A store folder (--store) holds the
+results (gpu.db) and which phases are done (progress.json); a rerun with the
+same folder goes on where the last call stopped (finished phases are not
+run again, and a phase cut short resumes job by job: `commscope run
+--resume`).  --budget S stops before a phase that would not end within S
+seconds of the start; --out DIR copies the store there after every phase
+(the device tool's $OUT, so that the store comes back).
 
-Without a GPU it says why and measures nothing (exit 2); with
-COMMSCOPE_GPU_STANDIN=host it runs on host memory standing in for the device
-(a check of the script itself: those figures say nothing of a GPU).
+Phases, all with every record validated by the core (every message moved,
+checked outside the timed region):
+  paths     latency and bw, 1 B to 4 MiB, 2 ranks, on every path (host,
+            staged, staged-pageable, staged-pipelined, cuda-aware, ipc, nccl;
+            a path this machine cannot run is stored as skipped, with the
+            reason), in 5 interleaved rounds
+  matmul-2, matmul-4   gpu_matmul N = 4096, 8192, 16384 on 2 and 4 ranks,
+            staged, staged-pipelined and cuda-aware, 2 rounds
+  jacobi-2, jacobi-4   gpu_jacobi N = 4096, 8192, 16384 likewise
+  weak      gpu_jacobi scale=weak, N = 4096 per rank, 1, 2 and 4 ranks, staged
+            and cuda-aware
+  cpu       the CPU matmul and Jacobi at N = 4096 on 2 and 4 ranks, host
+            memory: what the GPU versions are held against
 
-    .venv/bin/python bench/gpu.py [--mpi openmpi] [--repeat 3] [--np-apps 4]
+Then it prints, per path, the 1 B latency and the 4 MiB time per message
+with their between-round intervals, each over the host path's with the
+range both intervals allow, and the applications per path, size and rank
+count.  `commscope report --db STORE/gpu.db` draws the GPU section.
+
+Without a GPU it says why and measures nothing (exit 2).  With
+COMMSCOPE_GPU_STANDIN=host and --small it runs every phase on host memory
+standing in for the device at small sizes: a check of the script and of the
+paths' logic, whose figures say nothing of a GPU.
+
+    python3 bench/gpu.py --store DIR [--mpi openmpi-cuda] [--budget 540] [--out DIR]
+    python3 bench/gpu.py --pack DIR     (here: the CUDA-aware Open MPI, to carry)
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
+import os
+import shutil
+import site
 import subprocess
 import sys
-import tempfile
+import time
 from pathlib import Path
 
 from commscope.analysis.repeats import aggregate
@@ -34,49 +57,86 @@ from commscope.measure.plan import gpu_standin
 from commscope.store.db import Store
 
 PATHS = ["host", "staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"]
+APP_PATHS = "staged,staged-pipelined,cuda-aware"
 
 
-def commscope(*argv: str) -> int:
-    return subprocess.run([sys.executable, "-m", "commscope.cli", *argv],
-                          check=False).returncode
+def phases(small: bool) -> list[tuple[str, float, list[str]]]:
+    """(name, the seconds it may take at most on an H100 with 16 cores,
+    commscope run's arguments); `small`: sizes a host loop does at once."""
+    n = "N=48,96" if small else "N=4096,8192,16384"
+    app = ["--repeat", "2", "--min-samples", "3", "--time-cap", "0.05" if small else "8"]
+    it = "" if small else ";iters=100"
+    return [
+        ("paths", 420, ["--path", "all", "--bench", "latency,bw", "--sizes",
+                        "1:64K" if small else "1:4M", "--factor", "4", "--repeat",
+                        "2" if small else "5", *(["--time-cap", "0.05"] if small else [])]),
+        ("matmul-2", 420, ["--path", APP_PATHS, "--bench", "gpu_matmul", "--np", "2",
+                           "--param", n, *app]),
+        ("matmul-4", 480, ["--path", APP_PATHS, "--bench", "gpu_matmul", "--np", "4",
+                           "--param", n, *app]),
+        ("jacobi-2", 360, ["--path", APP_PATHS, "--bench", "gpu_jacobi", "--np", "2",
+                           "--param", n + it, *app]),
+        ("jacobi-4", 420, ["--path", APP_PATHS, "--bench", "gpu_jacobi", "--np", "4",
+                           "--param", n + it, *app]),
+        ("weak", 300, ["--path", "staged,cuda-aware", "--bench", "gpu_jacobi", "--np", "1,2,4",
+                       "--param", ("N=24" if small else "N=4096") + it + ";scale=weak", *app]),
+        ("cpu", 420, ["--path", "host", "--bench", "matmul,jacobi", "--np", "2,4", "--param",
+                      "N=96" if small else "N=4096", *app[:4], "--time-cap",
+                      "0.05" if small else "20"]),
+    ]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mpi", default=None)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--np-apps", type=int, default=4)
-    ap.add_argument("--app-n", default="2048,4096")
-    a = ap.parse_args()
-    impls = discovery.select([a.mpi] if a.mpi else [])
-    core = build.build(impls[0])
-    info = build.gpu_info(core)
-    if gpu_standin():
-        print("COMMSCOPE_GPU_STANDIN=host: host memory stands in for the device; this checks "
-              "the script, the figures say nothing of a GPU")
-    elif not info.get("devices"):
-        print(f"no GPU here, nothing measured: {info.get('reason')}")
+def library_path() -> str:
+    """Where NCCL and cuBLAS are on a machine that has them from pip or the
+    CUDA toolkit, in front of what LD_LIBRARY_PATH had."""
+    dirs = []
+    for sp in [*site.getsitepackages(), site.getusersitepackages()]:
+        dirs += sorted(glob.glob(os.path.join(sp, "nvidia", "*", "lib")))
+    nvcc = build.nvcc()
+    if nvcc:
+        dirs.append(str(nvcc.resolve().parent.parent / "lib64"))
+    old = os.environ.get("LD_LIBRARY_PATH", "")
+    return os.pathsep.join([d for d in dirs if os.path.isdir(d)] + ([old] if old else []))
+
+
+def pack(dest: Path) -> int:
+    """Copy the CUDA-aware Open MPI (with its marker) into DEST/cache, where
+    --cache DEST/cache finds it on the GPU machine."""
+    src = discovery.root() / "openmpi-cuda"
+    if not (src / discovery.MARKER).is_file():
+        print("openmpi-cuda is not built here: run `commscope mpi install openmpi-cuda` first")
         return 2
-    with tempfile.TemporaryDirectory() as tmp:
-        db = str(Path(tmp) / "gpu.db")
-        base = ["run", "--db", db, "--mpi", impls[0].name, "--path", "all", "--repeat",
-                str(a.repeat), "--no-probe", "--quiet"]
-        commscope(*base, "--bench", "latency,bw", "--sizes", "1:4M", "--factor", "4")
-        if not gpu_standin():  # the applications' kernels need a real device
-            commscope(*base, "--bench", "gpu_matmul,gpu_jacobi", "--np", str(a.np_apps),
-                      "--param", f"N={a.app_n}")
-        store = Store(db)
-        runs = store.runs()
-        bad = [r for r in runs if r["status"] not in ("ok", "skipped")]
-        said = set()
-        for r in runs:
-            path = json.loads(r["config"])["buffer"]
-            if r["status"] == "skipped" and (path, r["bench"]) not in said:
-                said.add((path, r["bench"]))
-                print(f"{path:<16} {r['bench']}: {r['stderr_tail'].strip().splitlines()[0]}")
-        rows = aggregate(store.result_rows(latest=False))
-        store.close()
-    by = {(json.loads(str(g["config"]))["buffer"], g["bench"], g["size_bytes"]): g for g in rows}
+    target = dest / "cache" / "mpi" / "openmpi-cuda"
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(src, target, symlinks=True)
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file() and not p.is_symlink())
+    print(f"packed {src} into {target} ({size / 2**20:.1f} MiB)")
+    return 0
+
+
+def save(store: Path, out: Path | None) -> None:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for name in ("gpu.db", "progress.json"):
+            if (store / name).exists():
+                shutil.copy2(store / name, out / name)
+
+
+def summary(db: Path) -> int:
+    store = Store(str(db))
+    runs = store.runs()
+    rows = aggregate(store.result_rows(latest=False))
+    store.close()
+    bad = [r for r in runs if r["status"] not in ("ok", "skipped")]
+    said = set()
+    for r in runs:
+        path = json.loads(r["config"])["buffer"] or "host"
+        if r["status"] == "skipped" and (path, r["bench"]) not in said:
+            said.add((path, r["bench"]))
+            print(f"{path:<16} {r['bench']}: {r['stderr_tail'].strip().splitlines()[0]}")
+    by = {(json.loads(str(g["config"]))["buffer"] or "host", g["bench"], g["np"],
+           g["size_bytes"], g.get("params") or ""): g for g in rows}
 
     def span(g: dict, scale: float = 1.0) -> str:
         return (f"{float(g['median_us']) * scale:10.2f} "
@@ -89,30 +149,116 @@ def main() -> int:
             return f"{'-':>20}"
         f = [float(num[k]) for k in ("median_us", "ci_lo_us", "ci_hi_us")]
         g = [float(den[k]) for k in ("median_us", "ci_lo_us", "ci_hi_us")]
+        if min(f[1], g[1]) <= 0:  # an interval reaching 0: no upper bound to the ratio
+            return f"{f[0] / g[0]:6.2f} [{max(f[1], 0) / g[2]:.2f}, unbounded]"
         return f"{f[0] / g[0]:6.2f} [{f[1] / g[2]:.2f}, {f[2] / g[1]:.2f}]"
 
-    mib4 = 4 << 20
-    hl, hb = by.get(("host", "latency", 1)), by.get(("host", "bw", mib4))
-    print(f"{'path':<16} {'1 B latency us':>26} {'over host':>20} {'4 MiB us per message':>26} "
-          f"{'host over it':>20}")
-    for p in PATHS:
-        lat, bw = by.get((p, "latency", 1)), by.get((p, "bw", mib4))
-        if not lat or not bw or not lat["median_us"] or not bw["median_us"]:
+    def one(path: str, bench: str, size: int) -> dict | None:
+        got = [g for (p, b, n, s, _), g in by.items() if (p, b, n, s) == (path, bench, 2, size)]
+        return got[0] if got and got[0]["median_us"] else None
+
+    top = 4 << 20 if any(k[1] == "bw" and k[3] == 4 << 20 for k in by) else max(
+        [k[3] for k in by if k[1] == "bw"], default=0)
+    hl, hb = one("host", "latency", 1), one("host", "bw", top)
+    if hl and hb:
+        print(f"{'path':<16} {'1 B latency us':>26} {'over host':>20} "
+              f"{f'{top >> 10} KiB us per message':>26} {'host over it':>20}")
+    for p in PATHS if hl and hb else []:
+        lat, bw = one(p, "latency", 1), one(p, "bw", top)
+        if not lat or not bw:
             continue
         if p == "host":
             print(f"{p:<16} {span(lat)} {'(reference)':>20} {span(bw)} {'(reference)':>20}")
         else:
             print(f"{p:<16} {span(lat)} {ratio(lat, hl):>20} {span(bw)} {ratio(hb, bw):>20}")
-    for (p, bench, size), g in sorted(by.items()):
-        if str(bench).startswith("gpu_") and g["median_us"]:
-            print(f"{bench:<11} N={size:<6} {p:<16} ms {span(g, 1e-3)}")
+    for (p, bench, np_, size, params), g in sorted(by.items()):
+        if bench in ("gpu_matmul", "gpu_jacobi", "matmul", "jacobi") and g["median_us"]:
+            weak = " weak" if "scale=weak" in str(params) else ""
+            print(f"{bench:<11} N={size:<6}{weak:<5} np={np_} {p:<16} ms {span(g, 1e-3)}")
     invalid = [g for g in rows if not g["valid"]]
     print(f"validation: {len(rows)} record(s) from {len(runs)} job(s): {len(bad)} failed "
           f"job(s), {len(invalid)} invalid record(s)")
-    if not rows or not hl or not hb:
-        print("nothing was measured on the host path: no comparison")
+    if not rows:
+        print("nothing was measured")
         return 1
     return 1 if bad or invalid else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", type=Path, help="folder of the results and progress (kept; a "
+                    "rerun resumes)")
+    ap.add_argument("--pack", type=Path, help="copy the CUDA-aware Open MPI into DIR/cache")
+    ap.add_argument("--cache", type=Path, help="commscope's cache (COMMSCOPE_CACHE): where "
+                    "--pack put the MPI")
+    ap.add_argument("--mpi", default=None, help="default: openmpi-cuda where installed")
+    ap.add_argument("--budget", type=float, default=540.0,
+                    help="seconds: start no phase that might not end within them")
+    ap.add_argument("--out", type=Path, help="copy the store here after every phase")
+    ap.add_argument("--only", help="phases to run, comma-separated (default: every one)")
+    ap.add_argument("--small", action="store_true", help="small sizes (the stand-in)")
+    a = ap.parse_args()
+    t0 = time.monotonic()
+    if a.cache:
+        os.environ["COMMSCOPE_CACHE"] = str(a.cache.resolve())
+    if a.pack:
+        return pack(a.pack)
+    if not a.store:
+        ap.error("--store DIR is needed (or --pack DIR)")
+    plan = phases(a.small)
+    names = [p[0] for p in plan]
+    only = a.only.split(",") if a.only else names
+    if unknown := [n for n in only if n not in names]:
+        ap.error(f"unknown phase(s) {', '.join(unknown)} (phases: {', '.join(names)})")
+    store, db = a.store, a.store / "gpu.db"
+    progress = store / "progress.json"
+    if store.exists() and any(store.iterdir()) and not progress.exists():
+        print(f"{store} holds files but no progress.json: not a store of this script; "
+              "choose another folder")
+        return 2
+    store.mkdir(parents=True, exist_ok=True)
+    done = json.loads(progress.read_text()) if progress.exists() else {}
+    os.environ["LD_LIBRARY_PATH"] = library_path()
+    names_installed = {m.name for m in discovery.discover()}
+    mpi = a.mpi or ("openmpi-cuda" if "openmpi-cuda" in names_installed else None)
+    impls = discovery.select([mpi] if mpi else [])
+    core = build.build(impls[0])
+    info = build.gpu_info(core)
+    if gpu_standin():
+        print("COMMSCOPE_GPU_STANDIN=host: host memory stands in for the device; this checks "
+              "the script, the figures say nothing of a GPU")
+    elif not info.get("devices"):
+        print(f"no GPU here, nothing measured: {info.get('reason')}")
+        return 2
+    print(f"{impls[0].name}: {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}; "
+          f"GPU: {info}")
+    for name, worst_s, argv in plan:
+        if name not in only or done.get(name, {}).get("done"):
+            continue
+        left = a.budget - (time.monotonic() - t0)
+        if worst_s > left:
+            print(f"phase {name} may take {worst_s:.0f} s, {left:.0f} s are left: stopping "
+                  "here (run again with the same --store to go on)")
+            break
+        print(f"phase {name}: commscope run {' '.join(argv)}", flush=True)
+        t = time.monotonic()
+        rc = subprocess.run([sys.executable, "-m", "commscope.cli", "run", "--db", str(db),
+                             "--mpi", impls[0].name, "--no-probe", "--quiet", "--resume",
+                             *argv], check=False).returncode
+        took = time.monotonic() - t
+        done[name] = {"done": True, "exit": rc, "seconds": round(took, 1),
+                      "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                      "device": info.get("devices"), "standin": gpu_standin()}
+        progress.write_text(json.dumps(done, indent=1) + "\n")
+        save(store, a.out)
+        print(f"phase {name}: exit {rc} in {took:.0f} s", flush=True)
+    left = [n for n in only if not done.get(n, {}).get("done")]
+    print(f"phases done: {', '.join(n for n in names if done.get(n, {}).get('done')) or 'none'}"
+          f"; left: {', '.join(left) or 'none'}")
+    if not db.exists():
+        return 1
+    rc = summary(db)
+    return rc if not left else 3
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -65,7 +64,7 @@ def spread(xs: list[float]) -> float:
 def loop_ref(impl: mpi.MpiImpl, tmp: Path) -> Path:
     exe = tmp / f"loop_ref-{impl.name}"
     subprocess.run([impl.mpicc, "-O2", str(HERE / "loop_ref.c"), "-o", str(exe)], check=True,
-                   env={**os.environ, **impl.env})
+                   env=mpi.environ(impl.env))
     return exe
 
 

@@ -5,7 +5,6 @@ phases, its validation, and its refusals."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from collections.abc import Callable
 
@@ -13,6 +12,7 @@ import pytest
 
 from commscope import cli
 from commscope.cli import run as cli_run
+from commscope.measure.mpi import environ as mpi_environ
 from commscope.store.db import Store
 
 pytestmark = pytest.mark.mpi
@@ -163,7 +163,7 @@ def test_memory_is_refused_in_the_job_on_every_node(cores, tmp_path):
     launch = Local().launch(core.impl, Placement(1, 2), str(core.exe),
                             ["--bench", "summa", "--param", f"N={n}"], tmp_path, 2, True)
     p = subprocess.run(launch.argv, capture_output=True, text=True, timeout=120,
-                       env={**os.environ, **core.impl.env}, check=False)
+                       env=mpi_environ(core.impl.env), check=False)
     assert p.returncode != 0
     assert f"summa N={n}: 2 process(es) on one node need {need / 2**30:.2f} GiB" in p.stderr, (
         p.stderr)

@@ -14,7 +14,6 @@ conclusion test uses fixed series."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 
 import pytest
@@ -23,6 +22,7 @@ from commscope.analysis import causes, findings, summary
 from commscope.analysis.series import Config, Point
 from commscope.measure import probe
 from commscope.measure.cluster import Local, Placement
+from commscope.measure.mpi import environ as mpi_environ
 from commscope.store.config import Configuration, params_of
 
 from .test_cli_errors import one_line_error, run
@@ -36,7 +36,7 @@ def core_run(core, tmp_path, *args: str) -> tuple[int, list[dict], str]:
     launch = Local().launch(core.impl, Placement(1, 2), str(core.exe),
                             [*args, *QUICK, "--output", str(out)], tmp_path, 2, True)
     p = subprocess.run(launch.argv, capture_output=True, text=True, timeout=300,
-                       env={**os.environ, **core.impl.env}, check=False)
+                       env=mpi_environ(core.impl.env), check=False)
     recs = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
     return p.returncode, recs, p.stderr
 

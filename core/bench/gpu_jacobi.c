@@ -4,7 +4,10 @@
  * exchanged over the GPU path's transport (--path staged: through host
  * memory; cuda-aware: device pointers to MPI; nccl: NCCL send/recv).  The
  * update is the CPU's expression without fused multiply-adds, so the
- * gathered grid must equal the CPU's serial sweeps bit for bit. */
+ * gathered grid must equal the CPU's serial sweeps bit for bit.  scale=weak
+ * grows the grid with the process grid, as the CPU Jacobi's does.  With
+ * host memory standing in for the device (COMMSCOPE_GPU_STANDIN=host,
+ * testing) the kernels are plain loops on the host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +27,29 @@ typedef struct gjac {
   int spoil;
 } gjac;
 
+/* The global grid: N per side (scale=strong), or N per rank and side, the
+ * grid growing with the process grid (scale=weak). */
+static int gj_grid(const cs_ctx *c, int *px, int *py, size_t *nx, size_t *ny) {
+  char scale[16];
+  cs_param(c, "scale", scale, sizeof scale);
+  if (!cs_grid2(c->np, cs_param_long(c, "px"), cs_param_long(c, "py"), px, py)) return 1;
+  int weak = !strcmp(scale, "weak");
+  *nx = weak ? c->size * (size_t)*px : c->size;
+  *ny = weak ? c->size * (size_t)*py : c->size;
+  return 0;
+}
+
 static int gj_judge(const cs_ctx *c, char *why, size_t len) {
   int px, py;
+  size_t nx, ny;
+  char scale[16];
+  cs_param(c, "scale", scale, sizeof scale);
   long iters = cs_param_long(c, "iters"), every = cs_param_long(c, "reduce_every");
-  if (!cs_grid2(c->np, cs_param_long(c, "px"), cs_param_long(c, "py"), &px, &py)) {
+  if (strcmp(scale, "strong") && strcmp(scale, "weak")) {
+    snprintf(why, len, "gpu_jacobi scale must be strong or weak, got '%s'", scale);
+    return 1;
+  }
+  if (gj_grid(c, &px, &py, &nx, &ny)) {
     snprintf(why, len, "gpu_jacobi grid px=%ld x py=%ld does not decompose %d processes",
              cs_param_long(c, "px"), cs_param_long(c, "py"), c->np);
     return 1;
@@ -36,10 +58,45 @@ static int gj_judge(const cs_ctx *c, char *why, size_t len) {
     snprintf(why, len, "gpu_jacobi iters and reduce_every must be at least 1");
     return 1;
   }
-  if (c->size < (size_t)px || c->size < (size_t)py ||
-      (c->size / (size_t)px + 3) * (c->size / (size_t)py + 3) > (size_t)1 << 31) {
+  if (nx < (size_t)px || ny < (size_t)py ||
+      (nx / (size_t)px + 3) * (ny / (size_t)py + 3) > (size_t)1 << 31) {
     snprintf(why, len, "gpu_jacobi N=%zu cannot be split over a %d x %d grid", c->size, px, py);
     return 1;
+  }
+  return 0;
+}
+
+/* The kernels on the stand-in: the same expression and order on the host
+ * (the core's C is compiled without contraction, as the kernels are). */
+static void host_sweep(const double *u, double *un, size_t w, size_t lx, size_t ly, double hx2,
+                       double hy2, double src, double inv, double *res) {
+  for (size_t i = 1; i <= lx; i++)
+    for (size_t k = 1; k <= ly; k++) {
+      const double *c = u + i * w;
+      double v = (hy2 * (c[k - w] + c[k + w]) + hx2 * (c[k - 1] + c[k + 1]) - src) * inv;
+      un[i * w + k] = v;
+      if (res) *res += (v - c[k]) * (v - c[k]);
+    }
+}
+
+static int sweep(cs_ctx *c, const gjac *j, double *res) {
+  if (cs_buf_on_device(c))
+    return CS_GPU_TRY(cs_gpu_jacobi_sweep(j->u, j->un, j->w, 1, j->lx, 1, j->ly, j->hx2, j->hy2,
+                                          j->src, j->inv, res));
+  host_sweep(j->u, j->un, j->w, j->lx, j->ly, j->hx2, j->hy2, j->src, j->inv, res);
+  return 0;
+}
+
+/* Column k of rows 1..lx to buf (pack) or from it. */
+static int column(cs_ctx *c, const gjac *j, size_t k, double *buf, int pack) {
+  if (cs_buf_on_device(c))
+    return CS_GPU_TRY(pack ? cs_gpu_pack_col(j->u, j->w, j->lx, k, buf)
+                           : cs_gpu_unpack_col(j->u, j->w, j->lx, k, buf));
+  for (size_t i = 0; i < j->lx; i++) {
+    if (pack)
+      buf[i] = j->u[(i + 1) * j->w + k];
+    else
+      j->u[(i + 1) * j->w + k] = buf[i];
   }
   return 0;
 }
@@ -57,19 +114,14 @@ static void gj_teardown(cs_ctx *c) {
 }
 
 static int gj_setup(cs_ctx *c, char *why, size_t len) {
-  if (!cs_buf_on_device(c)) {
-    snprintf(why, len, "gpu_jacobi needs a real GPU (its kernels), not host memory standing in");
-    return 1;
-  }
   gjac *j = calloc(1, sizeof *j);
   c->state = j;
   if (!j) goto nomem;
   j->cart = MPI_COMM_NULL;
   int dims[2], periods[2] = {0, 0}, coords[2];
-  cs_grid2(c->np, cs_param_long(c, "px"), cs_param_long(c, "py"), &dims[0], &dims[1]);
+  gj_grid(c, &dims[0], &dims[1], &j->nx, &j->ny);
   j->px = dims[0];
   j->py = dims[1];
-  j->nx = j->ny = c->size;
   j->iters = (int)cs_param_long(c, "iters");
   j->every = (int)cs_param_long(c, "reduce_every");
   MPI_Cart_create(c->comm, 2, dims, periods, 0, &j->cart);
@@ -140,28 +192,25 @@ static int gj_run(cs_ctx *c, long reps) {
   for (long rep = 0; rep < reps && !rc; rep++)
     for (int it = 1; it <= j->iters && !rc; it++) {
       int reduce = it % j->every == 0 || it == j->iters;
-      OK(cs_gpu_pack_col(j->u, j->w, j->lx, 1, j->s));
-      OK(cs_gpu_pack_col(j->u, j->w, j->lx, j->ly, j->s + j->lx));
-      OK(cs_gpu_sync());
+      OK(column(c, j, 1, j->s, 1));
+      OK(column(c, j, j->ly, j->s + j->lx, 1));
+      OK(cs_dev_sync(c));
       cs_phase(c, PH_PACK);
       OK(exchange(c, j));
       cs_phase(c, PH_EXCHANGE);
-      if (j->nbr[LEFT] != MPI_PROC_NULL) OK(cs_gpu_unpack_col(j->u, j->w, j->lx, 0, j->r));
-      if (j->nbr[RIGHT] != MPI_PROC_NULL)
-        OK(cs_gpu_unpack_col(j->u, j->w, j->lx, j->ly + 1, j->r + j->lx));
+      if (j->nbr[LEFT] != MPI_PROC_NULL) OK(column(c, j, 0, j->r, 0));
+      if (j->nbr[RIGHT] != MPI_PROC_NULL) OK(column(c, j, j->ly + 1, j->r + j->lx, 0));
+      OK(cs_dev_sync(c));
       if (j->spoil && !rc) { /* testing: one ghost value wrong, as a broken exchange leaves it */
         j->spoil = 0;
-        double one = 0;
-        OK(cs_gpu_to_host(&one, j->u + j->w, sizeof one));
-        one += 1e-3;
-        OK(cs_gpu_from_host(j->u + j->w, &one, sizeof one));
+        double *one = cs_buf_get(c, j->u + j->w, sizeof *one);
+        *one += 1e-3;
+        cs_buf_put(c, j->u + j->w, one, sizeof *one);
       }
-      OK(cs_gpu_sync());
       cs_phase(c, PH_UNPACK);
       double res = 0;
-      OK(cs_gpu_jacobi_sweep(j->u, j->un, j->w, 1, j->lx, 1, j->ly, j->hx2, j->hy2, j->src,
-                             j->inv, reduce ? &res : NULL));
-      OK(cs_gpu_sync());
+      OK(sweep(c, j, reduce ? &res : NULL));
+      OK(cs_dev_sync(c));
       cs_phase(c, PH_COMPUTE);
       double *t = j->u;
       j->u = j->un;
@@ -171,7 +220,7 @@ static int gj_run(cs_ctx *c, long reps) {
         cs_phase(c, PH_REDUCE);
       }
     }
-  if (rc) fprintf(stderr, "cs-core: gpu_jacobi: %s\n", cs_gpu_error());
+  if (rc) fprintf(stderr, "cs-core: rank %d: gpu_jacobi: %s\n", c->rank, cs_transport_strerror(rc));
   return rc;
 }
 
@@ -198,11 +247,12 @@ static void gj_bytes(const cs_ctx *c, double *bytes) {
 static void gj_corrupt(cs_ctx *c) { ((gjac *)c->state)->spoil = 1; }
 
 static const cs_param_def GJ_PARAMS[] = {
-    {"N", "1024", "grid points per side; a list is the sweep (e.g. N=2048,4096)"},
+    {"N", "1024", "grid points per side (scale=weak: per rank and side); a list is the sweep"},
     {"px", "0", "process rows (0: as square a grid as np allows)"},
     {"py", "0", "process columns (0: as square a grid as np allows)"},
     {"iters", "20", "Jacobi sweeps per sample"},
     {"reduce_every", "10", "sweeps between residual reductions (MPI_Allreduce)"},
+    {"scale", "strong", "strong: N is the global grid; weak: N per rank, the grid grows"},
     {NULL, NULL, NULL},
 };
 static const char *const GJ_PHASES[] = {"pack", "exchange", "unpack", "compute", "reduce",

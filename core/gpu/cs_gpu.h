@@ -67,7 +67,10 @@ int cs_nccl_recv(void *buf, size_t n, int peer);
 int cs_nccl_bcast(void *buf, size_t n, int root);
 int cs_nccl_allreduce(const void *s, void *r, size_t count, int dbl); /* sum of int or double */
 
-/* cuBLAS: C = A B, row-major doubles on the device (m x k times k x n). */
+/* cuBLAS: C = A B, row-major doubles on the device (m x k times k x n).
+ * cs_cublas_find only looks the library up (no device needed);
+ * cs_cublas_load also makes the handle, on the core's stream. */
+int cs_cublas_find(void);
 int cs_cublas_load(void);
 int cs_cublas_dgemm(int m, int n, int k, const double *a, const double *b, double *c);
 

@@ -1,14 +1,30 @@
 /* cs_gpu.h with CUDA.  One stream and one event per process; NCCL and
  * cuBLAS are looked up with dlopen the first time they are asked for, so
- * the core needs neither library to start. */
+ * the core needs neither library to start.
+ *
+ * Every copy, memset, kernel and library call goes on the core's one
+ * stream (created non-blocking, so it never waits for the legacy default
+ * stream); the blocking copies wait for that stream, so data uploaded
+ * through pageable memory has landed before anything reads it.
+ *
+ * Their headers are needed only to compile the NCCL and cuBLAS calls:
+ * where nccl.h or cublas_v2.h is missing (or CS_NO_NCCL_H / CS_NO_CUBLAS_H
+ * says to build as if it were), the core builds all the same and those
+ * paths fail with the reason. */
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#if !defined(CS_NO_CUBLAS_H) && __has_include(<cublas_v2.h>)
 #include <cublas_v2.h>
+#define CS_HAVE_CUBLAS 1
+#endif
+#if !defined(CS_NO_NCCL_H) && __has_include(<nccl.h>)
 #include <nccl.h>
+#define CS_HAVE_NCCL 1
+#endif
 
 #include "cs_gpu.h"
 
@@ -88,7 +104,8 @@ void cs_gpu_describe(char *out, size_t len) {
 void *cs_gpu_alloc(size_t n) {
   void *p = NULL;
   if (cuda(cudaMalloc(&p, n ? n : 64), "cudaMalloc")) return NULL;
-  if (cuda(cudaMemset(p, 0, n ? n : 64), "cudaMemset")) {
+  if (cuda(cudaMemsetAsync(p, 0, n ? n : 64, g_stream), "cudaMemsetAsync") ||
+      cuda(cudaStreamSynchronize(g_stream), "cudaStreamSynchronize after cudaMemsetAsync")) {
     cudaFree(p);
     return NULL;
   }
@@ -110,12 +127,23 @@ void cs_gpu_free_pinned(void *p) {
   if (p) cudaFreeHost(p);
 }
 
+/* Blocking copies, queued behind whatever the core's stream holds (a
+ * kernel writing what is read back) and waited for: from pageable memory
+ * cudaMemcpy may return before the data has landed, and a kernel on a
+ * non-blocking stream would not wait for it. */
 int cs_gpu_to_host(void *dst, const void *src, size_t n) {
-  return cuda(cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+  if (cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, g_stream),
+           "cudaMemcpyAsync to host"))
+    return 1;
+  return cuda(cudaStreamSynchronize(g_stream), "cudaStreamSynchronize after a copy to host");
 }
 
 int cs_gpu_from_host(void *dst, const void *src, size_t n) {
-  return cuda(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice), "cudaMemcpy to the device");
+  if (cuda(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, g_stream),
+           "cudaMemcpyAsync to the device"))
+    return 1;
+  return cuda(cudaStreamSynchronize(g_stream),
+              "cudaStreamSynchronize after a copy to the device");
 }
 
 int cs_gpu_copy_async(void *dst, const void *src, size_t n) {
@@ -170,6 +198,7 @@ void cs_gpu_ipc_close(void *p) {
 }
 
 /* -- NCCL ------------------------------------------------------------------ */
+#ifdef CS_HAVE_NCCL
 static struct {
   void *lib;
   ncclResult_t (*get_id)(ncclUniqueId *);
@@ -177,6 +206,7 @@ static struct {
   ncclResult_t (*destroy)(ncclComm_t);
   ncclResult_t (*version)(int *);
   const char *(*str)(ncclResult_t);
+  const char *(*last)(ncclComm_t); /* ncclGetLastError (NCCL 2.13 on), where there */
   ncclResult_t (*gstart)(void);
   ncclResult_t (*gend)(void);
   ncclResult_t (*send)(const void *, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t);
@@ -190,7 +220,9 @@ static struct {
 
 static int nccl(ncclResult_t rc, const char *what) {
   if (rc == ncclSuccess) return 0;
-  return fail("%s: %s", what, N.str ? N.str(rc) : "NCCL error");
+  const char *more = N.last ? N.last(N.comm) : NULL;
+  return fail("%s: %s%s%s", what, N.str ? N.str(rc) : "NCCL error", more && *more ? ": " : "",
+              more && *more ? more : "");
 }
 
 #define SYM(field, name)                                            \
@@ -214,6 +246,7 @@ int cs_nccl_load(void) {
   SYM(recv, "ncclRecv");
   SYM(bcast, "ncclBroadcast");
   SYM(allreduce, "ncclAllReduce");
+  *(void **)&N.last = dlsym(N.lib, "ncclGetLastError");
   return 0;
 }
 
@@ -263,7 +296,27 @@ int cs_nccl_allreduce(const void *s, void *r, size_t count, int dbl) {
                           g_stream), "ncclAllReduce");
 }
 
+#else /* built without nccl.h: the nccl path says so */
+#define NO_NCCL                                                                          \
+  fail("this core was built without NCCL's header (nccl.h): install NCCL's development " \
+       "files (e.g. pip's nvidia-nccl-cu12 or the CUDA toolkit's) and rebuild")
+int cs_nccl_load(void) { return NO_NCCL; }
+int cs_nccl_version(void) { return 0; }
+int cs_nccl_id(void *id) { (void)id; return NO_NCCL; }
+int cs_nccl_init(int np, int rank, const void *id) { (void)np; (void)rank; (void)id; return NO_NCCL; }
+void cs_nccl_close(void) {}
+int cs_nccl_group(int begin) { (void)begin; return NO_NCCL; }
+int cs_nccl_send(const void *b, size_t n, int p) { (void)b; (void)n; (void)p; return NO_NCCL; }
+int cs_nccl_recv(void *b, size_t n, int p) { (void)b; (void)n; (void)p; return NO_NCCL; }
+int cs_nccl_bcast(void *b, size_t n, int r) { (void)b; (void)n; (void)r; return NO_NCCL; }
+int cs_nccl_allreduce(const void *s, void *r, size_t count, int dbl) {
+  (void)s; (void)r; (void)count; (void)dbl;
+  return NO_NCCL;
+}
+#endif
+
 /* -- cuBLAS ---------------------------------------------------------------- */
+#ifdef CS_HAVE_CUBLAS
 static struct {
   void *lib;
   cublasStatus_t (*create)(cublasHandle_t *);
@@ -271,32 +324,64 @@ static struct {
   cublasStatus_t (*dgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                           const double *, const double *, int, const double *, int,
                           const double *, double *, int);
+  const char *(*str)(cublasStatus_t); /* cublasGetStatusString, where the library has it */
   cublasHandle_t h;
 } B;
 
-int cs_cublas_load(void) {
-  if (B.h) return 0;
+static int blas(cublasStatus_t rc, const char *what) {
+  if (rc == CUBLAS_STATUS_SUCCESS) return 0;
+  if (B.str) return fail("%s: %s (cuBLAS status %d)", what, B.str(rc), (int)rc);
+  return fail("%s: cuBLAS status %d", what, (int)rc);
+}
+
+/* The library and its symbols (no device needed). */
+int cs_cublas_find(void) {
+  if (B.lib) return 0;
   const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
   for (int i = 0; i < 3 && !B.lib; i++) B.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
   if (!B.lib) return fail("cuBLAS is not installed: %s", dlerror());
   *(void **)&B.create = dlsym(B.lib, "cublasCreate_v2");
   *(void **)&B.set_stream = dlsym(B.lib, "cublasSetStream_v2");
   *(void **)&B.dgemm = dlsym(B.lib, "cublasDgemm_v2");
-  if (!B.create || !B.set_stream || !B.dgemm) return fail("libcublas lacks cublasDgemm_v2");
-  if (B.create(&B.h) != CUBLAS_STATUS_SUCCESS) return fail("cublasCreate failed");
-  B.set_stream(B.h, g_stream);
+  *(void **)&B.str = dlsym(B.lib, "cublasGetStatusString");
+  if (!B.create || !B.set_stream || !B.dgemm) {
+    dlclose(B.lib);
+    B.lib = NULL;
+    return fail("libcublas lacks cublasCreate_v2, cublasSetStream_v2 or cublasDgemm_v2");
+  }
   return 0;
+}
+
+int cs_cublas_load(void) {
+  if (B.h) return 0;
+  if (cs_cublas_find()) return 1;
+  if (blas(B.create(&B.h), "cublasCreate")) {
+    B.h = NULL;
+    return 1;
+  }
+  return blas(B.set_stream(B.h, g_stream), "cublasSetStream");
 }
 
 /* Row-major C = A B is column-major C^T = B^T A^T: B and A swap places. */
 int cs_cublas_dgemm(int m, int n, int k, const double *a, const double *b, double *c) {
   const double one = 1.0, zero = 0.0;
   if (cs_cublas_load()) return 1;
-  if (B.dgemm(B.h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n) !=
-      CUBLAS_STATUS_SUCCESS)
-    return fail("cublasDgemm failed");
+  if (blas(B.dgemm(B.h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, b, n, a, k, &zero, c, n),
+           "cublasDgemm"))
+    return 1;
   return cs_gpu_sync();
 }
+#else /* built without cublas_v2.h: gpu_matmul says so */
+#define NO_CUBLAS                                                                     \
+  fail("this core was built without cuBLAS's header (cublas_v2.h): install cuBLAS's " \
+       "development files and rebuild")
+int cs_cublas_find(void) { return NO_CUBLAS; }
+int cs_cublas_load(void) { return NO_CUBLAS; }
+int cs_cublas_dgemm(int m, int n, int k, const double *a, const double *b, double *c) {
+  (void)m; (void)n; (void)k; (void)a; (void)b; (void)c;
+  return NO_CUBLAS;
+}
+#endif
 
 /* -- Jacobi ---------------------------------------------------------------- */
 __global__ void jacobi_kernel(const double *__restrict__ u, double *__restrict__ un, size_t w,

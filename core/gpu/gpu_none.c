@@ -45,6 +45,7 @@ int cs_nccl_allreduce(const void *s, void *r, size_t c, int d) {
   (void)s; (void)r; (void)c; (void)d;
   return 1;
 }
+int cs_cublas_find(void) { return 1; }
 int cs_cublas_load(void) { return 1; }
 int cs_cublas_dgemm(int m, int n, int k, const double *a, const double *b, double *c) {
   (void)m; (void)n; (void)k; (void)a; (void)b; (void)c;

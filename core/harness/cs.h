@@ -180,6 +180,15 @@ typedef struct cs_transport {
   int (*allreduce)(struct cs_ctx *c, const void *s, void *r, size_t count);
 } cs_transport;
 extern const cs_transport cs_transport_mpi, cs_transport_chan;
+/* What a transport call returns besides 0: an MPI error code (> 0), the
+ * channel's (< 0, above -1000), or one of these. */
+#define CS_TP_EGPU (-1000)    /* a CUDA, cuBLAS or NCCL call failed: cs_path_error() says */
+#define CS_TP_ENOTICE (-1001) /* an IPC notice did not match its receive */
+#define CS_TP_ETOOBIG (-1002) /* one message over MPI's int count */
+/* The reason for a transport call's non-zero return, in words. */
+const char *cs_transport_strerror(int rc);
+/* Largest message one MPI call carries: its count is an int. */
+#define CS_MSG_MAX ((size_t)2147483647)
 
 /* Per-size state handed to a benchmark's callbacks. */
 typedef struct cs_ctx {
@@ -418,6 +427,10 @@ int cs_buf_on_device(const cs_ctx *c);
 /* Every rank: the device by local rank, the library's support, NCCL's
  * communicator.  CS_ESKIP with the first failing rank's reason. */
 int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len);
+/* What the MPI library says of CUDA: at compile time (its header), and at
+ * run time (Open MPI: MPIX_Query_cuda_support; MPICH: MPIX_GPU_query_support,
+ * which only answers after MPI_Init). */
+void cs_path_cuda_support(int *compiled, int *runtime);
 void cs_path_close(cs_path_env *pe);
 /* sbuf and rbuf of n bytes each on this path; with a peer (p2p), the IPC
  * path maps the peer's rbuf (both partners call it at once). */
@@ -431,6 +444,16 @@ long cs_buf_check(cs_ctx *c, const void *p, size_t n, uint64_t seed, unsigned *g
  * writing to it, cs_buf_put stores it back. */
 void *cs_buf_get(cs_ctx *c, const void *p, size_t n);
 void cs_buf_put(cs_ctx *c, void *p, const void *view, size_t n);
+/* The applications' device work, on the device or on the stand-in (host
+ * memory, done at once): 0, or CS_TP_EGPU with the reason in cs_path_error. */
+int cs_dev_copy(cs_ctx *c, void *dst, const void *src, size_t n); /* device to device, queued */
+int cs_dev_sync(cs_ctx *c);
+/* CS_TP_EGPU when a cs_gpu_* call (non-zero) failed, else 0. */
+#define CS_GPU_TRY(x) ((x) ? CS_TP_EGPU : 0)
+/* The last GPU failure's reason (the CUDA, cuBLAS or NCCL string). */
+const char *cs_path_error(void);
+/* Testing (--inject gpufail@SIZE): this rank's next device copy fails. */
+void cs_path_fail_next(cs_ctx *c);
 
 /* Pattern fill and check (pattern.c). */
 uint64_t cs_seed(size_t size, int rank, long sample);
@@ -512,7 +535,7 @@ void cs_table_row(FILE *f, const cs_result *r);
  * at the given size, or (hang@exit) hangs after the last record, where a
  * broken MPI_Finalize would. */
 enum cs_fault { CS_FAULT_NONE, CS_FAULT_HANG, CS_FAULT_CRASH, CS_FAULT_CORRUPT,
-                CS_FAULT_HANG_EXIT };
+                CS_FAULT_HANG_EXIT, CS_FAULT_GPUFAIL };
 int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size);
 
 /* Harness (harness.c). */

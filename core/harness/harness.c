@@ -55,12 +55,19 @@ typedef struct sampler {
 /* Testing only: act out a fault on the last rank, outside the timed region.
  * corrupt@SIZE flips a byte of the first message's slot: with a window or
  * a loop, that message is not the last to land, so only a check of every
- * message catches it. */
-static void act_out_fault(const cs_bench *b, cs_ctx *c, long sample) {
+ * message catches it.  Faults act after the validation run's kernel, or
+ * before it (`before`) for benchmarks that corrupt before the data moves;
+ * gpufail@SIZE always before: the run's first device copy fails. */
+static void act_out_fault(const cs_bench *b, cs_ctx *c, long sample, int before) {
   enum cs_fault kind;
   size_t at;
   if (!c->opts->inject[0] || c->rank != c->np - 1 || sample != 0) return;
   if (cs_inject_parse(c->opts->inject, &kind, &at) || at != c->size) return;
+  if (kind == CS_FAULT_GPUFAIL) {
+    if (before) cs_path_fail_next(c);
+    return;
+  }
+  if (before != b->corrupt_before) return;
   if (kind == CS_FAULT_CORRUPT && c->pslots) return; /* cold: the pool's check is tested */
   if (kind == CS_FAULT_HANG)
     for (;;) pause();
@@ -119,7 +126,7 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
     dt = cs_now_us() - t0;
     if (rc) { /* MPI errors abort by themselves; the channel's come back here */
       fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes: %s\n", c->rank,
-              c->tp->name, b->name, c->size, rc < 0 ? cs_chan_strerror(rc) : "MPI error");
+              c->tp->name, b->name, c->size, cs_transport_strerror(rc));
       MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
     }
   }
@@ -284,18 +291,19 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   }
   c->root = root_of(c, sample);
   if (c->active) b->prepare(c, sample);
-  if (c->active && b->corrupt_before) act_out_fault(b, c, sample);
+  if (c->active) act_out_fault(b, c, sample, 1);
   sync_ranks(b, c);
   if (c->active) {
-    if (b->run(c, reps)) {
-      fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes (validation run)\n",
-              c->rank, c->tp->name, b->name, c->size);
+    int bad = b->run(c, reps);
+    if (bad) {
+      fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes (validation run): %s\n",
+              c->rank, c->tp->name, b->name, c->size, cs_transport_strerror(bad));
       MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
     }
   }
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);
   if (c->active) {
-    if (!b->corrupt_before) act_out_fault(b, c, sample);
+    act_out_fault(b, c, sample, 0);
     char why[CS_ERRLEN / 2];
     /* Every rank checks at every validation run, failed or not: a check
      * may be collective (jacobi gathers the grid to rank 0), and a rank

@@ -49,6 +49,22 @@ static void print_gpu_info(void) {
   cs_json_str(stdout, cs_gpu_runtime());
   printf(",\"devices\":%d,\"reason\":", n < 0 ? 0 : n);
   cs_json_str(stdout, n < 0 ? cs_gpu_error() : "");
+  /* the libraries the nccl path and gpu_matmul load: "" where found, else why not */
+  printf(",\"nccl\":");
+  cs_json_str(stdout, cs_nccl_load() ? cs_gpu_error() : "");
+  printf(",\"nccl_version\":%d,\"cublas\":", cs_nccl_version());
+  cs_json_str(stdout, cs_cublas_find() ? cs_gpu_error() : "");
+  /* Open MPI answers before MPI_Init (its answer is how it was built) */
+  int compiled = 0, runtime = 0;
+#if defined(OPEN_MPI) && OPEN_MPI
+  cs_path_cuda_support(&compiled, &runtime);
+  printf(",\"mpi_cuda_support\":{\"compile_time\":%s,\"run_time\":%s}",
+         compiled ? "true" : "false", runtime ? "true" : "false");
+#else
+  (void)compiled;
+  (void)runtime;
+  printf(",\"mpi_cuda_support\":null");
+#endif
   printf("}\n");
 }
 

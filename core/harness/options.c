@@ -91,7 +91,7 @@ static const opt_def OPTS[] = {
      "applications' parameters K=V;K=V, a list for the swept one (e.g. --param "
      "'N=1000,2000;impl=naive'; see --list)"},
     {"inject", STR(inject, HIDDEN),
-     "testing: make the last rank hang|crash|corrupt at a size (crash@64)"},
+     "testing: make the last rank hang|crash|corrupt|gpufail at a size (crash@64)"},
     {"plan-np", LNG(plan_np, 0, 1 << 20, HIDDEN),
      "with --info: judge every application size at this many processes before a launch"},
     {"plan-mem", FLG(plan_mem, HIDDEN),
@@ -242,7 +242,8 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   size_t at;
   if (o->inject[0] && cs_inject_parse(o->inject, &k, &at))
     return CS_FAIL(e, CS_EUSAGE,
-                   "bad --inject '%s' (use hang@SIZE, crash@SIZE, corrupt@SIZE or hang@exit)",
+                   "bad --inject '%s' (use hang@SIZE, crash@SIZE, corrupt@SIZE, gpufail@SIZE or "
+                   "hang@exit)",
                    o->inject);
   if (strcmp(o->transport, "mpi") && strcmp(o->transport, "chan") &&
       strcmp(o->transport, "chan-cma"))
@@ -323,6 +324,8 @@ int cs_inject_parse(const char *spec, enum cs_fault *kind, size_t *size) {
     *kind = CS_FAULT_CRASH;
   else if (n == 7 && !strncmp(spec, "corrupt", 7))
     *kind = CS_FAULT_CORRUPT;
+  else if (n == 7 && !strncmp(spec, "gpufail", 7))
+    *kind = CS_FAULT_GPUFAIL;
   else
     return -1;
   return cs_parse_size(at + 1, size);

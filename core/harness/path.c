@@ -55,6 +55,7 @@ typedef struct pending {
 typedef struct cs_path {
   int kind;
   int standin;
+  int fail_next; /* testing: the next device copy fails (--inject gpufail) */
   region reg[MAX_REGIONS];
   int nreg;
   pending *pend; /* by request slot (cs_nreq of them) */
@@ -99,6 +100,23 @@ int cs_path_check(const cs_opts *o, const cs_bench *const *benches, int nb, cs_e
 static int on_device(const cs_ctx *c) { return c->path && !c->path->standin; }
 int cs_buf_on_device(const cs_ctx *c) { return on_device(c); }
 
+static char injected[160]; /* testing: the failure --inject gpufail made */
+
+const char *cs_path_error(void) { return injected[0] ? injected : cs_gpu_error(); }
+
+void cs_path_fail_next(cs_ctx *c) {
+  if (c->path) c->path->fail_next = 1;
+}
+
+/* Testing: the copy --inject gpufail asked to fail, with its reason. */
+static int injected_failure(const cs_ctx *c, const char *what) {
+  if (!c->path || !c->path->fail_next) return 0;
+  c->path->fail_next = 0;
+  snprintf(injected, sizeof injected, "%s failed: injected failure (--inject gpufail, "
+           "testing) on rank %d", what, c->rank);
+  return 1;
+}
+
 static void *dev_alloc(const cs_ctx *c, size_t n) {
   return on_device(c) ? cs_gpu_alloc(n) : cs_alloc(n);
 }
@@ -111,6 +129,7 @@ static void dev_free(const cs_ctx *c, void *p) {
 }
 
 static int to_host(const cs_ctx *c, void *dst, const void *src, size_t n) {
+  if (injected_failure(c, "the copy to host")) return 1;
   if (!on_device(c)) {
     memcpy(dst, src, n);
     return 0;
@@ -119,6 +138,7 @@ static int to_host(const cs_ctx *c, void *dst, const void *src, size_t n) {
 }
 
 static int from_host(const cs_ctx *c, void *dst, const void *src, size_t n) {
+  if (injected_failure(c, "the copy to the device")) return 1;
   if (!on_device(c)) {
     memcpy(dst, src, n);
     return 0;
@@ -214,7 +234,7 @@ void cs_buf_free(cs_ctx *c, void *ptr) {
 void *cs_buf_get(cs_ctx *c, const void *p, size_t n) {
   if (!c->path) return (void *)p;
   if (to_host(c, c->view, p, n)) {
-    fprintf(stderr, "cs-core: copying to the host: %s\n", cs_gpu_error());
+    fprintf(stderr, "cs-core: rank %d: copying to the host: %s\n", c->rank, cs_path_error());
     MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
   }
   return c->view;
@@ -223,7 +243,8 @@ void *cs_buf_get(cs_ctx *c, const void *p, size_t n) {
 void cs_buf_put(cs_ctx *c, void *p, const void *view, size_t n) {
   if (!c->path) return;
   if (from_host(c, p, view, n)) {
-    fprintf(stderr, "cs-core: copying to the device: %s\n", cs_gpu_error());
+    fprintf(stderr, "cs-core: rank %d: copying to the device: %s\n", c->rank,
+            cs_path_error());
     MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
   }
 }
@@ -245,6 +266,17 @@ long cs_buf_check(cs_ctx *c, const void *p, size_t n, uint64_t seed, unsigned *g
   return cs_check(cs_buf_get(c, p, n), n, seed, got, want);
 }
 
+int cs_dev_copy(cs_ctx *c, void *dst, const void *src, size_t n) {
+  if (injected_failure(c, "the device-to-device copy")) return CS_TP_EGPU;
+  if (!on_device(c)) {
+    memcpy(dst, src, n);
+    return 0;
+  }
+  return CS_GPU_TRY(cs_gpu_copy_async(dst, src, n));
+}
+
+int cs_dev_sync(cs_ctx *c) { return on_device(c) ? CS_GPU_TRY(cs_gpu_sync()) : 0; }
+
 /* -- staged ---------------------------------------------------------------- */
 static int staged_out(cs_ctx *c, const void *buf, size_t n, const void **host) {
   region *r = find(c->path, buf);
@@ -261,20 +293,20 @@ static void *staged_in(cs_ctx *c, void *buf) {
 
 static int s_send(cs_ctx *c, const void *buf, size_t n, int peer) {
   const void *h;
-  if (staged_out(c, buf, n, &h)) return -1000;
+  if (staged_out(c, buf, n, &h)) return CS_TP_EGPU;
   return cs_transport_mpi.send(c, h, n, peer);
 }
 
 static int s_recv(cs_ctx *c, void *buf, size_t n, int peer) {
   void *h = staged_in(c, buf);
   int rc = cs_transport_mpi.recv(c, h, n, peer);
-  if (!rc && h != buf && from_host(c, buf, h, n)) rc = -1000;
+  if (!rc && h != buf && from_host(c, buf, h, n)) rc = CS_TP_EGPU;
   return rc;
 }
 
 static int s_isend(cs_ctx *c, const void *buf, size_t n, int peer, int slot) {
   const void *h;
-  if (staged_out(c, buf, n, &h)) return -1000;
+  if (staged_out(c, buf, n, &h)) return CS_TP_EGPU;
   return cs_transport_mpi.isend(c, h, n, peer, slot);
 }
 
@@ -292,7 +324,7 @@ static int s_waitall(cs_ctx *c, int n) {
   int rc = cs_transport_mpi.waitall(c, n);
   for (int i = 0; i < n && !rc; i++) {
     pending *q = &c->path->pend[i];
-    if (q->recv && from_host(c, q->dev, q->host, q->n)) rc = -1000;
+    if (q->recv && from_host(c, q->dev, q->host, q->n)) rc = CS_TP_EGPU;
     q->recv = 0;
   }
   return rc;
@@ -301,28 +333,30 @@ static int s_waitall(cs_ctx *c, int n) {
 static int s_alltoall(cs_ctx *c, const void *s, void *r, size_t block) {
   const void *hs;
   size_t all = block * (size_t)c->np;
-  if (staged_out(c, s, all, &hs)) return -1000;
+  if (staged_out(c, s, all, &hs)) return CS_TP_EGPU;
   void *hr = staged_in(c, r);
   int rc = cs_transport_mpi.alltoall(c, hs, hr, block);
-  return rc ? rc : (from_host(c, r, hr, all) ? -1000 : 0);
+  return rc ? rc : (from_host(c, r, hr, all) ? CS_TP_EGPU : 0);
 }
 
 static int s_bcast(cs_ctx *c, void *buf, size_t n, int root) {
   const void *h = buf;
-  if (c->rank == root && staged_out(c, buf, n, &h)) return -1000;
+  if (n > CS_MSG_MAX) return CS_TP_ETOOBIG;
+  if (c->rank == root && staged_out(c, buf, n, &h)) return CS_TP_EGPU;
   if (c->rank != root) h = staged_in(c, buf);
   int rc = MPI_Bcast((void *)h, (int)n, MPI_BYTE, root, c->comm);
-  if (!rc && c->rank != root && from_host(c, buf, h, n)) rc = -1000;
+  if (!rc && c->rank != root && from_host(c, buf, h, n)) rc = CS_TP_EGPU;
   return rc;
 }
 
 static int s_allreduce(cs_ctx *c, const void *s, void *r, size_t count) {
   size_t n = count * cs_dtype_size(c->opts);
   const void *hs;
-  if (staged_out(c, s, n, &hs)) return -1000;
+  if (count > CS_MSG_MAX) return CS_TP_ETOOBIG;
+  if (staged_out(c, s, n, &hs)) return CS_TP_EGPU;
   void *hr = staged_in(c, r);
   int rc = MPI_Allreduce(hs, hr, (int)count, cs_dtype(c->opts), MPI_SUM, c->comm);
-  return rc ? rc : (from_host(c, r, hr, n) ? -1000 : 0);
+  return rc ? rc : (from_host(c, r, hr, n) ? CS_TP_EGPU : 0);
 }
 
 static const cs_transport staged = {
@@ -374,9 +408,9 @@ static int p_send(cs_ctx *c, const void *buf, size_t n, int peer) {
   size_t cs = chunking(c, n, &k);
   for (int i = 0; i < k; i++) /* every copy queued at once: the copy engine streams */
     if (out_async(c, h + (size_t)i * cs, (const char *)buf + (size_t)i * cs, piece(n, cs, i), i))
-      return -1000;
+      return CS_TP_EGPU;
   for (int i = 0; i < k; i++) {
-    if (wait_mark(c, i)) return -1000;
+    if (wait_mark(c, i)) return CS_TP_EGPU;
     int rc = MPI_Send(h + (size_t)i * cs, (int)piece(n, cs, i), MPI_BYTE, peer, TAG_CHUNK,
                       c->comm);
     if (rc) return rc;
@@ -398,9 +432,9 @@ static int p_recv(cs_ctx *c, void *buf, size_t n, int peer) {
     int e = MPI_Wait(&req[i], MPI_STATUS_IGNORE);
     if (!rc && e) rc = e;
     if (!rc && in_async(c, (char *)buf + (size_t)i * cs, h + (size_t)i * cs, piece(n, cs, i)))
-      rc = -1000;
+      rc = CS_TP_EGPU;
   }
-  return rc ? rc : (drain(c) ? -1000 : 0);
+  return rc ? rc : (drain(c) ? CS_TP_EGPU : 0);
 }
 
 static int p_bcast(cs_ctx *c, void *buf, size_t n, int root) {
@@ -411,15 +445,15 @@ static int p_bcast(cs_ctx *c, void *buf, size_t n, int root) {
   size_t cs = chunking(c, n, &k);
   for (int i = 0; me && i < k; i++)
     if (out_async(c, h + (size_t)i * cs, (char *)buf + (size_t)i * cs, piece(n, cs, i), i))
-      return -1000;
+      return CS_TP_EGPU;
   for (int i = 0; i < k; i++) {
-    if (me && wait_mark(c, i)) return -1000;
+    if (me && wait_mark(c, i)) return CS_TP_EGPU;
     int rc = MPI_Bcast(h + (size_t)i * cs, (int)piece(n, cs, i), MPI_BYTE, root, c->comm);
     if (rc) return rc;
     if (!me && in_async(c, (char *)buf + (size_t)i * cs, h + (size_t)i * cs, piece(n, cs, i)))
-      return -1000;
+      return CS_TP_EGPU;
   }
-  return me ? 0 : (drain(c) ? -1000 : 0);
+  return me ? 0 : (drain(c) ? CS_TP_EGPU : 0);
 }
 
 static const cs_transport pipelined = {
@@ -430,9 +464,11 @@ static const cs_transport pipelined = {
 
 /* -- cuda-aware: device pointers straight to MPI ----------------------------- */
 static int m_bcast(cs_ctx *c, void *buf, size_t n, int root) {
+  if (n > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Bcast(buf, (int)n, MPI_BYTE, root, c->comm);
 }
 static int m_allreduce(cs_ctx *c, const void *s, void *r, size_t count) {
+  if (count > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Allreduce(s, r, (int)count, cs_dtype(c->opts), MPI_SUM, c->comm);
 }
 static int m_alltoall(cs_ctx *c, const void *s, void *r, size_t block) {
@@ -447,7 +483,7 @@ static int ipc_put(cs_ctx *c, const void *buf, size_t n, long hdr[2]) {
   if (!r || !r->peer) return 1;
   hdr[0] = (long)((const char *)buf - r->base);
   hdr[1] = (long)n;
-  return cs_gpu_copy_async(r->peer + hdr[0], buf, n) ? -1000 : 0;
+  return cs_gpu_copy_async(r->peer + hdr[0], buf, n) ? CS_TP_EGPU : 0;
 }
 
 static int ipc_verify(cs_ctx *c, const void *where, size_t n, const long hdr[2]) {
@@ -456,14 +492,14 @@ static int ipc_verify(cs_ctx *c, const void *where, size_t n, const long hdr[2])
   if (hdr[0] == off && hdr[1] == (long)n) return 0;
   fprintf(stderr, "cs-core: rank %d: an IPC notice says %ld bytes at offset %ld, the receive "
           "expects %zu at %ld\n", c->rank, hdr[1], hdr[0], n, off);
-  return -1001;
+  return CS_TP_ENOTICE;
 }
 
 static int i_send(cs_ctx *c, const void *buf, size_t n, int peer) {
   long hdr[2];
   int rc = ipc_put(c, buf, n, hdr);
   if (rc > 0) return cs_transport_mpi.send(c, buf, n, peer);
-  if (rc || cs_gpu_sync()) return -1000;
+  if (rc || cs_gpu_sync()) return CS_TP_EGPU;
   return MPI_Send(hdr, 2, MPI_LONG, peer, TAG_IPC, c->comm);
 }
 
@@ -495,7 +531,7 @@ static int i_irecv(cs_ctx *c, void *buf, size_t n, int peer, int slot) {
 static int i_waitall(cs_ctx *c, int n) {
   int sends = 0, rc = 0;
   for (int i = 0; i < n; i++) sends += c->path->pend[i].send;
-  if (sends && cs_gpu_sync()) return -1000;
+  if (sends && cs_gpu_sync()) return CS_TP_EGPU;
   for (int i = 0; i < n && !rc; i++) {
     pending *q = &c->path->pend[i];
     if (q->send) rc = MPI_Isend(q->hdr, 2, MPI_LONG, c->peer, TAG_IPC, c->comm, &c->reqs[i]);
@@ -522,12 +558,12 @@ static const void *n_place(cs_ctx *c, const void *buf) {
 
 static int n_send(cs_ctx *c, const void *buf, size_t n, int peer) {
   const void *p = n_place(c, buf);
-  return cs_nccl_send(p, p == buf ? n : 4, peer) || cs_gpu_sync() ? -1000 : 0;
+  return cs_nccl_send(p, p == buf ? n : 4, peer) || cs_gpu_sync() ? CS_TP_EGPU : 0;
 }
 
 static int n_recv(cs_ctx *c, void *buf, size_t n, int peer) {
   void *p = (void *)n_place(c, buf);
-  return cs_nccl_recv(p, p == buf ? n : 4, peer) || cs_gpu_sync() ? -1000 : 0;
+  return cs_nccl_recv(p, p == buf ? n : 4, peer) || cs_gpu_sync() ? CS_TP_EGPU : 0;
 }
 
 static int n_open_group(cs_ctx *c) {
@@ -538,19 +574,19 @@ static int n_open_group(cs_ctx *c) {
 
 static int n_isend(cs_ctx *c, const void *buf, size_t n, int peer, int slot) {
   (void)slot;
-  return n_open_group(c) || cs_nccl_send(buf, n, peer) ? -1000 : 0;
+  return n_open_group(c) || cs_nccl_send(buf, n, peer) ? CS_TP_EGPU : 0;
 }
 
 static int n_irecv(cs_ctx *c, void *buf, size_t n, int peer, int slot) {
   (void)slot;
-  return n_open_group(c) || cs_nccl_recv(buf, n, peer) ? -1000 : 0;
+  return n_open_group(c) || cs_nccl_recv(buf, n, peer) ? CS_TP_EGPU : 0;
 }
 
 static int n_waitall(cs_ctx *c, int n) {
   (void)n;
   int rc = c->path->group ? cs_nccl_group(0) : 0;
   c->path->group = 0;
-  return rc || cs_gpu_sync() ? -1000 : 0;
+  return rc || cs_gpu_sync() ? CS_TP_EGPU : 0;
 }
 
 static int n_alltoall(cs_ctx *c, const void *s, void *r, size_t block) {
@@ -563,17 +599,17 @@ static int n_alltoall(cs_ctx *c, const void *s, void *r, size_t block) {
   if (!rc) rc = cs_nccl_group(0);
   size_t me = (size_t)c->rank * block;
   if (!rc) rc = cs_gpu_copy_async((char *)r + me, (const char *)s + me, block);
-  return rc || cs_gpu_sync() ? -1000 : 0;
+  return rc || cs_gpu_sync() ? CS_TP_EGPU : 0;
 }
 
 static int n_bcast(cs_ctx *c, void *buf, size_t n, int root) {
   (void)c;
-  return cs_nccl_bcast(buf, n, root) || cs_gpu_sync() ? -1000 : 0;
+  return cs_nccl_bcast(buf, n, root) || cs_gpu_sync() ? CS_TP_EGPU : 0;
 }
 
 static int n_allreduce(cs_ctx *c, const void *s, void *r, size_t count) {
   int dbl = cs_dtype_size(c->opts) == sizeof(double);
-  return cs_nccl_allreduce(s, r, count, dbl) || cs_gpu_sync() ? -1000 : 0;
+  return cs_nccl_allreduce(s, r, count, dbl) || cs_gpu_sync() ? CS_TP_EGPU : 0;
 }
 
 static int n_barrier(cs_ctx *c) { return MPI_Barrier(c->comm); }
@@ -586,7 +622,7 @@ static const cs_transport nccl = {
 
 /* -- opening --------------------------------------------------------------- */
 /* What the library says of CUDA, at compile time and at run time. */
-static void cuda_support(int *compiled, int *runtime) {
+void cs_path_cuda_support(int *compiled, int *runtime) {
   *compiled = *runtime = 0;
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   *compiled = 1;
@@ -655,7 +691,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
       cs_gpu_describe(gpu, sizeof gpu);
     }
   }
-  cuda_support(&compiled, &runtime);
+  cs_path_cuda_support(&compiled, &runtime);
   const char *force = getenv("COMMSCOPE_FORCE_CUDA_AWARE");
   int forced = force && !strcmp(force, "1");
   if (!failed && k == P_AWARE && !stand && !runtime && !forced) {

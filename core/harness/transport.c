@@ -1,21 +1,41 @@
 /* The two transports: MPI, and the channel of Chai, Hartono and Panda's intra-node design. */
+#include <stdio.h>
 #include <string.h>
 
 #include "cs.h"
 
 #define TAG_T 7
 
+const char *cs_transport_strerror(int rc) {
+  static char buf[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  switch (rc) {
+    case 0: return "no error";
+    case CS_TP_EGPU: return cs_path_error();
+    case CS_TP_ENOTICE: return "an IPC notice did not match its receive";
+    case CS_TP_ETOOBIG: return "a message over MPI's int count (2 GiB - 1 bytes)";
+  }
+  if (rc < 0) return cs_chan_strerror(rc);
+  if (MPI_Error_string(rc, buf, &len) != MPI_SUCCESS) snprintf(buf, sizeof buf, "MPI error %d", rc);
+  return buf;
+}
+
 /* -- MPI ------------------------------------------------------------------- */
+/* Counts are ints: a larger message is refused, never truncated. */
 static int m_send(cs_ctx *c, const void *buf, size_t n, int peer) {
+  if (n > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Send(buf, (int)n, MPI_BYTE, peer, TAG_T, c->comm);
 }
 static int m_recv(cs_ctx *c, void *buf, size_t n, int peer) {
+  if (n > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Recv(buf, (int)n, MPI_BYTE, peer, TAG_T, c->comm, MPI_STATUS_IGNORE);
 }
 static int m_isend(cs_ctx *c, const void *buf, size_t n, int peer, int slot) {
+  if (n > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Isend(buf, (int)n, MPI_BYTE, peer, TAG_T, c->comm, &c->reqs[slot]);
 }
 static int m_irecv(cs_ctx *c, void *buf, size_t n, int peer, int slot) {
+  if (n > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Irecv(buf, (int)n, MPI_BYTE, peer, TAG_T, c->comm, &c->reqs[slot]);
 }
 static int m_waitall(cs_ctx *c, int n) { return MPI_Waitall(n, c->reqs, c->stats); }

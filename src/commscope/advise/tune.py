@@ -30,6 +30,7 @@ from ..analysis.repeats import between, same_mode
 from ..analysis.series import lone_is_no_claim, runs
 from ..analysis.significance import MIN_FACTOR
 from ..errors import CommscopeError
+from ..measure import mpi as mpi_mod
 from ..measure import provenance
 from ..measure.build import Core
 from ..measure.cluster import Local, Placement
@@ -76,7 +77,7 @@ def _short_job(core: Core, extra_env: Mapping[str, str], timeout_s: float):
                                 ["--bench", "barrier", "--min-samples", "3", "--time-cap",
                                  "0.01", "--output", str(out)], t, provenance.n_cores(),
                                 os.geteuid() == 0)
-        env = {**os.environ, **core.impl.env, **launch.env, **extra_env}
+        env = mpi_mod.environ(core.impl.env, launch.env, extra_env)
         res = run_bounded(launch.argv, timeout_s=timeout_s, env=env, cwd=tmp,
                           stdout_path=t / "stdout", stderr_path=t / "stderr")
         # Intel MPI's startup notes go to stdout, the core's errors to stderr

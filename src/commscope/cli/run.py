@@ -22,6 +22,7 @@ from ..measure.plan import (
     PATHS,
     CoreOptions,
     Job,
+    cuda_aware_forced,
     expand,
     gpu_path_runs,
     gpu_standin,
@@ -270,6 +271,17 @@ def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
         else:
             raise CommscopeError(f"unknown --path '{n}' ({', '.join(PATHS)} or all)")
     explicit = [p for p, every in out if p != "host" and not every]
+    if "cuda-aware" in explicit and not gpu_standin() and not cuda_aware_forced():
+        for core in cores:  # how the library was built: the same on every node
+            support = build_mod.gpu_info(core).get("mpi_cuda_support")
+            if isinstance(support, dict) and not support.get("compile_time"):
+                which = core.mpi_version.splitlines()[0] if core.mpi_version else core.impl.mpicc
+                raise CommscopeError(
+                    f"--path cuda-aware: {core.impl.name} ({which}) was built without CUDA "
+                    "support (its MPIX_CUDA_AWARE_SUPPORT is 0): build one with `commscope mpi "
+                    "install openmpi-cuda`, add the site's with "
+                    "`commscope mpi add PATH/TO/mpicc`, or set COMMSCOPE_FORCE_CUDA_AWARE=1 "
+                    "to try anyway")
     if explicit and all(c.kind in ("local", "emu") for c in clusters):
         for core in cores:
             info = build_mod.gpu_info(core)

@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import CommscopeError
 from .cache import cache_dir
-from .mpi import CC_VARIABLE, MpiImpl
+from .mpi import CC_VARIABLE, MpiImpl, environ
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror"]
 # Debian's OpenBLAS (libopenblas-dev): the applications' compute.  Without it
@@ -105,7 +105,7 @@ def source_hash(core: Path | None = None, cuda: str = "") -> str:
 
 def _wrapper_show(impl: MpiImpl) -> str:
     flag = "--showme" if impl.family == "openmpi" else "-show"
-    env = {**os.environ, **impl.env}
+    env = environ(impl.env)
     out = []
     for argv in ([impl.mpicc, flag], [impl.mpicc, "--version"]):
         try:
@@ -159,7 +159,7 @@ def loaded_library(exe: Path, env: dict[str, str], soname: str) -> Path | None:
     with `soname` (a regular expression, e.g. r"libucp"), or None."""
     try:
         out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
-                             env={**os.environ, **env}, check=False).stdout
+                             env=environ(env), check=False).stdout
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CommscopeError(f"cannot ask the loader for {exe}'s libraries: {exc}") from exc
     m = re.search(rf"^\s*{soname}\.so[.\d]*\s+=>\s+(/\S+)", out, re.M)
@@ -167,7 +167,7 @@ def loaded_library(exe: Path, env: dict[str, str], soname: str) -> Path | None:
 
 
 def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
-    env = {**os.environ, **impl.env}
+    env = environ(impl.env)
     try:
         p = subprocess.run([str(exe), *flag], capture_output=True, text=True, timeout=60,
                            env=env, check=False)
@@ -181,11 +181,27 @@ def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
         raise CommscopeError(f"core built for {impl.name} printed bad JSON for {flag}") from exc
 
 
-def _compile_cuda(compiler: Path, core: Path, cuda: str) -> Path:
+# The NCCL and cuBLAS headers are needed only to compile their calls: gpu.cu
+# finds them with __has_include and, where one is missing, builds without
+# that library's calls (the nccl path and gpu_matmul then say why).  A
+# build may also be asked to do without them, as a machine lacking them
+# would build: without=("nccl", "cublas").
+WITHOUT_HEADERS = {"nccl": "-DCS_NO_NCCL_H", "cublas": "-DCS_NO_CUBLAS_H"}
+
+
+def _without_flags(without: tuple[str, ...]) -> list[str]:
+    unknown = [w for w in without if w not in WITHOUT_HEADERS]
+    if unknown:
+        raise CommscopeError(f"no header to build without: {', '.join(unknown)}")
+    return [WITHOUT_HEADERS[w] for w in sorted(set(without))]
+
+
+def _compile_cuda(compiler: Path, core: Path, cuda: str, without: tuple[str, ...] = ()) -> Path:
     """gpu.o, compiled once per source, flags and CUDA release and shared by
     every build (it has no MPI in it): nvcc takes longer than the rest of
     the core together."""
-    h = hashlib.sha256(f"{cuda} {' '.join(NVCC_FLAGS)}".encode())
+    flags = [*NVCC_FLAGS, *_without_flags(without)]
+    h = hashlib.sha256(f"{cuda} {' '.join(flags)}".encode())
     for p in sorted((core / "gpu").glob("*")):
         if p.suffix in (".cu", ".h"):
             h.update(p.name.encode() + b"\0" + p.read_bytes())
@@ -195,7 +211,7 @@ def _compile_cuda(compiler: Path, core: Path, cuda: str) -> Path:
     obj.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="gpu.", suffix=".o", dir=obj.parent)
     os.close(fd)
-    argv = [str(compiler), "-c", *NVCC_FLAGS, f"-I{core / 'gpu'}", str(core / "gpu" / "gpu.cu"),
+    argv = [str(compiler), "-c", *flags, f"-I{core / 'gpu'}", str(core / "gpu" / "gpu.cu"),
             "-o", tmp]
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
@@ -222,14 +238,17 @@ def _check_compiler(impl: MpiImpl, built_by: str, exe: Path) -> None:
                              f"{built_by or 'an unknown compiler'}")
 
 
-def build(impl: MpiImpl, force: bool = False) -> Core:
-    """Build (or reuse) the core for `impl`, with CUDA where nvcc is found.
-    A compile error is raised with the compiler's own message."""
+def build(impl: MpiImpl, force: bool = False, without: tuple[str, ...] = ()) -> Core:
+    """Build (or reuse) the core for `impl`, with CUDA where nvcc is found
+    (`without`: as if NCCL's or cuBLAS's header were missing).  A compile
+    error is raised with the compiler's own message."""
     ident = identity(impl)
     compiler = nvcc()
     cuda = cuda_version(compiler) if compiler else ""
     src = source_hash(cuda=cuda)
     tag = f"-cuda{cuda}" if cuda else ""
+    if compiler and without:
+        tag += "-without-" + "-".join(sorted(set(without)))
     variant = f"+{Path(impl.cc).name}" if impl.cc else ""
     out_dir = cache_dir() / "build" / f"{impl.name}{variant}-{ident[:12]}-{src[:12]}{tag}"
     exe = out_dir / "cs-core"
@@ -245,7 +264,7 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     blas_c, blas_l = blas_flags()
     if compiler:
         try:
-            gpu = [str(_compile_cuda(compiler, core, cuda))]
+            gpu = [str(_compile_cuda(compiler, core, cuda, without))]
         except CommscopeError:
             os.unlink(tmp)
             raise
@@ -258,7 +277,7 @@ def build(impl: MpiImpl, force: bool = False) -> Core:
     argv = [impl.mpicc, *CFLAGS, *blas_c, f'-DCS_VERSION="{__version__}"',
             f"-I{core / 'harness'}", f"-I{core / 'gpu'}", f"-I{channel_dir(core)}",
             *sources, *gpu, "-o", tmp, *blas_l, *gpu_l, "-lm"]
-    env = {**os.environ, **impl.env}
+    env = environ(impl.env)
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env,
                            check=False)
@@ -298,7 +317,7 @@ def check_options(core: Core, argv: list[str]) -> None:
         # a user's bytes come back in the core's message: shown escaped, not decoded
         p = subprocess.run([str(core.exe), *argv, "--info"], capture_output=True, text=True,
                            errors="backslashreplace", timeout=60,
-                           env={**os.environ, **core.impl.env}, check=False)
+                           env=environ(core.impl.env), check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CommscopeError(f"core built for {core.impl.name} does not run: {exc}") from exc
     if p.returncode == 2:

@@ -44,11 +44,31 @@ def with_compiler(impl: MpiImpl, cc: str) -> MpiImpl:
     return replace(impl, env={**impl.env, CC_VARIABLE[impl.family]: cc}, cc=cc)
 
 
+# Search paths an implementation puts its own folders in front of: the
+# environment's entries stay behind them (NCCL and cuBLAS installed with
+# pip are found through LD_LIBRARY_PATH too).
+SEARCH_PATHS = ("LD_LIBRARY_PATH", "PATH")
+
+
+def environ(*layers: dict[str, str], base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a program of an implementation runs in: `base` (the
+    process's own), then each layer over it, except that a layer's search
+    path goes in front of the one it finds rather than replacing it."""
+    out = dict(os.environ if base is None else base)
+    for layer in layers:
+        for k, v in layer.items():
+            old = out.get(k, "")
+            if k in SEARCH_PATHS and old and v:
+                kept = [d for d in old.split(os.pathsep) if d and d not in v.split(os.pathsep)]
+                out[k] = os.pathsep.join([v, *kept])
+            else:
+                out[k] = v
+    return out
+
+
 def _run(argv: list[str], env: dict[str, str] | None = None,
          timeout: float = 20) -> tuple[int, str]:
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
+    full_env = environ(env or {})
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env,
                            check=False)
@@ -93,8 +113,7 @@ def _lib_env(mpicc: Path) -> dict[str, str]:
     lib = mpicc.parent.parent / "lib"
     if not lib.is_dir():
         return {}
-    old = os.environ.get("LD_LIBRARY_PATH", "")
-    return {"LD_LIBRARY_PATH": f"{lib}:{old}" if old else str(lib)}
+    return {"LD_LIBRARY_PATH": str(lib)}  # in front of the environment's (environ)
 
 
 def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> MpiImpl:

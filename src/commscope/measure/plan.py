@@ -207,6 +207,12 @@ def gpu_standin() -> bool:
     return os.environ.get("COMMSCOPE_GPU_STANDIN") == "host"
 
 
+def cuda_aware_forced() -> bool:
+    """COMMSCOPE_FORCE_CUDA_AWARE=1: hand device pointers to an MPI that says
+    it has no CUDA support (core/harness/path.c reads it too)."""
+    return os.environ.get("COMMSCOPE_FORCE_CUDA_AWARE") == "1"
+
+
 def gpu_path_runs(core: Core, bench: str, path: str) -> bool:
     """Does `bench` run on GPU path `path` (ipc: point-to-point only)?"""
     b = core.bench(bench)

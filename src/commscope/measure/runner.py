@@ -19,6 +19,7 @@ from ..errors import CommscopeError
 from ..store.db import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 from ..store.records import Parsed, Result, parse_file
 from ..store.sizes import expand_sizes, human
+from . import mpi as mpi_mod
 from . import noise as noise_mod
 from . import provenance
 from . import settings as settings_mod
@@ -176,7 +177,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
         for name, text in launch.files.items():
             (tmpd / name).write_text(text)
         argv = launch.argv
-        env = {**os.environ, **impl.env, **launch.env, **settings}
+        env = mpi_mod.environ(impl.env, launch.env, settings)
         protocols = "UCX_PROTO_INFO" not in env and ucx_prints_protocols(
             job.core.exe, env.get("LD_LIBRARY_PATH", ""))
         env.update(settings_mod.readback_env(settings, env, protocols, impl.family))
