@@ -10,8 +10,12 @@ from pathlib import Path
 import pytest
 
 from commscope.measure import build, discovery, mpi
+from commscope.measure.cache import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
+# The user's own cache, before the session swaps in one of its own: where an
+# install of minutes (openmpi-cuda) is found, never made, by the tests.
+USER_CACHE = cache_dir()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -12,16 +12,19 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import stat
+import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from commscope.measure import discovery
+from commscope.measure import build, discovery, installs, source_build
+from commscope.measure.mpi import environ as mpi_environ
 from commscope.store.db import Store
 
-from .conftest import mpi_processes
+from .conftest import USER_CACHE, mpi_processes
 from .test_cli_errors import one_line_error, run
 
 
@@ -79,7 +82,7 @@ def test_each_prefix_is_its_own_implementation(cache):
 
 @pytest.mark.parametrize("argv,needle", [
     (["mpi", "install", "lam"], "unknown implementation 'lam' (commscope mpi install knows: "
-                                "openmpi5, mpich5, impi, or all)"),
+                                "openmpi5, mpich5, impi, openmpi-cuda, or all)"),
     (["mpi", "install", "openmpi5", "lam"], "unknown implementation 'lam'"),  # before any
     (["mpi", "install", "all", "--version", "5.0.1"], "--version applies to one"),
     (["mpi", "install", "openmpi5", "--version", "4.1.6"], "openmpi 4.1.6 is not a 5.x release"),
@@ -205,3 +208,114 @@ def test_install_build_run_remove_open_mpi_5(capsys, cache, tmp_path):
     assert rc == 0 and "removed openmpi5" in out
     assert not prefix.exists() and "openmpi5" not in _registered()
     assert not list((cache / "build").glob("openmpi5-*"))
+
+
+def test_an_implementations_library_path_goes_in_front_of_the_environments(monkeypatch):
+    """A prefix's libraries come first and what the environment had stays
+    behind them (NCCL and cuBLAS from pip are found through it), once."""
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/opt/nccl/lib:/x/openmpi5/lib:/opt/cublas/lib")
+    monkeypatch.setenv("PATH", "/usr/bin")
+    env = mpi_environ(discovery.prefix_env(Path("/x/openmpi5"), "openmpi"), {"UCX_TLS": "sm"})
+    assert env["LD_LIBRARY_PATH"] == "/x/openmpi5/lib:/opt/nccl/lib:/opt/cublas/lib"
+    assert env["PATH"] == "/usr/bin" and env["UCX_TLS"] == "sm"
+    monkeypatch.delenv("LD_LIBRARY_PATH")
+    assert mpi_environ(discovery.prefix_env(Path("/x/mpich5"), "mpich"))["LD_LIBRARY_PATH"] == \
+        "/x/mpich5/lib"
+    # other variables are replaced, as before
+    monkeypatch.setenv("UCX_TLS", "tcp")
+    assert mpi_environ({"UCX_TLS": "sm"})["UCX_TLS"] == "sm"
+
+
+# -- openmpi-cuda: a CUDA-aware Open MPI built from Debian's source ------------------------
+
+OMPI_INFO_CUDA = """ompi:version:full:4.1.4
+mca:opal:base:param:opal_built_with_cuda_support:synonym:name:mpi_built_with_cuda_support
+mca:mpi:base:param:mpi_built_with_cuda_support:value:{}
+mca:mpi:base:param:mpi_built_with_cuda_support:source:default
+"""
+
+
+def test_the_cuda_support_ompi_info_reports_is_read_as_it_says():
+    assert source_build.built_with_cuda(OMPI_INFO_CUDA.format("true"))
+    assert not source_build.built_with_cuda(OMPI_INFO_CUDA.format("false"))
+    assert not source_build.built_with_cuda("ompi:version:full:5.0.11\n")  # not said: not so
+    assert source_build.ompi_version(OMPI_INFO_CUDA.format("true")) == "4.1.4"
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["mpi", "install", "openmpi-cuda", "--version", "5.0.1"], "has no --version"),
+    (["mpi", "install", "mpich5", "--source", "x.tar.xz"], "--source applies to a build"),
+    (["mpi", "install", "openmpi-cuda", "--source", "/nonexistent.tar.xz"], "no such file"),
+    (["mpi", "install", "openmpi-cuda", "--wheels", "/tmp"], "--wheels does not apply"),
+])
+def test_bad_source_build_requests_are_one_line(capsys, argv, needle):
+    rc, _, err = run(capsys, *argv)
+    one_line_error(rc, err, needle)
+
+
+def test_all_means_pypis_wheels_not_a_build_of_minutes():
+    assert "openmpi-cuda" not in installs.check_names(["all"])
+    assert installs.check_names(["openmpi-cuda"]) == ["openmpi-cuda"]
+
+
+CUDA_PREFIX = USER_CACHE / "mpi" / "openmpi-cuda"
+needs_cuda_build = pytest.mark.skipif(
+    not (CUDA_PREFIX / discovery.MARKER).is_file(),
+    reason=f"openmpi-cuda is not built on this machine ({CUDA_PREFIX}: `commscope mpi install "
+    "openmpi-cuda`, about 6 minutes; make test never builds it)")
+
+
+@pytest.fixture
+def cuda_cache(cache: Path) -> Path:
+    """The test's own cache, holding the user's openmpi-cuda (by a link: at
+    another path, as a carried prefix is)."""
+    (cache / "mpi").mkdir()
+    (cache / "mpi" / "openmpi-cuda").symlink_to(CUDA_PREFIX, target_is_directory=True)
+    return cache
+
+
+@needs_cuda_build
+def test_the_cuda_aware_build_says_so_from_its_library_and_from_the_core(tmp_path, cuda_cache):
+    prefix = discovery.root() / "openmpi-cuda"
+    marker = json.loads((prefix / discovery.MARKER).read_text())
+    assert marker["source"] == "built" and marker["build"]["built_with_cuda"] is True
+    assert source_build.check_prefix(prefix)["built_with_cuda"] is True
+    impl = next(m for m in discovery.discover() if m.name == "openmpi-cuda")
+    assert impl.env["OPAL_PREFIX"] == str(prefix)
+    core = build.build(impl)
+    assert build.gpu_info(core)["mpi_cuda_support"] == {"compile_time": True, "run_time": True}
+    # small enough to carry, and tied to no library of this machine but libc's and zlib's
+    size = sum(p.stat().st_size for p in prefix.rglob("*") if p.is_file() and not p.is_symlink())
+    assert size < 32 << 20, size
+    needs = set()
+    for lib in [*prefix.glob("lib/*.so*"), *prefix.glob("lib/openmpi/*.so"), prefix / "bin/orted"]:
+        out = subprocess.run(["ldd", str(lib)], capture_output=True, text=True).stdout
+        needs |= {ln.split()[0] for ln in out.splitlines() if "=>" in ln
+                  and str(prefix) not in ln and str(prefix.resolve()) not in ln}
+    assert needs <= {"libc.so.6", "libm.so.6", "libz.so.1", "libdl.so.2", "libpthread.so.0",
+                     "librt.so.1", "libutil.so.1"}, needs
+    # carried to another path (another machine's cache), it still answers
+    moved = tmp_path / "carried" / "mpi" / "openmpi-cuda"
+    shutil.copytree(prefix, moved, symlinks=True)
+    assert source_build.check_prefix(moved)["ompi_version"] == marker["packages"]["openmpi"]
+
+
+@needs_cuda_build
+def test_cuda_aware_passes_the_librarys_check_and_runs_on_the_stand_in(tmp_path, capsys,
+                                                                      monkeypatch, cuda_cache):
+    """Explicitly asked for without a GPU, it is the GPU that is missing, not
+    the library's support; on the stand-in, the job's header reads the
+    library's own answer (compile and run time) and every message checks."""
+    db = str(tmp_path / "c.db")
+    rc, _, err = run(capsys, "run", "--db", db, "--mpi", "openmpi-cuda", "--bench", "latency",
+                     "--path", "cuda-aware", "--no-probe", "--quiet")
+    one_line_error(rc, err, "openmpi-cuda's core sees no GPU")
+    monkeypatch.setenv("COMMSCOPE_GPU_STANDIN", "host")
+    rc, _, err = run(capsys, "run", "--db", db, "--mpi", "openmpi-cuda", "--bench",
+                     "latency,bw,allreduce,gpu_matmul", "--param", "N=32", "--sizes", "1:64K",
+                     "--path", "cuda-aware", "--time-cap", "0.02", "--no-probe", "--quiet")
+    assert rc == 0, err
+    store = Store(db)
+    assert [r["status"] for r in store.runs()] == ["ok"]
+    assert all(r["valid"] for r in store.result_rows())
+    store.close()

@@ -25,7 +25,6 @@ one is killed with its whole process group."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
 import pwd
@@ -41,6 +40,8 @@ from pathlib import Path
 from ..errors import CommscopeError
 from ..measure import build as build_mod
 from ..measure import cluster as cluster_mod
+from ..measure import mpi as mpi_mod
+from ..measure.cache import file_sha256
 from ..measure.mpi import MpiImpl
 from ..measure.procs import run_captured
 from ..store.records import parse_file
@@ -177,14 +178,6 @@ def plan(spec: str) -> tuple[cluster_mod.Cluster, list[str], dict[str, int | Non
     raise CommscopeError("doctor checks a cluster: --cluster hostfile:PATH, emu:NAME or slurm")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def pairs(hosts: list[str]) -> list[tuple[str, str]]:
     if len(hosts) <= MAX_ALL_PAIRS:
         return list(combinations(hosts, 2))
@@ -225,7 +218,7 @@ def _ping(c: cluster_mod.Cluster, impl: MpiImpl, core: build_mod.Core, a: str, b
             for name, text in launch.files.items():
                 (tmpd / name).write_text(text)
             argv, env = launch.argv, launch.env
-        ans = bounded(argv, timeout_s, env={**os.environ, **impl.env, **env}, cwd=tmp)
+        ans = bounded(argv, timeout_s, env=mpi_mod.environ(impl.env, env), cwd=tmp)
         if ans.rc != 0:
             return False, ans.why()
         try:
@@ -246,7 +239,7 @@ def diagnose(spec: str, impl: MpiImpl, db: Path | None = None, timeout_s: float 
     0's records, then TCP between the pairs whose hosts passed."""
     c, hosts, slots, remote = plan(spec)
     core = build_mod.build(impl)
-    here = _sha256(core.exe)
+    here = file_sha256(core.exe)
     out: list[Check] = []
 
     def add(check: Check) -> Check:

@@ -14,6 +14,7 @@ from ..measure import discovery, provenance
 from ..measure import installs as installs_mod
 from ..measure import mpi as mpi_mod
 from ..measure import probe as probe_mod
+from ..measure.source_build import SOURCE_BUILDS
 from ..store.db import Store
 from .common import command, named_impls
 
@@ -82,16 +83,26 @@ def cmd_mpi_add(a: argparse.Namespace) -> int:
 
 @command("mpi install")
 def cmd_mpi_install(a: argparse.Namespace) -> int:
-    names = installs_mod.check_names(a.names, a.version)
+    names = installs_mod.check_names(a.names, a.version, a.source, a.wheels)
     for name in names:
         if installs_mod.is_installed(name) and not a.force:
             print(f"{name} is installed already in {discovery.root() / name} "
                   "(--force reinstalls)")
             continue
-        impl, core = installs_mod.install(name, version=a.version, wheels=a.wheels)
-        pkgs = discovery.details(impl.name).get("packages") or {}
+        if name in SOURCE_BUILDS:
+            print(f"building {name}: {SOURCE_BUILDS[name].title} (minutes; the log goes to "
+                  f"{discovery.root() / (name + '.build.log')})", flush=True)
+            impl, core = installs_mod.install_from_source(name, a.source)
+        else:
+            impl, core = installs_mod.install(name, version=a.version, wheels=a.wheels)
+        details = discovery.details(impl.name)
+        pkgs = details.get("packages") or {}
         print(f"installed {impl.name} ({impl.family}) in {Path(impl.mpicc).parent.parent}: "
               + ", ".join(f"{k} {v}" for k, v in pkgs.items()))  # type: ignore[union-attr]
+        if isinstance(b := details.get("build"), dict):
+            print(f"  built with CUDA {b.get('cuda')} ({b.get('cuda_root')}): configure "
+                  f"{b.get('configure_s')} s, make {b.get('make_s')} s, prefix "
+                  f"{int(b.get('prefix_bytes') or 0) / 2**20:.1f} MiB")
         print(f"  {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}")
         print(f"  run with: commscope run --mpi {impl.name} ...")
     return 0

@@ -12,6 +12,7 @@ from ..measure.cluster import emu as emu_mod
 from ..measure.plan import (
     run_options,
 )
+from ..measure.source_build import SOURCE_BUILDS
 from .common import DEFAULT_DB, Parser, mode_arg, positive
 
 
@@ -240,11 +241,16 @@ def make_parser() -> Parser:
                          epilog="example: commscope mpi add /opt/mpich/bin/mpicc --name mpich42")
     ma.add_argument("mpicc", help="path of the implementation's mpicc")
     ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user)")
-    mi = msub.add_parser("install", help="install a PyPI build of an MPI into a prefix of "
-                         "its own and build the core with it",
+    mi = msub.add_parser("install", help="install a PyPI build of an MPI, or build a "
+                         "CUDA-aware Open MPI from Debian's source (openmpi-cuda, about 6 "
+                         "minutes on 2 cores), into a prefix of its own and build the core "
+                         "with it",
                          epilog="example: commscope mpi install mpich5 impi")
     mi.add_argument("names", nargs="+", metavar="NAME",
-                    help=f"any of: {', '.join(discovery.KNOWN)}, or all")
+                    help=f"any of: {', '.join([*discovery.KNOWN, *SOURCE_BUILDS])}, or all "
+                    "(PyPI's)")
+    mi.add_argument("--source", metavar="TARBALL", help="openmpi-cuda: build from this "
+                    "Open MPI tarball instead of fetching Debian's source package")
     mi.add_argument("--version", help="an exact release (default: the newest of the series)")
     mi.add_argument("--wheels", metavar="DIR", help="install from the wheels in DIR, "
                     "without an index (offline)")

@@ -3,8 +3,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def cache_dir() -> Path:

@@ -151,20 +151,27 @@ def root() -> Path:
     return cache_dir() / "mpi"
 
 
-def prefix_env(prefix: Path, family: str) -> dict[str, str]:
-    """What the wrappers and the programs need: the prefix's libraries, and
-    for Intel MPI its root (its wrappers refuse to work without it)."""
+def prefix_env(prefix: Path, family: str, relocated: bool = False) -> dict[str, str]:
+    """What the wrappers and the programs need: the prefix's libraries, for
+    Intel MPI its root (its wrappers refuse to work without it), and for an
+    Open MPI built here (`relocated`) OPAL_PREFIX, so that it still finds its
+    components and help files once carried to another path (another
+    machine's cache)."""
     env = {"LD_LIBRARY_PATH": str(prefix / "lib")}
     if family == "intel":
         env["I_MPI_ROOT"] = str(prefix)
+    if relocated and family == "openmpi":
+        env["OPAL_PREFIX"] = str(prefix)
     return env
 
 
-def prefix_impl(name: str, prefix: Path, family: str) -> MpiImpl:
+def prefix_impl(name: str, prefix: Path, family: str, source: str = "pypi") -> MpiImpl:
+    """An implementation installed in a prefix of its own: from PyPI
+    (`source` "pypi"), or built here from source ("built")."""
     mpicc = prefix / "bin" / "mpicc"
     return MpiImpl(name=name, family=family, mpicc=str(mpicc),
                            launcher=find_launcher(str(mpicc), family),
-                           source="pypi", env=prefix_env(prefix, family))
+                           source=source, env=prefix_env(prefix, family, source == "built"))
 
 
 def installed() -> list[MpiImpl]:
@@ -180,7 +187,8 @@ def installed() -> list[MpiImpl]:
             continue
         try:
             data = json.loads(marker.read_text())
-            out.append(prefix_impl(str(data["name"]), prefix, str(data["family"])))
+            out.append(prefix_impl(str(data["name"]), prefix, str(data["family"]),
+                                   str(data.get("source") or "pypi")))
         except (ValueError, KeyError, TypeError, CommscopeError):
             continue  # a damaged prefix: `mpi list` cannot describe it, install replaces it
     return out

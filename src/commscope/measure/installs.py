@@ -27,6 +27,7 @@ from . import mpi as mpi_mod
 from .cache import cache_dir
 from .discovery import KNOWN, MARKER, Package, discover, prefix_env, prefix_impl, root
 from .procs import run_captured
+from .source_build import SOURCE_BUILDS, build_prefix
 
 PIP_TIMEOUT_S = 900.0
 
@@ -83,21 +84,35 @@ def _pip(argv: list[str], what: str, timeout_s: float) -> None:
         raise CommscopeError(f"installing {what} failed: {_pip_error(got.out + got.err)}")
 
 
-def check_names(names: list[str], version: str | None = None) -> list[str]:
-    """The names asked for ('all' is every one), each known, before any is
+def check_names(names: list[str], version: str | None = None,
+                source: str | None = None, wheels: str | None = None) -> list[str]:
+    """The names asked for ('all' is every PyPI one; a build from source,
+    minutes long, is asked for by name), each known, before any is
     installed."""
     out: list[str] = []
     for name in names:
         for n in (list(KNOWN) if name == "all" else [name]):
-            if n not in KNOWN:
+            if n not in KNOWN and n not in SOURCE_BUILDS:
                 raise CommscopeError(f"unknown implementation '{n}' (commscope mpi install "
-                                     f"knows: {', '.join(KNOWN)}, or all)")
+                                     f"knows: {', '.join([*KNOWN, *SOURCE_BUILDS])}, or all)")
             if n not in out:
                 out.append(n)
     if version and len(out) > 1:
         raise CommscopeError("--version applies to one implementation at a time")
+    if source is not None and [n for n in out if n not in SOURCE_BUILDS]:
+        raise CommscopeError(f"--source applies to a build from source "
+                             f"({', '.join(SOURCE_BUILDS)}), not to PyPI's wheels")
+    if source is not None and not Path(source).is_file():
+        raise CommscopeError(f"--source: no such file: {source}")
     for n in out:
-        _requirement(KNOWN[n], version)
+        if n in SOURCE_BUILDS:
+            if wheels is not None:
+                raise CommscopeError(f"{n} is built from source: --wheels does not apply")
+            if version:
+                raise CommscopeError(f"{n} is built from Debian's source package: it has no "
+                                     "--version (give a tarball with --source)")
+        else:
+            _requirement(KNOWN[n], version)
     return out
 
 
@@ -105,20 +120,61 @@ def is_installed(name: str) -> bool:
     return (root() / name / MARKER).is_file()
 
 
+def _refuse_clash(name: str, source: str) -> None:
+    """An implementation of that name from elsewhere (Debian's, a user's)
+    is not replaced by an install."""
+    clash = [m for m in discover() if m.name == name and m.source != source]
+    if clash:
+        raise CommscopeError(f"an implementation named '{name}' exists already "
+                             f"({clash[0].mpicc}); remove it first")
+
+
+def install_from_source(name: str, source: str | None = None
+                        ) -> tuple[mpi_mod.MpiImpl, build_mod.Core]:
+    """Build one of SOURCE_BUILDS into CACHE/mpi/NAME (source_build.py) and
+    the core with it; the core must say the library is CUDA-aware."""
+    check_names([name], source=source)
+    spec = SOURCE_BUILDS[name]
+    _refuse_clash(name, "built")
+    with _locked():
+        prefix = root() / name
+        if prefix.exists():
+            shutil.rmtree(prefix)
+        try:
+            detail = build_prefix(name, prefix, Path(source).resolve() if source else None)
+            impl = prefix_impl(name, prefix, spec.family, "built")
+            core = build_mod.build(impl, force=True)
+            support = build_mod.gpu_info(core).get("mpi_cuda_support")
+            if not isinstance(support, dict) or not support.get("compile_time"):
+                raise CommscopeError(f"the core built with {name} reads no CUDA support from "
+                                     f"its mpi-ext.h ({support})")
+        except BaseException:
+            shutil.rmtree(prefix, ignore_errors=True)
+            raise
+        marker = {"name": name, "family": spec.family, "source": "built",
+                  "requirement": spec.title, "packages": {"openmpi": detail["ompi_version"]},
+                  "build": detail, "installed": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                  "mpi_library": core.mpi_version.splitlines()[0] if core.mpi_version else ""}
+        tmp = prefix / (MARKER + ".tmp")
+        tmp.write_text(json.dumps(marker, indent=1) + "\n")
+        os.replace(tmp, prefix / MARKER)
+    return impl, core
+
+
 def install(name: str, version: str | None = None, wheels: str | None = None,
             timeout_s: float = PIP_TIMEOUT_S) -> tuple[mpi_mod.MpiImpl, build_mod.Core]:
     """Install one of KNOWN into CACHE/mpi/NAME and build the core with it
     (again over an installed one: the caller asks is_installed first).
     `wheels`: a folder of wheels to install from, without an index."""
+    if name in SOURCE_BUILDS:
+        check_names([name], version, wheels=wheels)
+        return install_from_source(name)
     check_names([name], version)
     pkg = KNOWN[name]
     req = _requirement(pkg, version)
     if wheels is not None and not Path(wheels).is_dir():
         raise CommscopeError(f"--wheels: no such folder: {wheels}")
-    clash = [m for m in discover() if m.name == name and m.source != "pypi"]
-    if clash:
-        raise CommscopeError(f"an implementation named '{name}' exists already "
-                             f"({clash[0].mpicc}); remove it first")
+    _refuse_clash(name, "pypi")
     with _locked():
         prefix = root() / name
         if prefix.exists():
@@ -153,7 +209,7 @@ def uninstall(name: str) -> bool:
     """Remove an install and the cores built with it; False if none."""
     with _locked():
         prefix = root() / name
-        if name not in KNOWN or not prefix.exists():
+        if (name not in KNOWN and name not in SOURCE_BUILDS) or not prefix.exists():
             return False
         (prefix / MARKER).unlink(missing_ok=True)  # no longer registered, whatever follows
         shutil.rmtree(prefix)
