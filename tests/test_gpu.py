@@ -276,23 +276,53 @@ def test_the_applications_corruption_hook_fails_validation_on_the_stand_in(tmp_p
     assert "VALIDATION FAILED" in p.stderr
 
 
-def test_a_failing_gpu_call_says_why_in_the_record(tmp_path, cores, monkeypatch, capsys):
+@pytest.mark.parametrize("path,copy", [("staged", "the copy to the device"),
+                                       ("staged-pipelined", "the queued copy to the device")])
+def test_a_failing_gpu_call_says_why_in_the_record(tmp_path, cores, monkeypatch, capsys, path,
+                                                   copy):
     """A device copy that fails mid-run (acted out on the stand-in) ends the
     job, and its reason, not 'unknown error', is what the store keeps."""
     monkeypatch.setenv("COMMSCOPE_GPU_STANDIN", "host")
     family = sorted(cores)[0]
     db = tmp_path / "f.db"
     rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--bench", "latency",
-                     "--sizes", "64", "--path", "staged", "--inject", "gpufail@64",
+                     "--sizes", "64", "--path", path, "--inject", "gpufail@64",
                      "--time-cap", "0.02", "--no-probe", "--quiet")
     assert rc == 1
     store = Store(db)
     (r,) = store.runs()
     store.close()
     assert r["status"] == "failed"
-    assert ("staged failed in latency at 64 bytes (validation run): the copy to the device "
-            "failed: injected failure") in r["stderr_tail"], r["stderr_tail"]
+    assert (f"{path} failed in latency at 64 bytes (validation run): {copy} failed: injected "
+            "failure") in r["stderr_tail"], r["stderr_tail"]
     assert "unknown error" not in r["stderr_tail"]
+
+
+def test_a_gpu_failure_cannot_be_acted_out_where_nothing_copies(capsys, tmp_path, cores):
+    rc, _, err = run(capsys, "run", "--db", str(tmp_path / "h.db"), "--mpi", sorted(cores)[0],
+                     "--bench", "latency", "--inject", "gpufail@8", "--no-probe", "--quiet")
+    one_line_error(rc, err, "--inject gpufail fails a staged or cuda-aware path's copy, not "
+                            "--path host's")
+
+
+@needs_nvcc
+def test_a_header_installed_later_makes_another_gpu_object(tmp_path, monkeypatch):
+    """NCCL's header from pip (site-packages/nvidia/nccl/include) is found and
+    put on nvcc's path; which header was found, and its text, are part of the
+    build's key, so a core built before it was there is not reused."""
+    real = next(d for d in build._header_dirs(NVCC) if (d / "nccl.h").is_file())
+    pip = tmp_path / "site" / "nvidia" / "nccl" / "include"
+    pip.mkdir(parents=True)
+    monkeypatch.setattr(build, "_header_dirs", lambda c: [tmp_path / "cuda", pip])
+    (tmp_path / "cuda").mkdir()
+    flags, none = build.cuda_headers(NVCC)
+    assert flags == [] and none == "nccl=none cublas=none"
+    (pip / "nccl.h").write_bytes((real / "nccl.h").read_bytes())
+    flags, found = build.cuda_headers(NVCC)
+    assert flags == [f"-I{pip}"] and found.startswith(f"nccl={pip}:")
+    (pip / "nccl.h").write_bytes((real / "nccl.h").read_bytes() + b"\n")
+    assert build.cuda_headers(NVCC)[1] != found
+    assert build.cuda_headers(NVCC, ("nccl",)) == ([], none)
 
 
 def test_an_oversized_gpu_matmul_is_refused_before_launch_with_the_figure(capsys, tmp_path,

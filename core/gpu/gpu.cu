@@ -337,9 +337,16 @@ static int blas(cublasStatus_t rc, const char *what) {
 /* The library and its symbols (no device needed). */
 int cs_cublas_find(void) {
   if (B.lib) return 0;
-  const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-  for (int i = 0; i < 3 && !B.lib; i++) B.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!B.lib) return fail("cuBLAS is not installed: %s", dlerror());
+  /* the cuBLAS of the runtime this core was built with, then an unversioned one */
+  char mine[32];
+  snprintf(mine, sizeof mine, "libcublas.so.%d", CUDART_VERSION / 1000);
+  const char *names[] = {mine, "libcublas.so"};
+  char why[2][200] = {"", ""};
+  for (int i = 0; i < 2 && !B.lib; i++) {
+    B.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!B.lib) snprintf(why[i], sizeof why[i], "%s", dlerror());
+  }
+  if (!B.lib) return fail("cuBLAS is not installed: %s; %s", why[0], why[1]);
   *(void **)&B.create = dlsym(B.lib, "cublasCreate_v2");
   *(void **)&B.set_stream = dlsym(B.lib, "cublasSetStream_v2");
   *(void **)&B.dgemm = dlsym(B.lib, "cublasDgemm_v2");
@@ -359,7 +366,11 @@ int cs_cublas_load(void) {
     B.h = NULL;
     return 1;
   }
-  return blas(B.set_stream(B.h, g_stream), "cublasSetStream");
+  if (blas(B.set_stream(B.h, g_stream), "cublasSetStream")) {
+    B.h = NULL; /* never a handle on the legacy default stream, which nothing waits for */
+    return 1;
+  }
+  return 0;
 }
 
 /* Row-major C = A B is column-major C^T = B^T A^T: B and A swap places. */

@@ -78,6 +78,12 @@ int cs_path_check(const cs_opts *o, const cs_bench *const *benches, int nb, cs_e
     if (benches[i]->gpu_only)
       return CS_FAIL(e, CS_EUSAGE, "benchmark %s runs on a GPU path (--path staged, "
                      "staged-pageable, staged-pipelined, cuda-aware or nccl)", benches[i]->name);
+  enum cs_fault fault;
+  size_t at;
+  if (!cs_inject_parse(o->inject, &fault, &at) && fault == CS_FAULT_GPUFAIL &&
+      (k == P_HOST || k == P_IPC || k == P_NCCL))
+    return CS_FAIL(e, CS_EUSAGE, "--inject gpufail fails a staged or cuda-aware path's copy, "
+                   "not --path %s's", o->path);
   if (k == P_HOST) return CS_OK;
   if (strcmp(o->transport, "mpi"))
     return CS_FAIL(e, CS_EUSAGE, "--path %s moves data itself: not with --transport %s", o->path,
@@ -225,7 +231,15 @@ void cs_buf_free(cs_ctx *c, void *ptr) {
   region *r = find(p, ptr);
   if (r) {
     if (r->host) mirror_free(p, r->host);
-    if (r->peer) cs_gpu_ipc_close(r->peer);
+    if (r->peer) {
+      /* The partner's receive buffer is unmapped here, and the partners meet
+       * before either frees its own (freed next: buffers go sbuf first), so
+       * no buffer is freed while the other process still maps it. */
+      cs_gpu_ipc_close(r->peer);
+      char a = 0, b = 0;
+      MPI_Sendrecv(&a, 1, MPI_CHAR, c->peer, TAG_IPC, &b, 1, MPI_CHAR, c->peer, TAG_IPC,
+                   c->comm, MPI_STATUS_IGNORE);
+    }
     *r = p->reg[--p->nreg];
   }
   dev_free(c, ptr);
@@ -368,6 +382,7 @@ static const cs_transport staged = {
 /* The stand-in copies at once; on a device the copies are queued on the
  * core's stream and a mark follows each. */
 static int out_async(const cs_ctx *c, void *dst, const void *src, size_t n, int k) {
+  if (injected_failure(c, "the queued copy to host")) return 1;
   if (!on_device(c)) {
     memcpy(dst, src, n);
     return 0;
@@ -376,6 +391,7 @@ static int out_async(const cs_ctx *c, void *dst, const void *src, size_t n, int 
 }
 
 static int in_async(const cs_ctx *c, void *dst, const void *src, size_t n) {
+  if (injected_failure(c, "the queued copy to the device")) return 1;
   if (!on_device(c)) {
     memcpy(dst, src, n);
     return 0;

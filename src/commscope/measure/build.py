@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -189,6 +190,42 @@ def _query(exe: Path, impl: MpiImpl, flag: list[str]) -> object:
 WITHOUT_HEADERS = {"nccl": "-DCS_NO_NCCL_H", "cublas": "-DCS_NO_CUBLAS_H"}
 
 
+HEADERS = {"nccl": "nccl.h", "cublas": "cublas_v2.h"}
+
+
+def _nvcc_dirs(compiler: Path) -> list[Path]:
+    """Where nvcc finds headers by itself: its toolkit's, the system's."""
+    root = compiler.resolve().parent.parent
+    return [root / "include", *sorted(root.glob("targets/*/include")),
+            Path("/usr/local/include"), Path("/usr/include")]
+
+
+def _header_dirs(compiler: Path) -> list[Path]:
+    """nvcc's own folders, then where pip puts NVIDIA's headers
+    (nvidia-nccl-cu12, nvidia-cublas-cu12 ...)."""
+    dirs = _nvcc_dirs(compiler)
+    for sp in sorted({*site.getsitepackages(), site.getusersitepackages()}):
+        dirs += sorted(Path(sp).glob("nvidia/*/include"))
+    return dirs
+
+
+def cuda_headers(compiler: Path, without: tuple[str, ...] = ()) -> tuple[list[str], str]:
+    """(nvcc flags, what the build's key must hold): the folder of each of
+    NCCL's and cuBLAS's headers that is found, and the header itself, so that
+    a header installed later (or changed) makes another gpu.o."""
+    flags, key = [], []
+    defaults = set(_nvcc_dirs(compiler))
+    for lib, name in HEADERS.items():
+        found = next((d for d in _header_dirs(compiler) if (d / name).is_file()), None)
+        if lib in without or found is None:
+            key.append(f"{lib}=none")
+            continue
+        if found not in defaults:
+            flags.append(f"-I{found}")
+        key.append(f"{lib}={found}:{hashlib.sha256((found / name).read_bytes()).hexdigest()}")
+    return flags, " ".join(key)
+
+
 def _without_flags(without: tuple[str, ...]) -> list[str]:
     unknown = [w for w in without if w not in WITHOUT_HEADERS]
     if unknown:
@@ -200,8 +237,9 @@ def _compile_cuda(compiler: Path, core: Path, cuda: str, without: tuple[str, ...
     """gpu.o, compiled once per source, flags and CUDA release and shared by
     every build (it has no MPI in it): nvcc takes longer than the rest of
     the core together."""
-    flags = [*NVCC_FLAGS, *_without_flags(without)]
-    h = hashlib.sha256(f"{cuda} {' '.join(flags)}".encode())
+    found, headers = cuda_headers(compiler, without)
+    flags = [*NVCC_FLAGS, *_without_flags(without), *found]
+    h = hashlib.sha256(f"{cuda} {' '.join(flags)} {headers}".encode())
     for p in sorted((core / "gpu").glob("*")):
         if p.suffix in (".cu", ".h"):
             h.update(p.name.encode() + b"\0" + p.read_bytes())
@@ -245,7 +283,8 @@ def build(impl: MpiImpl, force: bool = False, without: tuple[str, ...] = ()) -> 
     ident = identity(impl)
     compiler = nvcc()
     cuda = cuda_version(compiler) if compiler else ""
-    src = source_hash(cuda=cuda)
+    # the headers found are part of the key: one installed later makes another core
+    src = source_hash(cuda=f"{cuda} {cuda_headers(compiler, without)[1]}" if compiler else "")
     tag = f"-cuda{cuda}" if cuda else ""
     if compiler and without:
         tag += "-without-" + "-".join(sorted(set(without)))

@@ -114,10 +114,12 @@ def fetch_debian_source(package: str, into: Path, log: Path) -> Path:
                              "with --source instead")
     state = into / "apt"
     (state / "lists" / "partial").mkdir(parents=True, exist_ok=True)
+    (state / "cache" / "archives" / "partial").mkdir(parents=True, exist_ok=True)
     (state / "sources.list").write_text(DEBIAN_SOURCES)
     opts = ["-o", f"Dir::Etc::SourceList={state / 'sources.list'}",
             "-o", "Dir::Etc::SourceParts=/nonexistent",
-            "-o", f"Dir::State::Lists={state / 'lists'}", "-o", "Debug::NoLocking=1",
+            "-o", f"Dir::State::Lists={state / 'lists'}", "-o", f"Dir::Cache={state / 'cache'}",
+            "-o", "Debug::NoLocking=1",
             "-o", "APT::Sandbox::User=root"]
     _step(["apt-get", *opts, "update", "-qq"], "apt-get update (Debian's source lists)",
           FETCH_TIMEOUT_S, log, into)
@@ -134,7 +136,17 @@ def _unpack(tarball: Path, into: Path) -> Path:
     would land outside it are refused)."""
     try:
         with tarfile.open(tarball) as tf:
-            tf.extractall(into, filter="data")
+            try:
+                tf.extractall(into, filter="data")
+            except TypeError:  # a Python before tarfile's filters (3.10.11, 3.11.3)
+                root = into.resolve()
+                for m in tf.getmembers():
+                    where = (into / m.name).resolve()
+                    if not (m.isfile() or m.isdir() or m.issym()) or (
+                            root not in where.parents and where != root):
+                        raise CommscopeError(f"{tarball}: {m.name} would land outside the "
+                                             "build folder, or is not a file") from None
+                tf.extractall(into)
     except (tarfile.TarError, OSError) as exc:
         raise CommscopeError(f"cannot unpack {tarball}: {exc}") from exc
     tops = [d for d in into.iterdir() if d.is_dir() and (d / "configure").exists()]
