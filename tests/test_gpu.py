@@ -376,20 +376,30 @@ def test_the_gpu_bench_keeps_its_store_and_resumes_where_it_stopped(tmp_path, co
         return subprocess.run([sys.executable, str(script), "--small", "--mpi", "openmpi",
                                *argv], capture_output=True, text=True, timeout=300, env=env)
 
-    p = bench("--store", str(store), "--out", str(out), "--only", "matmul-2,cpu")
+    p = bench("--store", str(store), "--out", str(out), "--only", "paths,matmul-2,cpu")
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     done = json.loads((store / "progress.json").read_text())
-    assert sorted(done) == ["cpu", "matmul-2"] and all(d["done"] for d in done.values())
+    assert sorted(done) == ["cpu", "matmul-2", "paths"] and all(d["done"] for d in done.values())
     assert (out / "gpu.db").is_file() and (out / "progress.json").is_file()
     runs = Store(str(store / "gpu.db")).runs()
-    assert {r["bench"] for r in runs} == {"gpu_matmul", "matmul,jacobi"}
-    assert all(r["status"] == "ok" for r in runs)
-    p = bench("--store", str(store), "--only", "matmul-2,cpu")
+    assert {r["bench"] for r in runs} == {"latency,bw", "gpu_matmul", "matmul,jacobi"}
+    # ipc and nccl need a real GPU: skipped, with the reason; everything else measured
+    assert {r["status"] for r in runs if r["bench"] != "latency,bw"} == {"ok"}
+    assert {json.loads(r["config"])["buffer"] for r in runs if r["status"] == "skipped"} == \
+        {"ipc", "nccl"}
+    # what comes back is drawn here: the report's GPU section
+    rep = tmp_path / "report"
+    q = subprocess.run([sys.executable, "-m", "commscope.cli", "report", "--db",
+                        str(out / "gpu.db"), "--out", str(rep)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert q.returncode == 0, q.stderr[-2000:]
+    assert "GPU buffers" in (rep / "index.html").read_text()
+    p = bench("--store", str(store), "--only", "paths,matmul-2,cpu")
     assert p.returncode == 0 and "phase matmul-2:" not in p.stdout, p.stdout[-2000:]
     assert len(Store(str(store / "gpu.db")).runs()) == len(runs)  # nothing run twice
     assert "gpu_matmul  N=96" in p.stdout and "0 invalid record(s)" in p.stdout
     # a budget too small for the next phase: stops before it, says how to go on
-    p = bench("--store", str(store), "--only", "paths", "--budget", "10")
+    p = bench("--store", str(store), "--only", "weak", "--budget", "10")
     assert p.returncode == 3 and "run again with the same --store" in p.stdout, p.stdout
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "results.db").write_text("")

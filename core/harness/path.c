@@ -671,7 +671,7 @@ static void path_free(cs_path *p) {
 }
 
 int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len) {
-  int k = kind_of(o->path), rank, np, local, compiled = 0, runtime = 0, failed = 0;
+  int k = kind_of(o->path), rank, np, local, here = 1, compiled = 0, runtime = 0, failed = 0;
   memset(pe, 0, sizeof *pe);
   pe->tp = &cs_transport_mpi;
   snprintf(pe->desc, sizeof pe->desc, "{\"path\":\"host\"}");
@@ -681,6 +681,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
   MPI_Comm node;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &local);
+  MPI_Comm_size(node, &here);
   MPI_Comm_free(&node);
   const char *standin = getenv("COMMSCOPE_GPU_STANDIN");
   int stand = standin && !strcmp(standin, "host");
@@ -714,6 +715,12 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
     snprintf(why, len, "the MPI library reports no CUDA support (compile time: %s, run time: "
              "no); set COMMSCOPE_FORCE_CUDA_AWARE=1 to try it anyway",
              compiled ? "yes" : "no");
+    failed = 1;
+  }
+  if (!failed && k == P_NCCL && !stand && here > cs_gpu_count()) {
+    /* NCCL refuses a communicator in which two ranks share a device */
+    snprintf(why, len, "--path nccl needs a GPU per rank: %d ranks on this node, %d GPU(s) "
+             "(NCCL refuses two ranks on one GPU)", here, cs_gpu_count());
     failed = 1;
   }
   if (!failed && k == P_NCCL && cs_nccl_load()) {
