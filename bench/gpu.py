@@ -261,6 +261,11 @@ def main() -> int:
         print(f"{impls[0].name} was built without CUDA: the applications run without the "
               "cuda-aware path (commscope mpi install openmpi-cuda makes one)")
         plan = [(n, w, [x.replace(",cuda-aware", "") for x in argv]) for n, w, argv in plan]
+    if not build.blas_flags()[0]:
+        print("no OpenBLAS to build the core with (libopenblas-dev): the CPU matmul is left "
+              "out, the CPU Jacobi stays")
+        plan = [(n, w, ["jacobi" if x == "matmul,jacobi" else x for x in argv])
+                for n, w, argv in plan]
     for name, worst_s, argv in plan:
         if name not in only or done.get(name, {}).get("done"):
             continue

@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -319,3 +320,20 @@ def test_cuda_aware_passes_the_librarys_check_and_runs_on_the_stand_in(tmp_path,
     assert [r["status"] for r in store.runs()] == ["ok"]
     assert all(r["valid"] for r in store.result_rows())
     store.close()
+
+
+@needs_cuda_build
+def test_the_cuda_aware_build_packs_for_a_gpu_machine_and_is_found_there(tmp_path, cuda_cache,
+                                                                       monkeypatch):
+    """bench/gpu.py --pack copies it into a folder to carry; a cache pointed
+    there (--cache on the GPU machine) finds it, relocated, and it answers."""
+    script = build.core_dir().parent / "bench" / "gpu.py"
+    carry = tmp_path / "carry"
+    p = subprocess.run([sys.executable, str(script), "--pack", str(carry)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0 and "MiB" in p.stdout, p.stdout + p.stderr
+    monkeypatch.setenv("COMMSCOPE_CACHE", str(carry / "cache"))
+    impl = next(m for m in discovery.discover() if m.name == "openmpi-cuda")
+    moved = carry / "cache" / "mpi" / "openmpi-cuda"
+    assert impl.env["OPAL_PREFIX"] == str(moved) and impl.mpicc == str(moved / "bin" / "mpicc")
+    assert source_build.check_prefix(moved)["built_with_cuda"] is True
