@@ -9,8 +9,10 @@ again, and a phase cut short resumes job by job (`commscope run --resume`).
 --budget S ends a phase S seconds after the start (Ctrl-C: the job in flight
 is killed and what it measured is kept) and starts none with under 90 s
 left; --out DIR copies the store there after every phase (the device tool's
-$OUT, so that the store comes back).  A phase counts as done once it ends
-cleanly, or has ended twice (a job that fails fails again).
+$OUT, so that the store comes back), and every 30 s while a phase runs.
+A phase counts as done once it ends cleanly, or has ended twice (a job that
+fails fails again).  --take CAME puts what a call sent back into --store,
+writable, for the next call.
 
 Phases, all with every record validated by the core (every message moved,
 checked outside the timed region):
@@ -36,7 +38,8 @@ COMMSCOPE_GPU_STANDIN=host and --small it runs every phase on host memory
 standing in for the device at small sizes: a check of the script and of the
 paths' logic, whose figures say nothing of a GPU.
 
-    python3 bench/gpu.py --store DIR [--mpi openmpi-cuda] [--budget 540] [--out DIR]
+    python3 bench/gpu.py --store DIR [--mpi openmpi-cuda] [--budget 480] [--out DIR]
+    python3 bench/gpu.py --store DIR --take CAME   (here: what a call sent back)
     python3 bench/gpu.py --pack DIR     (here: the CUDA-aware Open MPI, to carry)
 """
 
@@ -49,9 +52,11 @@ import os
 import shutil
 import signal
 import site
+import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from commscope.analysis.repeats import aggregate
@@ -69,7 +74,7 @@ def phases(small: bool) -> list[tuple[str, float, list[str]]]:
     n = "N=48,96" if small else "N=4096,8192,16384"
     # gpu_jacobi at its default 20 sweeps a sample: each validation redoes them serially
     # on the CPU (at N = 16384, 5.4e9 point updates), so more would not fit a call
-    app = ["--repeat", "2", "--min-samples", "3", "--time-cap", "0.05" if small else "8"]
+    app = ["--repeat", "2", "--min-samples", "3", "--time-cap", "0.05" if small else "5"]
     return [
         ("paths", 420, ["--path", "all", "--bench", "latency,bw", "--sizes",
                         "1:64K" if small else "1:4M", "--factor", "4", "--repeat",
@@ -93,17 +98,27 @@ def phases(small: bool) -> list[tuple[str, float, list[str]]]:
 MIN_PHASE_S = 90.0  # a phase is started only with this much of the budget left
 
 
-def run_bounded(argv: list[str], limit_s: float) -> int | None:
+SAVE_EVERY_S = 30.0  # while a phase runs, the store is copied out this often
+
+
+def run_bounded(argv: list[str], limit_s: float, tick: Callable[[], None]) -> int | None:
     """Its exit status, or None where it was stopped at `limit_s`: Ctrl-C
     first (commscope run then kills its job and keeps what was measured),
-    its whole process group killed if that takes over 60 s."""
+    its whole process group killed if that takes over 45 s.  `tick` runs
+    every SAVE_EVERY_S meanwhile (a call killed from outside still leaves
+    what was stored by then)."""
     p = subprocess.Popen(argv, start_new_session=True)
-    try:
-        return p.wait(timeout=max(limit_s, 1.0))
-    except subprocess.TimeoutExpired:
+    end = time.monotonic() + max(limit_s, 1.0)
+    while True:
+        try:
+            return p.wait(timeout=max(min(SAVE_EVERY_S, end - time.monotonic()), 0.1))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() < end:
+                tick()
+                continue
         os.killpg(p.pid, signal.SIGINT)
         try:
-            p.wait(timeout=60)
+            p.wait(timeout=45)
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
@@ -140,11 +155,41 @@ def pack(dest: Path) -> int:
 
 
 def save(store: Path, out: Path | None) -> None:
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for name in ("gpu.db", "progress.json"):
-            if (store / name).exists():
-                shutil.copy2(store / name, out / name)
+    """The store, whole, into `out`: the database through SQLite's backup (so
+    that rows still in its write-ahead log come along), then the progress."""
+    if out is None:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    if (store / "gpu.db").exists():
+        src, dst = sqlite3.connect(store / "gpu.db"), sqlite3.connect(out / "gpu.db.tmp")
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+            src.close()
+        os.replace(out / "gpu.db.tmp", out / "gpu.db")
+    if (store / "progress.json").exists():
+        shutil.copyfile(store / "progress.json", out / "progress.json")
+
+
+def take(store: Path, came: Path) -> int:
+    """The store that came back from a call (read-only files, perhaps) into
+    `store`, writable, for the next call to go on from."""
+    if not (came / "progress.json").is_file() or not (came / "gpu.db").is_file():
+        print(f"{came} holds no gpu.db and progress.json of this script")
+        return 2
+    if store.exists() and any(store.iterdir()) and not (store / "progress.json").exists():
+        print(f"{store} holds files but no progress.json: not a store of this script")
+        return 2
+    store.mkdir(parents=True, exist_ok=True)
+    for name in ("gpu.db", "progress.json"):
+        shutil.copyfile(came / name, store / name)  # contents only: the mode stays ours
+        (store / name).chmod(0o644)
+    for stale in ("gpu.db-wal", "gpu.db-shm"):
+        (store / stale).unlink(missing_ok=True)
+    done = json.loads((store / "progress.json").read_text())
+    print(f"{store}: phases done: {', '.join(n for n, d in done.items() if d.get('done'))}")
+    return 0
 
 
 def summary(db: Path) -> int:
@@ -216,7 +261,9 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, help="commscope's cache (COMMSCOPE_CACHE): where "
                     "--pack put the MPI")
     ap.add_argument("--mpi", default=None, help="default: openmpi-cuda where installed")
-    ap.add_argument("--budget", type=float, default=540.0,
+    ap.add_argument("--take", type=Path, help="put the store that came back from a call "
+                    "(its gpu.db and progress.json) into --store, writable")
+    ap.add_argument("--budget", type=float, default=480.0,
                     help="seconds: start no phase that might not end within them")
     ap.add_argument("--out", type=Path, help="copy the store here after every phase")
     ap.add_argument("--only", help="phases to run, comma-separated (default: every one)")
@@ -229,6 +276,8 @@ def main() -> int:
         return pack(a.pack)
     if not a.store:
         ap.error("--store DIR is needed (or --pack DIR)")
+    if a.take:
+        return take(a.store, a.take)
     plan = phases(a.small)
     names = [p[0] for p in plan]
     only = a.only.split(",") if a.only else names
@@ -279,7 +328,7 @@ def main() -> int:
         t = time.monotonic()
         rc = run_bounded([sys.executable, "-m", "commscope.cli", "run", "--db", str(db),
                           "--mpi", impls[0].name, "--no-probe", "--quiet", "--resume", *argv],
-                         left)
+                         left, lambda: save(store, a.out))
         took = time.monotonic() - t
         tries = int(done.get(name, {}).get("tries", 0)) + (rc is not None)
         # done: it ended cleanly, or ended twice (a job that fails fails again); a phase cut

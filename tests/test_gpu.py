@@ -398,6 +398,16 @@ def test_the_gpu_bench_keeps_its_store_and_resumes_where_it_stopped(tmp_path, co
     assert p.returncode == 0 and "phase matmul-2:" not in p.stdout, p.stdout[-2000:]
     assert len(Store(str(store / "gpu.db")).runs()) == len(runs)  # nothing run twice
     assert "gpu_matmul  N=96" in p.stdout and "0 invalid record(s)" in p.stdout
+    # what came back (read-only, as a device call's files land) goes on in another store
+    for f in out.iterdir():
+        f.chmod(0o444)
+    again = tmp_path / "again"
+    p = bench("--store", str(again), "--take", str(out))
+    assert p.returncode == 0 and "phases done: paths, matmul-2, cpu" in p.stdout, p.stdout
+    assert all((again / f).stat().st_mode & 0o200 for f in ("gpu.db", "progress.json"))
+    p = bench("--store", str(again), "--only", "paths,matmul-2,cpu")
+    assert p.returncode == 0 and "phase " not in p.stdout, p.stdout[-2000:]
+    assert len(Store(str(again / "gpu.db")).runs()) == len(runs)
     # a budget too small for the next phase: stops before it, says how to go on
     p = bench("--store", str(store), "--only", "weak", "--budget", "10")
     assert p.returncode == 3 and "run again with the same --store" in p.stdout, p.stdout

@@ -145,9 +145,11 @@ def install_from_source(name: str, source: str | None = None
             impl = prefix_impl(name, prefix, spec.family, "built")
             core = build_mod.build(impl, force=True)
             support = build_mod.gpu_info(core).get("mpi_cuda_support")
-            if not isinstance(support, dict) or not support.get("compile_time"):
+            if not isinstance(support, dict) or not (support.get("compile_time")
+                                                      and support.get("run_time")):
                 raise CommscopeError(f"the core built with {name} reads no CUDA support from "
-                                     f"its mpi-ext.h ({support})")
+                                     f"the library (MPIX_CUDA_AWARE_SUPPORT and "
+                                     f"MPIX_Query_cuda_support: {support})")
         except BaseException:
             shutil.rmtree(prefix, ignore_errors=True)
             raise

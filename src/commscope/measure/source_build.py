@@ -12,10 +12,12 @@ through host memory against CUDA-aware MPI, needs an MPI compiled here:
 - **Build.** `configure --with-cuda=<the CUDA of the nvcc found>` into the
   prefix CACHE/mpi/openmpi-cuda, with its own hwloc, libevent and PMIx and
   without Fortran, OpenSHMEM, ROMIO, UCX, verbs or libfabric. It then needs
-  only the C library and zlib: about 15 MB that can be carried to a GPU
+  only the C library and zlib: about 10 MiB that can be carried to a GPU
   machine, where OPAL_PREFIX relocates it.
 - **Check.** `ompi_info` must say `mpi_built_with_cuda_support` is true, and
-  the core built with it must say MPIX_CUDA_AWARE_SUPPORT at compile time.
+  the core built with it must read MPIX_CUDA_AWARE_SUPPORT at compile time
+  (and, before MPI_Init, MPIX_Query_cuda_support: Open MPI 4.1 answers how it
+  was built).
   Open MPI 4.1 loads libcuda when a job starts, so the build needs no driver.
   Whether device pointers really move is known only on a GPU, in a
   validated `--path cuda-aware` run.
