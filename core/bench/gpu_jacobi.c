@@ -27,18 +27,6 @@ typedef struct gjac {
   int spoil;
 } gjac;
 
-/* The global grid: N per side (scale=strong), or N per rank and side, the
- * grid growing with the process grid (scale=weak). */
-static int gj_grid(const cs_ctx *c, int *px, int *py, size_t *nx, size_t *ny) {
-  char scale[16];
-  cs_param(c, "scale", scale, sizeof scale);
-  if (!cs_grid2(c->np, cs_param_long(c, "px"), cs_param_long(c, "py"), px, py)) return 1;
-  int weak = !strcmp(scale, "weak");
-  *nx = weak ? c->size * (size_t)*px : c->size;
-  *ny = weak ? c->size * (size_t)*py : c->size;
-  return 0;
-}
-
 static int gj_judge(const cs_ctx *c, char *why, size_t len) {
   int px, py;
   size_t nx, ny;
@@ -49,7 +37,8 @@ static int gj_judge(const cs_ctx *c, char *why, size_t len) {
     snprintf(why, len, "gpu_jacobi scale must be strong or weak, got '%s'", scale);
     return 1;
   }
-  if (gj_grid(c, &px, &py, &nx, &ny)) {
+  cs_jacobi_grid(c, &px, &py, &nx, &ny);
+  if (!px) {
     snprintf(why, len, "gpu_jacobi grid px=%ld x py=%ld does not decompose %d processes",
              cs_param_long(c, "px"), cs_param_long(c, "py"), c->np);
     return 1;
@@ -66,24 +55,16 @@ static int gj_judge(const cs_ctx *c, char *why, size_t len) {
   return 0;
 }
 
-/* The kernels on the stand-in: the same expression and order on the host
- * (the core's C is compiled without contraction, as the kernels are). */
-static void host_sweep(const double *u, double *un, size_t w, size_t lx, size_t ly, double hx2,
-                       double hy2, double src, double inv, double *res) {
-  for (size_t i = 1; i <= lx; i++)
-    for (size_t k = 1; k <= ly; k++) {
-      const double *c = u + i * w;
-      double v = (hy2 * (c[k - w] + c[k + w]) + hx2 * (c[k - 1] + c[k + 1]) - src) * inv;
-      un[i * w + k] = v;
-      if (res) *res += (v - c[k]) * (v - c[k]);
-    }
-}
-
+/* The update: the kernel, or on the stand-in the CPU Jacobi's own loop (the
+ * same expression and order, and the core's C, like the kernel, is
+ * compiled without contraction). */
 static int sweep(cs_ctx *c, const gjac *j, double *res) {
   if (cs_buf_on_device(c))
     return CS_GPU_TRY(cs_gpu_jacobi_sweep(j->u, j->un, j->w, 1, j->lx, 1, j->ly, j->hx2, j->hy2,
                                           j->src, j->inv, res));
-  host_sweep(j->u, j->un, j->w, j->lx, j->ly, j->hx2, j->hy2, j->src, j->inv, res);
+  double r = cs_jacobi_rows(j->u, j->un, j->w, 1, j->lx, 1, j->ly, j->hx2, j->hy2, j->src,
+                            j->inv, res != NULL);
+  if (res) *res += r;
   return 0;
 }
 
@@ -119,7 +100,7 @@ static int gj_setup(cs_ctx *c, char *why, size_t len) {
   if (!j) goto nomem;
   j->cart = MPI_COMM_NULL;
   int dims[2], periods[2] = {0, 0}, coords[2];
-  gj_grid(c, &dims[0], &dims[1], &j->nx, &j->ny);
+  cs_jacobi_grid(c, &dims[0], &dims[1], &j->nx, &j->ny);
   j->px = dims[0];
   j->py = dims[1];
   j->iters = (int)cs_param_long(c, "iters");

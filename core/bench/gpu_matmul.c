@@ -62,15 +62,7 @@ static int recv_block(cs_ctx *c, double *p, size_t bytes, int peer) {
 static int multiply(cs_ctx *c, int m, int n, int k, const double *a, const double *b,
                     double *out) {
   if (cs_buf_on_device(c)) return CS_GPU_TRY(cs_cublas_dgemm(m, n, k, a, b, out));
-  for (int i = 0; i < m; i++) {
-    double *row = out + (size_t)i * (size_t)n;
-    memset(row, 0, (size_t)n * sizeof *row);
-    for (int l = 0; l < k; l++) {
-      double x = a[(size_t)i * (size_t)k + (size_t)l];
-      const double *br = b + (size_t)l * (size_t)n;
-      for (int j = 0; j < n; j++) row[j] += x * br[j];
-    }
-  }
+  cs_product_naive(a, b, out, (size_t)m, (size_t)n, (size_t)k, 0);
   return 0;
 }
 

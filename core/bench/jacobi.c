@@ -77,8 +77,7 @@ static void initial_state(jac *j) {
   set_boundary(j, j->un);
 }
 
-/* The grid a run uses: scale=weak grows N by the process grid. */
-static void jac_grid(const cs_ctx *c, int *px, int *py, size_t *nx, size_t *ny) {
+void cs_jacobi_grid(const cs_ctx *c, int *px, int *py, size_t *nx, size_t *ny) {
   char scale[16];
   cs_param(c, "scale", scale, sizeof scale);
   if (!cs_grid2(c->np, cs_param_long(c, "px"), cs_param_long(c, "py"), px, py)) *px = *py = 0;
@@ -112,7 +111,7 @@ static int jac_judge(const cs_ctx *c, char *why, size_t len) {
   }
   int gx = 0, gy = 0;
   size_t nx, ny;
-  jac_grid(c, &gx, &gy, &nx, &ny);
+  cs_jacobi_grid(c, &gx, &gy, &nx, &ny);
   if (!gx) {
     snprintf(why, len, "jacobi grid px=%ld x py=%ld does not decompose %d processes", px, py,
              c->np);
@@ -135,7 +134,7 @@ static int jac_judge(const cs_ctx *c, char *why, size_t len) {
 static double jac_mem(const cs_ctx *c, int rank) {
   int px = 0, py = 0;
   size_t nx, ny, lx, ly, f;
-  jac_grid(c, &px, &py, &nx, &ny);
+  cs_jacobi_grid(c, &px, &py, &nx, &ny);
   if (!px) return 0;
   cs_block(nx, px, rank / py, &lx, &f);
   cs_block(ny, py, rank % py, &ly, &f);
@@ -151,7 +150,7 @@ static int jac_setup(cs_ctx *c, char *why, size_t len) {
   long iters = cs_param_long(c, "iters"), every = cs_param_long(c, "reduce_every");
   int dims[2] = {1, 1};
   size_t nx, ny, n = c->size;
-  jac_grid(c, &dims[0], &dims[1], &nx, &ny);
+  cs_jacobi_grid(c, &dims[0], &dims[1], &nx, &ny);
   jac *j = calloc(1, sizeof *j);
   c->state = j;
   if (!j) goto nomem;
@@ -203,14 +202,14 @@ nomem:
 /* Rows i0..i1 and columns k0..k1 (inclusive, 1-based local).  Only the
  * sweeps whose residual is reduced sum it: a sum in the loop keeps the
  * compiler from vectorising it (no reassociation without -ffast-math). */
-CS_VECTORIZE static double sweep(jac *j, size_t i0, size_t i1, size_t k0, size_t k1) {
+CS_VECTORIZE double cs_jacobi_rows(const double *u0, double *un0, size_t w, size_t i0,
+                                   size_t i1, size_t k0, size_t k1, double hx2, double hy2,
+                                   double src, double inv, int want_res) {
   double res = 0;
-  const size_t w = j->w;
-  const double hx2 = j->hx2, hy2 = j->hy2, src = j->src, inv = j->inv;
   for (size_t i = i0; i <= i1; i++) {
-    const double *restrict u = j->u + i * w, *restrict up = u - w, *restrict dn = u + w;
-    double *restrict un = j->un + i * w;
-    if (j->want_res) {
+    const double *restrict u = u0 + i * w, *restrict up = u - w, *restrict dn = u + w;
+    double *restrict un = un0 + i * w;
+    if (want_res) {
       for (size_t k = k0; k <= k1; k++) {
         double v = (hy2 * (up[k] + dn[k]) + hx2 * (u[k - 1] + u[k + 1]) - src) * inv;
         double d = v - u[k];
@@ -223,6 +222,11 @@ CS_VECTORIZE static double sweep(jac *j, size_t i0, size_t i1, size_t k0, size_t
     }
   }
   return res;
+}
+
+static double sweep(jac *j, size_t i0, size_t i1, size_t k0, size_t k1) {
+  return cs_jacobi_rows(j->u, j->un, j->w, i0, i1, k0, k1, j->hx2, j->hy2, j->src, j->inv,
+                        j->want_res);
 }
 
 #define TAG_H 40

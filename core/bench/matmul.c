@@ -122,19 +122,6 @@ static void mm_prepare(cs_ctx *c, long sample) {
   cs_poison(m->c, n * n * sizeof(double));
 }
 
-static void naive_block(const mm *m) {
-  size_t n = m->n;
-  for (size_t i = 0; i < m->rows; i++) {
-    double *ci = m->cl + i * n;
-    for (size_t j = 0; j < n; j++) ci[j] = 0;
-    for (size_t k = 0; k < n; k++) {
-      double aik = m->al[i * n + k];
-      const double *bk = m->b + k * n;
-      for (size_t j = 0; j < n; j++) ci[j] += aik * bk[j];
-    }
-  }
-}
-
 static int mm_run(cs_ctx *c, long reps) {
   mm *m = c->state;
   int nn = (int)(m->n * m->n);
@@ -145,7 +132,7 @@ static int mm_run(cs_ctx *c, long reps) {
                  0, c->comm);
     cs_phase(c, PH_SEND_A);
     if (m->naive) {
-      naive_block(m);
+      cs_product_naive(m->al, m->b, m->cl, m->rows, m->n, m->n, 0);
     } else if (m->rows) {
 #ifdef CS_HAVE_OPENBLAS
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m->rows, (int)m->n,

@@ -77,3 +77,17 @@ int cs_product_check(const double *cm, const double *am, const double *bm, size_
   free(cx);
   return bad;
 }
+
+void cs_product_naive(const double *a, const double *b, double *c, size_t m, size_t n, size_t k,
+                      int add) {
+  for (size_t i = 0; i < m; i++) {
+    double *ci = c + i * n;
+    if (!add)
+      for (size_t j = 0; j < n; j++) ci[j] = 0;
+    for (size_t l = 0; l < k; l++) {
+      double x = a[i * k + l];
+      const double *bl = b + l * n;
+      for (size_t j = 0; j < n; j++) ci[j] += x * bl[j];
+    }
+  }
+}

@@ -17,6 +17,12 @@ void cs_product_fill(double *a, double *b, size_t n, long sample);
 int cs_product_check(const double *cm, const double *am, const double *bm, size_t rows,
                      size_t row0, size_t n, long sample, char *why, size_t len);
 
+/* C (m x n) = A (m x k) B (k x n), or C += A B with `add`, row-major, by
+ * a plain loop (i, k, j: B and C read along rows): impl=naive's product,
+ * and the GPU multiply's on host memory standing in for the device. */
+void cs_product_naive(const double *a, const double *b, double *c, size_t m, size_t n, size_t k,
+                      int add);
+
 /* The `impl` parameter both declare: blas (OpenBLAS's dgemm, when the core
  * was built with it) or naive.  0 when good, else 1 with the reason. */
 int cs_product_judge_impl(const struct cs_ctx *c, char *why, size_t len);

@@ -195,11 +195,7 @@ static void gather(cs_ctx *c, su *s) {
 /* C += Ap (mr x w) Bp (w x mc). */
 static void panel_product(const su *s, size_t mr, size_t mc, size_t w) {
   if (s->naive || !mr || !mc) {
-    for (size_t i = 0; i < mr; i++)
-      for (size_t k = 0; k < w; k++) {
-        double a = s->ap[i * w + k];
-        for (size_t j = 0; j < mc; j++) s->cl[i * mc + j] += a * s->bp[k * mc + j];
-      }
+    cs_product_naive(s->ap, s->bp, s->cl, mr, mc, w, 1);
     return;
   }
 #ifdef CS_HAVE_OPENBLAS

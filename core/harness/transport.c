@@ -41,6 +41,7 @@ static int m_irecv(cs_ctx *c, void *buf, size_t n, int peer, int slot) {
 static int m_waitall(cs_ctx *c, int n) { return MPI_Waitall(n, c->reqs, c->stats); }
 static int m_barrier(cs_ctx *c) { return MPI_Barrier(c->comm); }
 static int m_alltoall(cs_ctx *c, const void *s, void *r, size_t block) {
+  if (block > CS_MSG_MAX) return CS_TP_ETOOBIG;
   return MPI_Alltoall(s, (int)block, MPI_BYTE, r, (int)block, MPI_BYTE, c->comm);
 }
 
