@@ -236,6 +236,9 @@ def main() -> int:
     ap.add_argument("--emu-n", default="2000", help="(4): the N across the emulated nodes")
     ap.add_argument("--keep", help="keep the stores in this folder (default: a temporary one)")
     a = ap.parse_args()
+    if a.keep is not None and (not a.keep or (Path(a.keep).exists()
+                                              and not Path(a.keep).is_dir())):
+        sys.exit(f"apps.py: --keep {a.keep!r} is not a folder")
     if a.keep and Path(a.keep).exists() and any(Path(a.keep).iterdir()):
         sys.exit(f"apps.py: --keep {a.keep} is not empty: its stores would mix two runs")
     watch = NoiseWatch()

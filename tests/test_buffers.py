@@ -45,6 +45,8 @@ def core_run(core, tmp_path, *args: str) -> tuple[int, list[dict], str]:
 def test_cold_pools_exceed_the_last_level_cache_and_every_slot_used_is_checked(cores,
                                                                             tmp_path):
     llc = int(probe.run(pair_ms=1.0)["l3_bytes"] or 0)  # type: ignore[call-overload]
+    if not llc:
+        pytest.skip("the last-level cache's size is not known here: no stream to size")
     core = cores[sorted(cores)[0]]
     rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw,allreduce,alltoall,bcast",
                              "--sizes", "8:64K", "--factor", "64", "--buffers", "cold")
@@ -94,6 +96,8 @@ def test_hot_records_carry_no_pool_and_keep_their_keys(cores, tmp_path):
 @pytest.mark.mpi
 def test_evicted_times_each_operation_alone_after_a_stream_beyond_the_cache(cores, tmp_path):
     llc = int(probe.run(pair_ms=1.0)["l3_bytes"] or 0)  # type: ignore[call-overload]
+    if not llc:
+        pytest.skip("the last-level cache's size is not known here: no stream to size")
     core = cores[sorted(cores)[0]]
     rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw,allreduce", "--sizes",
                              "8:4K", "--factor", "512", "--buffers", "evicted")
@@ -101,10 +105,18 @@ def test_evicted_times_each_operation_alone_after_a_stream_beyond_the_cache(core
     assert recs[0]["options"]["buffers"] == "evicted"
     res = [r for r in recs if r["type"] == "result"]
     assert len(res) == 3 * 2 and all(r["valid"] for r in res), [r.get("why") for r in res]
+    # a stream reads and writes 2 x LLC: at 100 GB/s, faster than any node's memory, it
+    # takes at least this long; under load it only takes longer (noise policy: bounds only)
+    stream_s = 2 * 2 * llc / 100e9
     for r in res:
         assert r["evicted"] == {"bytes": 2 * llc, "llc_bytes": llc} and llc > 0, r["evicted"]
         assert r["batch"] == 1, (r["bench"], r["batch"])  # one operation a sample
-        assert "pool" not in r and r["validations"] >= 1
+        assert "pool" not in r
+        # every sample streamed first (the size took at least that) ...
+        assert r["elapsed_s"] >= r["n_samples"] * stream_s, (r["elapsed_s"], r["n_samples"])
+        # ... outside its timed region: a latency far below one stream
+        if r["bench"] == "latency":
+            assert r["median_us"] * 1e-6 < stream_s / 4, r["median_us"]
     # what moved is checked as in a hot run: a corrupted message is caught
     rc, recs, err = core_run(core, tmp_path, "--bench", "latency", "--sizes", "4K",
                              "--buffers", "evicted", "--inject", "corrupt@4096")

@@ -423,7 +423,7 @@ static void warm_up(const cs_bench *b, cs_ctx *c, long reps, double ops, long do
     done = 1;
   }
   long n = o->warmup - done;
-  if (c->rank == 0) {
+  if (c->rank == 0 && !c->ebuf) { /* evicted: by count (each sample streams the LLC twice) */
     double by_time = t_us > 0 ? o->warmup_s * 1e6 / t_us - (double)done : 0;
     if (by_time > (double)n) n = (long)by_time;
     if (n > 1000000) n = 1000000;
@@ -885,18 +885,12 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
   }
   if (!bufs && evicting(b, o)) {
     c.ebytes = pool_target(o);
-    c.ebuf = malloc(c.ebytes);
+    double have = cs_mem_available(); /* a stream past memory is refused, not OOM-killed */
+    c.ebuf = have > 0 && (double)c.ebytes > 0.8 * have ? NULL : malloc(c.ebytes);
     if (c.ebuf) memset(c.ebuf, 0, c.ebytes); /* its pages mapped before any timing */
     int ok = c.ebuf != NULL, all = 0;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, world);
-    if (!all) {
-      free(c.ebuf);
-      cs_buf_free(&c, c.sbuf);
-      cs_buf_free(&c, c.rbuf);
-      return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu bytes to stream before each operation "
-                     "(--buffers evicted: twice the last-level cache, %ld bytes)", c.ebytes,
-                     cs_llc_bytes());
-    }
+    if (!all) bufs = CS_ENOMEM;
   }
   size_t nreq = cs_nreq(o, c.np);
   c.reqs = calloc(nreq, sizeof *c.reqs);
@@ -910,6 +904,10 @@ int cs_run_bench(const cs_bench *b, const cs_opts *o, MPI_Comm world, const cs_e
     cs_buf_free(&c, c.rbuf);
     free(c.view);
     free(c.reqs);
+    if (bufs && evicting(b, o) && c.ebytes)
+      return CS_FAIL(e, CS_ENOMEM, "cannot allocate %zu bytes to stream before each operation "
+                     "(--buffers evicted; the last-level cache is %ld bytes)", c.ebytes,
+                     cs_llc_bytes());
     if (bufs && cold(b, o))
       return CS_FAIL(e, CS_ENOMEM, "cannot allocate two cold pools of %zu bytes (--buffers "
                      "cold: twice the last-level cache, %ld bytes, beside the largest buffer)",

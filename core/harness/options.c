@@ -256,6 +256,12 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
   if (!strcmp(o->buffers, "cold") && o->rotate_root)
     return CS_FAIL(e, CS_EUSAGE, "--buffers cold keeps one root per size: a rotating root "
                    "would overwrite the pool's slots with another root's data");
+  if (!strcmp(o->buffers, "evicted") && o->sample_us >= 0)
+    return CS_FAIL(e, CS_EUSAGE, "--buffers evicted times one operation a sample: not with "
+                   "--sample-us");
+  if (!strcmp(o->buffers, "evicted") && o->cold_pool > 0 && o->cold_pool < (1L << 20))
+    return CS_FAIL(e, CS_EUSAGE, "--buffers evicted: --cold-pool %ld bytes would evict nothing "
+                   "(at least 1 MiB; 0: twice the last-level cache)", o->cold_pool);
   if (strcmp(o->buffers, "hot") && o->path[0] && strcmp(o->path, "host"))
     return CS_FAIL(e, CS_EUSAGE, "--buffers %s is for host memory (--path host), not --path %s",
                    o->buffers, o->path);

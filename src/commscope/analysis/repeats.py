@@ -250,12 +250,14 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[
         runs = [json.loads(str(r["phases"])) for r in good if _get(r, "phases")]
         ph = json.loads(str(base["phases"]))
         for name, v in ph.items():
-            v["max_us"] = statistics.median(float(x[name]["max_us"]) for x in runs if name in x)
-            # and the ranks' arrival skew alike, so that the two a prediction
-            # adds and sets against each other are medians of the same runs
-            skews = [float(x[name]["skew_us"]) for x in runs
-                     if isinstance(x.get(name, {}).get("skew_us"), int | float)]
-            if "skew_us" in v and len(skews) == len(runs):
+            has = [x[name] for x in runs if name in x]
+            v["max_us"] = statistics.median(float(x["max_us"]) for x in has)
+            # and the ranks' arrival skew alike, over the same runs (where
+            # each of them has one), so that the two a prediction adds and
+            # sets against each other are medians of one set of runs
+            skews = [float(x["skew_us"]) for x in has
+                     if isinstance(x.get("skew_us"), int | float)]
+            if "skew_us" in v and len(skews) == len(has):
                 v["skew_us"] = statistics.median(skews)
         base["phases"] = json.dumps(ph)
     return base

@@ -286,7 +286,8 @@ def plan_check(jobs: Sequence[Job]) -> None:
         one_host = j.cluster.kind in ("local", "emu")
         if j.opts.buffers in ("cold", "evicted") and one_host:  # the pools are memory too
             apps = j.bench.split(",")
-        key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param)
+        key = (j.core.exe, tuple(apps), j.np, one_host, j.opts.param, j.opts.buffers,
+               j.opts.cold_pool, j.opts.sizes)
         if not apps or key in seen:
             continue
         seen.add(key)

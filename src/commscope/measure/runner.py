@@ -293,8 +293,9 @@ def run_sweep(jobs: Sequence[Job], store: Store, *, argv: Sequence[str], resume:
                 if on_done:
                     on_done(out)
             outcomes += done
-            outcomes += _measure_again(equal_windows(done), store, sweep_id, timeout_s, policy,
-                                       progress)
+            if repeat == 1:  # with rounds, once after the last: it covers each round's too
+                outcomes += _measure_again(equal_windows(done), store, sweep_id, timeout_s,
+                                           policy, progress)
         if repeat > 1:  # the rounds alike: a round narrowed further sets every round's window
             outcomes += _measure_again(equal_windows(outcomes), store, sweep_id, timeout_s,
                                        policy, progress)
