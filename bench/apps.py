@@ -184,7 +184,7 @@ def figure4(mpi: str, tmp: Path, clusters_too: bool = True, ns: str = "2000,4000
         store = Store(db)
         rows = aggregate(store.result_rows(), mode="dominant")
         preds = predict.predict([r for r in rows if r["phases"]], collect(rows),
-                                predict.llc_in(store, rows), predict.rank_average(rows))
+                                predict.llc_in(store, rows))
         print(f"\n(4) predicted / measured per communication phase, 2 ranks ({mpi}), "
               + ", ".join(f"{w} N={n}" for w, n in places)
               + ", from run --for (target 0.80-1.25 for at least 75% of the phases)")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
 from commscope.analysis import crossover, findings, hockney, loggp, significance
-from commscope.analysis.series import Config, Point
+from commscope.analysis.series import Config, Point, collect
 
 SIZES = [2**k for k in range(0, 21, 2)]  # 1 B .. 1 MiB
 
@@ -343,18 +344,21 @@ def test_prediction_arithmetic_on_synthetic_models():
         10 * (6.0 + 8 * 100 * 999 / 800.0 + pcopy), rel=1e-3)
     assert "hot-buffer" not in ge[("jacobi", "exchange")].note
     # summa's panels change owner down the column: with the rank averages
-    # stored (rank_average: mean_rank_avg_us), its broadcasts read those
+    # stored (mean_rank_avg_us, carried on each point), its broadcasts read those
     bc = {"id": 9, "bench": "bcast", "np": 2, "size_bytes": 1024, "valid": True,
           "median_us": 10.0, "ci_lo_us": 9.0, "ci_hi_us": 11.0, "flagged": False,
           "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "params": None, "root": 0,
           "config": _json.dumps(Configuration("openmpi", params=(("buffers", "evicted"),)
                                               ).to_json()), "mean_rank_avg_us": 6.0}
-    ((key, bench), pts), = predict.rank_average([bc, dict(bc, id=10, mean_rank_avg_us=None)]
-                                                ).items()
+    ((key, bench), pts), = predict.rank_average(collect(
+        [bc, dict(bc, id=10, size_bytes=2048, mean_rank_avg_us=None)])).items()
     assert (key.mpi, bench) == ("openmpi buffers=evicted", "bcast"), key
+    assert list(pts) == [1024]  # a point without a rank average is left out
     assert (pts[1024].median, pts[1024].lo, pts[1024].hi) == pytest.approx((6.0, 5.4, 6.6))
-    avg = {(ev, "bcast"): line(3.0, 1600.0)}
-    ga = {(p.bench, p.phase): p for p in predict.predict(rows, with_ev, None, avg)}
+    avg = line(3.0, 1600.0)
+    with_avg = {**with_ev, (ev, "bcast"): {
+        s: replace(p, rank_avg=avg[s].median) for s, p in with_ev[(ev, "bcast")].items()}}
+    ga = {(p.bench, p.phase): p for p in predict.predict(rows, with_avg)}
     assert ga[("summa", "bcast_B")].predicted_us == pytest.approx(
         10 * (3.0 + 8 * 100 * 999 / 1600.0 + pcopy), rel=1e-3)
     assert ga[("matmul", "bcast_B")].predicted_us == got[("matmul", "bcast_B")].predicted_us

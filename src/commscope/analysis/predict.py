@@ -57,7 +57,7 @@ from typing import NamedTuple
 from ..store.sizes import human, human_bytes
 from . import hockney
 from .apps import parse_params, phases
-from .series import Config, Series
+from .series import Config, Point, Series
 from .significance import MIN_CHANGE
 
 MIN_TOLERANCE = 0.25  # the goal: within 25% where the machine is not oversubscribed
@@ -143,38 +143,30 @@ def _dims(np_: int, px: int, py: int) -> tuple[int, int]:
     return best
 
 
-def rank_average(rows: Sequence[Mapping[str, object]]) -> dict[tuple[Config, str], Series]:
-    """The collectives' series by their rank-average time (each call's time
-    averaged over the ranks, then over the samples: mean_rank_avg_us), each
-    point's interval scaled with it; records without it are left out."""
-    from .series import collect
-
-    out = []
-    for r in rows:
-        d = dict(r)
-        avg, med = d.get("mean_rank_avg_us"), d.get("median_us")
-        if not (isinstance(avg, int | float) and avg > 0 and isinstance(med, int | float)
-                and med > 0):
-            continue
-        k = float(avg) / float(med)
-        d.update(median_us=float(avg), rep_medians_us=(),
-                 ci_lo_us=float(d["ci_lo_us"] if d.get("ci_lo_us") is not None else med) * k,
-                 ci_hi_us=float(d["ci_hi_us"] if d.get("ci_hi_us") is not None else med) * k)
-        out.append(d)
-    return collect(out)
+def rank_average(series: Mapping[tuple[Config, str], Series]
+                 ) -> dict[tuple[Config, str], Series]:
+    """The collectives' series by their rank-average time (Point.rank_avg),
+    each point's interval scaled with it; points without one are left out."""
+    out: dict[tuple[Config, str], Series] = {}
+    for key, pts in series.items():
+        avg = {s: Point(s, p.rank_avg, p.lo * p.rank_avg / p.median,
+                        p.hi * p.rank_avg / p.median, p.result_id)
+               for s, p in pts.items() if p.rank_avg and p.median > 0}
+        if avg:
+            out[key] = avg
+    return out
 
 
 def predict(app_rows: Sequence[Mapping[str, object]],
             series: Mapping[tuple[Config, str], Series],
-            llc_bytes: int | None = None,
-            averages: Mapping[tuple[Config, str], Series] | None = None) -> list[Prediction]:
+            llc_bytes: int | None = None) -> list[Prediction]:
     """Every communication phase of the matmul and jacobi records given,
     from the series of the same configuration (implementation and its
     settings, process count, cluster).  `llc_bytes`: the last-level cache
     the probe read (None: unknown), which decides whether a block summa has
-    just packed is still in cache when it is sent.  `averages`: the same
-    series by their rank average (rank_average), for the broadcasts whose
-    root turns over; without them those read the slowest rank's."""
+    just packed is still in cache when it is sent.  The broadcasts whose root
+    turns over read the series' rank averages (rank_average) where stored,
+    else the slowest rank's."""
     from .series import collect
 
     out: list[Prediction] = []
@@ -183,6 +175,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
     params_of = {int(r["id"]): parse_params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
     row_of = {int(r["id"]): r for r in app_rows}  # type: ignore[call-overload]
     models: dict[tuple[Config, str, str], Model | None] = {}
+    averages = rank_average(series)
 
     def m(cfg: Config, bench: str, ranks: int | None = None, buffers: str = "hot",
           stat: str = "max") -> Model | None:
@@ -191,15 +184,16 @@ def predict(app_rows: Sequence[Mapping[str, object]],
         key = Config(what if buffers == "hot" else f"{what} buffers={buffers}", np_, cfg.cluster,
                      cfg.oversubscribed if np_ == cfg.np else False)
         if (key, bench, stat) not in models:
-            models[(key, bench, stat)] = model((series if stat == "max" else averages or {}
+            models[(key, bench, stat)] = model((series if stat == "max" else averages
                                                 ).get((key, bench)))
         return models[(key, bench, stat)]
 
-    def pick(cfg: Config, bench: str, ranks: int | None, buffers: str, stat: str
+    def pick(cfg: Config, bench: str, ranks: int | None, buffers: str
              ) -> tuple[Model | None, str]:
-        """The model measured with `buffers`, else the hot one; and which."""
-        mod = m(cfg, bench, ranks, buffers, stat) if buffers != "hot" else None
-        return (mod, buffers) if mod is not None else (m(cfg, bench, ranks, "hot", stat), "hot")
+        """The slowest rank's model measured with `buffers`, else the hot
+        one; and which."""
+        mod = m(cfg, bench, ranks, buffers) if buffers != "hot" else None
+        return (mod, buffers) if mod is not None else (m(cfg, bench, ranks, "hot"), "hot")
 
     for (cfg, bench), s in sorted(apps.items(), key=lambda kv: (kv[0][0].mpi, kv[0][0].np,
                                                                  kv[0][1])):
@@ -235,17 +229,17 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                         total += times * 2.0 * size / (float(gbs) * 1e3)
                         used.append("copies")
                         continue
-                    mod, held = None, "hot"
-                    if stat == "avg":  # the root turns over: each rank's time is the average
-                        mod, held = pick(cfg, coll, comm, buffers, "avg")
-                        if mod is None:
+                    mod, held = pick(cfg, coll, comm, buffers)
+                    averaged = False
+                    if stat == "avg" and mod is not None:
+                        # the root turns over: each rank's time is the average, of the
+                        # series the slowest rank's figure would come from (its buffers)
+                        avg = m(cfg, coll, comm, held, "avg")
+                        if avg is None:
                             notes.append(f"{coll}: the slowest rank's figure for a root that "
                                          "turns over (no rank average stored): an overcount")
-                        elif not mod.covers(size):
-                            mod = None  # the slowest rank's series may reach further
-                    averaged = mod is not None
-                    if mod is None:
-                        mod, held = pick(cfg, coll, comm, buffers, "max")
+                        elif avg.covers(size):  # else the slowest rank's may reach further
+                            mod, averaged = avg, True
                     at = f" at {comm} ranks" if comm and comm != cfg.np else ""
                     if mod is None:
                         total = math.nan
@@ -270,7 +264,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             "a phase after a compute sweep") + f" (measure it with --buffers "
                             f"{buffers})")
                     cold_used = cold_used or held != "hot"
-                    used.append(f"{coll} ({held}{', rank average' if averaged else ''})")
+                    used.append(f"{coll} ({held}{', mean of rank averages' if averaged else ''})")
                     total += times * mod.predict(size)
                     tol = max(tol, mod.rel_ci + mod.fit.rms_rel_error)
                 skew = ph.get(phase, {}).get("skew_us")

@@ -23,10 +23,14 @@ class Point:
     reps: tuple[float, ...] = ()  # the runs' own medians, where repetitions were made
     equiv_sends: int | None = None  # collectives: the sends of one message it stands for
     window: int | None = None  # bw, bibw: the messages in flight it ran (the narrowest run's)
+    # collectives: each call's time averaged over the ranks, then over the
+    # samples (mean_rank_avg_us; a mean, where median is the slowest rank's median)
+    rank_avg: float | None = None
 
     def scaled(self, k: float) -> Point:
         return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id,
-                     tuple(x * k for x in self.reps), window=self.window)
+                     tuple(x * k for x in self.reps), window=self.window,
+                     rank_avg=self.rank_avg * k if self.rank_avg else None)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,9 +97,11 @@ def point(r: sqlite3.Row) -> Point | None:
     hand = "equiv_of" in r.keys() and r["equiv_of"]
     equiv = r["equiv_sends"] if "equiv_sends" in r.keys() and not hand else None
     window = r["window"] if "window" in r.keys() and r["window"] else None
+    avg = r["mean_rank_avg_us"] if "mean_rank_avg_us" in r.keys() else None
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
                  int(r["id"]), reps, int(equiv) if equiv else None,
-                 int(window) if window else None)
+                 int(window) if window else None,
+                 float(avg) if isinstance(avg, int | float) and avg > 0 else None)
 
 
 def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:

@@ -105,8 +105,8 @@ def cmd_predict(a: argparse.Namespace) -> int:
                              "(e.g. --bench matmul,jacobi,latency,coll)")
     mode = None if a.mode == "all" else (a.mode or "dominant")
     rows = aggregate(store.result_rows(), mode=mode)
-    print(predict.table(predict.predict(apps, collect(rows), predict.llc_in(store, apps),
-                                        predict.rank_average(rows))), end="")
+    print(predict.table(predict.predict(apps, collect(rows), predict.llc_in(store, apps))),
+          end="")
     return 0
 
 
