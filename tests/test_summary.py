@@ -99,6 +99,14 @@ def test_a_difference_inside_the_noise_leads_to_nothing_and_is_said_to():
     assert s.notes == ("For small messages (latency) at 2 processes, local: mpich, openmpi "
                        "are not told apart over any two neighbouring sizes (their intervals "
                        f"separate only at isolated sizes, {human_bytes(odd)}: no claim)",), s.notes
+    # 3% apart with tight intervals: separated at every size, yet under the 5% a
+    # finding needs; the note says so, not that the sizes were isolated
+    data[(MPICH, "latency")] = series(lambda s: 1.03 * lat(s), rel_ci=0.005)
+    data[(OMPI, "latency")] = series(lat, rel_ci=0.005)
+    s = summary.summarize(data, findings.all_findings(data))
+    assert s.conclusions == ()
+    (note,) = s.notes
+    assert "isolated" not in note and "by less than the 5% a finding needs" in note, note
 
 
 def test_no_kind_fills_the_screen_past_its_quota():

@@ -69,16 +69,26 @@ class Finding:
     cause: causes.Cause | None = None
 
 
-def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]]) -> set[object]:
+def comparable(a: Config, b: Config) -> bool:
+    """May a finding set a against b?  Not another library with its data
+    held otherwise (two changes at once); cold against evicted is one."""
+    return causes.buffers_of(a) == causes.buffers_of(b) or causes.cold_pair(a, b)
+
+
+def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]],
+                  cfgs: Mapping[tuple[int, str, str, str], Config]) -> set[object]:
     """Every (group, pair, size) whose runs' medians differ by Welch's test,
-    corrected together for how many were tested; without repetitions on
-    both sides a size is not tested here (its CIs still must separate)."""
+    corrected together for how many were tested (the pairs compared: those
+    that may be); without repetitions on both sides a size is not tested
+    here (its CIs still must separate)."""
 
     ps: dict[object, float] = {}
     for g, by_mpi in groups.items():
         mpis = sorted(by_mpi)
         for i, a in enumerate(mpis):
             for b in mpis[i + 1:]:
+                if not comparable(cfgs[(*g, a)], cfgs[(*g, b)]):
+                    continue
                 for s in set(by_mpi[a]) & set(by_mpi[b]):
                     ra, rb = by_mpi[a][s].reps, by_mpi[b][s].reps
                     if len(ra) >= 2 and len(rb) >= 2:
@@ -113,14 +123,14 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                     "no finding can say which of them is faster")
             named[name] = s
             cfgs[(np_, cluster, bench, name)] = cfg
-    kept = _welch_family(groups)
+    kept = _welch_family(groups, cfgs)
     for (np_, cluster, bench), by_mpi in sorted(groups.items()):
         mpis = sorted(by_mpi)
         for i, a in enumerate(mpis):
             for b in mpis[i + 1:]:
                 ca, cb = cfgs[(np_, cluster, bench, a)], cfgs[(np_, cluster, bench, b)]
-                if causes.buffers_of(ca) != causes.buffers_of(cb) and not causes.cold_pair(ca, cb):
-                    continue  # another library with its data held otherwise: two changes at once
+                if not comparable(ca, cb):
+                    continue
                 sa, sb = by_mpi[a], by_mpi[b]
                 marks: list[tuple[int, str | None]] = []
                 for s in sorted(set(sa) & set(sb)):
@@ -367,15 +377,43 @@ def explained(store, series: Mapping[tuple[Config, str], Series],
     return found, fixes
 
 
+def settings_of(c: Config) -> set[tuple[str, str]]:
+    return set(c.settings)
+
+
+def kind_of(f: Finding) -> str | None:
+    """Which conclusion a finding can lead to; None: information only (a
+    drop at a cache boundary or at the sweep's first size carries no
+    claim)."""
+    if f.cause is not None and f.cause.key:
+        return "cause"
+    if f.cause is not None and not f.cause.claims:
+        return None
+    if f.kind == "faster" and len(f.parties) == 2 and causes.cold_pair(*f.parties):
+        return "buffers"  # how the data was held, whichever side won: never a choice
+    if f.kind == "faster" and len(f.parties) == 2:
+        w, lo = f.parties
+        if all(b.endswith("_sends") for b in (f.benches or (f.bench,))):
+            return None  # commscope's own reference patterns: no call a user makes
+        if w.implementation != lo.implementation:
+            return "implementation"
+        return "setting" if settings_of(w) != settings_of(lo) else "variant"
+    if f.kind == "collective-slower":
+        return "collective"
+    if f.kind in ("drop", "guideline"):
+        return "anomaly"
+    return None
+
+
 def saving(f: Finding) -> str:
     """The time per call a finding's other side takes less, where that side
     is a measured choice (another library, setting or variant, both sides
-    measured), as the summary says it: not between hot, cold and evicted
-    buffers (how the data was held), and not where a cause names a setting
-    that was not measured (the gap is not what the setting would save)."""
+    measured: kind_of, as the summary reads it): not between hot, cold and
+    evicted buffers (how the data was held), not where a cause names a
+    setting that was not measured (the gap is not what the setting would
+    save), not for commscope's own reference patterns."""
     choice = f.kind == "collective-slower" or (  # the hand-written call, measured beside it
-        f.kind == "faster" and len(f.parties) == 2 and not causes.cold_pair(*f.parties)
-        and not (f.cause is not None and f.cause.key))
+        kind_of(f) in ("implementation", "setting", "variant"))
     return less_per_call(f.gain) if choice else ""
 
 
@@ -392,7 +430,7 @@ def text(findings: list[Finding], limit: int | None = 10) -> str:
     shown = findings if limit is None else findings[:limit]
     for i, f in enumerate(shown, 1):
         recs = ",".join(str(r) for r in f.records[:12]) + ("..." if len(f.records) > 12 else "")
-        save = f" ({saving(f)})" if saving(f) else ""
+        save = f" ({s})" if (s := saving(f)) else ""
         lines.append(f"{i:>3}. [{f.kind}]{save} {f.text}\n     records: {recs}")
     if len(findings) > len(shown):
         lines.append(f"... and {len(findings) - len(shown)} more, each saving less "

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 from ..store.benches import names
 from ..store.sizes import human, human_bytes
-from .causes import Cause, Fix, buffers_of, cold_pair
+from .causes import Cause, Fix, buffers_of
 from .crossover import mpi_name
-from .findings import Finding
+from .findings import Finding, kind_of, settings_of
 from .series import Config
 from .significance import MIN_FACTOR
 
@@ -52,34 +52,6 @@ def _benches(f: Finding) -> str:
 
 def _where(c: Config) -> str:
     return f"{c.np} processes, {c.cluster}" + (" (oversubscribed)" if c.oversubscribed else "")
-
-
-def _settings(c: Config) -> set[tuple[str, str]]:
-    return set(c.settings)
-
-
-def kind_of(f: Finding) -> str | None:
-    """Which conclusion a finding can lead to; None: information only (a
-    drop at a cache boundary or at the sweep's first size carries no
-    claim)."""
-    if f.cause is not None and f.cause.key:
-        return "cause"
-    if f.cause is not None and not f.cause.claims:
-        return None
-    if f.kind == "faster" and len(f.parties) == 2 and cold_pair(*f.parties):
-        return "buffers"  # how the data was held, whichever side won: never a choice
-    if f.kind == "faster" and len(f.parties) == 2:
-        w, lo = f.parties
-        if all(b.endswith("_sends") for b in (f.benches or (f.bench,))):
-            return None  # commscope's own reference patterns: no call a user makes
-        if w.implementation != lo.implementation:
-            return "implementation"
-        return "setting" if _settings(w) != _settings(lo) else "variant"
-    if f.kind == "collective-slower":
-        return "collective"
-    if f.kind in ("drop", "guideline"):
-        return "anomaly"
-    return None
 
 
 def _us(t: float) -> str:
@@ -144,7 +116,8 @@ def headline(f: Finding) -> str:
         why = f.cause.text if f.cause is not None else "no recorded mechanism explains it"
         wb, lb = buffers_of(w), buffers_of(lo)
         if "hot" not in (wb, lb):
-            return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under {w.mpi} "
+            return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under "
+                    f"{w.base or w.implementation} "
                     f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}")
         if lb == "hot":  # hot was the slower side
             return (f"{wb.capitalize()} buffers measured faster than {lb} ones under {lo.mpi} "
@@ -152,16 +125,16 @@ def headline(f: Finding) -> str:
         seen = ("an application that streams its data from memory sees the cold figures"
                 if lb == "cold" else "an application sees figures like these on its first "
                 "call after a compute sweep of about twice the last-level cache a rank "
-                "(larger sweeps measured slower; not a bw window, whose later messages find "
-                "the cache warm)")
+                "(a lower bound: the barrier before each call warms part of what was "
+                "evicted again; not a bw window, whose later messages find the cache warm)")
         return (f"{lb.capitalize()} buffers take {_as_long(f)} as {wb} ones under {w.mpi} "
                 f"{_span(span)} ({_benches(f)}, {_where(w)}): {why}; {seen}")
     if k == "variant":
         return _choose(*f.parties, f, "prefer")
     if k == "setting":
         w, lo = f.parties
-        gained = " ".join(f"{a}={b}" for a, b in sorted(_settings(w) - _settings(lo)))
-        dropped = " ".join(f"{a}={b}" for a, b in sorted(_settings(lo) - _settings(w)))
+        gained = " ".join(f"{a}={b}" for a, b in sorted(settings_of(w) - settings_of(lo)))
+        dropped = " ".join(f"{a}={b}" for a, b in sorted(settings_of(lo) - settings_of(w)))
         action, it = (f"Set {gained}", "without") if gained else (f"Leave {dropped} unset",
                                                                    "with")
         return (f"{action} for {w.implementation}: {it} it {_benches(f)} takes {_as_long(f)} "

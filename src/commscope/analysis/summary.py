@@ -194,7 +194,8 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
     told: set[tuple[int, str, str, str]] = set()
     for f in found:
         # any difference between implementations, whatever its cause
-        if f.kind == "faster" and f.span and len(f.parties) == 2:
+        if (f.kind == "faster" and f.span and len(f.parties) == 2
+                and f.parties[0].implementation != f.parties[1].implementation):
             w = f.parties[0]
             told.update((w.np, w.cluster, b, buffers_of(w)) for b in (f.benches or (f.bench,)))
     for (np_, cluster, bench, held), these in sorted(group.items()):
@@ -203,25 +204,34 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
             what = "small messages (latency)" if bench == "latency" else "large messages (bw)"
             if held != "hot":
                 what += f" with {held} buffers"
-            lone = _isolated(these)
+            lone, adjacent = _isolated(these)
+            where = (", ".join(human_bytes(x) for x in lone[:4])
+                     + (" and more" if len(lone) > 4 else ""))
             said = ("at any size (their intervals overlap)" if not lone else
                     "over any two neighbouring sizes (their intervals separate only at "
-                    "isolated sizes, " + ", ".join(human_bytes(x) for x in lone[:4])
-                    + (" and more" if len(lone) > 4 else "") + ": no claim)")
+                    f"isolated sizes, {where}: no claim)" if not adjacent else
+                    f"by a finding (their intervals separate at {where}, by less than the 5% "
+                    "a finding needs, or not across the runs: no claim)")
             out.append(f"For {what} at {np_} processes, {cluster}: {', '.join(sorted(impls))} "
                        f"are not told apart {said}")
     return out
 
 
-def _isolated(group: Sequence[tuple[Config, Series]]) -> list[int]:
+def _isolated(group: Sequence[tuple[Config, Series]]) -> tuple[list[int], bool]:
     """The sizes at which two implementations' intervals do separate, in a
-    comparison no finding holds (each alone, or too small a difference)."""
+    comparison no finding holds; and whether two of them are neighbours (then
+    it was too small a difference, or not held across the runs, that kept
+    the finding out, not a size alone)."""
     out: set[int] = set()
+    adjacent = False
     for i, (a, sa) in enumerate(group):
         for b, sb in group[i + 1:]:
             if a.implementation != b.implementation:
-                out.update(x for x in set(sa) & set(sb) if separated(sa[x], sb[x]))
-    return sorted(out)
+                both = sorted(set(sa) & set(sb))
+                sep = [separated(sa[x], sb[x]) != 0 for x in both]
+                adjacent = adjacent or any(p and q for p, q in zip(sep, sep[1:], strict=False))
+                out.update(x for x, s in zip(both, sep, strict=True) if s)
+    return sorted(out), adjacent
 
 
 def summarize(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding],

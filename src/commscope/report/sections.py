@@ -57,7 +57,7 @@ def finding_view(i: int, f: findings.Finding, xrows: list[crossover.Row],
     recs = ", ".join(str(x) for x in f.records[:n_recs]) + ("…" if len(f.records) > n_recs
                                                              else "")
     return {"id": f"finding-{i}", "kind": f.kind, "text": f.text, "recs": recs,
-            "save": f"({findings.saving(f)})" if findings.saving(f) else "",
+            "save": f"({s})" if (s := findings.saving(f)) else "",
             "anchor": finding_anchor(f, xrows)}
 
 
