@@ -253,19 +253,28 @@ def summary(db: Path) -> int:
     return 1 if bad or invalid else 0
 
 
+def folder(v: str) -> Path:
+    """A folder argument: never empty (the current folder by accident), never a file."""
+    if not v:
+        raise argparse.ArgumentTypeError("an empty value")
+    if Path(v).exists() and not Path(v).is_dir():
+        raise argparse.ArgumentTypeError(f"{v} is not a folder")
+    return Path(v)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", type=Path, help="folder of the results and progress (kept; a "
+    ap.add_argument("--store", type=folder, help="folder of the results and progress (kept; a "
                     "rerun resumes)")
-    ap.add_argument("--pack", type=Path, help="copy the CUDA-aware Open MPI into DIR/cache")
-    ap.add_argument("--cache", type=Path, help="commscope's cache (COMMSCOPE_CACHE): where "
+    ap.add_argument("--pack", type=folder, help="copy the CUDA-aware Open MPI into DIR/cache")
+    ap.add_argument("--cache", type=folder, help="commscope's cache (COMMSCOPE_CACHE): where "
                     "--pack put the MPI")
     ap.add_argument("--mpi", default=None, help="default: openmpi-cuda where installed")
-    ap.add_argument("--take", type=Path, help="put the store that came back from a call "
+    ap.add_argument("--take", type=folder, help="put the store that came back from a call "
                     "(its gpu.db and progress.json) into --store, writable")
     ap.add_argument("--budget", type=float, default=480.0,
                     help="seconds: start no phase that might not end within them")
-    ap.add_argument("--out", type=Path, help="copy the store here after every phase")
+    ap.add_argument("--out", type=folder, help="copy the store here after every phase")
     ap.add_argument("--only", help="phases to run, comma-separated (default: every one)")
     ap.add_argument("--small", action="store_true", help="small sizes (the stand-in)")
     a = ap.parse_args()

@@ -415,3 +415,20 @@ def test_the_gpu_bench_keeps_its_store_and_resumes_where_it_stopped(tmp_path, co
     (tmp_path / "other" / "results.db").write_text("")
     p = bench("--store", str(tmp_path / "other"))
     assert p.returncode == 2 and "not a store of this script" in p.stdout
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--store", ""], "argument --store: an empty value"),
+    (["--pack", ""], "argument --pack: an empty value"),
+    (["--store", "FILE"], "is not a folder"),
+    (["--store", "DIR", "--take", "FILE"], "is not a folder"),
+    (["--store", "DIR", "--only", "nope"], "unknown phase(s) nope"),
+])
+def test_the_gpu_bench_refuses_bad_folders_in_one_line(tmp_path, argv, says):
+    (tmp_path / "f").write_bytes(b"\x00\xff")
+    argv = [str(tmp_path / "f") if x == "FILE" else str(tmp_path / "d") if x == "DIR" else x
+            for x in argv]
+    p = subprocess.run([sys.executable, str(build.core_dir().parent / "bench" / "gpu.py"),
+                        *argv], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and says in p.stderr.strip().splitlines()[-1], p.stderr
+    assert "Traceback" not in p.stderr and not (tmp_path / "d").exists()

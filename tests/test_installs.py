@@ -254,6 +254,16 @@ def test_bad_source_build_requests_are_one_line(capsys, argv, needle):
     one_line_error(rc, err, needle)
 
 
+@pytest.mark.skipif(build.nvcc() is None, reason="no nvcc: the build stops before the source")
+def test_a_source_that_is_no_tarball_is_one_line_and_leaves_no_prefix(capsys, tmp_path, cache):
+    junk = tmp_path / "openmpi.tar.xz"
+    junk.write_bytes(bytes(range(256)) * 4)
+    rc, _, err = run(capsys, "mpi", "install", "openmpi-cuda", "--source", str(junk))
+    # the progress line goes to stdout; the error is one line
+    one_line_error(rc, err, f"cannot unpack {junk}: file could not be opened successfully")
+    assert not (cache / "mpi" / "openmpi-cuda").exists()
+
+
 def test_all_means_pypis_wheels_not_a_build_of_minutes():
     assert "openmpi-cuda" not in installs.check_names(["all"])
     assert installs.check_names(["openmpi-cuda"]) == ["openmpi-cuda"]

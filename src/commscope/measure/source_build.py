@@ -149,8 +149,9 @@ def _unpack(tarball: Path, into: Path) -> Path:
                         raise CommscopeError(f"{tarball}: {m.name} would land outside the "
                                              "build folder, or is not a file") from None
                 tf.extractall(into)
-    except (tarfile.TarError, OSError) as exc:
-        raise CommscopeError(f"cannot unpack {tarball}: {exc}") from exc
+    except (tarfile.TarError, OSError) as exc:  # tarfile's reason may run over lines
+        why = " ".join(str(exc).split())
+        raise CommscopeError(f"cannot unpack {tarball}: {why}") from exc
     tops = [d for d in into.iterdir() if d.is_dir() and (d / "configure").exists()]
     if len(tops) != 1:
         raise CommscopeError(f"{tarball} holds no Open MPI source tree (no configure script)")
