@@ -520,10 +520,12 @@ typedef struct cs_result {
   long llc_bytes;       /* ... the last-level cache it was sized against */
 } cs_result;
 /* The MPI_T control variables named (cvars.c). */
-void cs_cvars_json(FILE *f, const char *names);
+char *cs_cvars_capture(const char *names, int *opened);
+void cs_cvars_done(int opened);
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
                      char **hosts, char **cpus, const char *libver, int mpi_major, int mpi_minor,
-                     const cs_clock *clock, double floor_ns, const char *path_json);
+                     const cs_clock *clock, double floor_ns, const char *path_json,
+                     const char *cvars_json);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
                      double floor_ns, const char *reason);

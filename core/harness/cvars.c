@@ -1,9 +1,9 @@
 /* The implementation's control variables, read through the MPI tool
- * interface after MPI_Init: what a setting really became.  Open MPI silently
- * ignores a misspelled MCA name and MPICH a misspelled MPIR_CVAR; both expose
- * their variables here (Open MPI's MCA parameters once their component is
- * open, hence after MPI_Init), so a job can say which of the settings it was
- * given took effect, and with which value. */
+ * interface: what a setting became.  Open MPI silently ignores a misspelled
+ * MCA name and MPICH a misspelled MPIR_CVAR; both expose their variables
+ * here (Open MPI's MCA parameters once their component is registered), so a
+ * job can say which of the settings it was given took effect, and with
+ * which value.  Read before MPI_Init (cs_cvars_capture says why). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,15 +119,11 @@ static int lookup(int i, cvar_info *c, char *val, size_t n) {
 /* `"cvars":{...}` for the comma-separated names (null for a name the
  * implementation does not have, or whose value needs an object), or every
  * readable variable with its enumeration when names is "*". */
-void cs_cvars_json(FILE *f, const char *names) {
-  int provided = 0, num = 0, first = 1;
+static void cvars_json(FILE *f, const char *names) {
+  int num = 0, first = 1;
   char val[VALUE_MAX];
   cvar_info c;
   fprintf(f, ",\"cvars\":{");
-  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
-    fputc('}', f);
-    return;
-  }
   if (!strcmp(names, "*")) {
     MPI_T_cvar_get_num(&num);
     for (int i = 0; i < num; i++) {
@@ -162,5 +158,31 @@ void cs_cvars_json(FILE *f, const char *names) {
     free(list);
   }
   fputc('}', f);
-  MPI_T_finalize();
+}
+
+/* Read before MPI_Init, with MPI_T left open until cs_cvars_done: every
+ * component is still registered then (after MPI_Init, Open MPI 4.1 has
+ * closed those it did not select, and reading one of their variables
+ * crashes), and Open MPI's MPI_T_init_thread costs 0.2 s after MPI_Init
+ * but its MPI_Init next to nothing after it.  So the values are those the
+ * library took from its settings (a fallback it makes inside MPI_Init, as
+ * vader's from cma when the kernel refuses it, is not seen).  NULL when
+ * MPI_T cannot start or nothing is asked. */
+char *cs_cvars_capture(const char *names, int *opened) {
+  int provided;
+  char *buf = NULL;
+  size_t len = 0;
+  *opened = 0;
+  if (!names || !*names || MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+    return NULL;
+  *opened = 1;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  cvars_json(f, names);
+  fclose(f);
+  return buf;
+}
+
+void cs_cvars_done(int opened) {
+  if (opened) MPI_T_finalize();
 }

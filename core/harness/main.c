@@ -231,7 +231,8 @@ static void cpu_list(char *buf, size_t len) {
   }
 }
 
-static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv) {
+static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv,
+                   const char *cvars_json) {
   cs_err e = {0};
   int rank, np, rc = CS_OK;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -290,7 +291,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     MPI_Get_library_version(ver, &len);
     MPI_Get_version(&major, &minor);
     cs_write_header(out, o, argc, argv, np, hosts, cpu_of, ver, major, minor, &clock, floor0,
-                    skipped ? NULL : path.desc);
+                    skipped ? NULL : path.desc, cvars_json);
     if (o->table) cs_table_header(stdout);
   }
   int nresults = 0, ninvalid = 0;
@@ -370,8 +371,12 @@ int main(int argc, char **argv) {
     print_info();
     return 0;
   }
+  /* the settings to read back (tune, --settings, the diagnosis), read
+   * before MPI_Init: cvars.c says why.  The standard allows MPI_T then. */
+  int mpit;
+  char *cvars_json = cs_cvars_capture(getenv("COMMSCOPE_CVARS"), &mpit);
   MPI_Init(&argc, &argv);
-  int rc = run_all(&o, benches, nb, argc, argv);
+  int rc = run_all(&o, benches, nb, argc, argv, cvars_json);
   enum cs_fault fault;
   size_t at;
   if (!cs_inject_parse(o.inject, &fault, &at) && fault == CS_FAULT_HANG_EXIT) {
@@ -381,6 +386,8 @@ int main(int argc, char **argv) {
     if (rank == np - 1)
       for (;;) pause(); /* testing: every record is written, the exit never comes */
   }
+  cs_cvars_done(mpit); /* before MPI_Finalize: after it, Open MPI 4.1 crashes */
+  free(cvars_json);
   MPI_Finalize();
   return rc;
 }

@@ -9,7 +9,8 @@
 
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
                      char **cpus, const char *libver, int mpi_major, int mpi_minor,
-                     const cs_clock *clock, double floor_ns, const char *path_json) {
+                     const cs_clock *clock, double floor_ns, const char *path_json,
+                     const char *cvars_json) {
   struct timespec res;
   clock_getres(CLOCK_MONOTONIC, &res);
   fprintf(f, "{\"type\":\"header\",\"schema\":%d,\"commscope_version\":", CS_SCHEMA_VERSION);
@@ -42,8 +43,7 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   fprintf(f, ",\"validation\":\"untimed runs before samples 0,1,2,4,8,... of every size, "
              "every message in its own slot, ranks resynchronised after the check\"");
   cs_json_num(f, "floor_ns", floor_ns);
-  const char *cvars = getenv("COMMSCOPE_CVARS"); /* settings to read back (tune, --settings) */
-  if (cvars && *cvars) cs_cvars_json(f, cvars);
+  if (cvars_json) fputs(cvars_json, f); /* settings read back (main.c: COMMSCOPE_CVARS) */
   if (path_json) fprintf(f, ",\"path\":%s", path_json);
   fprintf(f, ",\"transport\":");
   cs_json_str(f, o->transport);
