@@ -1,111 +1,135 @@
 #!/usr/bin/env python3
-"""What commscope concludes from the default characterization, and whether
-its comparisons hold, in one run on an idle machine.
+"""Do the conclusions hold?  Measured on an idle machine, in one go:
 
-Prints:
- (1) the conclusions of the default characterization (every point-to-point
-     benchmark and collective with its hand-written equivalent, both Debian
-     MPIs, 2 ranks, --repeat 3), each with its cause and, where the cause is
-     a setting, the fix's effect as the advise step measured it;
- (2) the time the advise step added to that run;
- (3) the share of sizes `compare` calls different for two sweeps of
-     identical configurations run back to back: with --repeat 3, and with
-     single runs (target: 0.05 or less, both);
- (4) the number of findings and of conclusions.
+1. two default runs (`make run`'s sweep and its diagnosis) into one fresh
+   store: each first screen in full, how much of it the other run shares
+   (each line's calls, implementations and causes), each conclusion's cause
+   with the experiment that established it, and each run's time (the
+   sweep, the diagnosis);
+2. `compare --a sweep=1 --b sweep=2` on those two runs (an A/A comparison:
+   nothing changed between them): the share of pairs it calls different;
+3. interval coverage: four `--repeat 3` runs of latency at 8 B and 1 MiB
+   under each implementation; for every ordered pair of runs, whether the
+   first run's printed interval holds the second run's figure.
 
-    .venv/bin/python bench/conclusions.py [--keep DIR]
+    bench/conclusions.py [--keep DIR] [--budget 70] [--skip-coverage]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "commscope.cli"]
-DEFAULT = ["--bench", "p2p,coll,coll-sends", "--np", "2", "--mpi", "openmpi,mpich"]
+from commscope import cli
+from commscope.analysis import compare as cmp
+from commscope.analysis import conclude
+from commscope.analysis import diagnosis as dg
+from commscope.analysis.repeats import aggregate
+from commscope.analysis.significance import MIN_FACTOR
+from commscope.store.db import Store
+
+SWEEP = ["--bench", "p2p,coll,coll-sends", "--repeat", "3"]  # make run's
 
 
-def run(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
-    p = subprocess.run([*CLI, *args], capture_output=True, text=True, check=False)
-    if check and p.returncode not in (0, 1):
-        sys.exit(f"commscope {' '.join(args)} failed ({p.returncode}): {p.stderr.strip()}")
-    return p
+def run(argv: list[str]) -> float:
+    t0 = time.monotonic()
+    rc = cli.main(argv)
+    if rc not in (0, 1):
+        sys.exit(f"conclusions: commscope {' '.join(argv)} exited {rc}")
+    return time.monotonic() - t0
 
 
-def sweep_ids(db: Path) -> list[int]:
-    import sqlite3
-
-    con = sqlite3.connect(db)
-    try:
-        return [r[0] for r in con.execute("SELECT id FROM sweeps WHERE purpose IS NULL "
-                                          "ORDER BY id")]
-    finally:
-        con.close()
+def screen(store: Store, sweep: int) -> tuple[dg.Diagnosis, list[conclude.Conclusion]]:
+    d = dg.latest(store, [sweep])
+    if d is None:
+        sys.exit(f"conclusions: sweep {sweep} has no diagnosis")
+    return d, conclude.conclusions(d)
 
 
-def false_alarms(db: Path, a: int, b: int) -> tuple[int, int, str]:
-    """(sizes called different, sizes compared, the rule compare used)."""
-    p = run(["compare", "--db", str(db), "--a", f"sweep={a}", "--b", f"sweep={b}",
-             "--format", "json"], check=False)
-    if p.returncode not in (0, 1):
-        return 0, 0, f"refused: {p.stderr.strip()}"
-    doc = json.loads(p.stdout)
-    # pairs measured in different host modes are not compared at all
-    rows = [r for r in doc["rows"] if r["verdict"] != "no claim"]
-    called = sum(1 for r in rows if r["verdict"] != "same")
-    rules = sorted({str(r.get("rule", "")) for r in rows})
-    return called, len(rows), ", ".join(rules)
+def overlap(a: set, b: set) -> tuple[float, float]:
+    """(shared / union, shared / the smaller): the first is the strict figure."""
+    if not a and not b:
+        return 1.0, 1.0
+    return len(a & b) / len(a | b), len(a & b) / max(1, min(len(a), len(b)))
+
+
+def coverage(db: Path, mpis: list[str]) -> tuple[int, int, list[str]]:
+    """Four --repeat 3 runs of latency at 8 B and 1 MiB: for each ordered
+    pair (i, j), does run i's interval hold run j's figure?"""
+    for _ in range(4):
+        run(["run", "--db", str(db), "--bench", "latency", "--sizes", "8", "--repeat", "3",
+             "--quiet", "--no-advise", "--no-probe", *sum((["--mpi", m] for m in mpis), [])])
+        run(["run", "--db", str(db), "--bench", "latency", "--sizes", "1M", "--repeat", "3",
+             "--quiet", "--no-advise", "--no-probe", *sum((["--mpi", m] for m in mpis), [])])
+    store = Store(db)
+    sweeps = [r[0] for r in store.db.execute("SELECT id FROM sweeps ORDER BY id")]
+    figs: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    for s in sweeps:
+        for r in aggregate(store.selection(f"sweep={s}"), mode="dominant"):
+            figs.setdefault((str(r["mpi_name"]), int(r["size_bytes"])), []).append(
+                (float(r["median_us"]), float(r["ci_lo_us"]), float(r["ci_hi_us"])))
+    held = total = 0
+    lines = []
+    for (m, size), xs in sorted(figs.items()):
+        ok = sum(1 for i, (_, lo, hi) in enumerate(xs) for j, (x, _, _) in enumerate(xs)
+                 if i != j and lo <= x <= hi)
+        n = len(xs) * (len(xs) - 1)
+        held, total = held + ok, total + n
+        lines.append(f"  {m:>8} {size:>8} B: {ok}/{n} held; figures "
+                     + ", ".join(f"{x:.3f} [{lo:.3f}, {hi:.3f}]" for x, lo, hi in xs))
+    return held, total, lines
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--keep", help="a folder to keep the stores in (default: a new one in /tmp)")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--keep", help="a folder for the stores (default: a temporary one)")
+    ap.add_argument("--budget", default="70", help="--advise-budget of each run")
+    ap.add_argument("--skip-coverage", action="store_true")
     a = ap.parse_args()
-    tmp = Path(a.keep or tempfile.mkdtemp(prefix="bench-conclusions-"))
-    tmp.mkdir(parents=True, exist_ok=True)
-    db = tmp / "default.db"
-
-    t0 = time.monotonic()
-    p = run(["run", "--db", str(db), *DEFAULT, "--repeat", "3"])
-    wall = time.monotonic() - t0
-    m = re.search(r"advise: (\d+) cause\(s\) measured in ([\d.]+) s", p.stdout)
-    advise_s = float(m.group(2)) if m else 0.0
-    found = run(["analyze", "findings", "--db", str(db), "--limit", "0"]).stdout
-    head, _, rest = found.partition("Every finding")
-    print("(1) the default characterization's conclusions (both Debian MPIs, 2 ranks, "
-          "--repeat 3):")
-    print("    " + head.strip().replace("\n", "\n    "))
-    verdicts = [x for x in p.stdout.splitlines()
-                if re.match(r"advise: .*: (verified|mixed|no-gain|broken|skipped)", x)]
-    print(f"\n(2) the advise step: {advise_s:.1f} s of the run's {wall:.0f} s "
-          f"({len(verdicts)} cause(s))")
-    for line in verdicts:
-        print(f"    {line}")
-
-    # a second characterization, the same configurations, for compare
-    run(["run", "--db", str(db), *DEFAULT, "--repeat", "3", "--no-advise", "--quiet"])
-    single = tmp / "single.db"
-    for _ in range(2):
-        run(["run", "--db", str(single), *DEFAULT, "--no-advise", "--quiet"])
-    print("\n(3) compare, two sweeps of identical configurations back to back "
-          "(share of sizes called different; target <= 0.05):")
-    for label, store in (("--repeat 3", db), ("single runs", single)):
-        ids = sweep_ids(store)
-        called, n, rule = false_alarms(store, ids[-2], ids[-1])
-        share = (f"{called / n:.3f} ({called} of {n} compared in one host mode)" if n
-                 else "- (no pair measured in one host mode: run again)")
-        print(f"    {label:<12} {share}  [{rule}]")
-
-    n_find = len(re.findall(r"^\s+\d+\. \[", rest, re.M))
-    n_conc = len(re.findall(r"^\s+\d+\. ", head, re.M))
-    print(f"\n(4) findings: {n_find}; conclusions on the first screen: {n_conc}")
-    print(f"\nstores in {tmp}")
+    tmp = tempfile.TemporaryDirectory(prefix="commscope-conclusions-")
+    where = Path(a.keep or tmp.name)
+    where.mkdir(parents=True, exist_ok=True)
+    db = where / "two.db"
+    if db.exists():
+        sys.exit(f"conclusions: {db} exists: give an empty --keep folder")
+    times = [run(["run", "--db", str(db), *SWEEP, "--quiet", "--advise-budget", a.budget])
+             for _ in range(2)]
+    store = Store(db)
+    sweeps = [r[0] for r in store.db.execute(
+        "SELECT id FROM sweeps WHERE purpose IS NULL ORDER BY id")]
+    screens = [screen(store, s) for s in sweeps]
+    for k, (d, cs) in enumerate(screens, 1):
+        print(f"== run {k} (sweep {sweeps[k - 1]}): {times[k - 1]:.0f} s, the diagnosis "
+              f"{d.spent_s:.0f} s of {d.budget_s:.0f} ({d.status}), "
+              f"{len(d.rounds.run_ids)} runs in {d.rounds.last_round} rounds")
+        print(conclude.text(d))
+        for i, c in enumerate(cs, 1):
+            for x in c.details:
+                if x.lstrip().startswith(("the cause:", "measured:")):
+                    print(f"  [{i}] {x.strip()}")
+        print()
+    ids = [conclude.identities(cs) for _, cs in screens]
+    strict, loose = overlap(*ids)
+    print(f"first screens: {len(ids[0])} and {len(ids[1])} conclusions (call, slow, fast, "
+          f"cause); shared {len(ids[0] & ids[1])}: {strict:.0%} of their union, {loose:.0%} "
+          "of the smaller (target: 80%)")
+    for x in sorted(ids[0] ^ ids[1]):
+        print(f"  only in run {1 if x in ids[0] else 2}: {' | '.join(x)}")
+    comps = cmp.compare_rows(aggregate(store.selection(f"sweep={sweeps[0]}"), mode="dominant"),
+                             aggregate(store.selection(f"sweep={sweeps[1]}"), mode="dominant"),
+                             MIN_FACTOR)
+    apart = [c for c in comps if c.verdict in ("slower", "faster")]
+    print(f"A/A: compare --a sweep={sweeps[0]} --b sweep={sweeps[1]}: {len(apart)} of "
+          f"{len(comps)} pairs called different ({len(apart) / max(1, len(comps)):.1%}; "
+          "target: at most 5%)")
+    if not a.skip_coverage:
+        mpis = sorted({str(r["mpi_name"]) for r in store.result_rows()})
+        held, total, lines = coverage(where / "coverage.db", mpis)
+        print(f"interval coverage: {held} of {total} ({held / max(1, total):.0%}; target: 80%)")
+        print("\n".join(lines))
     return 0
 
 

@@ -248,8 +248,10 @@ def test_first_screen_leads_with_the_conclusion_and_its_figure(tmp_path, capsys)
     out = capsys.readouterr().out
     # (its rows go through the repetitions' aggregation, which redraws the
     # one run's interval from its raw samples: the bound may differ)
-    assert out.startswith("What matters most here:\n  1. For small messages use fast: slow "
-                          "takes 3.0x as long (at least "), out[:300]
+    # (not diagnosed: the screening's differences, said as such)
+    assert out.startswith("What the sweep screened (not diagnosed: nothing measured again, no "
+                          "cause established; commscope diagnose does both):\n  1. For small "
+                          "messages use fast: slow takes 3.0x as long (at least "), out[:300]
     # and no note says of latency, which the conclusion covers, that nothing separated
     assert "not told apart" not in out, out[:600]
     assert "\nEvery finding, those that save most first:\n  1. [faster]" in out
@@ -602,3 +604,53 @@ def test_people_read_processes_and_what_a_sends_benchmark_is(sweep_page):
     first = re.search(r"\b\w+_sends\b", text)
     assert first and "hand-written" in text[first.start() - 40:first.start()], \
         text[first.start() - 80:first.end()]
+
+
+def test_a_diagnosed_sweep_leads_with_what_its_experiments_established(tmp_path, capsys):
+    """Fixed data: the same store, diagnosed (a stored diagnosis whose one
+    gap held at both sizes and whose one hypothesis changed nothing).  The
+    first screen is the diagnosis's conclusion, its figure the gap as the
+    rounds measured it; the screening's wording ("What the sweep screened")
+    is gone from both the report and analyze findings."""
+    from dataclasses import replace
+
+    from commscope.analysis import diagnosis as dg
+
+    res = parse_file(GOLDEN).results
+    slow = [replace(r, median_us=3 * r.median_us, ci_lo_us=3 * r.ci_lo_us,
+                    ci_hi_us=3 * r.ci_hi_us, mb_per_s=r.mb_per_s / 3 if r.mb_per_s else None)
+            for r in res]
+    s = _store_with(tmp_path, {"fast": res, "slow": slow})
+    sweep = s.begin_sweep(["run"], [])
+    s.db.execute("UPDATE runs SET sweep_id=?", (sweep,))
+    s.db.commit()
+    keys = {r["mpi_name"]: r["config_key"] for r in s.result_rows()}
+    f, w = keys["fast"], keys["slow"]
+    pts = tuple(dg.GapPoint(x, ((w, "latency", x, 1.0),), ((f, "latency", x, 1.0),))
+                for x in (8, 64))
+    gap = dg.Gap(f"implementation:latency:{w}>{f}", "implementation", "latency", w, f, pts,
+                 "latency: slow slower than fast", 3.0)
+    rounds = dg.Rounds({w: {r: {("latency", x): (3.0 + 0.01 * r, 150.0, None) for x in (8, 64)}
+                            for r in range(1, 7)},
+                        f: {r: {("latency", x): (1.0, 150.0, None) for x in (8, 64)}
+                            for r in range(1, 7)}})
+    conf = dg.confirm(gap, rounds)
+    h = dg.Hypothesis("eager-limit", "an eager limit", (("OMPI_MCA_x", "1"),), ("latency",))
+    d = dg.Diagnosis(sweep, 70.0, {w: "slow", f: "fast"}, {w: "slow", f: "fast"},
+                     [dg.Outcome(gap, conf, (dg.Trial(h, "nothing"),))], [], rounds,
+                     status="complete")
+    s.save_diagnosis(s.begin_diagnosis(sweep, "{}"), "complete", d.to_json())
+    index = build(s, tmp_path / "rep", s.result_rows())
+    html = index.read_text()
+    summary = html.split('<section id=summary class=summary>')[1].split("</section>")[0]
+    assert "What the diagnosis after the sweep established" in summary
+    assert "use fast: slow takes 3.0x as long" in summary and "6 rounds" in summary
+    assert "not an eager limit" in summary  # what was tried, retracted
+    figs = {x["id"]: x for x in json.loads((tmp_path / "rep" / "figures.json").read_text())}
+    (ratio, *_) = figs["fig-top-1"]["lines"]
+    assert ratio["sizes"] == [8, 64] and 3.0 < ratio["values"][0] < 3.1
+    assert 'id=diagnosis' in html and "Not diagnosed" not in html
+    assert cli.main(["analyze", "findings", "--db", str(s.path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("What the diagnosis established:\n  1. latency from 8 B to 64 B: use "
+                          "fast: slow takes 3.0x as long"), out[:300]

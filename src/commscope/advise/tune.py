@@ -85,10 +85,12 @@ def _short_job(core: Core, extra_env: Mapping[str, str], timeout_s: float):
         return res.exit_code, parse_file(out), said
 
 
-def read_cvars(core: Core, timeout_s: float = 60.0) -> dict[str, dict[str, object]]:
+def read_cvars(core: Core, timeout_s: float = 60.0,
+               settings: Sequence[tuple[str, str]] = ()) -> dict[str, dict[str, object]]:
     """Every control variable of the implementation with its value (and
-    enumeration), read inside a 2-rank job on this machine."""
-    code, parsed, said = _short_job(core, {"COMMSCOPE_CVARS": "*"}, timeout_s)
+    enumeration), read inside a 2-rank job on this machine, with these
+    settings given (a configuration under study)."""
+    code, parsed, said = _short_job(core, {**dict(settings), "COMMSCOPE_CVARS": "*"}, timeout_s)
     if code != 0 or parsed.header is None or parsed.header.cvars is None:
         err = said.strip().splitlines()
         ours = [x for x in err if x.startswith("cs-core")] or err[-1:]

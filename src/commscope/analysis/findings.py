@@ -145,8 +145,9 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                                               not in kept):
                         sign = 0
                     marks.append((s, a if sign < 0 else b if sign > 0 else None))
+                one = bench_facts(bench).sizeless  # barrier: its one size is all there is
                 for winner, sizes in runs(marks):
-                    if winner is None or len(sizes) < 2:
+                    if winner is None or (len(sizes) < 2 and not one):
                         continue  # no claim, or one size alone: not a range
                     loser = b if winner == a else a
                     ratios = sorted(by_mpi[loser][s].median / by_mpi[winner][s].median

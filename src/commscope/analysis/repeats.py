@@ -27,6 +27,10 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # Floors further apart than this factor belong to different modes: the
 # modes seen here are ~24, ~50 and ~200 ns, each within +-15% of itself.
 MODE_GAP = 1.3
+# Floors further apart than this are another state of the host, not its
+# drift: the jumps seen are 4-5x (60 against 275 ns), the continuous drift
+# of another host wanders over 120-500 ns, a few tens of percent in seconds.
+JUMP = 2.0
 
 
 def same_mode(a: float | None, b: float | None) -> bool:

@@ -102,6 +102,22 @@ def welch_p(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 
+def ratio_p(ratios: Sequence[float]) -> float:
+    """Two-sided p-value of Student's t-test that paired ratios (one per
+    round) centre on 1, on their logarithms."""
+    if len(ratios) < 2:
+        return 1.0
+    logs = [math.log(x) for x in ratios]
+    n = len(logs)
+    m = sum(logs) / n
+    var = sum((x - m) ** 2 for x in logs) / (n - 1) / n
+    if var <= 0:
+        return 0.0 if m != 0 else 1.0
+    t = abs(m) / math.sqrt(var)
+    df = n - 1
+    return _ibeta(df / 2.0, 0.5, df / (df + t * t))
+
+
 def bh_keep(pvalues: Mapping[object, float], q: float = FDR) -> set[object]:
     """Benjamini-Hochberg: the comparisons that stay significant when
     len(pvalues) of them were made at once."""

@@ -22,7 +22,6 @@ from ..store.sizes import human_bytes
 from .causes import Cause, Fix, buffers_of, cause_key
 from .findings import Finding, less_per_call
 from .headlines import LARGE_MIN, P2P, SMALL_MAX, cause_headline, headline, kind_of
-from .headlines import measure_bench as measure_bench  # advise.fixes reads it here
 from .headlines import ratio_text as ratio_text  # advise.selection reads it here
 from .series import Config, Series, separated
 
@@ -101,16 +100,6 @@ def _causes(fs: Sequence[Finding], fixes: Mapping[str, Fix]) -> list[Conclusion]
         out.append(Conclusion("cause", cause_headline(c, same, fix), same[0], tuple(same[1:]),
                               c, fix))
     return out
-
-
-def causes_to_fix(found: Sequence[Finding]) -> list[tuple[str, Cause, list[Finding]]]:
-    """The causes that are settings, each merged over the findings it
-    explains: what the advise step measures (key, cause, findings)."""
-    groups: dict[str, list[Finding]] = {}
-    for f in found:
-        if kind_of(f) == "cause" and f.cause is not None:
-            groups.setdefault(cause_key(f.cause), []).append(f)
-    return [(k, _merged_cause(fs), fs) for k, fs in groups.items()]
 
 
 def _rest(c: Config) -> str:

@@ -56,7 +56,7 @@ def cmd_crossover(a: argparse.Namespace) -> int:
 
 @command("analyze findings")
 def cmd_findings(a: argparse.Namespace) -> int:
-    from ..analysis import findings, summary
+    from ..analysis import conclude, findings, summary
     from ..analysis.series import collect
 
     store, rows = matching(a)
@@ -64,7 +64,15 @@ def cmd_findings(a: argparse.Namespace) -> int:
     floor = findings.dominant_floor(rows)
     found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}),
                                       floor)
-    top = summary.text(summary.summarize(series, found, fixes=fixes))
+    diag = conclude.of_rows(store, rows)
+    if diag is not None:  # what the experiments established, and only that
+        top = conclude.text(diag, limit=a.limit or None, details=a.details) + "\n"
+    else:
+        top = summary.text(summary.summarize(series, found, fixes=fixes))
+        if top:
+            top = top.replace("What matters most here:", "What the sweep screened (not "
+                              "diagnosed: nothing measured again, no cause established; "
+                              "commscope diagnose does both):", 1)
     if top and floor:
         # which of the host's modes the conclusions come from: a later
         # sweep in another mode may conclude otherwise

@@ -63,6 +63,18 @@ def positive(kind: type, lo: float, hi: float) -> Callable[[str], object]:
     return conv
 
 
+def sweep_ids(text: str) -> list[int]:
+    """--sweep 3 or 1,2: sweep ids, positive whole numbers."""
+    out = []
+    for v in text.split(","):
+        v = v.strip()
+        if not v.isdigit() or not 0 < int(v) < 1 << 62:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a sweep id or a list of them "
+                                             "(e.g. 3 or 1,2)")
+        out.append(int(v))
+    return out
+
+
 def mode_arg(text: str) -> str:
     """--mode: dominant, all, or a mode's label (floor~50ns)."""
     if text in ("dominant", "all") or re.fullmatch(r"floor~\d+ns", text):

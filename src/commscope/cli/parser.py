@@ -13,7 +13,7 @@ from ..measure.plan import (
     run_options,
 )
 from ..measure.source_build import SOURCE_BUILDS
-from .common import DEFAULT_DB, Parser, mode_arg, positive
+from .common import DEFAULT_DB, Parser, mode_arg, positive, sweep_ids
 
 
 def _core_run_options(p: argparse.ArgumentParser, repeat: str = "--repeat") -> None:
@@ -103,11 +103,13 @@ def make_parser() -> Parser:
                         "machine cannot run are recorded as skipped) (e.g. --path host,staged)")
     r.add_argument("--resume", action="store_true",
                    help="skip jobs whose results are already stored")
-    r.add_argument("--advise-budget", type=positive(float, 1, 86400), default=60.0,
-                   help="seconds for measuring, after the sweep, the fix of each conclusion "
-                        "whose cause is a setting (e.g. --advise-budget 120; default 60)")
+    r.add_argument("--advise-budget", type=positive(float, 0, 86400), default=70.0,
+                   help="seconds for the diagnosis after the sweep: its gaps measured again, "
+                        "the settings that could close them tried, the settings file checked "
+                        "as a whole (e.g. --advise-budget 120; 0 skips it; default 70)")
     r.add_argument("--no-advise", action="store_true",
-                   help="conclude without measuring any fix (the conclusions say how to)")
+                   help="no diagnosis: the sweep's differences stay unconfirmed (commscope "
+                        "diagnose runs it later)")
     r.add_argument("--retry-noisy", type=positive(int, 0, 10), default=0,
                    help="re-run a job up to N times while records are flagged noisy")
     r.add_argument("--noise-max-cores", type=positive(float, 0, 1024), default=0.10,
@@ -153,6 +155,8 @@ def make_parser() -> Parser:
     _filters(af)
     af.add_argument("--limit", type=positive(int, 0, 100000), default=10,
                     help="show the N findings that save most (default 10; 0: all)")
+    af.add_argument("--details", action="store_true",
+                    help="each conclusion with what established it and what was tried")
     ag = asub.add_parser("guidelines", help="collectives slower than a composition of others "
                          "that does the same job, or slower on a smaller message",
                          epilog="example: commscope analyze guidelines --db my.db --np 4")
@@ -166,6 +170,20 @@ def make_parser() -> Parser:
     _filters(ft)
     ft.add_argument("--model", choices=("hockney", "loggp", "all"), default="all",
                     help="which model (default all)")
+
+    dg = sub.add_parser("diagnose", help="measure a sweep's gaps again, try what could close "
+                        "them, check the settings as a whole (what `run` does after a sweep)",
+                        epilog="example: commscope diagnose --db my.db --budget 120")
+    dg.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    dg.add_argument("--sweep", type=sweep_ids,
+                    help="the sweep to diagnose, or several whose configurations to set side "
+                         "by side (e.g. --sweep 3 or --sweep 1,2; default: the newest that ran "
+                         "on this machine)")
+    dg.add_argument("--budget", type=positive(float, 1, 86400), default=60.0,
+                    help="seconds for the experiments (default 60)")
+    dg.add_argument("--details", action="store_true",
+                    help="each conclusion with what established it and what was tried")
+    dg.add_argument("--quiet", action="store_true", help="only the conclusions")
 
     rp = sub.add_parser("report", help="write a self-contained HTML report",
                         epilog="example: commscope report --db my.db --out report/")

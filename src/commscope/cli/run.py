@@ -221,38 +221,28 @@ def _for_sizes(lo: int, up: int, factor: int) -> tuple[int, int, int]:
 
 def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts: CoreOptions,
             policy: NoisePolicy) -> None:
-    """The sweep's conclusions whose cause is a setting, each fix measured
-    against the configuration as it ran (advise.py), within --advise-budget."""
-    from ..advise import fixes as advise
-    from ..analysis import findings
+    """The diagnosis of the sweep (advise/diagnose.py): its candidate gaps
+    confirmed, explained and their settings checked, within --advise-budget."""
+    from ..advise import diagnose
+    from ..analysis import conclude, findings
     from ..analysis.series import collect
 
     ids = [o.run_id for o in outcomes if o.status == "ok"]
-    if not ids:
+    if not ids or a.advise_budget <= 0:
         return
     rows = aggregate(store.result_rows(run_ids=ids), mode="dominant")
     series = collect(rows)
     found, _ = findings.explained(store, series, ids)
-    if not advise.tasks(found):
-        return
-    # the mode the conclusions were drawn in: the fixes are judged in it
-    mode_ns = findings.dominant_floor(rows)
     row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
     say = (lambda _: None) if a.quiet else print
     t0 = time.monotonic()
-    fixes = advise.advise(found, {c.impl.name: c for c in cores}, opts, store,
-                          sweep_id=row[0] if row else None, budget_s=a.advise_budget,
-                          out_dir=Path(a.db).resolve().parent / "advice", argv=sys.argv,
-                          policy=policy, progress=Progress(0, enabled=not a.quiet), say=say,
-                          mode_ns=mode_ns)
-    for f in fixes:
-        where = f" -> {f.file}" if f.file else ""
-        what = f.label or f"{f.bench} ({f.cause_key.split('|')[0]})"
-        say(f"advise: {what}: {f.verdict}"
-            + (f" ({f.bench} {f.ratio:.2f}x [{f.lo:.2f}, {f.hi:.2f}], {f.rounds} rounds)"
-               if f.rounds else f" ({f.reason})" if f.reason else "") + where)
-    say(f"advise: {len(fixes)} cause(s) measured in {time.monotonic() - t0:.1f} s "
-        f"(--advise-budget {a.advise_budget:g} s; commscope analyze findings says them)")
+    d = diagnose.diagnose(store, [row[0]] if row and row[0] is not None else [], found, series,
+                          {c.impl.name: c for c in cores}, budget_s=a.advise_budget,
+                          out_dir=Path(a.db).resolve().parent / "advice", policy=policy,
+                          progress=Progress(0, enabled=not a.quiet and sys.stderr.isatty()),
+                          say=say)
+    say(f"diagnosis: {d.status} in {time.monotonic() - t0:.0f} s (--advise-budget "
+        f"{a.advise_budget:g} s); {len(conclude.conclusions(d, None))} conclusion(s)")
 
 
 def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],

@@ -77,6 +77,9 @@ class Job:
     # another configuration of the sweep was narrowed to (equal_windows); the
     # configuration stays the one planned
     again_at: tuple[int, str] | None = field(default=None, compare=False)
+    # the diagnosis's experiment this job belongs to (stored with the run):
+    # None for a job the sweep planned
+    trial: str | None = field(default=None, compare=False)
 
     def core_opts(self) -> CoreOptions:
         """The options the core runs with: the planned ones, or those of a

@@ -191,7 +191,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             options=asdict(job.core_opts()),
             oversubscribed=job.cluster.oversubscribed(job.place, cores),
             attempt=attempt, placement=placement, config=job.config, repetition=job.rep,
-            round_pos=round_pos)
+            round_pos=round_pos, trial=job.trial)
         run_id = store.begin_run(info, sweep_id)
         links0 = job.cluster.link_bytes(job.place)
         mark0 = noise_mod.mark()

@@ -116,3 +116,36 @@ def figure(c: Conclusion, series: Mapping[tuple[Config, str], Series], fig_id: s
         lo, hi = f.span
         fig.spans.append((lo, hi, ""))
     return fig
+
+
+def diagnosis_figure(c, d, fig_id: str) -> Figure | None:
+    """A diagnosis's conclusion: the gap as its own rounds measured it
+    (slow over fast, each size's median and 95% interval), the confirmed
+    sizes shaded, and where a setting was handed over, the gap with it."""
+    o = c.outcome
+    if o.conf is None or not o.conf.ratios:
+        return None
+    g = o.gap
+
+    def ratio_line(label: str, rs, dashed: bool = False) -> Line:
+        rs = sorted(rs, key=lambda r: r.size)
+        return Line(label, tuple(max(r.size, 1) for r in rs), tuple(r.median for r in rs),
+                    tuple(r.lo for r in rs), tuple(r.hi for r in rs), tuple(0 for _ in rs),
+                    dashed)
+
+    slow, fast = d.labels.get(g.slow_arm, g.slow_arm), d.labels.get(g.fast_arm, g.fast_arm)
+    ref = "hand-written equivalent" if g.kind == "reference" else "reference"
+    what = (f"{slow} over {fast}" if g.kind == "implementation" else
+            f"{mpi_name(g.call)} over its {ref}")
+    lines = [ratio_line(what, o.conf.ratios)]
+    t = o.best_setting()
+    if t is not None and t.after:
+        lines.append(ratio_line(f"with {t.hypothesis.label}", t.after, dashed=True))
+    sizes = [r.size for r in o.conf.ratios]
+    lines.append(Line("equal", (max(min(sizes), 1), max(max(sizes), 1)), (1.0, 1.0), (1.0, 1.0),
+                      (1.0, 1.0), (0, 0), dashed=True))
+    fig = Figure(fig_id, f"{mpi_name(g.call)}, {g.np} processes: the gap measured again",
+                 "times as long (paired rounds)", lines, inches=SIZE,
+                 xbytes=not all(s == 0 for s in sizes))
+    fig.spans += [(run[0], run[-1], "") for run in o.conf.held]
+    return fig

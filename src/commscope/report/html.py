@@ -19,7 +19,7 @@ import jinja2
 
 from .. import __version__
 from ..analysis import compare as compare_mod
-from ..analysis import crossover, findings, summary
+from ..analysis import conclude, crossover, findings, summary
 from ..analysis.series import collect
 from ..analysis.significance import MIN_CHANGE
 from ..measure import probe as probe_mod
@@ -106,10 +106,31 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
     return out
 
 
+def _diagnosed(page: Page, d) -> list[dict[str, object]]:
+    """The first screen's cards from what the diagnosis established."""
+    cards = []
+    for i, c in enumerate(conclude.conclusions(d), 1):
+        fig = focus.diagnosis_figure(c, d, f"fig-top-{i}")
+        ref = page.figure(fig, "The gap measured again, round by round (median and 95% "
+                               "interval); shaded: the sizes it held at.") if fig else None
+        cards.append({"kind": c.kind, "headline": c.headline, "because": "; ".join(c.details),
+                      "save": c.saving, "fig": ref, "details": f"diagnosis-{i}",
+                      "finding_id": "diagnosis"})
+    return cards
+
+
 def _summary(page: Page, store, rows: Sequence[sqlite3.Row], run_ids: set[int], series,
              found: list[findings.Finding], xrows: list[crossover.Row], probe: dict | None,
-             failed: int, key: FigRef | None, fixes=None) -> dict[str, object]:
+             failed: int, key: FigRef | None, fixes=None, diag=None) -> dict[str, object]:
     s = summary.summarize(series, found, fixes=fixes)
+    if diag is not None:
+        cards = _diagnosed(page, diag)
+        return {"facts": _facts(store, rows, run_ids, probe), "cards": cards,
+                "screening": False,
+                "notes": list(s.notes), "key_figure": None if any(c["fig"] for c in cards)
+                else key,
+                "failed": (f"{failed} job(s) failed or timed out; what they measured before "
+                           "is kept" if failed else "")}
     cards = []
     for i, c in enumerate(s.conclusions, 1):
         fig = focus.figure(c, series, f"fig-top-{i}")
@@ -120,7 +141,7 @@ def _summary(page: Page, store, rows: Sequence[sqlite3.Row], run_ids: set[int], 
                       "save": c.saving,
                       "fig": ref, "details": sections.finding_anchor(c.finding, xrows),
                       "finding_id": f"finding-{n}"})
-    return {"facts": _facts(store, rows, run_ids, probe), "cards": cards,
+    return {"facts": _facts(store, rows, run_ids, probe), "cards": cards, "screening": True,
             "notes": list(s.notes), "key_figure": None if any(c["fig"] for c in cards) else key,
             "failed": (f"{failed} job(s) failed or timed out; what they measured before is "
                        "kept" if failed else "")}
@@ -135,6 +156,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     benches = {str(r["bench"]) for r in rows}
     found, fixes = findings.explained(store, series, sorted(run_ids),
                                       findings.dominant_floor(rows))
+    diag = conclude.of_rows(store, rows)
     xrows = crossover.analyze(series)
     app_rows = [r for r in rows if r["phases"]]
 
@@ -180,7 +202,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     counts = made_of.text() + (f" {flagged} of the points were measured while the machine "
                                "was busy (marked in the tables of commscope show)."
                                if flagged else "")
-    parts = [("findings", "findings", True), ("machine", "the machine", machine is not None),
+    parts = [("diagnosis", "the diagnosis", diag is not None),
+             ("findings", "findings", True), ("machine", "the machine", machine is not None),
              ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
              ("applications", "applications", bool(appl)), ("gpu", "GPU buffers", bool(gpu)),
              ("tuning", "settings", bool(settings)),
@@ -194,7 +217,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         crossover_terms=sections.crossover_terms(f"{MIN_CHANGE:.0%}"),
         contents=[(anchor, title) for anchor, title, shown in parts if shown],
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key,
-                         fixes),
+                         fixes, diag),
+        diagnosis=sections.diagnosis_section(diag),
         findings=sections.findings_section(found, xrows), machine=machine,
         runs=sections.runs_section(store, made_of), chose=sections.library_choices(store, run_ids),
         failures=fails, p2p=p2p,

@@ -821,3 +821,25 @@ def comparison(a_label: str, b_label: str, comps: list[compare_mod.Comparison]
         [(c.bench, " ".join(f"{k}={v}" for k, v in c.fields().items()), c.np, human(c.size),
           f"{c.a_median:.3f}", f"{c.b_median:.3f}", f"{c.ratio:.3f}", c.verdict, c.test)
          for c in comps], (2, 4, 5, 6))}
+
+
+def diagnosis_section(d) -> dict[str, object] | None:
+    """Everything the diagnosis established, each conclusion with what
+    established it and what was tried; the gaps that did not hold when
+    measured again; the settings files as checked; what it did not reach."""
+    if d is None:
+        return None
+    from ..analysis import conclude
+
+    cs = conclude.conclusions(d, None)
+    checks = []
+    for fc in d.checks:
+        checks.append(f"{fc.impl}: {', '.join(f'{k}={v}' for k, v in fc.settings)}: "
+                      + conclude.file_text(fc))
+    return {"status": d.status, "spent": f"{d.spent_s:.0f} s of {d.budget_s:.0f} s",
+            "rounds": d.rounds.last_round, "runs": len(d.rounds.run_ids),
+            "items": [{"id": f"diagnosis-{i}", "kind": c.kind, "headline": c.headline,
+                       "details": list(c.details)} for i, c in enumerate(cs, 1)],
+            "unconfirmed": [o.gap.text + " " + conclude.where(o) for o in
+                            conclude.not_confirmed(d)],
+            "checks": checks, "notes": list(d.notes)}

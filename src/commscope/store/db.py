@@ -52,6 +52,9 @@ class RunInfo:
     config: Configuration | None = None
     repetition: int = 1
     round_pos: int | None = None  # place of the job in its round's order
+    # the diagnosis's experiment that ran it (advise/diagnose.py); None: a
+    # job the sweep planned
+    trial: str | None = None
 
 
 class Store:
@@ -185,6 +188,31 @@ class Store:
         rows = self.db.execute("SELECT cause_key, fix FROM advice ORDER BY id").fetchall()
         return {str(k): str(v) for k, v in rows}
 
+    # -- diagnoses ------------------------------------------------------
+    def begin_diagnosis(self, sweep_id: int | None, data: str) -> int:
+        with self.tx() as db:
+            cur = db.execute("INSERT INTO diagnoses(created_at, sweep_id, status, data) "
+                             "VALUES (?, ?, 'running', ?)", (now_iso(), sweep_id, data))
+            return int(cur.lastrowid or 0)
+
+    def save_diagnosis(self, diag_id: int, status: str, data: str) -> None:
+        """What the diagnosis has established so far (status running), or in
+        the end (complete, partial: its budget ran out, interrupted)."""
+        done = None if status == "running" else now_iso()
+        with self.tx() as db:
+            db.execute("UPDATE diagnoses SET status=?, data=?, finished_at=? WHERE id=?",
+                       (status, data, done, diag_id))
+
+    def diagnoses(self, sweep_ids: Iterable[int]) -> list[sqlite3.Row]:
+        """The newest diagnosis of each of these sweeps, oldest sweep first."""
+        ids = sorted(set(sweep_ids))
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return self.db.execute(
+            f"SELECT * FROM diagnoses WHERE id IN (SELECT max(id) FROM diagnoses WHERE "
+            f"sweep_id IN ({marks}) GROUP BY sweep_id) ORDER BY sweep_id", ids).fetchall()
+
     # -- runs -----------------------------------------------------------
     def begin_run(self, info: RunInfo, sweep_id: int | None) -> int:
         m = info.machine
@@ -197,8 +225,8 @@ class Store:
                    mpi_family, mpi_version, mpi_identity, cluster, hostname, cpu_model, n_cores,
                    kernel, launch_argv, env, commscope_version, git_rev, options, sweep_id,
                    oversubscribed, attempt, placement, config_key, config, repetition,
-                   round_pos)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   round_pos, trial)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (now_iso(), RUNNING, info.plan_key, info.bench, info.np, info.sizes,
                  info.mpi_name, info.mpi_family, info.mpi_version, info.mpi_identity,
                  info.cluster, m.get("hostname"), m.get("cpu_model"), m.get("n_cores"),
@@ -207,7 +235,7 @@ class Store:
                  sweep_id, int(info.oversubscribed), info.attempt,
                  json.dumps(info.placement) if info.placement is not None else None,
                  cfg.key, json.dumps(cfg.to_json()),
-                 info.repetition, info.round_pos))
+                 info.repetition, info.round_pos, info.trial))
             return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int, status: str, *, exit_code: int | None,
@@ -285,16 +313,21 @@ class Store:
                        for b, s in marks)
 
     def has_ok_run(self, plan_key: str) -> bool:
-        row = self.db.execute("SELECT 1 FROM runs WHERE plan_key=? AND status=? LIMIT 1",
-                              (plan_key, OK)).fetchone()
+        """Whether a sweep ran this job to the end (a diagnosis's trial of
+        the same configuration is not the sweep's job)."""
+        row = self.db.execute("SELECT 1 FROM runs WHERE plan_key=? AND status=? AND trial IS "
+                              "NULL LIMIT 1", (plan_key, OK)).fetchone()
         return row is not None
 
-    def runs(self, statuses: Sequence[str] | None = None) -> list[sqlite3.Row]:
+    def runs(self, statuses: Sequence[str] | None = None, *, trials: bool = False
+             ) -> list[sqlite3.Row]:
+        """The stored runs, those a sweep planned (with `trials`, the
+        diagnosis's experiments' too)."""
+        where = [] if trials else ["trial IS NULL"]
         if statuses:
-            marks = ",".join("?" * len(statuses))
-            return self.db.execute(f"SELECT * FROM runs WHERE status IN ({marks}) ORDER BY id",
-                                   tuple(statuses)).fetchall()
-        return self.db.execute("SELECT * FROM runs ORDER BY id").fetchall()
+            where.append(f"status IN ({','.join('?' * len(statuses))})")
+        sql = "SELECT * FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "")
+        return self.db.execute(sql + " ORDER BY id", tuple(statuses or ())).fetchall()
 
     def result_rows(self, *, latest: bool = True, run_ids: Sequence[int] | None = None,
                     narrowed: bool = False) -> list[sqlite3.Row]:
@@ -303,10 +336,14 @@ class Store:
         completed one (a failed or partial run never hides an earlier
         complete one); where none ever completed, the newest run, so its
         failure shows.  Records measured again at a common window
-        (narrowed_in) only with narrowed."""
+        (narrowed_in) only with narrowed.  A diagnosis's trials only where
+        their runs are named (run_ids): they are experiments about the
+        sweep, not its measurement."""
         where = ["r.status IN ('ok', 'invalid', 'timeout', 'failed')"]
         if not narrowed:
             where.append("x.narrowed_in IS NULL")
+        if not run_ids:
+            where.append("r.trial IS NULL")
         args: list[object] = []
         if run_ids:
             where.append(f"r.id IN ({','.join('?' * len(run_ids))})")
@@ -314,7 +351,7 @@ class Store:
         sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
                   r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,
                   coalesce(r.nodes, 1) AS nodes, r.config_key, r.config, r.repetition,
-                  r.sweep_id, w.purpose AS sweep_purpose
+                  r.sweep_id, w.purpose AS sweep_purpose, r.trial
                   FROM results x JOIN runs r ON r.id = x.run_id
                   LEFT JOIN sweeps w ON w.id = r.sweep_id
                   WHERE {' AND '.join(where)}
@@ -337,10 +374,11 @@ class Store:
                 raise CommscopeError(f"{key} ids must be integers: '{value}'") from None
             if any(not 0 < i < 1 << 63 for i in ids):  # SQLite's integers, and ids start at 1
                 raise CommscopeError(f"{key} ids are positive and below 2^63: '{value}'")
-            if key == "sweep":
+            if key == "sweep":  # the runs it planned, not its diagnosis's trials
                 marks = ",".join("?" * len(ids))
                 ids = [r[0] for r in self.db.execute(
-                    f"SELECT id FROM runs WHERE sweep_id IN ({marks})", ids).fetchall()]
+                    f"SELECT id FROM runs WHERE sweep_id IN ({marks}) AND trial IS NULL",
+                    ids).fetchall()]
             rows = self.result_rows(run_ids=ids) if ids else []
         else:
             col = "mpi_name" if key == "mpi" else "cluster"

@@ -162,6 +162,23 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE results ADD COLUMN narrowed_in INTEGER REFERENCES runs(id);
     """,
+    # 11: the diagnosis after a sweep (advise/diagnose.py): its experiments'
+    # runs stay in the sweep they diagnose, marked with the experiment that
+    # ran them (trial), so that a sweep's own runs are still one per planned
+    # job and `sweep=N` names the Nth `commscope run`; and what it concluded,
+    # as it went (status running, then complete, partial or interrupted)
+    """
+    ALTER TABLE runs ADD COLUMN trial TEXT;
+    CREATE TABLE diagnoses (
+      id INTEGER PRIMARY KEY,
+      created_at TEXT NOT NULL,
+      finished_at TEXT,
+      sweep_id INTEGER REFERENCES sweeps(id),
+      status TEXT NOT NULL,
+      data TEXT NOT NULL
+    );
+    CREATE INDEX diagnoses_sweep ON diagnoses(sweep_id);
+    """,
 )
 
 

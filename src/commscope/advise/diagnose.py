@@ -1,0 +1,542 @@
+"""The diagnosis after a sweep: experiments, in order, within a budget.
+
+1. confirm: every candidate gap of the screening sweep (analysis/gaps.py)
+   is measured again, its two sides interleaved in rounds, until each is
+   decided or the rounds run out (analysis/diagnosis.confirm);
+2. explain: on each confirmed gap, every hypothesis its library offers
+   (analysis/mechanisms.py) runs as an arm beside the gap's two sides in
+   the same rounds; arms that are decided stop, the others run on;
+3. check: the settings that closed or narrowed a gap, for one
+   implementation, together in one file, against its defaults on every
+   benchmark of the sweep that they change, at every size the sweep
+   measured; only a file that is slower nowhere is written.
+
+What it measured is stored as it goes (the runs at once, the diagnosis
+after each step): Ctrl-C or a killed job leaves what was established.
+The first screen reads the stored diagnosis (analysis/conclude.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..analysis import diagnosis as dg
+from ..analysis import gaps as gaps_mod
+from ..analysis import mechanisms
+from ..analysis.findings import Finding
+from ..analysis.series import Config, Series
+from ..errors import CommscopeError
+from ..measure.build import Core
+from ..measure.cluster import Placement
+from ..measure.plan import CoreOptions
+from ..store.db import Store
+from ..store.sizes import expand_sizes, human_bytes
+from . import experiment as ex
+from . import tune, tune_text
+
+CONFIRM_ROUNDS = (5, 8)  # at least, at most: 5-8 alternating rounds
+EXPLAIN_ROUNDS = (4, 6)
+CHECK_ROUNDS = (3, 4)
+CONFIRM_SHARE = 0.35  # of the budget, at most, for confirming
+RACE = 2  # rounds every hypothesis gets before those that reach 5% nowhere stop
+MIN_GAIN = 1.05  # what a hypothesis must reach somewhere to run on (significance.MIN_FACTOR)
+CHECK_RESERVE = 0.25  # of the budget kept for checking the settings files
+TIME_CAP_S = 0.05  # a size's sampling at most in an experiment (the sweep's 0.25 where less)
+TARGET_CI = 0.10  # and the interval it stops at
+
+
+@dataclass
+class Context:
+    store: Store
+    sweep_id: int | None
+    cores: Mapping[str, Core]
+    configs: dict[str, Config]
+    options: dict[str, CoreOptions]  # arm -> the options its sweep ran with
+    policy: object
+    progress: object
+    clock: ex.Clock
+    say: Callable[[str], None]
+
+
+def _options(store: Store, sweeps: Sequence[int], key: str) -> CoreOptions | None:
+    """The options a configuration's runs in these sweeps were planned with."""
+    marks = ",".join("?" * len(sweeps))
+    row = store.db.execute(
+        "SELECT options FROM runs WHERE config_key=? AND trial IS NULL AND status='ok' "
+        + (f"AND sweep_id IN ({marks}) " if sweeps else "") + "ORDER BY id DESC LIMIT 1",
+        (key, *sweeps)).fetchone()
+    if row is None:
+        return None
+    known = set(CoreOptions.__dataclass_fields__)
+    try:
+        opts = {k: v for k, v in json.loads(row[0]).items() if k in known}
+        return CoreOptions(**opts)
+    except (TypeError, ValueError):
+        return None
+
+
+def _grid(opts: CoreOptions) -> list[int]:
+    return expand_sizes(opts.sizes, opts.factor)
+
+
+def _jobs(want: Mapping[str, set[int]], opts: CoreOptions) -> tuple[tuple[str, str, int], ...]:
+    """One job for bench -> sizes: every benchmark over the range of the
+    sweep's grid all their sizes span (a job's start costs more than the
+    core's extra sizes: 4 collectives at 23 sizes take about 1 s here); a
+    sizeless benchmark (barrier, size 0) runs as the sweep ran it."""
+    sized = [s for ss in want.values() for s in ss if s > 0]
+    if not sized:
+        return ((",".join(sorted(want)), opts.sizes, opts.factor),)
+    lo, hi = min(sized), max(sized)
+    return ((",".join(sorted(want)), f"{lo}:{hi}" if lo != hi else str(lo),
+             _factor(_grid(opts))),)
+
+
+def _factor(grid: Sequence[int]) -> int:
+    steps = [b // a for a, b in zip(grid, grid[1:], strict=False) if a > 0]
+    return min(steps) if steps else 2
+
+
+def _arm(ctx: Context, name: str, base: str, want: Mapping[str, set[int]],
+         extra: Sequence[tuple[str, str]] = ()) -> ex.Arm | None:
+    cfg = ctx.configs[base]
+    core = ctx.cores.get(cfg.implementation)
+    opts = ctx.options.get(base)
+    if core is None or opts is None:
+        return None
+    # each round's figure is one run's median: its precision comes from the
+    # rounds, not from sampling each size to a tight interval
+    o = replace(opts, time_cap_s=min(opts.time_cap_s, TIME_CAP_S),
+                target_ci=max(opts.target_ci, TARGET_CI), param="")
+    settings = tuple(sorted({**dict(cfg.settings), **dict(extra)}.items()))
+    return ex.Arm(name, core, Placement(1, cfg.np), o, settings, _jobs(want, opts),
+                  strict=bool(extra))
+
+
+def _usable(ctx: Context, gap: dg.Gap) -> str:
+    """Why a gap cannot be measured here, or ''."""
+    for arm in gap.arms():
+        cfg = ctx.configs.get(arm)
+        if cfg is None:
+            return "its configuration is not in this sweep"
+        if cfg.cluster != "local":
+            return f"measured on {cfg.cluster}: the diagnosis runs on this machine only"
+        if cfg.buffer != "host" or " chan" in f" {cfg.mpi}":
+            return "not a host MPI configuration"
+        if cfg.implementation not in ctx.cores:
+            return f"{cfg.implementation}'s core is not in this run"
+        if arm not in ctx.options:
+            return "its options were not stored"
+    return ""
+
+
+def _save(ctx: Context, diag_id: int, d: dg.Diagnosis) -> None:
+    ctx.store.save_diagnosis(diag_id, d.status, d.to_json())
+
+
+# -- 1. confirm -------------------------------------------------------------------------
+def confirm(ctx: Context, d: dg.Diagnosis, gaps: Sequence[dg.Gap], budget_s: float) -> None:
+    want = gaps_mod.terms_by_arm(gaps)
+    arms = [a for name, w in want.items() if (a := _arm(ctx, name, name, w)) is not None]
+    t0 = time.monotonic()
+    lo, hi = CONFIRM_ROUNDS
+
+    def active(rounds: dg.Rounds, r: int) -> list[str] | None:
+        if r < lo:
+            return [a.name for a in arms]
+        open_ = [g for g in gaps if not dg.confirm(g, rounds).settled]
+        if not open_ or time.monotonic() - t0 > budget_s:
+            return None
+        return sorted(gaps_mod.terms_by_arm(open_))
+
+    clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s))
+    clock.per_point = ctx.clock.per_point
+    got = ex.run(arms, ctx.store, sweep_id=ctx.sweep_id, trial="confirm", clock=clock,
+                 rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=11, active=active)
+    d.rounds.merge(got)
+    d.rounds.stopped = got.stopped
+    confs = dg.confirm_all(gaps, d.rounds)
+    d.outcomes = [dg.Outcome(g, confs[g.id]) for g in gaps]
+    held = sum(c.confirmed for c in confs.values())
+    ctx.say(f"diagnosis: {len(gaps)} gap(s) from the sweep measured again, {len(arms)} "
+            f"configuration(s) in {got.last_round} interleaved rounds: {held} held "
+            f"({got.seconds:.0f} s)")
+
+
+# -- 2. explain --------------------------------------------------------------------------
+def _cvars(ctx: Context, arm: str, cache: dict[str, dict]) -> dict:
+    """The control variables of a configuration, as it runs (its settings given)."""
+    if arm not in cache:
+        cfg = ctx.configs[arm]
+        try:
+            cache[arm] = tune.read_cvars(ctx.cores[cfg.implementation], settings=cfg.settings)
+        except CommscopeError as exc:
+            ctx.say(f"diagnosis: {cfg.mpi}'s settings could not be read: {str(exc)[:160]}")
+            cache[arm] = {}
+    return cache[arm]
+
+
+def _algorithms(ctx: Context, impl: str, cache: dict[str, dict]) -> dict:
+    key = "algorithms:" + impl
+    if key not in cache:
+        core = ctx.cores[impl]
+        cache[key] = {}
+        if core.impl.family == "mpich":
+            from . import selection
+
+            try:
+                cache[key] = dict(selection.mpich_library(core.exe, core.impl.env).algorithms)
+            except CommscopeError:
+                pass
+    return cache[key]
+
+
+def hypotheses_for(ctx: Context, gap: dg.Gap, cache: dict[str, dict]) -> list[dg.Hypothesis]:
+    slow, fast = ctx.configs[gap.slow_arm], ctx.configs[gap.fast_arm]
+    fam = ctx.cores[slow.implementation].impl.family
+    fam_fast = ctx.cores[fast.implementation].impl.family
+    return mechanisms.hypotheses(
+        gap, fam, _cvars(ctx, gap.slow_arm, cache),
+        _algorithms(ctx, slow.implementation, cache), fam_fast if fast is not slow else "",
+        _cvars(ctx, gap.fast_arm, cache) if fast is not slow else {},
+        ctx.cores[slow.implementation].mpi_version)
+
+
+def _decided(t: dg.Trial, conf: dg.Confirmation, r: int) -> bool:
+    """A hypothesis needs no more rounds: it closed or narrowed the gap, it
+    was slower, or it cannot reach the 5% a claim needs at any size of it
+    (after RACE rounds, one whose median reaches 5% nowhere stops: racing,
+    so that the rounds go to the settings that may matter)."""
+    if t.verdict in ("closes", "helps", "slower", "broken", "untestable"):
+        return True
+    sizes = set(conf.sizes)
+    sp = [x for x in t.speedup if x.size in sizes]
+    if not sp:
+        return r >= RACE
+    if r >= RACE and all(x.median < MIN_GAIN for x in sp):
+        return True
+    return all(x.n >= dg.MIN_ROUNDS and x.hi < MIN_GAIN for x in sp)
+
+
+Want = dict[str, tuple[str, dict[str, set[int]], tuple[tuple[str, str], ...]]]
+
+
+def _add(into: Want, name: str, base: str, terms: Mapping[str, set[int]],
+         extra: tuple[tuple[str, str], ...] = ()) -> None:
+    _, have, _ = into.setdefault(name, (base, {}, extra))
+    for b, s in terms.items():
+        have.setdefault(b, set()).update(s)
+
+
+def _plan_arms(o: dg.Outcome, hs: Sequence[dg.Hypothesis]) -> Want:
+    """A confirmed gap's two sides at its confirmed sizes, and each
+    hypothesis's side with its setting."""
+    confirmed = set(o.conf.sizes) if o.conf else set()
+    g = replace(o.gap, points=tuple(p for p in o.gap.points if p.size in confirmed))
+    mine: Want = {}
+    for arm, terms in gaps_mod.terms_by_arm([g]).items():
+        _add(mine, arm, arm, terms)
+    for h in hs:
+        if not h.untestable:
+            base = g.fast_arm if h.side == "fast" else g.slow_arm
+            _add(mine, dg.hyp_arm(g, h), base, gaps_mod.side_terms([g], base, h.side),
+                 h.settings)
+    return mine
+
+
+def _arms(ctx: Context, want: Want) -> list[ex.Arm]:
+    return [a for name, (base, terms, extra) in want.items()
+            if (a := _arm(ctx, name, base, terms, extra)) is not None]
+
+
+def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dict]) -> None:
+    """Every hypothesis on the confirmed gaps, the largest gaps first, in
+    waves as long as the budget lasts: each wave as many gaps as it holds,
+    every hypothesis of them for RACE rounds, then those still open for up
+    to EXPLAIN_ROUNDS."""
+    t_end = time.monotonic() + budget_s
+    todo = sorted((o for o in d.outcomes if o.confirmed),
+                  key=lambda o: (-(o.conf.median if o.conf else 1.0), o.gap.id))
+    plans: dict[str, list[dg.Hypothesis]] = {}
+    hyps = {o.gap.id: hypotheses_for(ctx, o.gap, cache) for o in todo}
+    lo, hi = EXPLAIN_ROUNDS
+    tried = 0
+    while todo and d.rounds.stopped != "interrupted":
+        left = t_end - time.monotonic()
+        wave: list[dg.Outcome] = []
+        want: Want = {}
+        for o in list(todo):
+            hs = hyps[o.gap.id]
+            if not any(not h.untestable for h in hs):  # nothing to run: said as it is
+                plans[o.gap.id] = hs
+                todo.remove(o)
+                continue
+            trial: Want = {k: (b, {x: set(v) for x, v in t.items()}, e)
+                           for k, (b, t, e) in want.items()}
+            for name, (base, terms, extra) in _plan_arms(o, hs).items():
+                _add(trial, name, base, terms, extra)
+            # RACE rounds of every arm, then the rest for the gaps' two sides and
+            # the few hypotheses still open (racing stops most after RACE)
+            arms = _arms(ctx, trial)
+            sides = [a for a in arms if a.name in ctx.configs]
+            every, two = ex.round_s(arms, ctx.clock), ex.round_s(sides, ctx.clock)
+            cost = every * RACE + (two + (every - two) / 4) * (hi - RACE)
+            if cost > left:
+                continue  # a smaller gap may still fit
+            want = trial
+            wave.append(o)
+            todo.remove(o)
+        if not wave:
+            break
+        for o in wave:
+            plans[o.gap.id] = hyps[o.gap.id]
+        _wave(ctx, d, wave, plans, _arms(ctx, want), t_end)
+        tried += len(wave)
+    n_h = sum(1 for hs in plans.values() for h in hs if not h.untestable)
+    ctx.say(f"diagnosis: {n_h} setting(s) tried on {tried} confirmed gap(s), beside their "
+            f"two sides ({time.monotonic() - t_end + budget_s:.0f} s)"
+            + (f"; {len(todo)} gap(s) left unexplained: the budget held no more" if todo
+               else ""))
+    late = {o.gap.id for o in todo}
+    confs = dg.confirm_all([o.gap for o in d.outcomes if o.conf is not None], d.rounds)
+    d.outcomes = [dg.Outcome(o.gap, confs[o.gap.id], tuple(
+        dg.judge(o.gap, confs[o.gap.id], h, d.rounds) for h in plans.get(o.gap.id) or ()),
+        "budget" if o.gap.id in late else "" if any(
+            not h.untestable for h in plans.get(o.gap.id) or ()) else "none")
+        if o.conf is not None else o for o in d.outcomes]
+
+
+def _wave(ctx: Context, d: dg.Diagnosis, wave: Sequence[dg.Outcome],
+          plans: Mapping[str, Sequence[dg.Hypothesis]], arms: Sequence[ex.Arm],
+          t_end: float) -> None:
+    """One wave of hypotheses, raced: an arm stops once its hypothesis is
+    decided on every gap it serves."""
+    first = d.rounds.last_round + 1
+    lo, hi = EXPLAIN_ROUNDS
+    names = {a.name for a in arms}
+
+    def active(rounds: dg.Rounds, r: int) -> list[str] | None:
+        k = r - first + 1
+        merged = dg.Rounds()
+        merged.merge(d.rounds)
+        merged.merge(rounds)
+        need: set[str] = set()
+        for o in wave:
+            conf = dg.confirm(o.gap, merged)
+            for h in plans[o.gap.id]:
+                if h.untestable:
+                    continue
+                if k < lo - 1 and k < RACE or not _decided(dg.judge(o.gap, conf, h, merged),
+                                                            conf, k):
+                    need |= {dg.hyp_arm(o.gap, h), o.gap.slow_arm, o.gap.fast_arm}
+        if not need or time.monotonic() > t_end:
+            return None
+        return sorted(need & names)
+
+    clock = ex.Clock(min(ctx.clock.deadline, t_end))
+    clock.per_point = ctx.clock.per_point
+    got = ex.run(arms, ctx.store, sweep_id=ctx.sweep_id, trial="explain", clock=clock,
+                 rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=23 + first,
+                 active=active, first_round=first)
+    d.rounds.merge(got)
+    d.rounds.stopped = got.stopped or d.rounds.stopped
+
+
+# -- 3. check the file as a whole ------------------------------------------------------------
+def _merge_settings(trials: Sequence[dg.Trial]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """Every setting to hand over, in one set: where two settings name one
+    variable, the one whose call saved more keeps it (the other is said)."""
+    chosen: dict[str, tuple[str, float]] = {}
+    notes = []
+    for t in sorted(trials, key=lambda t: -t.gain):
+        for k, v in t.hypothesis.settings:
+            if k in chosen and chosen[k][0] != v:
+                notes.append(f"{k}={v} left out: {k}={chosen[k][0]} saved more")
+                continue
+            chosen[k] = (v, t.gain)
+    return tuple(sorted((k, v) for k, (v, _) in chosen.items())), notes
+
+
+def file_scope(trials: Sequence[dg.Trial], measured: Mapping[str, object]) -> tuple[str, ...]:
+    """Every benchmark of the sweep that one of these settings changes: its
+    call and, for a switch of a whole path, each call that takes the path."""
+    changes = {b for t in trials for b in (t.hypothesis.changes or ())}
+    return tuple(sorted(b for b in measured if b in changes))
+
+
+def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
+          swept: Mapping[str, Mapping[str, list[int]]]) -> None:
+    """One file per implementation configuration with a setting to hand over."""
+    by_arm: dict[str, list[dg.Trial]] = {}
+    for o in d.outcomes:
+        t = o.best_setting()
+        if t is not None:
+            by_arm.setdefault(o.gap.slow_arm, []).append(t)
+    checks = []
+    for arm, trials in by_arm.items():
+        cfg = ctx.configs[arm]
+        settings, notes = _merge_settings(trials)
+        d.notes += notes
+        measured = swept.get(arm, {})
+        benches = file_scope(trials, measured)
+        fc = dg.FileCheck(cfg.implementation, dg.arm_with(arm, settings), settings, benches)
+        want = {b: set(measured[b]) for b in benches}
+        base = _arm(ctx, arm + "|check", arm, want)
+        test = _arm(ctx, fc.arm, arm, want, settings)
+        if base is None or test is None or not want:
+            checks.append(replace(fc, reason="nothing of the sweep to check it on"))
+            continue
+        base = replace(base, name=arm)
+        lo, hi = CHECK_ROUNDS
+        if ex.round_s([base, test], ctx.clock) * lo > min(budget_s, ctx.clock.left()):
+            checks.append(replace(fc, reason=f"the budget left ({max(ctx.clock.left(), 0):.0f} s)"
+                                  f" holds no {lo} rounds of it"))
+            continue
+        t1 = time.monotonic()
+        first = d.rounds.last_round + 1
+        clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s))
+        clock.per_point = ctx.clock.per_point
+        got = ex.run([base, test], ctx.store, sweep_id=ctx.sweep_id, trial="check",
+                     clock=clock, rounds=hi, policy=ctx.policy, progress=ctx.progress,
+                     seed=37, first_round=first)
+        part = dg.Rounds()
+        part.merge(got)
+        d.rounds.merge(got)
+        d.rounds.stopped = got.stopped or d.rounds.stopped
+        done = dg.check_file(fc, part, arm)
+        if done.rounds < lo and not done.reason:
+            done = replace(done, reason=f"only {done.rounds} round(s) were paired")
+        # a setting that slowed what only it changes leaves the file, the rest stays
+        changes = {kv: t.hypothesis.changes for t in trials for kv in t.hypothesis.settings}
+        checks.append(dg.without_culprits(done, changes))
+        ctx.say(f"diagnosis: {len(settings)} setting(s) for {cfg.mpi} checked together on "
+                f"{', '.join(benches)} at every size the sweep measured: "
+                + ("slower nowhere" if done.passed else "slower at "
+                   + ", ".join(f"{b} {human_bytes(a)}" for b, a, _ in done.slower)
+                   if done.slower else done.reason or "not checked")
+                + f" ({time.monotonic() - t1:.0f} s)")
+    d.checks = checks
+    _hand_over(d, out_dir, ctx)
+
+
+def settings_text(fc: dg.FileCheck, d: dg.Diagnosis, where: str) -> str:
+    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [f"# commscope: settings for {fc.impl} ({where}), measured {when}",
+             "# read by `commscope run --settings FILE`, or sourced by a shell",
+             f"# checked together against the defaults: {', '.join(fc.benches)} at "
+             f"{fc.sizes} size(s) over {fc.rounds} rounds, none slower"]
+    for o in d.outcomes:
+        t = o.best_setting()
+        if t is None or o.gap.slow_arm != fc.arm.split("|", 1)[0]:
+            continue
+        med, least, _ = t.speed()
+        lines.append(f"# {t.hypothesis.label}: {o.gap.call} {med:.2f}x faster (at least "
+                     f"{least:.2f}x) {dg.span_text(t.sizes)}, closing {t.closed:.0%} of a gap "
+                     f"({o.gap.text})")
+    lines += [tune_text.export_line(k, v) for k, v in fc.settings]
+    return "\n".join(lines) + "\n"
+
+
+def _write(path: Path, text: str) -> None:
+    """Written beside the store, never over one (an SQLite file)."""
+    if path.is_dir():
+        raise CommscopeError(f"{path} is a folder: the advice is not written over it")
+    if path.exists():
+        with path.open("rb") as f:
+            if f.read(16) == b"SQLite format 3\0":
+                raise CommscopeError(f"{path} is a store: the advice is not written over it")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
+    taken: set[Path] = set()
+    out = []
+    for fc in d.checks:
+        if not fc.passed:
+            out.append(fc)
+            continue
+        base = fc.arm.split("|", 1)[0]
+        cfg = ctx.configs[base]
+        name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cfg.implementation)
+        path, n = out_dir / f"{name}.env", 1
+        while path in taken:
+            n += 1
+            path = out_dir / f"{name}-{n}.env"
+        taken.add(path)
+        try:
+            _write(path, settings_text(fc, d, f"{cfg.np} processes, {cfg.cluster}"))
+        except (CommscopeError, OSError) as exc:
+            why = str(exc) if isinstance(exc, CommscopeError) else f"{path}: {exc.strerror}"
+            out.append(replace(fc, reason=f"the file could not be written: {why}"))
+            continue
+        out.append(replace(fc, file=str(path)))
+    d.checks = out
+
+
+# -- the whole diagnosis --------------------------------------------------------------------
+def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
+             series: Mapping[tuple[Config, str], Series], cores: Mapping[str, Core], *,
+             budget_s: float, out_dir: Path, policy, progress=None,
+             say: Callable[[str], None] = print) -> dg.Diagnosis:
+    """Confirm, explain, check, within budget_s; stored as it goes, with the
+    newest of the sweeps its series come from (several: configurations
+    measured in different runs, set side by side)."""
+    t0 = time.monotonic()
+    sweep_id = max(sweeps) if sweeps else None
+    gaps, configs = gaps_mod.candidates(found, series)
+    options = {a: o for a, c in configs.items() if (o := _options(store, sweeps, c.key))}
+    ctx = Context(store, sweep_id, cores, configs, options, policy, progress,
+                  ex.Clock(t0 + budget_s), say)
+    d = dg.Diagnosis(sweep_id, budget_s,
+                     labels={a: c.mpi for a, c in configs.items()},
+                     impls={a: c.implementation for a, c in configs.items()})
+    usable = []
+    for g in gaps:
+        why = _usable(ctx, g)
+        if why:
+            d.skipped.append((g.id, why))
+        else:
+            usable.append(g)
+    diag_id = store.begin_diagnosis(sweep_id, d.to_json())
+    swept: dict[str, dict[str, list[int]]] = {}
+    for (c, bench), s in series.items():
+        swept.setdefault(gaps_mod.arm_of(c), {})[bench] = sorted(s)
+    cache: dict[str, dict] = {}
+    try:
+        if usable:
+            confirm(ctx, d, usable, budget_s * CONFIRM_SHARE)
+            _save(ctx, diag_id, d)
+            if d.rounds.stopped != "interrupted":
+                left = ctx.clock.left()
+                explain(ctx, d, max(0.0, left - budget_s * CHECK_RESERVE), cache)
+                _save(ctx, diag_id, d)
+            if d.rounds.stopped != "interrupted":
+                check(ctx, d, ctx.clock.left(), out_dir, swept)
+        d.status = ("interrupted" if d.rounds.stopped == "interrupted" else
+                    "partial" if d.rounds.stopped == "budget" or any(
+                        o.unsearched == "budget" or any(t.verdict == "not-reached"
+                                                        for t in o.trials)
+                        for o in d.outcomes) else "complete")
+        if d.status == "partial":
+            d.notes.append(f"the budget ({budget_s:.0f} s) ran out before every experiment "
+                           "ran: raise --advise-budget for the rest")
+    except KeyboardInterrupt:
+        d.status = "interrupted"
+        raise
+    finally:
+        d.spent_s = time.monotonic() - t0
+        _save(ctx, diag_id, d)
+    if d.status == "interrupted":
+        raise KeyboardInterrupt
+    return d
+
+
+def human_sizes(sizes: Sequence[int]) -> str:
+    return ", ".join(human_bytes(s) for s in sizes)

@@ -1,0 +1,375 @@
+"""The first screen, from what the diagnosis established (diagnosis.py):
+each conclusion one confirmed gap, said with the figures of its own
+rounds, its cause only where an experiment closed the gap, and what was
+tried where none did.
+
+Ranked by what acting on it gains, measured: a setting verified with the
+whole settings file first, then the choice of another implementation,
+then a hand-written equivalent the library's own algorithms did not
+match, then what has no fix.  Within a rank, the larger measured saving
+first; the order does not depend on the screening pass."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..store.sizes import human_bytes
+from .diagnosis import MIN_ROUNDS, Diagnosis, FileCheck, Outcome, Trial, span_text
+
+LIMIT = 6  # conclusions on the first screen
+TIERS = {"setting": 0, "implementation": 1, "code": 2, "anomaly": 3}
+MPI_NAME = {"bcast": "MPI_Bcast", "reduce": "MPI_Reduce", "allreduce": "MPI_Allreduce",
+            "gather": "MPI_Gather", "scatter": "MPI_Scatter", "alltoall": "MPI_Alltoall",
+            "allgather": "MPI_Allgather", "reduce_scatter": "MPI_Reduce_scatter_block",
+            "barrier": "MPI_Barrier"}
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    kind: str  # setting | implementation | code | anomaly
+    headline: str  # one sentence: what to do, with the figure that carries it
+    details: tuple[str, ...]  # what established it, and what was tried
+    gain: float  # the share of a call's time acting on it saves, as measured
+    identity: tuple[str, ...]  # (call, slow implementation, fast side, cause): for run-to-run
+    outcome: Outcome
+    members: tuple[Conclusion, ...] = ()  # a line that groups several gaps: each one's
+
+    def identities(self) -> set[tuple[str, ...]]:
+        """What this line concludes, gap by gap: (call, slow, fast, cause)."""
+        return {m.identity for m in self.members} if self.members else {self.identity}
+
+    @property
+    def saving(self) -> str:
+        return f"~{100 * self.gain:.0f}% less per call" if self.gain >= 0.02 else ""
+
+
+def _r(x: float) -> str:
+    """A ratio to two figures (1.3x, 7.1x, 14x): what repeated runs carry."""
+    return f"{x:.1f}x" if x < 10 else f"{x:.0f}x"
+
+
+def _least(x: float) -> str:
+    """The least a ratio's interval gives: two decimals below 2 ('at least
+    1.0x' would read as no difference), three just above 1."""
+    return f"{x:.3f}x" if x < 1.01 else f"{x:.2f}x" if x < 2 else _r(x)
+
+
+def _call(call: str) -> str:
+    return MPI_NAME.get(call, call)
+
+
+def _at(t: Trial, o: Outcome) -> list:
+    """The trial's speed-ups at the gap's confirmed sizes (all, where none)."""
+    sizes = set(o.conf.sizes) if o.conf is not None else set()
+    return [r for r in t.speedup if r.size in sizes] or list(t.speedup)
+
+
+def _mid(xs: list) -> float:
+    return sorted(r.median for r in xs)[len(xs) // 2]
+
+
+def phrase(t: Trial, o: Outcome) -> str:
+    """What one setting did to the gap, in a few words."""
+    sp = _at(t, o)
+    n = max((r.n for r in sp), default=0)
+    if t.verdict == "nothing" and sp and n < MIN_ROUNDS:
+        return f"dropped after {n} round(s): no size 5% faster ({_r(_mid(sp))})"
+    if t.verdict == "nothing":
+        return (f"changed nothing ({_r(_mid(sp))}, within the between-round interval)" if sp
+                else "changed nothing measurable")
+    if t.verdict == "slower":
+        return f"was slower ({_r(_mid(sp))})"
+    if t.verdict == "helps":
+        return (f"helped ({t.gain:.0%} less per call {span_text(t.sizes)}) but closed "
+                f"{t.closed:.0%} of the gap")
+    if t.verdict == "closes":
+        return f"closed {t.closed:.0%} of the gap {span_text(t.sizes)}"
+    if t.verdict == "broken":
+        return f"did not run ({t.reason[:100]})"
+    if t.verdict == "untestable":
+        return t.reason
+    return "not reached within the budget"
+
+
+def _name(t: Trial) -> str:
+    """An algorithm by its name; any other setting by its assignments."""
+    h = t.hypothesis
+    if h.id.startswith("alg:"):
+        return h.id.split(":", 2)[2]
+    return h.label or h.mechanism
+
+
+def _tried(o: Outcome, but: Trial | None = None) -> str:
+    """What was tried and did not close the gap: the library's algorithms
+    for the call together, each other setting with its mechanism."""
+    algs = [t for t in o.trials if t.hypothesis.id.startswith("alg:") and t is not but]
+    rest = [t for t in o.trials if not t.hypothesis.id.startswith("alg:") and t is not but]
+    late = [t for t in algs + rest if t.verdict == "not-reached"]
+    parts = []
+    for t in rest:
+        if t.verdict == "not-reached":
+            continue
+        h = t.hypothesis
+        if t.verdict in ("nothing", "slower") and h.settings:
+            parts.append(f"not {h.mechanism}: {h.label} {phrase(t, o)}")
+        elif h.settings:
+            parts.append(f"{h.label} {phrase(t, o)}")
+        else:
+            parts.append(f"{h.mechanism}: {phrase(t, o)}")
+    shown = [t for t in algs if t.verdict != "not-reached"]
+    if shown:
+        var = next((k for k, _ in shown[0].hypothesis.settings if "ALGORITHM" in k.upper()),
+                   "its algorithm")
+        parts.append(f"{len(shown)} algorithm(s) ({var}): "
+                     + ", ".join(f"{_name(t)} {phrase(t, o)}" for t in shown))
+    if late:
+        parts.append(f"{len(late)} more setting(s) not reached within the budget")
+    return "; ".join(parts)
+
+
+def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = ()) -> str:
+    """What the check of the settings file as a whole said (of `settings`,
+    where they were taken out of it)."""
+    if fc is None:
+        return "not checked with the other settings of its file (the budget ran out)"
+    mine = {f"{k}={v}" for k, v in settings}
+    out = [why for label, why in fc.left_out if label in mine]
+    if out:
+        return (f"not handed over: set for every size, it slowed {out[0]} (a per-size "
+                "selection keeps it where it wins: commscope tune --write writes one)")
+    if fc.reason:
+        return f"not handed over: the whole file could not be checked ({fc.reason})"
+    if fc.slower:
+        where = ", ".join(f"{b} {human_bytes(a)}" + (f"-{human_bytes(z)}" if z != a else "")
+                          for b, a, z in fc.slower)
+        return f"not handed over: with the whole file, {where} ran slower"
+    det = fc.detectable
+    seen = f"; a slowdown of {100 * (det - 1):.0f}% or more would have shown" if det < 9 else ""
+    return (f"checked as the whole file ({', '.join(fc.benches)}, {fc.sizes} size(s), "
+            f"{fc.rounds} rounds: none slower{seen})" + (f": {fc.file}" if fc.file else ""))
+
+
+def _cause_text(t: Trial, fast: str) -> str:
+    """An established cause in words: the mechanism, and the experiment
+    that closed the gap, with how much of it where."""
+    h = t.hypothesis
+    where = span_text(t.sizes) if any(t.sizes) else ""
+    if h.side == "fast":
+        med, _, _ = t.speed()
+        return (f"the cause: {h.mechanism} (without it, {h.label}, {fast} takes {_r(med)} as "
+                f"long {where}, closing {t.closed:.0%} of the gap)")
+    return f"the cause: {h.mechanism} ({h.label} closed {t.closed:.0%} of the gap {where})"
+
+
+def _sp(x: str) -> str:
+    return f" {x}" if x else ""
+
+
+def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
+    if not o.confirmed or o.conf is None:
+        return None
+    g, c = o.gap, o.conf
+    slow, fast = d.labels.get(g.slow_arm, g.slow_arm), d.labels.get(g.fast_arm, g.fast_arm)
+    where = span_text(c.sizes) if any(c.sizes) else ""  # a sizeless call: no size to name
+    figure = (f"{_r(c.median)} as long (at least {_least(c.least)}, "
+              f"{max((r.n for r in c.ratios), default=0)} rounds)")
+    best = o.best_setting()
+    fc = d.check_for(g.slow_arm)
+    handed = best is not None and fc is not None and fc.passed and all(
+        kv in fc.settings for kv in best.hypothesis.settings)
+    tried = _tried(o, best)
+    details = [f"confirmed: {g.text}{_sp(where)}, {figure}"]
+    impl_slow = d.impls.get(g.slow_arm, slow)
+    cause = o.cause()
+    ident = (g.call, impl_slow, d.impls.get(g.fast_arm, fast),
+             cause.hypothesis.id if cause is not None else "none")
+    if cause is not None:
+        details.append(_cause_text(cause, fast))
+    if best is not None:
+        med, least, _ = best.speed()
+        details.append(f"measured: with {best.hypothesis.label}, {_call(g.call)} is {_r(med)} "
+                       f"faster (at least {_least(least)}){_sp(span_text(best.sizes))}, "
+                       f"closing {best.closed:.0%} of the gap; "
+                       + file_text(fc, best.hypothesis.settings))
+    if tried:
+        details.append(("also tried: " if best is not None or cause is not None
+                        else "cause not found: tried ") + tried)
+    elif best is None and cause is None:
+        details.append("cause not found: " + {
+            "budget": "its library's settings were not tried: the budget ran out first",
+            "none": "no setting of its library that commscope knows could change it"}.get(
+                o.unsearched, "nothing tried"))
+    if best is not None and handed:
+        med, least, _ = best.speed()
+        closes = (f"closing {best.closed:.0%} of the gap to {fast}" if g.kind == "implementation"
+                  else f"closing {best.closed:.0%} of the gap")
+        why = (f"the cause: {best.hypothesis.mechanism}" if best is cause
+               else "it helps, but the gap's cause was not found")
+        head = (f"{slow} {_call(g.call)}{_sp(span_text(best.sizes) if any(best.sizes) else '')}"
+                f": set {best.hypothesis.label} ({_r(med)} faster, at least {_least(least)}, "
+                f"{closes}; {why})")
+        return Conclusion("setting", head, tuple(details), best.gain,
+                          (*ident[:3], best.hypothesis.id), o)
+    gain = 1.0 - 1.0 / c.median
+    why = (_cause_text(cause, fast) if cause is not None else
+           "no setting of it closed the gap" if o.searched else
+           "its settings not tried (budget)" if o.unsearched == "budget" else
+           "no setting of it to try")
+    if g.kind == "implementation":
+        other = "" if d.impls.get(g.slow_arm) != d.impls.get(g.fast_arm) else f", not {slow}"
+        head = f"{_call(g.call)}{_sp(where)}: use {fast}{other}: {slow} takes {figure}; {why}"
+        return Conclusion("implementation", head, tuple(details), gain, ident, o)
+    if g.kind == "reference" and o.searched and cause is None:
+        # code only once the library's own settings were searched and none matched it
+        ref = g.points[0].fast[0][1]
+        head = (f"{_call(g.call)} under {slow}{_sp(where)}: its hand-written equivalent ({ref}) "
+                f"is {_r(c.median)} faster (at least {_least(c.least)}); none of the "
+                "library's settings tried closed the gap")
+        return Conclusion("code", head, tuple(details), gain, ident, o)
+    head = (f"{g.text[:1].upper()}{g.text[1:]}{_sp(where)} ({_r(c.median)}, at least "
+            f"{_least(c.least)}): " + ("cause not found" if o.searched and cause is None
+                                       else why))
+    return Conclusion("anomaly", head, tuple(details), gain, ident, o)
+
+
+SHOWN_CALLS = 4  # calls a grouped line names before "and N more"
+
+
+def items(d: Diagnosis) -> list[Conclusion]:
+    """Each confirmed gap's conclusion, the most actionable first."""
+    out = [c for o in d.outcomes if (c := _one(o, d)) is not None]
+    out.sort(key=lambda c: (TIERS[c.kind], -c.gain, c.identity))
+    return out
+
+
+def _calls(ms: Sequence[Conclusion]) -> str:
+    def one(m: Conclusion) -> str:
+        c = m.outcome.conf
+        assert c is not None
+        where = span_text(c.sizes) if any(c.sizes) else ""
+        return f"{_call(m.outcome.gap.call)}{_sp(where)} ({_r(c.median)})"
+
+    said = ", ".join(one(m) for m in ms[:SHOWN_CALLS])
+    return said + (f" and {len(ms) - SHOWN_CALLS} more" if len(ms) > SHOWN_CALLS else "")
+
+
+def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
+    """One line for the gaps of one choice: the library to use for these
+    calls (each with the ratio its rounds measured), or what does not
+    hold under one configuration."""
+    lead = ms[0]
+    g = lead.outcome.gap
+    slow, fast = d.labels.get(g.slow_arm, g.slow_arm), d.labels.get(g.fast_arm, g.fast_arm)
+    if kind == "implementation":
+        found = [m for m in ms if m.identity[3] != "none"]
+        head = (f"Use {fast}, not {slow}, for {_calls(ms)}: {slow} takes that many times as "
+                "long (each confirmed over its own rounds); "
+                + (f"a cause found for {len(found)} (details)" if found
+                   else "no cause found that a setting removes"))
+    else:
+        def short(m: Conclusion) -> str:
+            c = m.outcome.conf
+            assert c is not None
+            rule = m.outcome.gap.text.split(", ", 1)[-1].replace(" does not hold", "")
+            return f"{rule} fails{_sp(span_text(c.sizes))} ({_r(c.median)})"
+
+        head = (f"Under {slow}, {len(ms)} rule(s) a call should keep do not hold: "
+                + "; ".join(short(m) for m in ms[:SHOWN_CALLS])
+                + (f" and {len(ms) - SHOWN_CALLS} more" if len(ms) > SHOWN_CALLS else "")
+                + " (details: what was tried)")
+    details = tuple(x for m in ms for x in (m.headline, *(f"  {y}" for y in m.details)))
+    return Conclusion(kind, head, details, max(m.gain for m in ms),
+                      (kind, slow, fast), lead.outcome, tuple(ms))
+
+
+def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
+    """The first screen's lines, the most actionable first: each setting
+    handed over alone, each library choice one line (the calls it is the
+    faster one for), each hand-written equivalent alone, the anomalies of
+    one configuration one line."""
+    out: list[Conclusion] = []
+    groups: dict[tuple[str, str, str], list[Conclusion]] = {}
+    for c in items(d):
+        g = c.outcome.gap
+        if c.kind in ("implementation", "anomaly"):
+            groups.setdefault((c.kind, g.slow_arm, g.fast_arm if c.kind == "implementation"
+                               else ""), []).append(c)
+        else:
+            out.append(c)
+    for (kind, _, _), ms in groups.items():
+        out.append(ms[0] if len(ms) == 1 else _grouped(kind, ms, d))
+    out.sort(key=lambda c: (TIERS[c.kind], -c.gain, c.identity))
+    return out if limit is None else out[:limit]
+
+
+def not_confirmed(d: Diagnosis) -> list[Outcome]:
+    """Gaps the screening pass showed that their own rounds did not hold."""
+    return [o for o in d.outcomes if o.conf is not None and not o.confirmed]
+
+
+def text(d: Diagnosis, limit: int | None = LIMIT, details: bool = False) -> str:
+    cs = conclusions(d, None)
+    shown = cs if limit is None else cs[:limit]
+    lines = ["What the diagnosis established:" if shown else
+             "The diagnosis confirmed no gap: " + _none_said(d)]
+    for i, c in enumerate(shown, 1):
+        lines.append(f"{i:>3}. {c.headline}")
+        if details:
+            lines += [f"       {x}" for x in c.details]
+    if len(cs) > len(shown):
+        lines.append(f"  ... and {len(cs) - len(shown)} more (commscope analyze findings "
+                     "--limit 0)")
+    lines += _footer(d)
+    return "\n".join(lines) + "\n"
+
+
+def _none_said(d: Diagnosis) -> str:
+    n = len([o for o in d.outcomes if o.conf is not None])
+    return (f"{n} candidate(s) from the sweep measured again, none held" if n else
+            "the sweep separated no difference to measure again")
+
+
+def _footer(d: Diagnosis) -> list[str]:
+    out = []
+    nc = not_confirmed(d)
+    if nc:
+        out.append("   - not confirmed when measured again (no conclusion): "
+                   + "; ".join(f"{o.gap.text}" for o in nc[:4])
+                   + (f" and {len(nc) - 4} more" if len(nc) > 4 else ""))
+    for n in d.notes:
+        out.append(f"   - {n}")
+    return out
+
+
+def identities(cs: Sequence[Conclusion]) -> set[tuple[str, ...]]:
+    """Every (call, slow, fast, cause) the lines conclude."""
+    return {i for c in cs for i in c.identities()}
+
+
+def shown(d: Diagnosis | None, arms: set[str]) -> Diagnosis | None:
+    """The diagnosis of the configurations a reader selected: the gaps whose
+    every side is among them (a gap against a library left out of the
+    selection is not this selection's conclusion)."""
+    if d is None:
+        return None
+    from dataclasses import replace
+
+    outs = [o for o in d.outcomes if o.gap.arms() <= arms]
+    return replace(d, outcomes=outs,
+                   checks=[c for c in d.checks if c.arm.split("|", 1)[0] in arms])
+
+
+def of_rows(store, rows) -> Diagnosis | None:
+    """The stored diagnosis of the sweeps these records come from, for the
+    configurations among them."""
+    from .diagnosis import latest
+
+    sweeps = {int(r["sweep_id"]) for r in rows if r["sweep_id"] is not None}
+    arms = {str(r["config_key"]) for r in rows if r["config_key"]}
+    return shown(latest(store, sweeps), arms)
+
+
+def where(o: Outcome) -> str:
+    """The screened sizes of a gap that did not hold, in words."""
+    return span_text(o.gap.sizes)

@@ -1,0 +1,216 @@
+"""What could make a call slow, each with the experiment that would show
+it: the hypotheses the diagnosis tries on a confirmed gap (diagnosis.py).
+
+Each hypothesis is a mechanism of the slow side's library with the
+setting that takes it away, and its preconditions: a mechanism whose
+precondition does not hold here is not tried (Open MPI's inline sends
+matter only with XPMEM; an eager limit cannot explain a gap that ends
+below it).  A mechanism no setting moves is said as such and never as a
+cause.  The library's own settings come first and are searched whole
+(every algorithm it offers for the collective, its device path before its
+generic one): code is never advised before them.
+
+Read against the sources of the libraries measured here (Open MPI 4.1.4,
+MPICH 4.0.2): docs/diagnosis.md cites the lines."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..store.sizes import human_bytes
+from .diagnosis import Gap, Hypothesis
+
+# A message of s bytes goes eagerly while s plus ob1's match header fits the
+# limit: a 4 KiB payload under a 4096 B limit already goes by rendezvous.
+OB1_HEADER = 64
+OB1_INLINE = 256  # pml_ob1_isend.c, mca_pml_ob1_send_inline: a fixed number, no parameter
+
+P2P_CALLS = ("latency", "bw", "bibw", "roundtrip")
+COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "alltoall",
+               "allgather", "reduce_scatter")
+REDUCING = ("reduce", "allreduce", "reduce_scatter")
+# the MPI call each collective benchmark makes, as the libraries name its variables
+OMPI_VAR = {"reduce_scatter": "reduce_scatter_block"}
+MPICH_VAR = {"reduce_scatter": "REDUCE_SCATTER_BLOCK"}
+# MPICH algorithms a single-node search leaves out: smp splits by node, ccl
+# hands the call to an external library, auto is the default's own choice
+MPICH_SKIP = ("smp", "ccl", "auto")
+
+Cvars = Mapping[str, Mapping[str, object]]  # name -> {"value": ..., "enum": [...]}
+
+
+def _value(cv: Cvars, name: str) -> str | None:
+    v = cv.get(name, {}).get("value")
+    return None if v is None else str(v)
+
+
+def _int(cv: Cvars, name: str) -> int | None:
+    v = _value(cv, name)
+    try:
+        return int(str(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def _pow2_above(n: int) -> int:
+    k = 1
+    while k <= n:
+        k <<= 1
+    return k
+
+
+def _ucx(cv: Cvars) -> bool:
+    pml = _value(cv, "pml") or ""
+    return not pml.startswith("^") and "ucx" in pml.split(",")
+
+
+def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
+    call, sizes = gap.call, gap.sizes
+    out: list[Hypothesis] = []
+    if call in COLLECTIVES:
+        var = f"coll_tuned_{OMPI_VAR.get(call, call)}_algorithm"
+        for item in cv.get(var, {}).get("enum", []) or []:  # type: ignore[union-attr]
+            if item == "ignore":
+                continue
+            out.append(Hypothesis(
+                f"alg:{call}:{item}", f"the {call} algorithm coll/tuned's fixed rules chose",
+                (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"), (f"OMPI_MCA_{var}", str(item))),
+                (call,)))
+        if call in REDUCING and gap.kind == "implementation":
+            pass  # Open MPI slower at a reduction: its operator is the vectorised one already
+        return out
+    if call not in P2P_CALLS or _ucx(cv):
+        return out
+    limit = _int(cv, "btl_vader_eager_limit")
+    top = max(sizes) if sizes else 0
+    above = [s for s in sizes if limit is not None and s + OB1_HEADER > limit]
+    if limit is not None and above:
+        want = _pow2_above(top + OB1_HEADER - 1)
+        sets = [("OMPI_MCA_btl_vader_eager_limit", str(want))]
+        biggest = _int(cv, "btl_vader_max_send_size")
+        if biggest is not None and biggest < want:
+            sets.append(("OMPI_MCA_btl_vader_max_send_size", str(want)))
+        out.append(Hypothesis(
+            "eager-limit",
+            f"Open MPI's shared-memory eager limit ({limit} B): from {human_bytes(min(above))} "
+            "a message goes by rendezvous (a handshake, then the single copy)",
+            tuple(sorted(sets)), COLLECTIVES + P2P_CALLS))
+    copy = _value(cv, "btl_vader_single_copy_mechanism")
+    if copy and above:
+        for item in cv.get("btl_vader_single_copy_mechanism", {}).get("enum", []) or []:  # type: ignore[union-attr]
+            if str(item) != copy:
+                out.append(Hypothesis(
+                    f"single-copy:{item}",
+                    f"Open MPI's single-copy rendezvous ({copy}) above the eager limit",
+                    (("OMPI_MCA_btl_vader_single_copy_mechanism", str(item)),),
+                    COLLECTIVES + P2P_CALLS))
+    inline = _int(cv, "btl_vader_max_inline_send")
+    if copy == "xpmem" and inline is not None and any(s > inline for s in sizes):
+        # only with XPMEM does vader send above its inline limit by single copy
+        out.append(Hypothesis(
+            "inline", f"vader's inline limit ({inline} B) with XPMEM",
+            (("OMPI_MCA_btl_vader_max_inline_send", str(_pow2_above(top))),),
+            COLLECTIVES + P2P_CALLS))
+    if sizes and min(sizes) > OB1_INLINE >= min(sizes) // 2:
+        out.append(Hypothesis(
+            "ob1-inline", f"ob1's inline send, which stops at {OB1_INLINE} B",
+            untestable="a fixed number in ob1's send path (pml_ob1_isend.c); no setting "
+                       "moves it"))
+    return out
+
+
+def mpich_device(version: str) -> str:
+    """The device MPICH was built with, from its version text ("ch4:ucx")."""
+    for line in version.splitlines():
+        if line.startswith("MPICH Device:"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
+def mpich(gap: Gap, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
+          device: str = "") -> list[Hypothesis]:
+    """MPICH 4 (ch4): a collective goes to the device path (a composition
+    of calls on the node's sub-communicators) unless its own variable
+    turns that off, and MPIR_CVAR_<CALL>_INTRA_ALGORITHM takes effect
+    either way (mpir_coll.c, ch4_coll.h); the shared-memory module's own
+    algorithms exist only where MPICH was built with it (ch4:ofi; ch4:ucx
+    leaves shared memory to UCX, and the POSIX variables it still lists
+    do nothing).  Point-to-point under ch4:ucx is UCX's: its transports and
+    rendezvous threshold are UCX's variables."""
+    call, sizes = gap.call, gap.sizes
+    out: list[Hypothesis] = []
+    if call in P2P_CALLS and device.startswith("ch4:ucx"):
+        top = max(sizes) if sizes else 0
+        for tls in ("posix,self", "sysv,self"):
+            out.append(Hypothesis(f"ucx-tls:{tls}",
+                                  f"the shared-memory transport UCX chose (not {tls})",
+                                  (("UCX_TLS", tls),), COLLECTIVES + P2P_CALLS))
+        if top >= 8192:
+            out.append(Hypothesis(
+                "ucx-rndv", "UCX's rendezvous (from about 8 KiB, its automatic threshold)",
+                (("UCX_RNDV_THRESH", str(_pow2_above(top))),), COLLECTIVES + P2P_CALLS))
+            out.append(Hypothesis("ucx-cma", "UCX's single copy (cma) for large messages",
+                                  (("UCX_TLS", "^cma"),), COLLECTIVES + P2P_CALLS))
+        return out
+    if call not in COLLECTIVES:
+        return out
+    up = MPICH_VAR.get(call, call.upper())
+    one = f"MPIR_CVAR_{up}_DEVICE_COLLECTIVE"
+    off: tuple[tuple[str, str], ...] = ()
+    if one in cv:
+        off = ((one, "0"),)
+        out.append(Hypothesis(
+            f"device-off:{call}",
+            f"the device path MPICH takes for {call} (its composition over the node's "
+            "sub-communicators)", off, (call,)))
+    elif "MPIR_CVAR_DEVICE_COLLECTIVES" in cv:
+        off = (("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),)
+        out.append(Hypothesis("device-off", "the device path MPICH takes for collectives",
+                              off, COLLECTIVES))
+    posix = f"MPIR_CVAR_{up}_POSIX_INTRA_ALGORITHM"
+    if posix in cv and device.startswith("ch4:ofi"):
+        out.append(Hypothesis(
+            f"posix:{call}:release_gather",
+            f"the shared-memory module's choice for {call} (not its release_gather)",
+            ((posix, "release_gather"),), (call,)))
+    var = f"MPIR_CVAR_{up}_INTRA_ALGORITHM"
+    if var in cv:
+        for alg in algorithms.get(call, ()):
+            if alg in MPICH_SKIP:
+                continue
+            out.append(Hypothesis(f"alg:{call}:{alg}", f"the {call} algorithm MPICH chose",
+                                  ((var, alg),), (call,)))
+            if call == "barrier" and off:
+                # the device path's barrier adds a bcast of one byte: only with
+                # the path off does the algorithm alone run
+                out.append(Hypothesis(f"alg:{call}:{alg}+device-off",
+                                      f"the {call} algorithm MPICH chose, and its device path",
+                                      tuple(sorted(off + ((var, alg),))), (call,)))
+    return out
+
+
+def fast_side(gap: Gap, family_fast: str, cv_fast: Cvars) -> list[Hypothesis]:
+    """Mechanisms of the faster library that would explain the gap if taking
+    them away slowed it to the other's time: Open MPI's vectorised
+    reduction operator (op/avx) for a reduction it does faster."""
+    if (gap.kind != "implementation" or gap.call not in REDUCING or family_fast != "openmpi"
+            or "op_avx_support" not in cv_fast):
+        return []
+    return [Hypothesis("op-avx", "Open MPI's vectorised reduction operator (op/avx), which "
+                       "the other library does not have", (("OMPI_MCA_op", "^avx"),),
+                       REDUCING, side="fast")]
+
+
+def hypotheses(gap: Gap, family: str, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
+               family_fast: str = "", cv_fast: Cvars | None = None,
+               version: str = "") -> list[Hypothesis]:
+    """Every mechanism the slow side's library could have here, with its
+    setting; the device path and the library's own algorithms before all
+    else, since they decide before anything a user could write."""
+    if family == "openmpi":
+        out = openmpi(gap, cv)
+    elif family == "mpich":
+        out = mpich(gap, cv, algorithms, mpich_device(version))
+    else:
+        out = []
+    return out + fast_side(gap, family_fast, cv_fast or {})

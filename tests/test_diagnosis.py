@@ -1,0 +1,245 @@
+"""The diagnosis's judgement on fixed rounds (analysis/diagnosis.py and
+conclude.py): what is confirmed, what a setting established, what is
+retracted, what is advised and in which order.  No MPI runs here."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from commscope.advise import diagnose
+from commscope.analysis import conclude, findings, mechanisms
+from commscope.analysis import diagnosis as dg
+from commscope.analysis.series import Config, Point
+
+SLOW, FAST = "k-mpich", "k-openmpi"
+SIZES = (64, 128, 256, 512)
+
+
+def _rounds(times: dict[str, dict[int, float]], bench: str = "bcast", n: int = 6,
+            noise: float = 0.03, seed: int = 1, floor: float = 200.0) -> dg.Rounds:
+    """Rounds of arms: arm -> size -> its true time, each round's figure
+    within +-noise of it."""
+    rng = random.Random(seed)
+    out = dg.Rounds()
+    for r in range(1, n + 1):
+        for arm, by in times.items():
+            out.figures.setdefault(arm, {})[r] = {
+                (bench, s): (t * math.exp(rng.uniform(-noise, noise)), floor, None)
+                for s, t in by.items()}
+    return out
+
+
+def _gap(sizes=SIZES, kind="implementation", call="bcast", screened=None) -> dg.Gap:
+    pts = tuple(dg.GapPoint(s, ((SLOW, call, s, 1.0),), ((FAST, call, s, 1.0),),
+                            screened is None or s in screened) for s in sizes)
+    return dg.Gap(f"{kind}:{call}:{SLOW}>{FAST}", kind, call, SLOW, FAST, pts,
+                  f"{call}: mpich slower than openmpi", 5.0, np=2)
+
+
+def _diag(outcomes, checks=()) -> dg.Diagnosis:
+    return dg.Diagnosis(1, 60.0, labels={SLOW: "mpich", FAST: "openmpi"},
+                        impls={SLOW: "mpich", FAST: "openmpi"}, outcomes=list(outcomes),
+                        checks=list(checks), status="complete")
+
+
+def test_a_gap_holds_only_where_its_own_rounds_hold_it_and_says_their_figures():
+    # screened at 5x; measured again, 2x at three neighbouring sizes and none at the last
+    rounds = _rounds({SLOW: {64: 2.0, 128: 2.0, 256: 2.0, 512: 1.0},
+                      FAST: {64: 1.0, 128: 1.0, 256: 1.0, 512: 1.0}})
+    c = dg.confirm(_gap(), rounds)
+    assert c.confirmed and c.sizes == [64, 128, 256]
+    assert 1.9 < c.median < 2.1 and c.least > 1.8
+    cs = conclude.conclusions(_diag([dg.Outcome(_gap(), c, unsearched="none")]))
+    assert len(cs) == 1 and cs[0].kind == "implementation"
+    assert "2.0x as long" in cs[0].headline and "5.0x" not in cs[0].headline
+    assert "from 64 B to 256 B" in cs[0].headline
+
+
+def test_a_gap_its_rounds_do_not_hold_is_no_conclusion_and_is_said_not_confirmed():
+    rounds = _rounds({SLOW: {s: 1.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+    o = dg.Outcome(_gap(), dg.confirm(_gap(), rounds))
+    assert not o.confirmed
+    d = _diag([o])
+    assert conclude.conclusions(d) == []
+    assert "not confirmed when measured again" in conclude.text(d)
+
+
+def test_one_size_alone_among_neighbours_is_no_gap():
+    rounds = _rounds({SLOW: {64: 1.0, 128: 2.0, 256: 1.0, 512: 1.0},
+                      FAST: {s: 1.0 for s in SIZES}})
+    assert not dg.confirm(_gap(), rounds).confirmed
+
+
+def test_a_sizeless_benchmark_is_a_gap_at_its_one_size():
+    g = dg.Gap("implementation:barrier", "implementation", "barrier", SLOW, FAST,
+               (dg.GapPoint(0, ((SLOW, "barrier", 0, 1.0),), ((FAST, "barrier", 0, 1.0),)),),
+               "barrier: mpich slower than openmpi", 2.3)
+    rounds = _rounds({SLOW: {0: 1.4}, FAST: {0: 0.6}}, bench="barrier")
+    c = dg.confirm(g, rounds)
+    assert c.confirmed and c.sizes == [0]
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(g, c, unsearched="none")]))
+    assert "MPI_Barrier" in cc.headline and "0 B" not in cc.headline
+
+
+def test_a_barrier_difference_is_a_finding_though_it_has_one_size():
+    a = Config("mpich", 2, "local", key="a", impl="mpich")
+    b = Config("openmpi", 2, "local", key="b", impl="openmpi")
+    series = {(a, "barrier"): {0: Point(0, 1.40, 1.30, 1.50, 1, (1.3, 1.4, 1.5))},
+              (b, "barrier"): {0: Point(0, 0.61, 0.58, 0.64, 2, (0.58, 0.61, 0.64))}}
+    (f,) = findings.faster_implementation(series)
+    assert f.bench == "barrier" and f.parties[0].mpi == "openmpi"
+
+
+def _hyp(settings=(("MPIR_CVAR_BCAST_DEVICE_COLLECTIVE", "0"),), hid="device-off:bcast",
+         mechanism="the device path MPICH takes for bcast", changes=("bcast",)):
+    return dg.Hypothesis(hid, mechanism, settings, changes)
+
+
+def test_a_setting_that_changes_nothing_is_retracted_and_said_so():
+    h = _hyp()
+    arm = dg.hyp_arm(_gap(), h)
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+                      arm: {s: 2.0 for s in SIZES}})
+    c = dg.confirm(_gap(), rounds)
+    t = dg.judge(_gap(), c, h, rounds)
+    assert t.verdict == "nothing"
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))]))
+    assert cc.kind == "implementation" and "the cause" not in cc.headline
+    said = " ".join(cc.details)
+    assert "cause not found" in said
+    assert "not the device path MPICH takes for bcast" in said and "changed nothing" in said
+
+
+def test_a_setting_that_closes_the_gap_is_its_cause_and_is_handed_over_once_checked():
+    h = _hyp()
+    arm = dg.hyp_arm(_gap(), h)
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+                      arm: {s: 1.02 for s in SIZES}})
+    c = dg.confirm(_gap(), rounds)
+    t = dg.judge(_gap(), c, h, rounds)
+    assert t.verdict == "closes" and t.closed > 0.9 and set(t.sizes) == set(SIZES)
+    # unchecked: not handed over, and said so; the gap stays an implementation choice
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))]))
+    assert cc.kind == "implementation" and "the cause: the device path" in cc.headline
+    checked = dg.check_file(dg.FileCheck("mpich", arm, h.settings, ("bcast",)),
+                            _rounds({SLOW: {s: 2.0 for s in SIZES}, arm: {s: 1.0 for s in SIZES}}),
+                            SLOW)
+    assert checked.passed
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))], [checked]))
+    assert cc.kind == "setting" and "set MPIR_CVAR_BCAST_DEVICE_COLLECTIVE=0" in cc.headline
+    assert "the cause: the device path" in cc.headline and "closing 9" in cc.headline
+
+
+def test_a_small_win_on_a_large_gap_is_a_setting_that_helps_not_its_cause():
+    h = _hyp(hid="alg:bcast:binomial", settings=(("MPIR_CVAR_BCAST_INTRA_ALGORITHM",
+                                                   "binomial"),))
+    arm = dg.hyp_arm(_gap(), h)
+    rounds = _rounds({SLOW: {s: 4.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+                      arm: {s: 3.2 for s in SIZES}})
+    c = dg.confirm(_gap(), rounds)
+    t = dg.judge(_gap(), c, h, rounds)
+    assert t.verdict == "helps" and 0.1 < t.closed < 0.25
+    fc = dg.check_file(dg.FileCheck("mpich", arm, h.settings, ("bcast",)),
+                       _rounds({SLOW: {s: 4.0 for s in SIZES}, arm: {s: 3.2 for s in SIZES}}),
+                       SLOW)
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))], [fc]))
+    assert cc.kind == "setting" and "the gap's cause was not found" in cc.headline
+    assert "the cause:" not in cc.headline
+
+
+def test_the_remaining_gap_is_computed_only_where_both_sides_were_measured():
+    h = _hyp()
+    arm = dg.hyp_arm(_gap(), h)
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {64: 1.0, 128: 1.0},
+                      arm: {s: 1.0 for s in SIZES}})
+    t = dg.judge(_gap(), dg.confirm(_gap(), rounds), h, rounds)
+    assert {r.size for r in t.after} == {64, 128}
+    assert {r.size for r in t.speedup} == set(SIZES)
+
+
+def test_code_is_advised_only_once_the_librarys_settings_were_measured():
+    g = dg.Gap("reference:alltoall:k", "reference", "alltoall", SLOW, SLOW, tuple(
+        dg.GapPoint(s, ((SLOW, "alltoall", s, 1.0),), ((SLOW, "alltoall_sends", s, 1.0),))
+        for s in SIZES), "alltoall under mpich slower than its hand-written equivalent", 1.6)
+    rounds = dg.Rounds()
+    rng = random.Random(3)
+    for r in range(1, 7):
+        rounds.figures.setdefault(SLOW, {})[r] = {
+            **{("alltoall", s): (1.6 * math.exp(rng.uniform(-.03, .03)), 200.0, None)
+               for s in SIZES},
+            **{("alltoall_sends", s): (1.0, 200.0, None) for s in SIZES}}
+    c = dg.confirm(g, rounds)
+    assert c.confirmed
+    not_yet = dg.Outcome(g, c, (dg.Trial(_hyp(), "not-reached"),), "budget")
+    (cc,) = conclude.conclusions(_diag([not_yet]))
+    assert cc.kind == "anomaly" and "hand-written" not in cc.headline.split(":")[-1]
+    tried = dg.Outcome(g, c, (dg.Trial(_hyp(), "nothing"),))
+    (cc,) = conclude.conclusions(_diag([tried]))
+    assert cc.kind == "code" and "hand-written equivalent (alltoall_sends)" in cc.headline
+
+
+def test_conclusions_rank_a_checked_setting_then_a_library_then_code_then_the_rest():
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+    c = dg.confirm(_gap(), rounds)
+    big = dg.Outcome(_gap(), c, unsearched="none")  # a 2x gap, nothing to set
+    h = _hyp()
+    g2 = dg.Gap("implementation:reduce", "implementation", "reduce", SLOW, FAST,
+                tuple(dg.GapPoint(s, ((SLOW, "reduce", s, 1.0),), ((FAST, "reduce", s, 1.0),))
+                      for s in SIZES), "reduce: mpich slower", 1.3)
+    arm = dg.hyp_arm(g2, h)
+    r2 = _rounds({SLOW: {s: 1.3 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+                  arm: {s: 1.0 for s in SIZES}}, bench="reduce")
+    c2 = dg.confirm(g2, r2)
+    t2 = dg.judge(g2, c2, h, r2)
+    fc = dg.check_file(dg.FileCheck("mpich", arm, h.settings, ("reduce",)),
+                       _rounds({SLOW: {s: 1.3 for s in SIZES}, arm: {s: 1.0 for s in SIZES}},
+                               bench="reduce"), SLOW)
+    small = dg.Outcome(g2, c2, (t2,))
+    kinds = [x.kind for x in conclude.conclusions(_diag([big, small], [fc]))]
+    assert kinds == ["setting", "implementation"]  # the checked setting leads a larger gap
+
+
+def test_the_file_check_fails_where_two_neighbouring_sizes_run_slower():
+    arm = "k-mpich|X=1"
+    base = {s: 1.0 for s in (1, 2, 4, 8, 16, 32)}
+    slower = {**base, 8: 1.3, 16: 1.3}
+    fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)),
+                       _rounds({SLOW: base, arm: slower}), SLOW)
+    assert not fc.passed and fc.slower == (("bcast", 8, 16),)
+    alone = {**base, 8: 1.3}
+    fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)),
+                       _rounds({SLOW: base, arm: alone}), SLOW)
+    assert fc.passed and fc.detectable < 1.2
+    assert "none slower" in conclude.file_text(fc)
+    assert "a slowdown of" in conclude.file_text(fc)
+
+
+def test_a_switch_of_a_whole_path_is_checked_on_every_call_of_the_sweep_it_changes():
+    h = dg.Hypothesis("device-off", "the device path MPICH takes for collectives",
+                      (("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),), mechanisms.COLLECTIVES)
+    t = dg.Trial(h, "closes", sizes=(64,), closed=1.0)
+    measured = {"latency": [1, 2], "bcast": [1, 2], "reduce": [1, 2], "allreduce": [1, 2]}
+    assert diagnose.file_scope([t], measured) == ("allreduce", "bcast", "reduce")
+    one = dg.Trial(_hyp(), "closes", sizes=(64,), closed=1.0)
+    assert diagnose.file_scope([one], measured) == ("bcast",)
+
+
+def test_a_round_taken_across_a_jump_of_the_host_pairs_nothing():
+    rounds = _rounds({SLOW: {64: 2.0}, FAST: {64: 1.0}})
+    rounds.figures[FAST][1] = {("bcast", 64): (1.0, 900.0, None)}  # the host jumped
+    r = dg.ratio(rounds, 64, [(SLOW, "bcast", 64, 1.0)], [(FAST, "bcast", 64, 1.0)])
+    assert r is not None and r.n == 5 and r.dropped == 1
+
+
+def test_a_diagnosis_reads_back_as_it_was_stored():
+    h = _hyp()
+    arm = dg.hyp_arm(_gap(), h)
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+                      arm: {s: 1.0 for s in SIZES}})
+    c = dg.confirm(_gap(), rounds)
+    d = _diag([dg.Outcome(_gap(), c, (dg.judge(_gap(), c, h, rounds),))])
+    d.rounds = rounds
+    back = dg.Diagnosis.from_json(d.to_json())
+    assert back.outcomes == d.outcomes and back.rounds.figures == rounds.figures
+    assert conclude.text(back) == conclude.text(d)
