@@ -274,3 +274,24 @@ def test_a_mode_named_from_the_whole_store_picks_it_among_fewer_records():
                                         (0.41, 251.0), (0.2, 57.5)])]
     (row,) = aggregate(rows, mode="floor~58ns")
     assert not row["other_mode"] and row["n_reps"] == 3 and row["median_us"] == 0.2
+
+
+def test_a_floor_that_drifts_continuously_is_one_mode_not_a_chain_of_them():
+    # another host: the floor wanders 121 ... 500 ns reading by reading, and
+    # one run was taken at 904 ns; single linkage at 1.3x chains them all
+    drift = [121.0, 140.0, 160.0, 175.0, 200.0, 240.0, 290.0, 350.0, 420.0, 500.0, 610.0, 760.0,
+             904.0]
+    assert len(detect_modes(drift)) == 1
+    # separated tight clusters stay modes
+    assert [m.count for m in detect_modes([60.0, 62.0, 58.0, 275.0, 270.0, 280.0])] == [3, 3]
+
+
+def test_a_run_far_from_its_points_other_floors_is_left_out_of_the_interval():
+    rows = [_row(1, "a", 0.50, 160.0), _row(2, "a", 0.52, 165.0), _row(3, "a", 2.40, 903.0)]
+    # the host's floor drifts (one mode over all its readings), so no mode
+    # separates the third run: its floor, 5.5x its point's others, does
+    drift = detect_modes([121.0, 160.0, 165.0, 210.0, 280.0, 370.0, 480.0, 640.0, 903.0])
+    (kept,) = aggregate(rows, mode="dominant", modes=drift)
+    assert kept["n_used"] == 2 and kept["far_reps"] == 1 and kept["ci_hi_us"] < 1.0
+    (every,) = aggregate(rows, modes=drift)  # every record asked for: the far run stays
+    assert every["n_used"] == 3 and every["far_reps"] == 0 and every["ci_hi_us"] > 2.0

@@ -27,9 +27,14 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # Floors further apart than this factor belong to different modes: the
 # modes seen here are ~24, ~50 and ~200 ns, each within +-15% of itself.
 MODE_GAP = 1.3
+# A cluster of floors wider than this (its largest over its smallest) is no
+# mode but the floor's continuous drift, chained reading by reading: another
+# host's floor wanders over 120-500 ns, and single linkage at MODE_GAP made
+# one "mode" of 121 ... 904 ns.  A mode is a tight cluster.
+MODE_SPAN = 1.6
 # Floors further apart than this are another state of the host, not its
-# drift: the jumps seen are 4-5x (60 against 275 ns), the continuous drift
-# of another host wanders over 120-500 ns, a few tens of percent in seconds.
+# drift: a run (or a round of the diagnosis) taken that far from the others
+# measures the host.  The jumps seen are 4-5x (60 against 275 ns).
 JUMP = 2.0
 
 
@@ -102,7 +107,10 @@ class Mode:
 
 def detect_modes(floors: Iterable[float | None], gap: float = MODE_GAP) -> list[Mode]:
     """Cluster floor readings: sorted, a new mode starts wherever a reading
-    exceeds the previous one by more than `gap`."""
+    exceeds the previous one by more than `gap`.  Modes only where every
+    cluster is tight (MODE_SPAN): where one chains readings over a wider
+    range, the floor drifts continuously and the readings are one mode
+    (a run far from its point's others is left out there: far_floor)."""
     xs = sorted(f for f in floors if f is not None and f > 0)
     groups: list[list[float]] = []
     for x in xs:
@@ -110,6 +118,8 @@ def detect_modes(floors: Iterable[float | None], gap: float = MODE_GAP) -> list[
             groups[-1].append(x)
         else:
             groups.append([x])
+    if len(groups) > 1 and any(g[-1] > MODE_SPAN * g[0] for g in groups):
+        groups = [xs]
     return [Mode(g[0], g[-1], statistics.median(g), len(g)) for g in groups]
 
 
@@ -164,7 +174,8 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
     ci_lo_us/ci_hi_us (so every analysis that separates CIs uses it), the
     within-run CI kept as within_ci_us, and the runs' floors and modes.
 
-    mode: None keeps every record; "dominant" keeps, where the set spans
+    mode: None keeps every record; otherwise a run far from its point's
+    others (far_floor) is left out, and "dominant" keeps, where the set spans
     several modes, the runs measured in the mode most records were (when
     one holds more than half of them; records without a floor are kept); a
     mode label keeps that mode.  A point none of whose runs was measured in
@@ -193,7 +204,7 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
             other = not mine
             dropped += 0 if other else len(rs) - len(mine)
             rs = mine or rs
-        row = _combine(rs, modes)
+        row = _combine(rs, modes, drop_far=mode is not None)
         row["other_mode"] = other
         out.append(row)
     if dropped:
@@ -207,17 +218,37 @@ def _clean(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
     return [r for r in rs if r["valid"] and r["median_us"] and not _get(r, "flagged")]
 
 
-def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode]) -> dict[str, object]:
+def far_floor(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
+    """The runs of one point taken far from the others' machine state: a
+    core-to-core floor more than JUMP from their median (where the floor
+    drifts continuously, no mode separates such a run; its figure measures
+    the host).  Only with three runs or more, and never more than leaves two."""
+    floors = [float(f) for r in rs if (f := _get(r, "floor_ns"))]  # type: ignore[arg-type]
+    if len(rs) < 3 or len(floors) < 3:
+        return []
+    med = statistics.median(floors)
+    far = [r for r in rs if (f := _get(r, "floor_ns"))
+           and not med / JUMP <= float(f) <= med * JUMP]  # type: ignore[arg-type]
+    return far if len(rs) - len(far) >= 2 else []
+
+
+def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
+             drop_far: bool = False) -> dict[str, object]:
     valid = [r for r in rs if r["valid"] and r["median_us"]]
     # a run measured while others took the CPU counts only when every run was
     clean = _clean(valid)
     good = clean or valid
+    # one machine state asked for (a mode, or the dominant one): a run taken
+    # far from its point's others is another state, whatever the modes say
+    far = far_floor(good) if drop_far else []
+    good = [r for r in good if r not in far]
     base = dict(rs[0]) if not good else dict(
         sorted(good, key=lambda r: float(r["median_us"]))[(len(good) - 1) // 2])  # type: ignore[arg-type]
     base["n_reps"] = len(rs)
     # the runs the figure combines: a run measured while other processes
     # took the CPU is left out where a clean one exists
     base["n_used"] = len(good)
+    base["far_reps"] = len(far)  # left out: taken far from the others' floor
     windows = [int(w) for r in good if (w := _get(r, "window"))]  # type: ignore[call-overload]
     if windows:  # a run narrowed by the time bound: the figure is no wider than it
         base["window"] = min(windows)
