@@ -282,6 +282,8 @@ def test_a_floor_that_drifts_continuously_is_one_mode_not_a_chain_of_them():
     drift = [121.0, 140.0, 160.0, 175.0, 200.0, 240.0, 290.0, 350.0, 420.0, 500.0, 610.0, 760.0,
              904.0]
     assert len(detect_modes(drift)) == 1
+    # a reading far above a drifting floor does not make the drift a mode of its own
+    assert len(detect_modes([*drift[:10], 1250.0, 1300.0])) == 1
     # separated tight clusters stay modes
     assert [m.count for m in detect_modes([60.0, 62.0, 58.0, 275.0, 270.0, 280.0])] == [3, 3]
 
