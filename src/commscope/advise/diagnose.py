@@ -44,7 +44,7 @@ CHECK_ROUNDS = (3, 4)
 CONFIRM_SHARE = 0.35  # of the budget, at most, for confirming
 RACE = 2  # rounds every hypothesis gets before those that reach 5% nowhere stop
 MIN_GAIN = 1.05  # what a hypothesis must reach somewhere to run on (significance.MIN_FACTOR)
-CHECK_RESERVE = 0.25  # of the budget kept for checking the settings files
+CHECK_RESERVE = 0.15  # of the budget kept for checking the settings files
 TIME_CAP_S = 0.05  # a size's sampling at most in an experiment (the sweep's 0.25 where less)
 TARGET_CI = 0.10  # and the interval it stops at
 
@@ -259,8 +259,13 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
     every hypothesis of them for RACE rounds, then those still open for up
     to EXPLAIN_ROUNDS."""
     t_end = time.monotonic() + budget_s
+    # a library's call against another's first (a setting there is the first
+    # screen's lead), then a collective against its sends, then the rest;
+    # the larger gap first within each
+    order = {"implementation": 0, "reference": 1}
     todo = sorted((o for o in d.outcomes if o.confirmed),
-                  key=lambda o: (-(o.conf.median if o.conf else 1.0), o.gap.id))
+                  key=lambda o: (order.get(o.gap.kind, 2), -(o.conf.median if o.conf else 1.0),
+                                 o.gap.id))
     plans: dict[str, list[dg.Hypothesis]] = {}
     hyps = {o.gap.id: hypotheses_for(ctx, o.gap, cache) for o in todo}
     lo, hi = EXPLAIN_ROUNDS
