@@ -18,6 +18,7 @@ The first screen reads the stored diagnosis (analysis/conclude.py)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -44,7 +45,7 @@ CHECK_ROUNDS = (3, 4)
 CONFIRM_SHARE = 0.35  # of the budget, at most, for confirming
 RACE = 2  # rounds every hypothesis gets before those that reach 5% nowhere stop
 MIN_GAIN = 1.05  # what a hypothesis must reach somewhere to run on (significance.MIN_FACTOR)
-CHECK_RESERVE = 0.15  # of the budget kept for checking the settings files
+CHECK_RESERVE = 0.25  # of the budget kept for checking the settings files
 TIME_CAP_S = 0.05  # a size's sampling at most in an experiment (the sweep's 0.25 where less)
 TARGET_CI = 0.10  # and the interval it stops at
 
@@ -262,12 +263,18 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
     # a library's call against another's first (a setting there is the first
     # screen's lead), then a collective against its sends, then the rest;
     # the larger gap first within each
+    # within each, the most gap for the fewest arms first: a point-to-point gap
+    # with its three settings before a collective with nine algorithms
     order = {"implementation": 0, "reference": 1}
-    todo = sorted((o for o in d.outcomes if o.confirmed),
-                  key=lambda o: (order.get(o.gap.kind, 2), -(o.conf.median if o.conf else 1.0),
-                                 o.gap.id))
+    confirmed = [o for o in d.outcomes if o.confirmed]
+    hyps = {o.gap.id: hypotheses_for(ctx, o.gap, cache) for o in confirmed}
+
+    def worth(o: dg.Outcome) -> float:
+        arms = 2 + sum(1 for h in hyps[o.gap.id] if not h.untestable)
+        return math.log(o.conf.median if o.conf else 1.0) / arms
+
+    todo = sorted(confirmed, key=lambda o: (order.get(o.gap.kind, 2), -worth(o), o.gap.id))
     plans: dict[str, list[dg.Hypothesis]] = {}
-    hyps = {o.gap.id: hypotheses_for(ctx, o.gap, cache) for o in todo}
     lo, hi = EXPLAIN_ROUNDS
     tried = 0
     while todo and d.rounds.stopped != "interrupted":

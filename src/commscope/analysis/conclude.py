@@ -82,9 +82,9 @@ def phrase(t: Trial, o: Outcome) -> str:
         return f"was slower ({_r(_mid(sp))})"
     if t.verdict == "helps":
         return (f"helped ({t.gain:.0%} less per call {span_text(t.sizes)}) but closed "
-                f"{t.closed:.0%} of the gap")
+                f"{_share(t.closed)}")
     if t.verdict == "closes":
-        return f"closed {t.closed:.0%} of the gap {span_text(t.sizes)}"
+        return f"closed {_share(t.closed)} {span_text(t.sizes)}"
     if t.verdict == "broken":
         return f"did not run ({t.reason[:100]})"
     if t.verdict == "untestable":
@@ -150,6 +150,11 @@ def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = ()) ->
             f"{fc.rounds} rounds: none slower{seen})" + (f": {fc.file}" if fc.file else ""))
 
 
+def _share(closed: float) -> str:
+    """The share of a gap a setting closed: past all of it, said so."""
+    return "all of the gap and more" if closed > 1.05 else f"{min(closed, 1.0):.0%} of the gap"
+
+
 def _cause_text(t: Trial, fast: str) -> str:
     """An established cause in words: the mechanism, and the experiment
     that closed the gap, with how much of it where."""
@@ -158,8 +163,8 @@ def _cause_text(t: Trial, fast: str) -> str:
     if h.side == "fast":
         med, _, _ = t.speed()
         return (f"the cause: {h.mechanism} (without it, {h.label}, {fast} takes {_r(med)} as "
-                f"long {where}, closing {t.closed:.0%} of the gap)")
-    return f"the cause: {h.mechanism} ({h.label} closed {t.closed:.0%} of the gap {where})"
+                f"long{_sp(where)}, closing {_share(t.closed)})")
+    return f"the cause: {h.mechanism} ({h.label} closed {_share(t.closed)}{_sp(where)})"
 
 
 def _sp(x: str) -> str:
@@ -190,7 +195,7 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         med, least, _ = best.speed()
         details.append(f"measured: with {best.hypothesis.label}, {_call(g.call)} is {_r(med)} "
                        f"faster (at least {_least(least)}){_sp(span_text(best.sizes))}, "
-                       f"closing {best.closed:.0%} of the gap; "
+                       f"closing {_share(best.closed)}; "
                        + file_text(fc, best.hypothesis.settings))
     if tried:
         details.append(("also tried: " if best is not None or cause is not None
@@ -202,8 +207,8 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
                 o.unsearched, "nothing tried"))
     if best is not None and handed:
         med, least, _ = best.speed()
-        closes = (f"closing {best.closed:.0%} of the gap to {fast}" if g.kind == "implementation"
-                  else f"closing {best.closed:.0%} of the gap")
+        closes = (f"closing {_share(best.closed)} to {fast}" if g.kind == "implementation"
+                  else f"closing {_share(best.closed)}")
         why = (f"the cause: {best.hypothesis.mechanism}" if best is cause
                else "it helps, but the gap's cause was not found")
         head = (f"{slow} {_call(g.call)}{_sp(span_text(best.sizes) if any(best.sizes) else '')}"
@@ -261,12 +266,19 @@ def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
     lead = ms[0]
     g = lead.outcome.gap
     slow, fast = d.labels.get(g.slow_arm, g.slow_arm), d.labels.get(g.fast_arm, g.fast_arm)
+    if kind == "setting":  # the same setting, for each gap it narrowed: its largest first
+        others = "; ".join(m.outcome.gap.text for m in ms[1:])
+        return Conclusion(kind, f"{lead.headline}; it narrows {len(ms) - 1} more gap(s) too "
+                          f"({others})", tuple(x for m in ms for x in m.details),
+                          max(m.gain for m in ms), lead.identity, lead.outcome, tuple(ms))
     if kind == "implementation":
         found = [m for m in ms if m.identity[3] != "none"]
+        late = [m for m in ms if m.outcome.unsearched == "budget"]
         head = (f"Use {fast}, not {slow}, for {_calls(ms)}: {slow} takes that many times as "
                 "long (each confirmed over its own rounds); "
                 + (f"a cause found for {len(found)} (details)" if found
-                   else "no cause found that a setting removes"))
+                   else "no cause found that a setting removes")
+                + (f"; {len(late)} not searched (budget)" if late else ""))
     else:
         def short(m: Conclusion) -> str:
             c = m.outcome.conf
@@ -295,6 +307,8 @@ def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
         if c.kind in ("implementation", "anomaly"):
             groups.setdefault((c.kind, g.slow_arm, g.fast_arm if c.kind == "implementation"
                                else ""), []).append(c)
+        elif c.kind == "setting":  # one setting that narrows several gaps: one line
+            groups.setdefault((c.kind, g.slow_arm, c.identity[3]), []).append(c)
         else:
             out.append(c)
     for (kind, _, _), ms in groups.items():

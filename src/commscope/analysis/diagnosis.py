@@ -571,12 +571,16 @@ class Outcome:
 
     def best_setting(self) -> Trial | None:
         """The setting to hand over: the one that closed the gap, else the one
-        that helps most (never a setting that slows the faster side: that
-        one shows a cause, it fixes nothing)."""
+        that helps most, where it changes only this call (a switch of a
+        whole path, UCX's transports say, is handed over only where it is
+        the gap's cause: for a gain short of that it changes too much);
+        never a setting that slows the faster side: that one shows a cause,
+        it fixes nothing."""
         mine = [t for t in self.trials if t.hypothesis.side == "slow"]
+        local = [t for t in mine if t.verdict == "helps"
+                 and set(t.hypothesis.changes) <= {self.gap.call}]
         return max((t for t in mine if t.verdict == "closes"), key=lambda t: (t.closed, t.gain),
-                   default=None) or max((t for t in mine if t.verdict == "helps"),
-                                        key=lambda t: t.gain, default=None)
+                   default=None) or max(local, key=lambda t: t.gain, default=None)
 
 
 @dataclass
