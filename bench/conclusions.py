@@ -116,6 +116,10 @@ def main() -> int:
     print(f"first screens: {len(ids[0])} and {len(ids[1])} conclusions (call, slow, fast, "
           f"cause); shared {len(ids[0] & ids[1])}: {strict:.0%} of their union, {loose:.0%} "
           "of the smaller (target: 80%)")
+    calls = [{x[:3] for x in i} for i in ids]
+    c_strict, c_loose = overlap(*calls)
+    print(f"  without the causes (call, slow, fast): {c_strict:.0%} of the union, {c_loose:.0%} "
+          "of the smaller")
     for x in sorted(ids[0] ^ ids[1]):
         print(f"  only in run {1 if x in ids[0] else 2}: {' | '.join(x)}")
     comps = cmp.compare_rows(aggregate(store.selection(f"sweep={sweeps[0]}"), mode="dominant"),

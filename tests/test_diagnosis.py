@@ -243,3 +243,16 @@ def test_a_diagnosis_reads_back_as_it_was_stored():
     back = dg.Diagnosis.from_json(d.to_json())
     assert back.outcomes == d.outcomes and back.rounds.figures == rounds.figures
     assert conclude.text(back) == conclude.text(d)
+
+
+def test_the_clock_learns_each_implementations_start_and_the_time_a_size_takes():
+    from commscope.advise.experiment import JOB_START_S, Clock
+
+    c = Clock(0.0)
+    assert c.job_s(10, "openmpi") == JOB_START_S + 10 * 0.03  # the first guess, generous
+    for _ in range(3):
+        c.learn(5, 0.40, "openmpi")
+        c.learn(5, 0.15, "mpich")
+        c.learn(200, 0.40 + 200 * 0.01, "openmpi")
+    assert abs(c.job_s(5, "openmpi") - 0.45) < 0.06 and abs(c.job_s(5, "mpich") - 0.2) < 0.06
+    assert c.job_s(100, "mpich") < c.job_s(100, "openmpi")

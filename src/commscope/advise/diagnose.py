@@ -154,8 +154,7 @@ def confirm(ctx: Context, d: dg.Diagnosis, gaps: Sequence[dg.Gap], budget_s: flo
             return None
         return sorted(gaps_mod.terms_by_arm(open_))
 
-    clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s))
-    clock.per_point = ctx.clock.per_point
+    clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s), ctx.clock.seen)
     got = ex.run(arms, ctx.store, sweep_id=ctx.sweep_id, trial="confirm", clock=clock,
                  rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=11, active=active)
     d.rounds.merge(got)
@@ -349,8 +348,7 @@ def _wave(ctx: Context, d: dg.Diagnosis, wave: Sequence[dg.Outcome],
             return None
         return sorted(need & names)
 
-    clock = ex.Clock(min(ctx.clock.deadline, t_end))
-    clock.per_point = ctx.clock.per_point
+    clock = ex.Clock(min(ctx.clock.deadline, t_end), ctx.clock.seen)
     got = ex.run(arms, ctx.store, sweep_id=ctx.sweep_id, trial="explain", clock=clock,
                  rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=23 + first,
                  active=active, first_round=first)
@@ -410,8 +408,7 @@ def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
             continue
         t1 = time.monotonic()
         first = d.rounds.last_round + 1
-        clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s))
-        clock.per_point = ctx.clock.per_point
+        clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s), ctx.clock.seen)
         got = ex.run([base, test], ctx.store, sweep_id=ctx.sweep_id, trial="check",
                      clock=clock, rounds=hi, policy=ctx.policy, progress=ctx.progress,
                      seed=37, first_round=first)

@@ -71,28 +71,39 @@ def _figures(store: Store, run_id: int) -> Figures:
 
 
 class Clock:
-    """The deadline an experiment keeps, and how long its jobs take here
-    (learned as they run: the first guess is generous)."""
+    """The deadline an experiment keeps, and how long its jobs take here,
+    learned as they run: each implementation's start (Open MPI's launcher
+    takes 0.4 s here, MPICH's 0.15 s) and the time a benchmark takes at one
+    size; the first guesses are generous.  `seen` is shared by the clocks
+    of one diagnosis."""
 
-    def __init__(self, deadline: float) -> None:
+    BIG = 20  # points from which a job tells the time per point
+
+    def __init__(self, deadline: float, seen: list[tuple[str, int, float]] | None = None
+                 ) -> None:
         self.deadline = deadline
-        self.per_point: list[float] = []
-        self.start_s: list[float] = []
+        self.seen: list[tuple[str, int, float]] = seen if seen is not None else []
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
-    def job_s(self, points: int) -> float:
-        pp = sorted(self.per_point)[len(self.per_point) // 2] if self.per_point else POINT_S
-        return JOB_START_S + points * pp
+    def _per_point(self) -> float:
+        xs = sorted((t - self._start("")) / n for _, n, t in self.seen if n >= self.BIG)
+        return max(0.0, xs[len(xs) // 2]) if xs else POINT_S
 
-    def learn(self, points: int, seconds: float) -> None:
-        if points:
-            self.per_point.append(max(0.0, seconds - JOB_START_S) / points)
+    def _start(self, impl: str) -> float:
+        xs = sorted(t for m, n, t in self.seen if n < self.BIG and (m == impl or not impl))
+        return xs[len(xs) // 2] if xs else JOB_START_S
+
+    def job_s(self, points: int, impl: str = "") -> float:
+        return self._start(impl) + points * self._per_point()
+
+    def learn(self, points: int, seconds: float, impl: str = "") -> None:
+        self.seen.append((impl, points, seconds))
 
 
 def round_s(arms: Iterable[Arm], clock: Clock) -> float:
-    return sum(clock.job_s(len(b.split(",")) * len(expand_sizes(s, f)))
+    return sum(clock.job_s(len(b.split(",")) * len(expand_sizes(s, f)), a.core.impl.name)
                for a in arms for b, s, f in a.jobs)
 
 
@@ -134,9 +145,10 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
                     if progress is not None:
                         progress.start(job.label)
                     t1 = time.monotonic()
-                    o = run_job(job, store, sweep_id, timeout_s=min(t, 30 + 4 * clock.job_s(n)),
+                    o = run_job(job, store, sweep_id,
+                                timeout_s=min(t, 30 + 4 * clock.job_s(n, arm.core.impl.name)),
                                 policy=policy)
-                    clock.learn(n, time.monotonic() - t1)
+                    clock.learn(n, time.monotonic() - t1, arm.core.impl.name)
                     out.run_ids.append(o.run_id)
                     if progress is not None:
                         progress.end(job.label, o.status)
