@@ -45,7 +45,7 @@ CHECK_ROUNDS = (3, 4)
 CONFIRM_SHARE = 0.35  # of the budget, at most, for confirming
 RACE = 2  # rounds every hypothesis gets before those that reach 5% nowhere stop
 MIN_GAIN = 1.05  # what a hypothesis must reach somewhere to run on (significance.MIN_FACTOR)
-CHECK_RESERVE = 0.25  # of the budget kept for checking the settings files
+CHECK_SLACK_S = 2.0  # kept besides the check's own estimate (it grows as settings are found)
 TIME_CAP_S = 0.05  # a size's sampling at most in an experiment (the sweep's 0.25 where less)
 TARGET_CI = 0.10  # and the interval it stops at
 
@@ -207,12 +207,16 @@ def hypotheses_for(ctx: Context, gap: dg.Gap, cache: dict[str, dict]) -> list[dg
 
 
 def _decided(t: dg.Trial, conf: dg.Confirmation, r: int) -> bool:
-    """A hypothesis needs no more rounds: it closed or narrowed the gap, it
-    was slower, or it cannot reach the 5% a claim needs at any size of it
-    (after RACE rounds, one whose median reaches 5% nowhere stops: racing,
-    so that the rounds go to the settings that may matter)."""
-    if t.verdict in ("closes", "helps", "slower", "broken", "untestable"):
+    """A hypothesis needs no more rounds: it closed or narrowed the gap
+    surely by 5% (or over EXPLAIN_ROUNDS' least, a win that may be handed
+    over runs on until its interval says so), it was slower, or it cannot
+    reach the 5% a claim needs at any size of it (after RACE rounds, one
+    whose median reaches 5% nowhere stops: racing, so that the rounds go to
+    the settings that may matter)."""
+    if t.verdict in ("slower", "broken", "untestable"):
         return True
+    if t.verdict in ("closes", "helps"):
+        return t.speed()[1] >= MIN_GAIN or r >= EXPLAIN_ROUNDS[0]
     sizes = set(conf.sizes)
     sp = [x for x in t.speedup if x.size in sizes]
     if not sp:
@@ -253,11 +257,13 @@ def _arms(ctx: Context, want: Want) -> list[ex.Arm]:
             if (a := _arm(ctx, name, base, terms, extra)) is not None]
 
 
-def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dict]) -> None:
+def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dict],
+            reserve: Callable[[], float] = lambda: 0.0) -> None:
     """Every hypothesis on the confirmed gaps, the largest gaps first, in
     waves as long as the budget lasts: each wave as many gaps as it holds,
     every hypothesis of them for RACE rounds, then those still open for up
-    to EXPLAIN_ROUNDS."""
+    to EXPLAIN_ROUNDS.  `reserve()`: what the check of the settings found so
+    far will take (asked before each wave, as settings are found)."""
     t_end = time.monotonic() + budget_s
     # a library's call against another's first (a setting there is the first
     # screen's lead), then a collective against its sends, then the rest;
@@ -277,7 +283,8 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
     lo, hi = EXPLAIN_ROUNDS
     tried = 0
     while todo and d.rounds.stopped != "interrupted":
-        left = t_end - time.monotonic()
+        _judged(d, plans, {o.gap.id for o in todo})
+        left = t_end - time.monotonic() - reserve()
         wave: list[dg.Outcome] = []
         want: Want = {}
         for o in list(todo):
@@ -305,14 +312,20 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
             break
         for o in wave:
             plans[o.gap.id] = hyps[o.gap.id]
-        _wave(ctx, d, wave, plans, _arms(ctx, want), t_end)
+        _wave(ctx, d, wave, plans, _arms(ctx, want), t_end - reserve())
         tried += len(wave)
     n_h = sum(1 for hs in plans.values() for h in hs if not h.untestable)
     ctx.say(f"diagnosis: {n_h} setting(s) tried on {tried} confirmed gap(s), beside their "
             f"two sides ({time.monotonic() - t_end + budget_s:.0f} s)"
             + (f"; {len(todo)} gap(s) left unexplained: the budget held no more" if todo
                else ""))
-    late = {o.gap.id for o in todo}
+    _judged(d, plans, {o.gap.id for o in todo})
+
+
+def _judged(d: dg.Diagnosis, plans: Mapping[str, Sequence[dg.Hypothesis]],
+            late: set[str]) -> None:
+    """Every gap judged on the rounds so far, with the hypotheses planned for
+    it; `late`: the gaps the budget has not reached (yet)."""
     confs = dg.confirm_all([o.gap for o in d.outcomes if o.conf is not None], d.rounds)
     d.outcomes = [dg.Outcome(o.gap, confs[o.gap.id], tuple(
         dg.judge(o.gap, confs[o.gap.id], h, d.rounds) for h in plans.get(o.gap.id) or ()),
@@ -378,29 +391,63 @@ def file_scope(trials: Sequence[dg.Trial], measured: Mapping[str, object]) -> tu
     return tuple(sorted(b for b in measured if b in changes))
 
 
-def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
-          swept: Mapping[str, Mapping[str, list[int]]]) -> None:
-    """One file per implementation configuration with a setting to hand over."""
+@dataclass
+class FilePlan:
+    """One settings file to check: its configuration, the trials behind it,
+    the check as it will be stored, and its two arms (None: nothing to run)."""
+
+    arm: str
+    trials: list[dg.Trial]
+    notes: list[str]
+    fc: dg.FileCheck
+    arms: tuple[ex.Arm, ex.Arm] | None
+
+
+def file_plans(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, list[int]]]
+               ) -> list[FilePlan]:
+    """One file per configuration with a setting to hand over."""
     by_arm: dict[str, list[dg.Trial]] = {}
     for o in d.outcomes:
         t = o.best_setting()
         if t is not None:
             by_arm.setdefault(o.gap.slow_arm, []).append(t)
-    checks = []
+    out = []
     for arm, trials in by_arm.items():
         cfg = ctx.configs[arm]
         settings, notes = _merge_settings(trials)
-        d.notes += notes
         measured = swept.get(arm, {})
         benches = file_scope(trials, measured)
         fc = dg.FileCheck(cfg.implementation, dg.arm_with(arm, settings), settings, benches)
         want = {b: set(measured[b]) for b in benches}
         base = _arm(ctx, arm + "|check", arm, want)
         test = _arm(ctx, fc.arm, arm, want, settings)
-        if base is None or test is None or not want:
+        ok = base is not None and test is not None and bool(want)
+        out.append(FilePlan(arm, trials, notes, fc,
+                            (replace(base, name=arm), test) if ok else None))  # type: ignore[arg-type]
+    return out
+
+
+def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, list[int]]]
+               ) -> float:
+    """What checking the files of the settings found so far will take."""
+    lo, _ = CHECK_ROUNDS
+    return sum(ex.round_s(p.arms, ctx.clock) * lo for p in file_plans(ctx, d, swept)
+               if p.arms is not None)
+
+
+def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
+          swept: Mapping[str, Mapping[str, list[int]]]) -> None:
+    """One file per implementation configuration with a setting to hand over."""
+    checks = []
+    for plan in file_plans(ctx, d, swept):
+        arm, trials, fc = plan.arm, plan.trials, plan.fc
+        cfg = ctx.configs[arm]
+        settings, benches = fc.settings, fc.benches
+        d.notes += plan.notes
+        if plan.arms is None:
             checks.append(replace(fc, reason="nothing of the sweep to check it on"))
             continue
-        base = replace(base, name=arm)
+        base, test = plan.arms
         lo, hi = CHECK_ROUNDS
         if ex.round_s([base, test], ctx.clock) * lo > min(budget_s, ctx.clock.left()):
             checks.append(replace(fc, reason=f"the budget left ({max(ctx.clock.left(), 0):.0f} s)"
@@ -523,8 +570,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
             confirm(ctx, d, usable, budget_s * CONFIRM_SHARE)
             _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
-                left = ctx.clock.left()
-                explain(ctx, d, max(0.0, left - budget_s * CHECK_RESERVE), cache)
+                explain(ctx, d, ctx.clock.left(), cache,
+                        reserve=lambda: CHECK_SLACK_S + check_cost(ctx, d, swept))
                 _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
                 check(ctx, d, ctx.clock.left(), out_dir, swept)
