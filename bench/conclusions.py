@@ -120,6 +120,14 @@ def main() -> int:
     c_strict, c_loose = overlap(*calls)
     print(f"  without the causes (call, slow, fast): {c_strict:.0%} of the union, {c_loose:.0%} "
           "of the smaller")
+    said = [conclude.named(cs) for _, cs in screens]
+    n_strict, n_loose = overlap(*said)
+    print(f"  as the screens name them (each call a line names, with the setting or cause it "
+          f"names, or that it says use, code or rule): {len(said[0])} and {len(said[1])}, "
+          f"shared {len(said[0] & said[1])}: {n_strict:.0%} of the union, {n_loose:.0%} of the "
+          "smaller")
+    for x in sorted(said[0] ^ said[1]):
+        print(f"    named only in run {1 if x in said[0] else 2}: {' | '.join(x)}")
     for x in sorted(ids[0] ^ ids[1]):
         print(f"  only in run {1 if x in ids[0] else 2}: {' | '.join(x)}")
     comps = cmp.compare_rows(aggregate(store.selection(f"sweep={sweeps[0]}"), mode="dominant"),

@@ -39,6 +39,18 @@ class Conclusion:
         """What this line concludes, gap by gap: (call, slow, fast, cause)."""
         return {m.identity for m in self.members} if self.members else {self.identity}
 
+    def named(self) -> set[tuple[str, ...]]:
+        """What the line itself says, as a reader sees it: each call it names
+        (a library line names its first SHOWN_CALLS) with the implementations
+        and what it says of them: the setting or cause a setting line names,
+        "use" for a library choice (its causes are in the details), "code"
+        for a hand-written equivalent, "rule" for a rule that does not hold."""
+        said = {"implementation": "use", "code": "code", "anomaly": "rule"}
+        if self.kind == "setting":
+            return {(*m.identity[:3], self.identity[3]) for m in (self.members or (self,))}
+        shown = self.members[:SHOWN_CALLS] if self.members else (self,)
+        return {(*m.identity[:3], said[self.kind]) for m in shown}
+
     @property
     def saving(self) -> str:
         return f"~{100 * self.gain:.0f}% less per call" if self.gain >= 0.02 else ""
@@ -359,6 +371,11 @@ def _footer(d: Diagnosis) -> list[str]:
 def identities(cs: Sequence[Conclusion]) -> set[tuple[str, ...]]:
     """Every (call, slow, fast, cause) the lines conclude."""
     return {i for c in cs for i in c.identities()}
+
+
+def named(cs: Sequence[Conclusion]) -> set[tuple[str, ...]]:
+    """Every (call, slow, fast, what is said) the lines name (Conclusion.named)."""
+    return {i for c in cs for i in c.named()}
 
 
 def shown(d: Diagnosis | None, arms: set[str]) -> Diagnosis | None:
