@@ -16,6 +16,13 @@ over."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from commscope import cli
@@ -23,6 +30,8 @@ from commscope.analysis import conclude
 from commscope.analysis import diagnosis as dg
 from commscope.measure import settings
 from commscope.store.db import Store
+
+from .conftest import mpi_processes
 
 pytestmark = pytest.mark.mpi
 
@@ -35,7 +44,7 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     under_study.write_text("OMPI_MCA_btl_vader_eager_limit=1024\n")
     db = tmp_path / "s.db"
     sweep = ["--db", str(db), "--mpi", "openmpi", "--bench", "bw", "--sizes", "256:32K",
-             "--repeat", "3", "--min-samples", "10", "--time-cap", "0.1",
+             "--repeat", "5", "--min-samples", "10", "--time-cap", "0.1",
              "--noise-max-cores", "2", "--no-advise"]
     assert cli.main(["run", *sweep]) == 0
     assert cli.main(["run", *sweep, "--settings", str(under_study)]) == 0
@@ -69,3 +78,49 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     assert "set OMPI_MCA_btl_vader_eager_limit=" in head, head
     assert "the cause: Open MPI's shared-memory eager limit (1024 B)" in head, head
     assert conclude.conclusions(d)[0].kind == "setting"
+
+
+def test_a_diagnosis_interrupted_keeps_what_it_measured_and_the_store_whole(tmp_path, cores):
+    """Ctrl-C in the middle of the experiments: the job in flight is killed
+    with its process group, every job that ended is stored, the diagnosis
+    is stored as interrupted with what it had, and the store opens."""
+    if not {"openmpi", "mpich"} <= set(cores):
+        pytest.skip("needs Debian's Open MPI and MPICH (two libraries differ in collectives)")
+    db = tmp_path / "s.db"
+    assert cli.main(["run", "--db", str(db), "--mpi", "openmpi,mpich", "--bench",
+                     "barrier,bcast,allreduce,scatter", "--sizes", "1:1K", "--repeat", "3",
+                     "--noise-max-cores", "2", "--no-advise", "--quiet"]) == 0
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).resolve().parents[2])}
+    p = subprocess.Popen([sys.executable, "-m", "commscope.cli", "diagnose", "--db", str(db),
+                          "--budget", "120"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    store = Store(db)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until its experiments have stored a few runs
+        if store.db.execute("SELECT count(*) FROM runs WHERE trial IS NOT NULL AND "
+                            "status != 'running'").fetchone()[0] >= 3:
+            break
+        time.sleep(0.2)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (out, err)
+    assert "interrupted" in err
+    (row,) = store.db.execute("SELECT status, data FROM diagnoses").fetchall()
+    assert row[0] == "interrupted"
+    d = dg.Diagnosis.from_json(row[1])
+    assert d.status == "interrupted" and d.rounds.run_ids
+    assert store.db.execute("SELECT count(*) FROM runs WHERE status='running'").fetchone()[0] == 0
+    assert mpi_processes() == []
+    # what it measured stays: its runs in the sweep, and the first screen says it was cut short
+    assert store.db.execute("SELECT count(*) FROM runs WHERE trial IS NOT NULL").fetchone()[0] >= 3
+    Store(db).close()
+
+
+def test_a_zero_budget_runs_no_diagnosis(tmp_path, cores):
+    m = sorted(cores)[0]
+    db = tmp_path / "z.db"
+    assert cli.main(["run", "--db", str(db), "--mpi", m, "--bench", "latency", "--sizes", "8:64",
+                     "--quiet", "--advise-budget", "0"]) == 0
+    store = Store(db)
+    assert store.db.execute("SELECT count(*) FROM diagnoses").fetchone()[0] == 0
+    assert store.db.execute("SELECT count(*) FROM runs WHERE trial IS NOT NULL").fetchone()[0] == 0
