@@ -77,7 +77,7 @@ int cs_fail(cs_err *e, int code, const char *file, int line, const char *fmt, ..
 /* All options, passed explicitly.  One table (options.c) generates both
  * the parser and the usage text from this struct. */
 typedef struct cs_opts {
-  char bench[256];       /* comma-separated benchmark names */
+  char bench[1024];      /* comma-separated benchmark names, each with @SIZES of its own */
   char sizes[64];        /* "MIN:MAX" or "N" with K/M/G suffixes */
   long factor;           /* size multiplier between steps */
   long min_samples;      /* never stop before this many samples */

@@ -112,15 +112,30 @@ static int plan(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err
   return CS_OK;
 }
 
-/* Every benchmark named must exist: checked before MPI starts. */
-static int resolve(const char *list, const cs_bench **out, int *n, cs_err *e) {
-  char buf[sizeof ((cs_opts *)0)->bench];
-  strcpy(buf, list);
+/* Every benchmark named must exist, and sizes given for one (NAME@SIZES,
+ * as --sizes takes them, over --factor) must parse: checked before MPI
+ * starts.  `own` gets each benchmark's options: --sizes, or its own. */
+static int resolve(const cs_opts *o, const cs_bench **out, cs_opts *own, int *n, cs_err *e) {
+  char buf[sizeof o->bench];
+  strcpy(buf, o->bench);
   *n = 0;
   for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *at = strchr(t, '@');
+    if (at) *at = '\0';
     const cs_bench *b = cs_bench_find(t);
     if (!b) return CS_FAIL(e, CS_EUSAGE, "unknown benchmark '%s' (see --list)", t);
     if (*n >= CS_MAX_BENCH) return CS_FAIL(e, CS_EUSAGE, "too many benchmarks");
+    own[*n] = *o;
+    if (at) {
+      size_t sizes[CS_MAX_SIZES];
+      int k;
+      if (strlen(at + 1) >= sizeof o->sizes)
+        return CS_FAIL(e, CS_EUSAGE, "sizes of %s too long: %s", t, at + 1);
+      strcpy(own[*n].sizes, at + 1);
+      if (cs_sizes_expand(&own[*n], sizes, CS_MAX_SIZES, &k, e)) return CS_EUSAGE;
+      if (sizes[k - 1] > CS_MAX_SIZE)
+        return CS_FAIL(e, CS_EUSAGE, "sizes of %s above 1 GiB are not supported", t);
+    }
     out[(*n)++] = b;
   }
   if (*n == 0) return CS_FAIL(e, CS_EUSAGE, "no benchmark given");
@@ -231,8 +246,8 @@ static void cpu_list(char *buf, size_t len) {
   }
 }
 
-static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc, char **argv,
-                   const char *cvars_json) {
+static int run_all(const cs_opts *o, const cs_bench **benches, const cs_opts *own, int nb,
+                   int argc, char **argv, const char *cvars_json) {
   cs_err e = {0};
   int rank, np, rc = CS_OK;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -304,7 +319,7 @@ static int run_all(const cs_opts *o, const cs_bench **benches, int nb, int argc,
     if (rank == 0) fprintf(stderr, "cs-core: --path %s skipped: %s\n", o->path, skip);
   }
   for (int i = 0; i < nb && rc == CS_OK; i++)
-    rc = cs_run_bench(benches[i], o, comm, &env, out, &ninvalid, &nresults, &e);
+    rc = cs_run_bench(benches[i], &own[i], comm, &env, out, &ninvalid, &nresults, &e);
   MPI_Barrier(comm); /* nobody leaves while a peer may still read its pool */
   double floor1 = cs_floor_measure(&floor);
   cs_floor_close(&floor);
@@ -346,10 +361,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   const cs_bench *benches[CS_MAX_BENCH];
+  static cs_opts own[CS_MAX_BENCH]; /* each benchmark's options (its own sizes) */
   int nb;
   size_t sizes[CS_MAX_SIZES];
   int nsizes;
-  if (resolve(o.bench, benches, &nb, &e) || cs_sizes_expand(&o, sizes, CS_MAX_SIZES, &nsizes, &e) ||
+  if (resolve(&o, benches, own, &nb, &e) || cs_sizes_expand(&o, sizes, CS_MAX_SIZES, &nsizes, &e) ||
       cs_params_check(o.param, benches, nb, &e) || cs_path_check(&o, benches, nb, &e)) {
     fprintf(stderr, "cs-core: %s\n", e.msg);
     return CS_EUSAGE;
@@ -376,7 +392,7 @@ int main(int argc, char **argv) {
   int mpit;
   char *cvars_json = cs_cvars_capture(getenv("COMMSCOPE_CVARS"), &mpit);
   MPI_Init(&argc, &argv);
-  int rc = run_all(&o, benches, nb, argc, argv, cvars_json);
+  int rc = run_all(&o, benches, own, nb, argc, argv, cvars_json);
   enum cs_fault fault;
   size_t at;
   if (!cs_inject_parse(o.inject, &fault, &at) && fault == CS_FAULT_HANG_EXIT) {

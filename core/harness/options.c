@@ -31,7 +31,8 @@ typedef struct opt_def {
 #define FLG(f, sc) OPT_FLAG, #f, offsetof(cs_opts, f), 0, 0, 0, sc
 
 static const opt_def OPTS[] = {
-    {"bench", STR(bench, CORE), "benchmarks, comma-separated (e.g. --bench latency,bw)"},
+    {"bench", STR(bench, CORE), "benchmarks, comma-separated, each with sizes of its own after "
+                                "@ (e.g. --bench latency,bw or --bench bcast@1:8K,reduce@16K:4M)"},
     {"sizes", STR(sizes, RUN), "message sizes MIN:MAX or N, suffixes K M G (e.g. --sizes 1:4M)"},
     {"factor", LNG(factor, 2, 1L << 30, RUN), "multiplier between sizes (e.g. --factor 4)"},
     {"min-samples", LNG(min_samples, 3, 100000000, RUN),

@@ -85,16 +85,20 @@ def _grid(opts: CoreOptions) -> list[int]:
 
 
 def _jobs(want: Mapping[str, set[int]], opts: CoreOptions) -> tuple[tuple[str, str, int], ...]:
-    """One job for bench -> sizes: every benchmark over the range of the
-    sweep's grid all their sizes span (a job's start costs more than the
-    core's extra sizes: 4 collectives at 23 sizes take about 1 s here); a
-    sizeless benchmark (barrier, size 0) runs as the sweep ran it."""
-    sized = [s for ss in want.values() for s in ss if s > 0]
-    if not sized:
-        return ((",".join(sorted(want)), opts.sizes, opts.factor),)
-    lo, hi = min(sized), max(sized)
-    return ((",".join(sorted(want)), f"{lo}:{hi}" if lo != hi else str(lo),
-             _factor(_grid(opts))),)
+    """One job for bench -> sizes (a job's start costs more than a size:
+    0.15-0.4 s against about 10 ms), each benchmark over the range of the
+    sweep's grid its own sizes span (NAME@MIN:MAX, the core's syntax); a
+    sizeless benchmark (barrier) runs as the sweep ran it."""
+    factor = _factor(_grid(opts))
+    parts = []
+    for bench, sizes in sorted(want.items()):
+        sized = sorted(s for s in sizes if s > 0)
+        if not sized:
+            parts.append(bench)
+            continue
+        lo, hi = sized[0], sized[-1]
+        parts.append(f"{bench}@{lo}:{hi}" if lo != hi else f"{bench}@{lo}")
+    return ((",".join(parts), opts.sizes, factor),)
 
 
 def _factor(grid: Sequence[int]) -> int:

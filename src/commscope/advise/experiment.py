@@ -57,7 +57,14 @@ class Arm:
                 for benches, sizes, f in self.jobs]
 
     def points(self) -> int:
-        return sum(len(b.split(",")) * len(expand_sizes(s, f)) for b, s, f in self.jobs)
+        return sum(points(b, s, f) for b, s, f in self.jobs)
+
+
+def points(benches: str, sizes: str, factor: int) -> int:
+    """Benchmark-sizes a job measures: each benchmark over its own sizes
+    (NAME@SIZES, the core's syntax) or the job's."""
+    return sum(len(expand_sizes(b.split("@", 1)[1] if "@" in b else sizes, factor))
+               for b in benches.split(","))
 
 
 def _figures(store: Store, run_id: int) -> Figures:
@@ -103,7 +110,7 @@ class Clock:
 
 
 def round_s(arms: Iterable[Arm], clock: Clock) -> float:
-    return sum(clock.job_s(len(b.split(",")) * len(expand_sizes(s, f)), a.core.impl.name)
+    return sum(clock.job_s(points(b, s, f), a.core.impl.name)
                for a in arms for b, s, f in a.jobs)
 
 
@@ -137,11 +144,8 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
             for arm in order:
                 figs: Figures = {}
                 for job in arm.job_list(trial, r):
-                    n = len(job.bench.split(",")) * len(expand_sizes(job.opts.sizes,
-                                                                     job.opts.factor))
-                    t = default_timeout(job.opts, len(expand_sizes(job.opts.sizes,
-                                                                   job.opts.factor)),
-                                        len(job.bench.split(",")))
+                    n = points(job.bench, job.opts.sizes, job.opts.factor)
+                    t = default_timeout(job.opts, n, 1)
                     if progress is not None:
                         progress.start(job.label)
                     t1 = time.monotonic()
