@@ -256,3 +256,13 @@ def test_the_clock_learns_each_implementations_start_and_the_time_a_size_takes()
         c.learn(200, 0.40 + 200 * 0.01, "openmpi")
     assert abs(c.job_s(5, "openmpi") - 0.45) < 0.06 and abs(c.job_s(5, "mpich") - 0.2) < 0.06
     assert c.job_s(100, "mpich") < c.job_s(100, "openmpi")
+
+
+def test_an_arm_runs_each_benchmark_over_its_own_range_in_one_job():
+    from commscope.advise.experiment import points
+    from commscope.measure.plan import CoreOptions
+
+    opts = CoreOptions(sizes="1:4M", factor=2)
+    (job,) = diagnose._jobs({"bcast": {1, 8}, "reduce": {16384, 4 << 20}, "barrier": {0}}, opts)
+    assert job == ("barrier,bcast@1:8,reduce@16384:4194304", "1:4M", 2)
+    assert points(*job) == 1 + 4 + 9  # barrier at its one size, 1-8 B, 16 KiB-4 MiB

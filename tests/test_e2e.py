@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -246,3 +248,26 @@ def test_every_key_the_core_writes_is_read_or_declared_file_only(cores, tmp_path
     assert {r["bench"] for r in results} == {"latency", "bw", "allreduce", "matmul"}
     seen = {k for r in results for k in r}
     assert seen - core_keys() - NOT_STORED == set()
+
+
+def test_a_benchmark_may_carry_sizes_of_its_own(cores, tmp_path):
+    """--bench NAME@SIZES: each benchmark over its own sizes in one job (the
+    diagnosis's arms); a bad one refused before MPI starts, in one line."""
+    from commscope.measure import mpi as mpi_mod
+    from commscope.measure import provenance
+    from commscope.store.records import parse_file
+
+    core = next(iter(cores.values()))
+    out = tmp_path / "r.jsonl"
+    spec = mpi_mod.LaunchSpec(np=2, cores=provenance.n_cores(), root=os.geteuid() == 0)
+    argv = mpi_mod.launch_argv(core.impl, spec, str(core.exe),
+                               ["--bench", "latency@8:16,barrier,bcast@1K", "--sizes", "1:4",
+                                "--min-samples", "3", "--time-cap", "0.01", "--output", str(out)])
+    p = subprocess.run(argv, capture_output=True, text=True, env=mpi_mod.environ(core.impl.env),
+                       timeout=120, check=False)
+    assert p.returncode == 0, p.stderr
+    got = {(r.bench, r.size_bytes) for r in parse_file(out).results}
+    assert got == {("latency", 8), ("latency", 16), ("barrier", 0), ("bcast", 1024)}
+    bad = subprocess.run([str(core.exe), "--bench", "bcast@2G", "--info"], capture_output=True,
+                         text=True, timeout=30, check=False)
+    assert bad.returncode != 0 and "above 1 GiB" in bad.stderr.strip().splitlines()[-1]

@@ -27,6 +27,7 @@ from ..measure.build import Core
 from ..measure.cluster import Local, Placement
 from ..measure.plan import CoreOptions, Job
 from ..measure.runner import default_timeout, run_job
+from ..store.benches import bench as bench_facts
 from ..store.db import OK, Store
 from ..store.sizes import expand_sizes
 
@@ -62,8 +63,9 @@ class Arm:
 
 def points(benches: str, sizes: str, factor: int) -> int:
     """Benchmark-sizes a job measures: each benchmark over its own sizes
-    (NAME@SIZES, the core's syntax) or the job's."""
-    return sum(len(expand_sizes(b.split("@", 1)[1] if "@" in b else sizes, factor))
+    (NAME@SIZES, the core's syntax) or the job's; a sizeless one at one."""
+    return sum(1 if bench_facts(b.split("@", 1)[0]).sizeless else
+               len(expand_sizes(b.split("@", 1)[1] if "@" in b else sizes, factor))
                for b in benches.split(","))
 
 
