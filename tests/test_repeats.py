@@ -297,3 +297,18 @@ def test_a_run_far_from_its_points_other_floors_is_left_out_of_the_interval():
     assert kept["n_used"] == 2 and kept["far_reps"] == 1 and kept["ci_hi_us"] < 1.0
     (every,) = aggregate(rows, modes=drift)  # every record asked for: the far run stays
     assert every["n_used"] == 3 and every["far_reps"] == 0 and every["ci_hi_us"] > 2.0
+
+
+def test_a_point_measured_on_a_busy_machine_is_kept_marked_for_predictions_only():
+    """A figure all of whose runs were flagged noisy: no comparison may use
+    it, but a prediction reads it, marked, rather than finding no series."""
+    from commscope.analysis import predict
+    from commscope.analysis.series import point
+
+    rows = [{**_row(i, "a", 0.5 + 0.1 * i, 50.0, size=8 << i, flagged=True),
+             "rep_medians_us": ()} for i in range(3)]
+    assert all(point(r) is None for r in rows)
+    kept = [point(r, keep_flagged=True) for r in rows]
+    assert all(p is not None and p.flagged for p in kept)
+    m = predict.model({p.size: p for p in kept})
+    assert m is not None and m.busy

@@ -93,6 +93,7 @@ class Model:
     lo: int  # the measured range
     hi: int
     rel_ci: float  # median relative half-width of the points' intervals
+    busy: bool = False  # some point was measured while other processes used the CPU
 
     def covers(self, size: float) -> bool:
         return size <= self.hi * 1.01
@@ -109,7 +110,8 @@ def model(series: Series | None) -> Model | None:
         return None
     f = hockney.fit(sizes, [series[s].median for s in sizes])
     cis = sorted((series[s].hi - series[s].lo) / 2 / series[s].median for s in sizes)
-    return Model(f, sizes[0], sizes[-1], cis[len(cis) // 2])
+    return Model(f, sizes[0], sizes[-1], cis[len(cis) // 2],
+                 any(series[s].flagged for s in sizes))
 
 
 def llc_of(probe: Mapping[str, object] | None) -> int | None:
@@ -263,6 +265,9 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                             "data that comes from memory" if buffers == "cold" else
                             "a phase after a compute sweep") + f" (measure it with --buffers "
                             f"{buffers})")
+                    if mod.busy:
+                        notes.append(f"{coll}: from records taken while other processes used "
+                                     "the CPU (flagged noisy; no cleaner ones were stored)")
                     cold_used = cold_used or held != "hot"
                     used.append(f"{coll} ({held}{', mean of rank averages' if averaged else ''})")
                     total += times * mod.predict(size)

@@ -26,11 +26,15 @@ class Point:
     # collectives: each call's time averaged over the ranks, then over the
     # samples (mean_rank_avg_us; a mean, where median is the slowest rank's median)
     rank_avg: float | None = None
+    # every run behind it was taken while other processes used the CPU (kept
+    # where asked: collect(keep_flagged)); no comparison is drawn from it
+    flagged: bool = False
 
     def scaled(self, k: float) -> Point:
         return Point(self.size, self.median * k, self.lo * k, self.hi * k, self.result_id,
                      tuple(x * k for x in self.reps), window=self.window,
-                     rank_avg=self.rank_avg * k if self.rank_avg else None)
+                     rank_avg=self.rank_avg * k if self.rank_avg else None,
+                     flagged=self.flagged)
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,10 +88,11 @@ class Config:
 Series = dict[int, Point]
 
 
-def point(r: sqlite3.Row) -> Point | None:
-    """A valid record's point; none for invalid ones, nor for records
-    measured while other processes took the CPU (flagged noisy)."""
-    if not r["valid"] or r["median_us"] is None or r["flagged"]:
+def point(r: sqlite3.Row, keep_flagged: bool = False) -> Point | None:
+    """A valid record's point; none for invalid ones, nor (unless asked for)
+    for records measured while other processes took the CPU (flagged noisy):
+    a prediction may read those, marked, where comparisons may not."""
+    if not r["valid"] or r["median_us"] is None or (r["flagged"] and not keep_flagged):
         return None
     lo = r["ci_lo_us"] if r["ci_lo_us"] is not None else r["median_us"]
     hi = r["ci_hi_us"] if r["ci_hi_us"] is not None else r["median_us"]
@@ -101,17 +106,20 @@ def point(r: sqlite3.Row) -> Point | None:
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
                  int(r["id"]), reps, int(equiv) if equiv else None,
                  int(window) if window else None,
-                 float(avg) if isinstance(avg, int | float) and avg > 0 else None)
+                 float(avg) if isinstance(avg, int | float) and avg > 0 else None,
+                 bool(r["flagged"]))
 
 
-def collect(rows: Iterable[sqlite3.Row]) -> dict[tuple[Config, str], Series]:
-    """(configuration, benchmark) -> series of valid points.  Records are
+def collect(rows: Iterable[sqlite3.Row], keep_flagged: bool = False
+            ) -> dict[tuple[Config, str], Series]:
+    """(configuration, benchmark) -> series of valid points (with
+    keep_flagged, those measured on a busy machine too, marked).  Records are
     told apart by their configuration's key; where two keys would be shown
     by one label, every label names what tells them apart (config.Apart),
     and where nothing stored does, this is a CommscopeError."""
     recs = []
     for r in rows:
-        p = point(r)
+        p = point(r, keep_flagged)
         if p is not None:
             key, full = stored(r)
             over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])

@@ -113,7 +113,9 @@ def cmd_predict(a: argparse.Namespace) -> int:
                              "(e.g. --bench matmul,jacobi,latency,coll)")
     mode = None if a.mode == "all" else (a.mode or "dominant")
     rows = aggregate(store.result_rows(), mode=mode)
-    print(predict.table(predict.predict(apps, collect(rows), predict.llc_in(store, apps))),
+    # a phase's model from records taken on a busy machine, marked, rather than none
+    series = collect(rows, keep_flagged=True)
+    print(predict.table(predict.predict(apps, series, predict.llc_in(store, apps))),
           end="")
     return 0
 

@@ -186,7 +186,9 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
 
     p2p = sections.p2p(page, rows, series, benches, tick)
     colls = sections.collectives(page, rows, benches, tick)
-    appl = applications.applications(page, app_rows, series, tick, probe) if app_rows else []
+    # predictions read records taken on a busy machine too, marked, rather than none
+    appl = (applications.applications(page, app_rows, collect(rows, keep_flagged=True), tick,
+                                      probe) if app_rows else [])
     xsec = sections.crossover_section(page, xrows, tick) if xrows else []
     gpu = sections.gpu(page, rows, found, tick)
     settings = sections.tuning(page, rows, found, tick)
