@@ -181,11 +181,16 @@ def mpich(gap: Gap, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
             out.append(Hypothesis(f"alg:{call}:{alg}", f"the {call} algorithm MPICH chose",
                                   ((var, alg),), (call,)))
             if call == "barrier" and off:
-                # the device path's barrier adds a bcast of one byte: only with
-                # the path off does the algorithm alone run
-                out.append(Hypothesis(f"alg:{call}:{alg}+device-off",
-                                      f"the {call} algorithm MPICH chose, and its device path",
-                                      tuple(sorted(off + ((var, alg),))), (call,)))
+                # the device path's barrier is one on the node's communicator and
+                # then a bcast of one byte (ch4_coll_impl.h:11-54); with the path
+                # off, MPICH's own selection takes the same node-aware shape for
+                # a communicator with sub-communicators (smp: mpir/generic.json);
+                # only both settings together run the algorithm alone
+                out.append(Hypothesis(
+                    f"alg:{call}:{alg}+device-off",
+                    "MPICH's node-aware barrier (a barrier on the node's communicator, then a "
+                    "one-byte bcast, on the device path and in its own smp algorithm alike)",
+                    tuple(sorted(off + ((var, alg),))), (call,)))
     return out
 
 
