@@ -644,7 +644,8 @@ def test_a_diagnosed_sweep_leads_with_what_its_experiments_established(tmp_path,
     html = index.read_text()
     summary = html.split('<section id=summary class=summary>')[1].split("</section>")[0]
     assert "What the diagnosis after the sweep established" in summary
-    assert "use fast: slow takes 3.0x as long" in summary and "6 rounds" in summary
+    assert "(3.0x): use fast: slow takes that many times as long" in summary
+    assert "over 6 rounds" in summary
     assert "not an eager limit" in summary  # what was tried, retracted
     figs = {x["id"]: x for x in json.loads((tmp_path / "rep" / "figures.json").read_text())}
     (ratio, *_) = figs["fig-top-1"]["lines"]
@@ -652,5 +653,5 @@ def test_a_diagnosed_sweep_leads_with_what_its_experiments_established(tmp_path,
     assert 'id=diagnosis' in html and "Not diagnosed" not in html
     assert cli.main(["analyze", "findings", "--db", str(s.path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("What the diagnosis established:\n  1. latency from 8 B to 64 B: use "
-                          "fast: slow takes 3.0x as long"), out[:300]
+    assert out.startswith("What the diagnosis established:\n  1. latency from 8 B to 64 B "
+                          "(3.0x): use fast: slow takes that many times as long"), out[:300]

@@ -252,7 +252,7 @@ def _plan_arms(o: dg.Outcome, hs: Sequence[dg.Hypothesis]) -> Want:
         if not h.untestable:
             base = g.fast_arm if h.side == "fast" else g.slow_arm
             _add(mine, dg.hyp_arm(g, h), base, gaps_mod.side_terms([g], base, h.side),
-                 h.settings)
+                 h.settings + h.probe)
     return mine
 
 
@@ -329,13 +329,29 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
 def _judged(d: dg.Diagnosis, plans: Mapping[str, Sequence[dg.Hypothesis]],
             late: set[str]) -> None:
     """Every gap judged on the rounds so far, with the hypotheses planned for
-    it; `late`: the gaps the budget has not reached (yet)."""
+    it, and those planned for another gap of the same call under the same
+    configuration (their arms measured that call: the alltoall algorithms
+    tried against Open MPI are tried against alltoall_sends too); `late`: the
+    gaps the budget has not reached (yet)."""
     confs = dg.confirm_all([o.gap for o in d.outcomes if o.conf is not None], d.rounds)
-    d.outcomes = [dg.Outcome(o.gap, confs[o.gap.id], tuple(
-        dg.judge(o.gap, confs[o.gap.id], h, d.rounds) for h in plans.get(o.gap.id) or ()),
-        "budget" if o.gap.id in late else "" if any(
-            not h.untestable for h in plans.get(o.gap.id) or ()) else "none")
-        if o.conf is not None else o for o in d.outcomes]
+    by_call: dict[tuple[str, str], list[dg.Hypothesis]] = {}
+    for o in d.outcomes:
+        for h in plans.get(o.gap.id) or ():
+            if h.side == "slow" and h not in by_call.setdefault((o.gap.slow_arm, o.gap.call), []):
+                by_call[(o.gap.slow_arm, o.gap.call)].append(h)
+    out = []
+    for o in d.outcomes:
+        if o.conf is None:
+            out.append(o)
+            continue
+        mine = list(plans.get(o.gap.id) or ())
+        mine += [h for h in by_call.get((o.gap.slow_arm, o.gap.call), ()) if h not in mine]
+        trials = tuple(dg.judge(o.gap, confs[o.gap.id], h, d.rounds) for h in mine)
+        ran = any(t.verdict not in ("not-reached", "untestable") for t in trials)
+        why = ("" if ran else "budget" if o.gap.id in late else
+               "none" if o.gap.id in plans else "late")
+        out.append(dg.Outcome(o.gap, confs[o.gap.id], trials, why))
+    d.outcomes = out
 
 
 def _wave(ctx: Context, d: dg.Diagnosis, wave: Sequence[dg.Outcome],
@@ -488,15 +504,24 @@ def settings_text(fc: dg.FileCheck, d: dg.Diagnosis, where: str) -> str:
     lines = [f"# commscope: settings for {fc.impl} ({where}), measured {when}",
              "# read by `commscope run --settings FILE`, or sourced by a shell",
              f"# checked together against the defaults: {', '.join(fc.benches)} at "
-             f"{fc.sizes} size(s) over {fc.rounds} rounds, none slower"]
+             f"{fc.sizes} size(s) over {fc.rounds} rounds, none slower",
+             f"# measured with {where}: they apply to every communicator of a job that reads "
+             "them, and to the collectives the library calls inside other calls (MPICH: the "
+             "barriers of MPI_Win_fence and window creation, the allreduce of communicator "
+             "creation), which were not measured here"]
+    seen: set[str] = set()
     for o in d.outcomes:
         t = o.best_setting()
-        if t is None or o.gap.slow_arm != fc.arm.split("|", 1)[0]:
+        if t is None or o.gap.slow_arm != fc.arm.split("|", 1)[0] or t.hypothesis.label in seen:
             continue
+        seen.add(t.hypothesis.label)
         med, least, _ = t.speed()
-        lines.append(f"# {t.hypothesis.label}: {o.gap.call} {med:.2f}x faster (at least "
-                     f"{least:.2f}x) {dg.span_text(t.sizes)}, closing {t.closed:.0%} of a gap "
-                     f"({o.gap.text})")
+        taken = all(kv in fc.settings for kv in t.hypothesis.settings)
+        left = next((why for label, why in fc.left_out if label in t.hypothesis.label), "")
+        lines.append(("# " if taken else "# LEFT OUT: ") + f"{t.hypothesis.label}: {o.gap.call} "
+                     f"{med:.2f}x faster (at least {least:.3f}x) {dg.span_text(t.sizes)}, "
+                     f"closing {min(t.closed, 1.0):.0%} of a gap ({o.gap.text})"
+                     + (f"; set for every size it slowed {left}" if left else ""))
     lines += [tune_text.export_line(k, v) for k, v in fc.settings]
     return "\n".join(lines) + "\n"
 

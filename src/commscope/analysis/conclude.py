@@ -15,10 +15,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..store.sizes import human_bytes
-from .diagnosis import MIN_ROUNDS, Diagnosis, FileCheck, Outcome, Trial, span_text
+from .diagnosis import (
+    CLOSES,
+    MIN_ROUNDS,
+    Diagnosis,
+    FileCheck,
+    Outcome,
+    Trial,
+    runs_text,
+    span_text,
+)
 
 LIMIT = 6  # conclusions on the first screen
-TIERS = {"setting": 0, "implementation": 1, "code": 2, "anomaly": 3}
+TIERS = {"setting": 0, "found": 1, "implementation": 2, "code": 3, "anomaly": 4, "drop": 5}
 MPI_NAME = {"bcast": "MPI_Bcast", "reduce": "MPI_Reduce", "allreduce": "MPI_Allreduce",
             "gather": "MPI_Gather", "scatter": "MPI_Scatter", "alltoall": "MPI_Alltoall",
             "allgather": "MPI_Allgather", "reduce_scatter": "MPI_Reduce_scatter_block",
@@ -45,8 +54,8 @@ class Conclusion:
         and what it says of them: the setting or cause a setting line names,
         "use" for a library choice (its causes are in the details), "code"
         for a hand-written equivalent, "rule" for a rule that does not hold."""
-        said = {"implementation": "use", "code": "code", "anomaly": "rule"}
-        if self.kind == "setting":
+        said = {"implementation": "use", "code": "code", "anomaly": "rule", "drop": "drop"}
+        if self.kind in ("setting", "found"):
             return {(*m.identity[:3], self.identity[3]) for m in (self.members or (self,))}
         shown = self.members[:SHOWN_CALLS] if self.members else (self,)
         return {(*m.identity[:3], said[self.kind]) for m in shown}
@@ -82,22 +91,31 @@ def _mid(xs: list) -> float:
 
 
 def phrase(t: Trial, o: Outcome) -> str:
-    """What one setting did to the gap, in a few words."""
+    """What one setting did to the gap, in a few words (one given to the
+    faster library said as what it took away)."""
     sp = _at(t, o)
     n = max((r.n for r in sp), default=0)
+    fast = t.hypothesis.side == "fast"
     if t.verdict == "nothing" and sp and n < MIN_ROUNDS:
-        return f"dropped after {n} round(s): no size 5% faster ({_r(_mid(sp))})"
+        return (f"dropped after {n} round(s): no size 5% "
+                f"{'slower' if fast else 'faster'} ({_r(_mid(sp))})")
     if t.verdict == "nothing":
         return (f"changed nothing ({_r(_mid(sp))}, within the between-round interval)" if sp
                 else "changed nothing measurable")
     if t.verdict == "slower":
-        return f"was slower ({_r(_mid(sp))})"
+        return f"was {'faster' if fast else 'slower'}" + (f" ({_r(_mid(sp))})" if sp else "")
+    if fast and t.verdict in ("helps", "closes"):
+        med, _, _ = t.speed()
+        return (f"took {_r(med)} as long{_sp(span_text(t.sizes))}, {_share(t.closed)}")
     if t.verdict == "helps":
         return (f"helped ({t.gain:.0%} less per call {span_text(t.sizes)}) but closed "
                 f"{_share(t.closed)}")
     if t.verdict == "closes":
         return f"closed {_share(t.closed)} {span_text(t.sizes)}"
     if t.verdict == "broken":
+        if "failed" in t.reason and any(k == "MPIR_CVAR_COLLECTIVE_FALLBACK"
+                                        for k, _ in t.hypothesis.probe):
+            return "cannot apply here (MPICH refused it with its fallback off)"
         return f"did not run ({t.reason[:100]})"
     if t.verdict == "untestable":
         return t.reason
@@ -107,23 +125,28 @@ def phrase(t: Trial, o: Outcome) -> str:
 def _name(t: Trial) -> str:
     """An algorithm by its name; any other setting by its assignments."""
     h = t.hypothesis
-    if h.id.startswith("alg:"):
+    if h.id.startswith("alg:") and h.id.count(":") >= 2:
         return h.id.split(":", 2)[2]
     return h.label or h.mechanism
 
 
 def _tried(o: Outcome, but: Trial | None = None) -> str:
-    """What was tried and did not close the gap: the library's algorithms
-    for the call together, each other setting with its mechanism."""
+    """What was tried besides `but`: the library's algorithms for the call
+    together ("forcing it changed nothing": it may be what runs already),
+    each other setting with its mechanism, retracted ("not X") only where it
+    changed nothing and is no part of what closed the gap."""
     algs = [t for t in o.trials if t.hypothesis.id.startswith("alg:") and t is not but]
     rest = [t for t in o.trials if not t.hypothesis.id.startswith("alg:") and t is not but]
     late = [t for t in algs + rest if t.verdict == "not-reached"]
+    cause = set(but.hypothesis.settings) if but is not None else set()
     parts = []
     for t in rest:
         if t.verdict == "not-reached":
             continue
         h = t.hypothesis
-        if t.verdict in ("nothing", "slower") and h.settings:
+        if h.settings and set(h.settings) <= cause:
+            parts.append(f"{h.label} alone {phrase(t, o)}")
+        elif t.verdict == "nothing" and h.settings and h.side == "slow":
             parts.append(f"not {h.mechanism}: {h.label} {phrase(t, o)}")
         elif h.settings:
             parts.append(f"{h.label} {phrase(t, o)}")
@@ -133,8 +156,12 @@ def _tried(o: Outcome, but: Trial | None = None) -> str:
     if shown:
         var = next((k for k, _ in shown[0].hypothesis.settings if "ALGORITHM" in k.upper()),
                    "its algorithm")
-        parts.append(f"{len(shown)} algorithm(s) ({var}): "
-                     + ", ".join(f"{_name(t)} {phrase(t, o)}" for t in shown))
+        def one(t: Trial) -> str:
+            alone = " alone" if set(t.hypothesis.settings) < cause else ""
+            return f"{_name(t)}{alone} {phrase(t, o)}"
+
+        parts.append(f"{len(shown)} algorithm(s) forced ({var}): "
+                     + ", ".join(one(t) for t in shown))
     if late:
         parts.append(f"{len(late)} more setting(s) not reached within the budget")
     return "; ".join(parts)
@@ -183,71 +210,127 @@ def _sp(x: str) -> str:
     return f" {x}" if x else ""
 
 
+def _rounds(c) -> str:
+    """The rounds behind a confirmation: the fewest and the most over its
+    confirmed sizes."""
+    ns = sorted(r.n for r in c.ratios if r.size in set(c.sizes)) or [0]
+    return f"{ns[0]}" if ns[0] == ns[-1] else f"{ns[0]}-{ns[-1]}"
+
+
+def _interval(c) -> str:
+    """The confirmed sizes' intervals, lowest end to highest: what these
+    rounds allow (another run's rounds may land elsewhere in it)."""
+    xs = [r for r in c.ratios if r.size in set(c.sizes)]
+    lo = min((r.lo for r in xs), default=1.0)
+    hi = max((r.hi for r in xs), default=1.0)
+    return f"{_least(lo)}-{_r(hi)} over {_rounds(c)} rounds"
+
+
+def _scope(g) -> str:
+    return f"{g.np} processes, one node"
+
+
 def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
     if not o.confirmed or o.conf is None:
         return None
     g, c = o.gap, o.conf
     slow, fast = d.labels.get(g.slow_arm, g.slow_arm), d.labels.get(g.fast_arm, g.fast_arm)
-    where = span_text(c.sizes) if any(c.sizes) else ""  # a sizeless call: no size to name
-    figure = (f"{_r(c.median)} as long (at least {_least(c.least)}, "
-              f"{max((r.n for r in c.ratios), default=0)} rounds)")
+    where = runs_text(c.held, c.ratios)  # each confirmed range, with its own ratio
+    figure = f"that many times as long ({_interval(c)})"
     best = o.best_setting()
     fc = d.check_for(g.slow_arm)
     handed = best is not None and fc is not None and fc.passed and all(
         kv in fc.settings for kv in best.hypothesis.settings)
-    tried = _tried(o, best)
-    details = [f"confirmed: {g.text}{_sp(where)}, {figure}"]
+    cause, lead = o.cause(), o.lead()
     impl_slow = d.impls.get(g.slow_arm, slow)
-    cause = o.cause()
     ident = (g.call, impl_slow, d.impls.get(g.fast_arm, fast),
-             cause.hypothesis.id if cause is not None else "none")
+             cause.hypothesis.id if cause is not None else
+             lead.hypothesis.id if lead is not None else "none")
+    details = [f"confirmed: {g.text}{_sp(where)}, {figure}"]
     if cause is not None:
         details.append(_cause_text(cause, fast))
+    if lead is not None:
+        details.append(_lead_text(lead, fast))
     if best is not None:
         med, least, _ = best.speed()
         details.append(f"measured: with {best.hypothesis.label}, {_call(g.call)} is {_r(med)} "
                        f"faster (at least {_least(least)}){_sp(span_text(best.sizes))}, "
                        f"closing {_share(best.closed)}; "
                        + file_text(fc, best.hypothesis.settings))
+    tried = _tried(o, best or cause)
     if tried:
         details.append(("also tried: " if best is not None or cause is not None
                         else "cause not found: tried ") + tried)
     elif best is None and cause is None:
         details.append("cause not found: " + {
             "budget": "its library's settings were not tried: the budget ran out first",
+            "late": "it was confirmed after the search of settings began: not searched",
             "none": "no setting of its library that commscope knows could change it"}.get(
                 o.unsearched, "nothing tried"))
-    if best is not None and handed:
+    if best is not None:
         med, least, _ = best.speed()
-        closes = (f"closing {_share(best.closed)} to {fast}" if g.kind == "implementation"
-                  else f"closing {_share(best.closed)}")
+        closes = f"closing {_share(best.closed)}" + (f" to {fast}" if g.kind ==
+                                                      "implementation" else "")
         why = (f"the cause: {best.hypothesis.mechanism}" if best is cause
-               else "it helps, but the gap's cause was not found")
-        head = (f"{slow} {_call(g.call)}{_sp(span_text(best.sizes) if any(best.sizes) else '')}"
-                f": set {best.hypothesis.label} ({_r(med)} faster, at least {_least(least)}, "
-                f"{closes}; {why})")
-        return Conclusion("setting", head, tuple(details), best.gain,
+               else "it helps; the gap's cause was not found")
+        sizes = span_text(best.sizes) if any(best.sizes) else ""
+        head = (f"{slow} {_call(g.call)}{_sp(sizes)}: set {best.hypothesis.label} ({_r(med)} "
+                f"faster, at least {_least(least)}, {closes}; {why}) ({_scope(g)})")
+        if handed:
+            return Conclusion("setting", head, tuple(details), best.gain,
+                              (*ident[:3], best.hypothesis.id), o)
+        # found, not handed over: said with why, above a library choice
+        head += "; not handed over: " + file_text(fc, best.hypothesis.settings).split(
+            ": ", 1)[-1]
+        return Conclusion("found", head, tuple(details), best.gain,
                           (*ident[:3], best.hypothesis.id), o)
     gain = 1.0 - 1.0 / c.median
     why = (_cause_text(cause, fast) if cause is not None else
+           _lead_text(lead, fast) if lead is not None else
            "no setting of it closed the gap" if o.searched else
            "its settings not tried (budget)" if o.unsearched == "budget" else
+           "its settings not searched" if o.unsearched == "late" else
            "no setting of it to try")
     if g.kind == "implementation":
         other = "" if d.impls.get(g.slow_arm) != d.impls.get(g.fast_arm) else f", not {slow}"
-        head = f"{_call(g.call)}{_sp(where)}: use {fast}{other}: {slow} takes {figure}; {why}"
+        head = (f"{_call(g.call)}{_sp(where)}: use {fast}{other}: {slow} takes {figure}; "
+                f"{why} ({_scope(g)})")
         return Conclusion("implementation", head, tuple(details), gain, ident, o)
-    if g.kind == "reference" and o.searched and cause is None:
-        # code only once the library's own settings were searched and none matched it
+    if g.kind == "reference" and _changed(o) and cause is None:
+        # code only once the library's own settings were searched and one of
+        # them demonstrably ran another path (it was slower, or faster)
         ref = g.points[0].fast[0][1]
         head = (f"{_call(g.call)} under {slow}{_sp(where)}: its hand-written equivalent ({ref}) "
-                f"is {_r(c.median)} faster (at least {_least(c.least)}); none of the "
-                "library's settings tried closed the gap")
+                f"is faster ({_interval(c)}); none of the library's settings tried closed the "
+                f"gap ({_scope(g)})")
         return Conclusion("code", head, tuple(details), gain, ident, o)
-    head = (f"{g.text[:1].upper()}{g.text[1:]}{_sp(where)} ({_r(c.median)}, at least "
-            f"{_least(c.least)}): " + ("cause not found" if o.searched and cause is None
-                                       else why))
-    return Conclusion("anomaly", head, tuple(details), gain, ident, o)
+    if g.kind == "reference":
+        said = (why if not o.searched or cause is not None else
+                "no setting tried ran another path measurably: no code advised")
+        head = (f"{_call(g.call)} under {slow}{_sp(where)} takes {_r(c.median)} as long as its "
+                f"hand-written equivalent; {said} ({_scope(g)})")
+        return Conclusion("anomaly", head, tuple(details), gain, ident, o)
+    kind = "drop" if g.kind == "drop" else "anomaly"
+    head = (f"{g.text[:1].upper()}{g.text[1:]}{_sp(where)} ({_interval(c)}): "
+            + ("cause not found" if o.searched and cause is None else why)
+            + f" ({_scope(g)})")
+    return Conclusion(kind, head, tuple(details), gain, ident, o)
+
+
+def _changed(o: Outcome) -> bool:
+    """Whether some setting tried demonstrably ran another path: it changed
+    the call's time either way (a forced algorithm that is what the library
+    runs already, or that falls back to it, changes nothing)."""
+    return any(t.verdict in ("slower", "helps", "closes") and t.hypothesis.side == "slow"
+               for t in o.trials)
+
+
+def _lead_text(t: Trial, fast: str) -> str:
+    """What a mechanism of the faster side carries: its lead, not the other's cause."""
+    med, _, _ = t.speed()
+    return (f"{fast}'s lead rests {'mostly' if t.closed >= CLOSES else 'in part'} on "
+            f"{t.hypothesis.mechanism}: without it ({t.hypothesis.label}) {fast} takes "
+            f"{_r(med)} as long{_sp(span_text(t.sizes))}, {_share(t.closed)}")
 
 
 SHOWN_CALLS = 4  # calls a grouped line names before "and N more"
@@ -264,8 +347,8 @@ def _calls(ms: Sequence[Conclusion]) -> str:
     def one(m: Conclusion) -> str:
         c = m.outcome.conf
         assert c is not None
-        where = span_text(c.sizes) if any(c.sizes) else ""
-        return f"{_call(m.outcome.gap.call)}{_sp(where)} ({_r(c.median)})"
+        where = runs_text(c.held, c.ratios)
+        return f"{_call(m.outcome.gap.call)}{_sp(where)}"
 
     said = ", ".join(one(m) for m in ms[:SHOWN_CALLS])
     return said + (f" and {len(ms) - SHOWN_CALLS} more" if len(ms) > SHOWN_CALLS else "")
@@ -278,7 +361,7 @@ def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
     lead = ms[0]
     g = lead.outcome.gap
     slow, fast = d.labels.get(g.slow_arm, g.slow_arm), d.labels.get(g.fast_arm, g.fast_arm)
-    if kind == "setting":  # the same setting, for each gap it narrowed: its largest first
+    if kind in ("setting", "found"):  # the same setting, for each gap it narrowed
         others = "; ".join(m.outcome.gap.text for m in ms[1:])
         return Conclusion(kind, f"{lead.headline}; it narrows {len(ms) - 1} more gap(s) too "
                           f"({others})", tuple(x for m in ms for x in m.details),
@@ -288,20 +371,31 @@ def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
         late = [m for m in ms if m.outcome.unsearched == "budget"]
         head = (f"Use {fast}, not {slow}, for {_calls(ms)}: {slow} takes that many times as "
                 "long (each confirmed over its own rounds); "
-                + (f"a cause found for {len(found)} (details)" if found
+                + (f"a cause or {fast}'s lead found for {len(found)} (details)" if found
                    else "no cause found that a setting removes")
-                + (f"; {len(late)} not searched (budget)" if late else ""))
+                + (f"; {len(late)} not searched (budget)" if late else "")
+                + f" ({_scope(g)})")
+    elif kind == "drop":
+        head = (f"Under {slow}, bandwidth drops between neighbouring sizes: "
+                + "; ".join(f"{m.outcome.gap.call} {m.outcome.gap.text.split(' from ', 1)[-1]}"
+                            for m in ms[:SHOWN_CALLS])
+                + (f" and {len(ms) - SHOWN_CALLS} more" if len(ms) > SHOWN_CALLS else "")
+                + f" ({_scope(g)}; details: what was tried)")
     else:
         def short(m: Conclusion) -> str:
             c = m.outcome.conf
             assert c is not None
-            rule = m.outcome.gap.text.split(", ", 1)[-1].replace(" does not hold", "")
-            return f"{rule} fails{_sp(span_text(c.sizes))} ({_r(c.median)})"
+            o = m.outcome
+            if o.gap.kind == "reference":
+                return (f"{_call(o.gap.call)} slower than its hand-written equivalent"
+                        f"{_sp(runs_text(c.held, c.ratios))}")
+            rule = o.gap.text.split(", ", 1)[-1].replace(" does not hold", "")
+            return f"{rule} fails{_sp(runs_text(c.held, c.ratios))}"
 
-        head = (f"Under {slow}, {len(ms)} rule(s) a call should keep do not hold: "
+        head = (f"Under {slow}, {len(ms)} call(s) slower than what does their job: "
                 + "; ".join(short(m) for m in ms[:SHOWN_CALLS])
                 + (f" and {len(ms) - SHOWN_CALLS} more" if len(ms) > SHOWN_CALLS else "")
-                + " (details: what was tried)")
+                + f" ({_scope(g)}; details: what was tried)")
     details = tuple(x for m in ms for x in (m.headline, *(f"  {y}" for y in m.details)))
     return Conclusion(kind, head, details, max(m.gain for m in ms),
                       (kind, slow, fast), lead.outcome, tuple(ms))
@@ -316,10 +410,10 @@ def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
     groups: dict[tuple[str, str, str], list[Conclusion]] = {}
     for c in items(d):
         g = c.outcome.gap
-        if c.kind in ("implementation", "anomaly"):
+        if c.kind in ("implementation", "anomaly", "drop"):
             groups.setdefault((c.kind, g.slow_arm, g.fast_arm if c.kind == "implementation"
                                else ""), []).append(c)
-        elif c.kind == "setting":  # one setting that narrows several gaps: one line
+        elif c.kind in ("setting", "found"):  # one setting that narrows several gaps: one line
             groups.setdefault((c.kind, g.slow_arm, c.identity[3]), []).append(c)
         else:
             out.append(c)

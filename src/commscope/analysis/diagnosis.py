@@ -147,6 +147,13 @@ class Hypothesis:
     # slow: the setting is given to the slow side, to make it faster; fast:
     # to the faster side, to take away what makes it faster (never handed over)
     side: str = "slow"
+    # the sizes the mechanism can act at (an eager limit: only those sent by
+    # rendezvous under it); None: every size.  A size outside is never its win.
+    applies: tuple[int, int] | None = None
+    # settings the trial's arm runs with besides, never handed over (MPICH:
+    # a forced algorithm that cannot apply fails, rather than silently running
+    # the default: MPIR_CVAR_COLLECTIVE_FALLBACK=error)
+    probe: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -170,7 +177,7 @@ def with_fast(p: GapPoint, arm: str, to: str) -> GapPoint:
 
 def hyp_arm(gap: Gap, h: Hypothesis) -> str:
     """The arm a hypothesis's setting runs as: the side it is given to, with it."""
-    return arm_with(gap.fast_arm if h.side == "fast" else gap.slow_arm, h.settings)
+    return arm_with(gap.fast_arm if h.side == "fast" else gap.slow_arm, h.settings + h.probe)
 
 
 # -- paired statistics ------------------------------------------------------------------
@@ -262,6 +269,24 @@ def held(marks: Sequence[tuple[int, str]], lone_ok: bool) -> list[list[int]]:
     return [sizes for m, sizes in runs(ms) if m == "Y"]
 
 
+def runs_text(runs: Sequence[Sequence[int]], ratios: Sequence[Ratio] = ()) -> str:
+    """Each run of sizes on its own ("from 4 B to 4 KiB and from 32 KiB to 4
+    MiB"), with its median ratio where given: a range never names a size
+    between two runs."""
+    by = {r.size: r for r in ratios}
+
+    def one(run: Sequence[int]) -> str:
+        rs = sorted(by[s].median for s in run if s in by)
+        fig = f" ({_x(rs[len(rs) // 2])})" if rs else ""
+        return (span_text(run) if any(run) else "") + fig
+
+    return " and ".join(one(r) for r in runs)
+
+
+def _x(r: float) -> str:
+    return f"{r:.1f}x" if r < 10 else f"{r:.0f}x"
+
+
 @dataclass(frozen=True)
 class Confirmation:
     """A gap measured again: each size's paired ratio (slow / fast), and the
@@ -340,6 +365,10 @@ class Trial:
     sizes: tuple[int, ...] = ()  # where it made the slow side faster (neighbours agreeing)
     closed: float = 0.0  # share of the gap closed there (log ratio), median over those sizes
     reason: str = ""
+    # the share closed from the ends of the setting's own interval (median
+    # over the sizes): what the rounds allow, not one figure
+    closed_lo: float = 0.0
+    closed_hi: float = 0.0
 
     @property
     def gain(self) -> float:
@@ -378,22 +407,30 @@ def judge(gap: Gap, conf: Confirmation, hyp: Hypothesis, rounds: Rounds) -> Tria
         if y is not None:
             af.append(y)
     lone = len(gap.points) <= 2
+    lo, hi = hyp.applies or (0, 1 << 62)
     faster = [s for run in held([(x.size, "Y" if x.above else "=") for x in sp], lone)
-              for s in run]
+              for s in run if lo <= s <= hi]
     slower = [s for run in held([(x.size, "Y" if x.below else "=") for x in sp], lone)
               for s in run]
-    where = [s for s in faster if s in set(conf.sizes)] or faster
+    inside = [s for s in faster if s in set(conf.sizes)]
+    where = inside or faster
     if not faster:
         return Trial(hyp, "slower" if slower else "nothing", tuple(sp), tuple(af))
-    shares = []
+    shares: list[tuple[float, float, float]] = []
     for s in where:
         g, e = conf.at(s), next(x for x in sp if x.size == s)
         if g is not None and g.median > 1:
-            shares.append(math.log(e.median) / math.log(g.median))
-    closed = statistics.median(shares) if shares else 0.0
-    in_gap = any(s in set(conf.sizes) for s in faster)
-    verdict = "closes" if in_gap and closed >= CLOSES else "helps"
-    return Trial(hyp, verdict, tuple(sp), tuple(af), tuple(where), closed)
+            lg = math.log(g.median)
+            shares.append((math.log(e.median) / lg, math.log(e.lo) / lg, math.log(e.hi) / lg))
+
+    def mid(k: int) -> float:
+        return statistics.median(x[k] for x in shares) if shares else 0.0
+
+    closed, c_lo, c_hi = mid(0), mid(1), mid(2)
+    # the cause: half the gap or more closed, inside the gap, and not by chance
+    # alone (the setting's own interval closes a quarter at least)
+    verdict = "closes" if inside and closed >= CLOSES and c_lo >= CLOSES / 2 else "helps"
+    return Trial(hyp, verdict, tuple(sp), tuple(af), tuple(where), closed, "", c_lo, c_hi)
 
 
 def confirm_all(gaps: Sequence[Gap], rounds: Rounds) -> dict[str, Confirmation]:
@@ -476,17 +513,21 @@ def gap_from_json(d: Mapping[str, object]) -> Gap:
 
 
 def hyp_from_json(d: Mapping[str, object]) -> Hypothesis:
+    ap = d.get("applies")
     return Hypothesis(str(d["id"]), str(d["mechanism"]),
                       tuple(tuple(kv) for kv in d.get("settings") or ()),  # type: ignore[misc,union-attr]
                       tuple(d.get("changes") or ()), str(d.get("untestable") or ""),  # type: ignore[arg-type]
-                      str(d.get("side") or "slow"))
+                      str(d.get("side") or "slow"),
+                      (int(ap[0]), int(ap[1])) if ap else None,  # type: ignore[index]
+                      tuple(tuple(kv) for kv in d.get("probe") or ()))  # type: ignore[misc,union-attr]
 
 
 def trial_from_json(d: Mapping[str, object]) -> Trial:
     return Trial(hyp_from_json(d["hypothesis"]), str(d["verdict"]),  # type: ignore[arg-type]
                  _ratio_list(d.get("speedup") or ()), _ratio_list(d.get("after") or ()),  # type: ignore[arg-type]
                  tuple(d.get("sizes") or ()), float(d.get("closed") or 0.0),  # type: ignore[arg-type]
-                 str(d.get("reason") or ""))
+                 str(d.get("reason") or ""), float(d.get("closed_lo") or 0.0),  # type: ignore[arg-type]
+                 float(d.get("closed_hi") or 0.0))  # type: ignore[arg-type]
 
 
 def conf_from_json(d: Mapping[str, object]) -> Confirmation:
@@ -565,9 +606,17 @@ class Outcome:
         return self.conf is not None and self.conf.confirmed
 
     def cause(self) -> Trial | None:
-        """The hypothesis that closed the gap (the most, where several did)."""
-        return max((t for t in self.trials if t.verdict == "closes"),
-                   key=lambda t: (t.closed, t.gain), default=None)
+        """The setting of the slower side that closed the gap (the most, where
+        several did; the fewest settings among those that closed it alike)."""
+        return max((t for t in self.trials if t.verdict == "closes" and t.hypothesis.side ==
+                    "slow"), key=lambda t: (t.closed, -len(t.hypothesis.settings)),
+                   default=None)
+
+    def lead(self) -> Trial | None:
+        """A mechanism of the faster side that its absence showed to carry
+        part of the gap (what makes it faster, not what makes the other slow)."""
+        return max((t for t in self.trials if t.hypothesis.side == "fast"
+                    and t.verdict in ("closes", "helps")), key=lambda t: t.closed, default=None)
 
     def best_setting(self) -> Trial | None:
         """The setting to hand over: the one that closed the gap, else the one

@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from ..store.benches import bench as bench_facts
+from ..store.sizes import human_bytes
 from .causes import cold_pair
 from .diagnosis import Gap, GapPoint
 from .findings import Finding
@@ -106,7 +107,8 @@ def _drop(f: Finding) -> list[tuple[tuple[object, ...], Gap]]:
     pt = GapPoint(b, ((arm, f.bench, b, 1.0),), ((arm, f.bench, a, b / a),))
     return [(("drop", f.bench, arm, a, b), Gap(
         f"drop:{f.bench}:{a}:{b}:{arm}", "drop", f.bench, arm, arm, (pt,),
-        f"{f.bench} under {c.mpi} loses bandwidth from {a} B to {b} B", f.ratio, np=c.np))]
+        f"{f.bench} under {c.mpi} loses bandwidth from {human_bytes(a)} to {human_bytes(b)}",
+        f.ratio, np=c.np))]
 
 
 def candidates(found: Sequence[Finding], series: Mapping[tuple[Config, str], Series]

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..store.sizes import human_bytes
 from .diagnosis import Gap, Hypothesis
 
-# A message of s bytes goes eagerly while s plus ob1's match header fits the
-# limit: a 4 KiB payload under a 4096 B limit already goes by rendezvous.
-OB1_HEADER = 64
+# A message of s bytes goes eagerly while s plus ob1's header union fits the
+# limit (pml_ob1_sendreq.h:380: 56 B on x86-64): under a 4096 B limit, 4040 B
+# of payload is the last eager one.
+OB1_HEADER = 56
 OB1_INLINE = 256  # pml_ob1_isend.c, mca_pml_ob1_send_inline: a fixed number, no parameter
 
 P2P_CALLS = ("latency", "bw", "bibw", "roundtrip")
@@ -35,6 +35,26 @@ MPICH_VAR = {"reduce_scatter": "REDUCE_SCATTER_BLOCK"}
 # MPICH algorithms a single-node search leaves out: smp splits by node, ccl
 # hands the call to an external library, auto is the default's own choice
 MPICH_SKIP = ("smp", "ccl", "auto")
+# every MPICH 4 collective also takes nb, the non-blocking algorithm waited on
+# (MPIR_<Coll>_allcomm_nb: mpir_cvars.h), which the library's names of its
+# intra algorithms leave out
+MPICH_NB = "nb"
+# the calls whose ch4 device path is a composition over the node's
+# sub-communicators on one node (ch4_coll_impl.h: barrier and bcast alpha,
+# reduce alpha and beta); the others pass the call to the netmod on the
+# whole communicator, where turning the path off changes nothing but a lookup
+MPICH_COMPOSED = ("barrier", "bcast", "reduce")
+# what else a setting of one MPICH collective changes: the device path's
+# barrier and MPICH's own smp barrier end in a one-byte bcast
+MPICH_ALSO = {"bcast": ("barrier",)}
+# and of one Open MPI collective: coll/tuned's reduce_scatter_block at 128 KiB
+# a block and more is a reduce then a scatter (coll_tuned_decision_fixed.c)
+OMPI_ALSO = {"reduce": ("reduce_scatter",), "scatter": ("reduce_scatter",)}
+# UCX's shared-memory transports (v1.13): a short message's payload ends at
+# about 92 B (its 128 B FIFO element, less headers: mm_iface.c), one copy's
+# at 8256 B (the segment), and rendezvous starts above that
+UCX_SHORT = 92
+UCX_BCOPY = 8256
 
 Cvars = Mapping[str, Mapping[str, object]]  # name -> {"value": ..., "enum": [...]}
 
@@ -65,6 +85,10 @@ def _ucx(cv: Cvars) -> bool:
 
 
 def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
+    """coll/tuned's algorithms for a collective (at 2 ranks most are one
+    message each: forcing them tests little, and the text says what each
+    did); the shared-memory path's eager limit and single copy for a call
+    whose messages cross them, collectives included."""
     call, sizes = gap.call, gap.sizes
     out: list[Hypothesis] = []
     if call in COLLECTIVES:
@@ -75,16 +99,16 @@ def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
             out.append(Hypothesis(
                 f"alg:{call}:{item}", f"the {call} algorithm coll/tuned's fixed rules chose",
                 (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"), (f"OMPI_MCA_{var}", str(item))),
-                (call,)))
-        if call in REDUCING and gap.kind == "implementation":
-            pass  # Open MPI slower at a reduction: its operator is the vectorised one already
+                (call, *OMPI_ALSO.get(call, ()))))
+    elif call not in P2P_CALLS:
         return out
-    if call not in P2P_CALLS or _ucx(cv):
+    if _ucx(cv):
         return out
     limit = _int(cv, "btl_vader_eager_limit")
     top = max(sizes) if sizes else 0
     above = [s for s in sizes if limit is not None and s + OB1_HEADER > limit]
     if limit is not None and above:
+        first = limit - OB1_HEADER + 1  # the first payload sent by rendezvous
         want = _pow2_above(top + OB1_HEADER - 1)
         sets = [("OMPI_MCA_btl_vader_eager_limit", str(want))]
         biggest = _int(cv, "btl_vader_max_send_size")
@@ -92,18 +116,19 @@ def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
             sets.append(("OMPI_MCA_btl_vader_max_send_size", str(want)))
         out.append(Hypothesis(
             "eager-limit",
-            f"Open MPI's shared-memory eager limit ({limit} B): from {human_bytes(min(above))} "
-            "a message goes by rendezvous (a handshake, then the single copy)",
-            tuple(sorted(sets)), COLLECTIVES + P2P_CALLS))
-    copy = _value(cv, "btl_vader_single_copy_mechanism")
-    if copy and above:
+            f"Open MPI's shared-memory eager limit ({limit} B): above {first - 1} B of payload a "
+            "message goes by rendezvous (a request to send and a reply first: "
+            "pml_ob1_sendreq.h:380)", tuple(sorted(sets)), COLLECTIVES + P2P_CALLS,
+            applies=(first, 1 << 62)))
+        copy = _value(cv, "btl_vader_single_copy_mechanism")
         for item in cv.get("btl_vader_single_copy_mechanism", {}).get("enum", []) or []:  # type: ignore[union-attr]
-            if str(item) != copy:
+            if copy and str(item) != copy:
                 out.append(Hypothesis(
                     f"single-copy:{item}",
-                    f"Open MPI's single-copy rendezvous ({copy}) above the eager limit",
+                    f"the rendezvous's single copy ({copy}) rather than {item}",
                     (("OMPI_MCA_btl_vader_single_copy_mechanism", str(item)),),
-                    COLLECTIVES + P2P_CALLS))
+                    COLLECTIVES + P2P_CALLS, applies=(first, 1 << 62)))
+    copy = _value(cv, "btl_vader_single_copy_mechanism")
     inline = _int(cv, "btl_vader_max_inline_send")
     if copy == "xpmem" and inline is not None and any(s > inline for s in sizes):
         # only with XPMEM does vader send above its inline limit by single copy
@@ -111,10 +136,11 @@ def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
             "inline", f"vader's inline limit ({inline} B) with XPMEM",
             (("OMPI_MCA_btl_vader_max_inline_send", str(_pow2_above(top))),),
             COLLECTIVES + P2P_CALLS))
-    if sizes and min(sizes) > OB1_INLINE >= min(sizes) // 2:
+    if call in P2P_CALLS and sizes and min(sizes) > OB1_INLINE >= min(sizes) // 2:
         out.append(Hypothesis(
-            "ob1-inline", f"ob1's inline send, which stops at {OB1_INLINE} B",
-            untestable="a fixed number in ob1's send path (pml_ob1_isend.c); no setting "
+            "ob1-inline", f"ob1's inline send, which stops at {OB1_INLINE} B (above it, a send "
+            "request and the FIFO instead of the fast box)",
+            untestable="a fixed number in ob1's send path (pml_ob1_isend.c:95); no setting "
                        "moves it"))
     return out
 
@@ -139,47 +165,56 @@ def mpich(gap: Gap, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
     rendezvous threshold are UCX's variables."""
     call, sizes = gap.call, gap.sizes
     out: list[Hypothesis] = []
-    if call in P2P_CALLS and device.startswith("ch4:ucx"):
-        top = max(sizes) if sizes else 0
+    ucx = device.startswith("ch4:ucx")
+    if call in P2P_CALLS and ucx:
+        top, low = (max(sizes), min(sizes)) if sizes else (0, 0)
         for tls in ("posix,self", "sysv,self"):
-            out.append(Hypothesis(f"ucx-tls:{tls}",
-                                  f"the shared-memory transport UCX chose (not {tls})",
+            out.append(Hypothesis(f"ucx-tls:{tls}", "UCX's choice of shared-memory transport",
                                   (("UCX_TLS", tls),), COLLECTIVES + P2P_CALLS))
-        if top >= 8192:
+        if low <= 4 * UCX_SHORT and top > UCX_SHORT:
             out.append(Hypothesis(
-                "ucx-rndv", "UCX's rendezvous (from about 8 KiB, its automatic threshold)",
-                (("UCX_RNDV_THRESH", str(_pow2_above(top))),), COLLECTIVES + P2P_CALLS))
-            out.append(Hypothesis("ucx-cma", "UCX's single copy (cma) for large messages",
-                                  (("UCX_TLS", "^cma"),), COLLECTIVES + P2P_CALLS))
+                "ucx-short", f"UCX's short messages, which end at about {UCX_SHORT} B of "
+                "payload (its 128 B shared-memory FIFO element: uct/sm/mm/base/mm_iface.c)",
+                (("UCX_POSIX_FIFO_ELEM_SIZE", "512"), ("UCX_SYSV_FIFO_ELEM_SIZE", "512")),
+                COLLECTIVES + P2P_CALLS))
+        if top > UCX_BCOPY:
+            out.append(Hypothesis(
+                "ucx-rndv", f"UCX's rendezvous above about {UCX_BCOPY} B (its automatic "
+                "threshold, not read here: ucp_ep.c)",
+                (("UCX_RNDV_THRESH", str(_pow2_above(top))),), COLLECTIVES + P2P_CALLS,
+                applies=(UCX_BCOPY + 1, 1 << 62)))
+            out.append(Hypothesis("ucx-cma", "UCX's single copy (cma) in its rendezvous",
+                                  (("UCX_TLS", "^cma"),), COLLECTIVES + P2P_CALLS,
+                                  applies=(UCX_BCOPY + 1, 1 << 62)))
         return out
     if call not in COLLECTIVES:
         return out
     up = MPICH_VAR.get(call, call.upper())
+    also = (call, *MPICH_ALSO.get(call, ()))
     one = f"MPIR_CVAR_{up}_DEVICE_COLLECTIVE"
     off: tuple[tuple[str, str], ...] = ()
-    if one in cv:
+    if one in cv and (call in MPICH_COMPOSED or not ucx):
         off = ((one, "0"),)
         out.append(Hypothesis(
             f"device-off:{call}",
-            f"the device path MPICH takes for {call} (its composition over the node's "
-            "sub-communicators)", off, (call,)))
-    elif "MPIR_CVAR_DEVICE_COLLECTIVES" in cv:
-        off = (("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),)
-        out.append(Hypothesis("device-off", "the device path MPICH takes for collectives",
-                              off, COLLECTIVES))
+            f"the device path MPICH takes for {call} (a composition over the node's "
+            "sub-communicators: ch4_coll_impl.h)", off, also))
     posix = f"MPIR_CVAR_{up}_POSIX_INTRA_ALGORITHM"
     if posix in cv and device.startswith("ch4:ofi"):
         out.append(Hypothesis(
             f"posix:{call}:release_gather",
             f"the shared-memory module's choice for {call} (not its release_gather)",
-            ((posix, "release_gather"),), (call,)))
+            ((posix, "release_gather"),), also))
     var = f"MPIR_CVAR_{up}_INTRA_ALGORITHM"
     if var in cv:
-        for alg in algorithms.get(call, ()):
-            if alg in MPICH_SKIP:
-                continue
+        # an algorithm that cannot apply here fails the job rather than running
+        # MPICH's own choice in silence (MPIR_CVAR_COLLECTIVE_FALLBACK)
+        probe = (("MPIR_CVAR_COLLECTIVE_FALLBACK", "error"),) if (
+            "MPIR_CVAR_COLLECTIVE_FALLBACK" in cv) else ()
+        names = [a for a in algorithms.get(call, ()) if a not in MPICH_SKIP]
+        for alg in [*names, *([MPICH_NB] if MPICH_NB not in names else [])]:
             out.append(Hypothesis(f"alg:{call}:{alg}", f"the {call} algorithm MPICH chose",
-                                  ((var, alg),), (call,)))
+                                  ((var, alg),), also, probe=probe))
             if call == "barrier" and off:
                 # the device path's barrier is one on the node's communicator and
                 # then a bcast of one byte (ch4_coll_impl.h:11-54); with the path
@@ -190,7 +225,7 @@ def mpich(gap: Gap, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
                     f"alg:{call}:{alg}+device-off",
                     "MPICH's node-aware barrier (a barrier on the node's communicator, then a "
                     "one-byte bcast, on the device path and in its own smp algorithm alike)",
-                    tuple(sorted(off + ((var, alg),))), (call,)))
+                    tuple(sorted(off + ((var, alg),))), also, probe=probe))
     return out
 
 
@@ -201,9 +236,11 @@ def fast_side(gap: Gap, family_fast: str, cv_fast: Cvars) -> list[Hypothesis]:
     if (gap.kind != "implementation" or gap.call not in REDUCING or family_fast != "openmpi"
             or "op_avx_support" not in cv_fast):
         return []
-    return [Hypothesis("op-avx", "Open MPI's vectorised reduction operator (op/avx), which "
-                       "the other library does not have", (("OMPI_MCA_op", "^avx"),),
-                       REDUCING, side="fast")]
+    # with op/avx excluded, Open MPI's base loop runs (op_base_functions.c, built
+    # -O3: SSE2); MPICH's MPI_SUM is a scalar loop (opsum.c, -O2) no setting changes
+    return [Hypothesis("op-avx", "Open MPI's AVX-512 reduction operator (op/avx; without it "
+                       "its SSE2 loop runs, and MPICH's MPI_SUM is a scalar loop no setting "
+                       "changes)", (("OMPI_MCA_op", "^avx"),), REDUCING, side="fast")]
 
 
 def hypotheses(gap: Gap, family: str, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
