@@ -50,8 +50,8 @@ def test_crossover_advice_covers_exactly_the_separated_sizes():
     # advice must say so instead of stretching either verdict over it
     v = crossover.classify(series(lambda s: 3.0 + s / 2000.0), series(ref_line))
     assert v.advice("bcast", "3 MPI_Send calls") == (
-        "use 3 MPI_Send calls instead of MPI_Bcast from 1 B to 1 KiB; not separated at 4 KiB; "
-        "keep MPI_Bcast from 16 KiB to 1 MiB (this configuration)")
+        "3 MPI_Send calls faster than MPI_Bcast from 1 B to 1 KiB; not separated at 4 KiB; "
+        "MPI_Bcast faster from 16 KiB to 1 MiB (this configuration)")
     assert v.changing == "4K"
 
 
@@ -66,7 +66,7 @@ def test_one_separated_size_among_equal_ones_is_no_claim():
     v = crossover.classify(coll, ref)
     assert v.scenario == 1
     assert v.advice("bcast", "1 MPI_Send call") == (
-        "not separated from 1 B to 16 B; use 1 MPI_Send call instead of MPI_Bcast from 64 B "
+        "not separated from 1 B to 16 B; 1 MPI_Send call faster than MPI_Bcast from 64 B "
         "to 256 B; not separated from 1 KiB to 1 MiB (this configuration)")
 
 
@@ -105,7 +105,7 @@ def test_analyze_uses_latency_at_two_ranks_and_hand_rolled():
     assert all(r.verdict.scenario == 3 and r.verdict.crossover == 16384 for r in rows)
     text = crossover.table(rows)
     assert "openmpi, 4 processes, local" in text
-    assert "instead of MPI_Bcast from 1 B to 1 KiB; not separated at 4 KiB" in text
+    assert "faster than MPI_Bcast from 1 B to 1 KiB; not separated at 4 KiB" in text
 
 
 # -- Hockney ---------------------------------------------------------------

@@ -31,9 +31,10 @@ from ..store.sizes import human_bytes
 from .series import Config, Series
 
 # A message of s bytes goes eagerly while s plus the library's header fits
-# the limit: Open MPI's ob1 puts its match header (14-32 B) in front, so a
-# 4 KiB payload under a 4096 B limit already goes by rendezvous.
-HEADER_SLACK = 64
+# the limit: Open MPI's ob1 counts its header union (56 B on x86-64:
+# pml_ob1_sendreq.h:380), so a 4 KiB payload under a 4096 B limit already
+# goes by rendezvous.
+HEADER_SLACK = 56
 
 
 @dataclass(frozen=True)
@@ -141,11 +142,11 @@ def limits(facts: Facts, cluster: str) -> list[Limit]:
                                  f"Open MPI's {'TCP' if btl == 'tcp' else 'shared-memory'} "
                                  "eager limit" + how,
                                  ((comp, f"OMPI_MCA_{comp}", m),) if m else ()))
-                # below the eager limit, the smallest messages travel inline
-                # in the fragment, without the copy into a send buffer; the
-                # payload alone is held against the limit
+                # only with XPMEM does vader send above its inline limit by
+                # single copy; without it the limit picks a free list, and the
+                # step after 256 B is ob1's own, fixed (pml_ob1_isend.c:95)
                 inline = f"btl_{btl}_max_inline_send"
-                if (k := _int(cv.get(inline))) is not None and k < n:
+                if copy == "xpmem" and (k := _int(cv.get(inline))) is not None and k < n:
                     out.append(Limit(inline, f"OMPI_MCA_{inline}", k,
                                      "Open MPI's inline-send limit",
                                      after="without inlining (one more copy)", slack=0))
@@ -251,15 +252,16 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
         # library's is first the algorithm this library chose for it
         coll = benches[0]
         var = ALGORITHM_VARIABLE[family].format(coll.upper() if family == "mpich" else coll)
-        return Cause("algorithm", f"{loser.mpi} chooses its {coll} algorithm by its own "
-                     f"rules ({var} unset)", loser, None, (lo, hi), coll=coll)
+        return Cause("algorithm", f"{loser.mpi}'s own choice of {coll} algorithm ({var} "
+                     "unset), a candidate", loser, None, (lo, hi), coll=coll)
     return Cause("unexplained", "no recorded mechanism (eager limits read through MPI_T, "
                  "the probe's cache sizes) explains the difference")
 
 
 def of_drop(cfg: Config, bench: str, a: int, b: int, bw_a_mbs: float, series: Series,
             facts: Mapping[Config, Facts], machine: Machine,
-            breaks: Mapping[Config, tuple[int, int]] | None = None) -> Cause:
+            breaks: Mapping[Config, tuple[int, int]] | None = None,
+            streams: float = 1.0) -> Cause:
     """Why a bandwidth benchmark loses bandwidth from size a to size b."""
     sizes = sorted(series)
     if sizes and a == sizes[0]:
@@ -281,7 +283,8 @@ def of_drop(cfg: Config, bench: str, a: int, b: int, bw_a_mbs: float, series: Se
     if (breaks or {}).get(cfg) == (a, b):
         return _break(cfg, a, b)
     mem = machine.mem_copy_gbs
-    if mem and bw_a_mbs / 1e3 > mem:
+    # bibw moves both ways at once: two copies, each held to one core's rate
+    if mem and bw_a_mbs / 1e3 > mem * streams:
         return Cause("cache", f"at {human_bytes(a)} {bench} reads {bw_a_mbs / 1e3:.1f} GB/s, "
                      f"above this machine's {mem:.1f} GB/s copy from memory (the probe): the "
                      "message lives in cache, and the drop marks where it leaves it, not a "

@@ -129,10 +129,11 @@ class Verdict:
             return f"{name} and {ref} are not told apart at any size"
         runs = self.runs()
         if len(runs) == 1:
-            return (f"use {ref} instead of {name} at every measured size on this configuration"
+            return (f"{ref} faster than {name} at every measured size on this configuration "
+                    "(a candidate: the diagnosis searches the library's settings first)"
                     if self.scenario == 1
-                    else f"keep {name}: it beats {ref} at every measured size")
-        said = {"H": f"use {ref} instead of {name}", "L": f"keep {name}", "=": "not separated"}
+                    else f"{name} beats {ref} at every measured size")
+        said = {"H": f"{ref} faster than {name}", "L": f"{name} faster", "=": "not separated"}
         return f"{_runs_text(self, said)} (this configuration)"
 
     def overhead(self, coll: str, ref: str) -> str:
@@ -249,7 +250,8 @@ def table(rows: list[Row]) -> str:
         if r.config.label() != last:
             out.append(f"\n{r.config.label()}")
             out.append(f"  {'collective':<11} {'against':<15} {'short':<14} {'long':<14} "
-                       f"{'changing':>9}  {'scen.':<5} advice (hand-written equivalent) or meaning")
+                       f"{'changing':>9}  {'scen.':<5} against its hand-written equivalent, "
+                       "or meaning")
             last = r.config.label()
         v = r.verdict
         change = v.changing

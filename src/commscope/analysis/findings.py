@@ -344,11 +344,15 @@ def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Seri
             a, b = f.span
             k = _per_size(f.bench, f.parties[0].np)
             cause = causes.of_drop(f.parties[0], f.bench, a, b, k * a / s[a].median, s, facts,
-                                   machine, breaks)
+                                   machine, breaks, streams=k)
         if cause is None:
             out.append(f)
             continue
-        out.append(replace(f, cause=cause, text=f"{f.text}; cause: {cause.text}"))
+        # the screening names a mechanism to test, not a cause: the diagnosis
+        # establishes one only where its setting closes the gap
+        said = ("to test" if cause.kind in ("limit", "algorithm", "break") else
+                "not explained" if cause.kind == "unexplained" else "cause")
+        out.append(replace(f, cause=cause, text=f"{f.text}; {said}: {cause.text}"))
     return out
 
 

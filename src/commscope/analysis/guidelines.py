@@ -148,12 +148,12 @@ def _repeated(*pts: Point) -> bool:
 
 
 def _advice(g: Guideline) -> str:
+    """What the violation is: a candidate, whose settings the diagnosis
+    searches (the library's own composition among them) before anything is
+    advised; never code or a composition from the screening alone."""
     parts = " followed by ".join(mpi_name(p) for p, _ in g.parts)
-    if len(g.parts) == 1:
-        return (f"where both do the job, call {parts} instead of {mpi_name(g.lhs)}, or "
-                f"look for a setting that fixes {mpi_name(g.lhs)}")
-    return (f"{parts} does {mpi_name(g.lhs)}'s job faster here: look for a setting that "
-            f"fixes {mpi_name(g.lhs)}, or compose it")
+    return (f"{parts} does {mpi_name(g.lhs)}'s job faster here: a candidate for the "
+            f"diagnosis, which searches {mpi_name(g.lhs)}'s settings")
 
 
 WARMUP = ("likely a first-size (warm-up) effect: the first size swept runs first, and one "

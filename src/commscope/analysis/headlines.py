@@ -54,12 +54,6 @@ def _where(c: Config) -> str:
     return f"{c.np} processes, {c.cluster}" + (" (oversubscribed)" if c.oversubscribed else "")
 
 
-def _us(t: float) -> str:
-    """A time saved, to two figures: 0.10 us, 1.3 us, 99 us, 120 us (never
-    '1e+02 us', as a general format would write 99.7)."""
-    return f"{t:.2f} us" if t < 1 else f"{t:.1f} us" if t < 10 else f"{t:.0f} us"
-
-
 def ratio_text(r: float) -> str:
     """A ratio to two figures (1.3x, 7.1x, 14x): what repeated runs of this
     machine carry, not the four a median would print."""
@@ -140,19 +134,13 @@ def headline(f: Finding) -> str:
         return (f"{action} for {w.implementation}: {it} it {_benches(f)} takes {_as_long(f)} "
                 f"{_span(span)} ({_where(w)})")
     if k == "collective" and f.xrow is not None:
+        # screened, not diagnosed: a candidate, never code before the library's
+        # settings for the call were searched (the diagnosis does that)
         x = f.xrow
-        sizes = [sz for m, lo_, hi_ in x.verdict.runs() if m == "H"
-                 for sz in x.coll if lo_ <= sz <= hi_ and sz in x.ref]
-        saved = sorted(x.coll[sz].median - x.ref[sz].median for sz in sizes)
-        lo_us, hi_us = (_us(saved[0]), _us(saved[-1])) if saved else ("", "")
-        us = ("" if not saved else f", {lo_us} per call" if lo_us == hi_us else
-              f", {lo_us.removesuffix(' us')}-{hi_us} per call")
-        return (f"Replace {mpi_name(x.collective)} by its hand-written equivalent ({x.reference}) "
-                f"{_slower_runs(f)} under "
-                f"{x.config.label()}: the collective takes {_as_long(f)} there{us}; "
-                f"measured at {x.config.np} processes only (the library's algorithm and the "
-                f"sends scale differently with the process count): measure it at yours "
-                f"(commscope run --np N --bench {x.collective},{x.reference})")
+        return (f"{mpi_name(x.collective)} under {x.config.label()} is slower than its "
+                f"hand-written equivalent ({x.reference}) {_slower_runs(f)}: it takes "
+                f"{_as_long(f)} there; a candidate, not advice: commscope diagnose searches "
+                f"its settings first")
     if f.kind == "drop":
         (c,) = f.parties
         lo_, hi_ = span
