@@ -355,3 +355,16 @@ def test_mpich_is_tried_as_its_build_routes_a_call():
         "alg:alltoall:pairwise", "alg:alltoall:nb"]
     barrier = [h.id for h in mechanisms.mpich(_gap(call="barrier"), cv, algs, "ch4:ucx")]
     assert "alg:barrier:dissemination+device-off" in barrier
+
+
+def test_a_drop_both_libraries_show_at_one_step_is_the_machines_not_a_candidate():
+    from commscope.analysis import gaps as gaps_mod
+
+    a = Config("mpich", 2, "local", key="a", impl="mpich")
+    b = Config("openmpi", 2, "local", key="b", impl="openmpi")
+    drop = findings.Finding("drop", "bibw drops", bench="bibw", span=(1 << 20, 2 << 20),
+                            parties=(a,), ratio=1.3)
+    assert gaps_mod.candidates([drop], {})[0]
+    other = findings.Finding("drop", "bibw drops", bench="bibw", span=(1 << 20, 2 << 20),
+                             parties=(b,), ratio=1.3)
+    assert gaps_mod.candidates([drop, other], {})[0] == []

@@ -119,9 +119,19 @@ def candidates(found: Sequence[Finding], series: Mapping[tuple[Config, str], Ser
     are one gap over both."""
     gaps: dict[tuple[object, ...], Gap] = {}
     configs: dict[str, Config] = {}
+    # a drop at the same step under two libraries is the machine's (the cache,
+    # the memory), not a library's: no candidate
+    steps: dict[tuple[object, ...], set[str]] = {}
+    for f in found:
+        if f.kind == "drop" and f.span and len(f.parties) == 1:
+            steps.setdefault((f.bench, f.parties[0].np, *f.span), set()).add(
+                f.parties[0].implementation)
     for f in found:
         if f.cause is not None and not f.cause.claims:
             continue  # a drop at a cache boundary or at the sweep's first size: no claim
+        if f.kind == "drop" and f.span and len(steps.get(
+                (f.bench, f.parties[0].np, *f.span), ())) > 1:
+            continue
         if f.kind == "faster" and len(f.parties) == 2 and not cold_pair(*f.parties):
             made = _pair(f, series)
         elif f.kind == "collective-slower":
