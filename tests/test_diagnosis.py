@@ -368,3 +368,25 @@ def test_a_drop_both_libraries_show_at_one_step_is_the_machines_not_a_candidate(
     other = findings.Finding("drop", "bibw drops", bench="bibw", span=(1 << 20, 2 << 20),
                              parties=(b,), ratio=1.3)
     assert gaps_mod.candidates([drop, other], {})[0] == []
+
+
+def test_what_these_rounds_hold_only_narrowly_comes_after_what_they_hold_surely():
+    sizes = (64, 128)
+    wide = _rounds({SLOW: {s: 1.12 for s in sizes}, FAST: {s: 1.0 for s in sizes}}, noise=0.02)
+    sure = _rounds({SLOW: {s: 2.0 for s in sizes}, FAST: {s: 1.0 for s in sizes}})
+    g1, g2 = _gap(sizes), _gap(sizes, call="reduce")
+    g2 = dg.Gap(g2.id + "2", g2.kind, "reduce", SLOW, FAST, tuple(
+        dg.GapPoint(s, ((SLOW, "reduce", s, 1.0),), ((FAST, "reduce", s, 1.0),)) for s in sizes),
+        "reduce: mpich slower", 1.2)
+    for figs_w, figs_s in zip(wide.figures[SLOW].values(), sure.figures[SLOW].values(),
+                              strict=True):
+        figs_w.update({("reduce", s): v for (b, s), v in figs_s.items()})
+    for figs_w, figs_s in zip(wide.figures[FAST].values(), sure.figures[FAST].values(),
+                              strict=True):
+        figs_w.update({("reduce", s): v for (b, s), v in figs_s.items()})
+    c1, c2 = dg.confirm(g1, wide), dg.confirm(g2, wide)
+    assert c1.confirmed and c1.least < conclude.ROBUST <= c2.least
+    lines = conclude.conclusions(_diag([dg.Outcome(g1, c1, unsearched="none"),
+                                        dg.Outcome(g2, c2, unsearched="none")]))
+    assert [x.outcome.gap.call for x in lines] == ["reduce", "bcast"]
+    assert lines[1].headline.startswith("(narrowly held)")

@@ -12,7 +12,7 @@ first; the order does not depend on the screening pass."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..store.sizes import human_bytes
 from .diagnosis import (
@@ -25,6 +25,7 @@ from .diagnosis import (
     runs_text,
     span_text,
 )
+from .significance import MIN_FACTOR
 
 LIMIT = 6  # conclusions on the first screen
 TIERS = {"setting": 0, "found": 1, "implementation": 2, "code": 3, "anomaly": 4, "drop": 5}
@@ -307,7 +308,7 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
     if g.kind == "reference":
         said = (why if not o.searched or cause is not None else
                 "no setting tried ran another path measurably: no code advised")
-        head = (f"{_call(g.call)} under {slow}{_sp(where)} takes {_r(c.median)} as long as its "
+        head = (f"{_call(g.call)} under {slow}{_sp(where)} takes that many times as long as its "
                 f"hand-written equivalent; {said} ({_scope(g)})")
         return Conclusion("anomaly", head, tuple(details), gain, ident, o)
     kind = "drop" if g.kind == "drop" else "anomaly"
@@ -401,25 +402,47 @@ def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
                       (kind, slow, fast), lead.outcome, tuple(ms))
 
 
+ROBUST = 1.10  # the least a gap's rounds allow, for it to lead: 10% at every confirmed size
+
+
+def robust(c: Conclusion) -> bool:
+    """Whether a conclusion is one the next run should repeat: a setting
+    that wins surely by 5% (its interval's lower end), a gap whose interval
+    stays 10% above 1 at every size it holds at.  The others are true of
+    these rounds and said below the first screen: a flip between runs comes
+    from them."""
+    o = c.outcome
+    if c.kind in ("setting", "found"):
+        t = o.best_setting()
+        return t is not None and t.speed()[1] >= MIN_FACTOR
+    return o.conf is not None and o.conf.least >= ROBUST
+
+
 def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
     """The first screen's lines, the most actionable first: each setting
     handed over alone, each library choice one line (the calls it is the
     faster one for), each hand-written equivalent alone, the anomalies of
-    one configuration one line."""
+    one configuration one line; what these rounds hold only narrowly
+    (robust) after everything that holds surely, in lines of its own."""
     out: list[Conclusion] = []
-    groups: dict[tuple[str, str, str], list[Conclusion]] = {}
+    groups: dict[tuple[str, str, str, bool], list[Conclusion]] = {}
     for c in items(d):
         g = c.outcome.gap
+        sure = robust(c)
         if c.kind in ("implementation", "anomaly", "drop"):
             groups.setdefault((c.kind, g.slow_arm, g.fast_arm if c.kind == "implementation"
-                               else ""), []).append(c)
+                               else "", sure), []).append(c)
         elif c.kind in ("setting", "found"):  # one setting that narrows several gaps: one line
-            groups.setdefault((c.kind, g.slow_arm, c.identity[3]), []).append(c)
+            groups.setdefault((c.kind, g.slow_arm, c.identity[3], sure), []).append(c)
         else:
-            out.append(c)
-    for (kind, _, _), ms in groups.items():
-        out.append(ms[0] if len(ms) == 1 else _grouped(kind, ms, d))
-    out.sort(key=lambda c: (TIERS[c.kind], -c.gain, c.identity))
+            groups.setdefault((c.kind, g.id, "", sure), []).append(c)
+    for (kind, _, _, sure), ms in groups.items():
+        line = ms[0] if len(ms) == 1 else _grouped(kind, ms, d)
+        if not sure:
+            line = replace(line, headline=f"(narrowly held) {line.headline}")
+        out.append(line)
+    out.sort(key=lambda c: (c.headline.startswith("(narrowly"), TIERS[c.kind], -c.gain,
+                            c.identity))
     return out if limit is None else out[:limit]
 
 
