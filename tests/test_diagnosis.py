@@ -145,7 +145,10 @@ def test_a_small_win_on_a_large_gap_is_a_setting_that_helps_not_its_cause():
                        _rounds({SLOW: {s: 4.0 for s in SIZES}, arm: {s: 3.2 for s in SIZES}}),
                        SLOW)
     (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))], [fc]))
-    assert cc.kind == "setting" and "the gap's cause was not found" in cc.headline
+    # the gap stays what it is, a library choice: the setting narrows it, said beside it
+    assert cc.kind == "implementation" and "use openmpi" in cc.headline
+    assert ("MPIR_CVAR_BCAST_INTRA_ALGORITHM=binomial narrows it (20% less per call from 64 B to "
+            "512 B, in the settings file)") in cc.headline, cc.headline
     assert "the cause:" not in cc.headline
 
 

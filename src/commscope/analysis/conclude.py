@@ -268,12 +268,11 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
             "late": "it was confirmed after the search of settings began: not searched",
             "none": "no setting of its library that commscope knows could change it"}.get(
                 o.unsearched, "nothing tried"))
-    if best is not None:
+    if best is not None and best is cause:
         med, least, _ = best.speed()
         closes = f"closing {_share(best.closed)}" + (f" to {fast}" if g.kind ==
                                                       "implementation" else "")
-        why = (f"the cause: {best.hypothesis.mechanism}" if best is cause
-               else "it helps; the gap's cause was not found")
+        why = f"the cause: {best.hypothesis.mechanism}"
         sizes = span_text(best.sizes) if any(best.sizes) else ""
         head = (f"{slow} {_call(g.call)}{_sp(sizes)}: set {best.hypothesis.label} ({_r(med)} "
                 f"faster, at least {_least(least)}, {closes}; {why}) ({_scope(g)})")
@@ -286,12 +285,19 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         return Conclusion("found", head, tuple(details), best.gain,
                           (*ident[:3], best.hypothesis.id), o)
     gain = 1.0 - 1.0 / c.median
+    # a setting that narrows the gap without closing it leaves the gap what
+    # it is (the library choice, the hand-written equivalent): said beside it
+    narrows = ""
+    if best is not None:
+        narrows = (f"; {best.hypothesis.label} narrows it ({best.gain:.0%} less per call"
+                   f"{_sp(span_text(best.sizes))}, "
+                   + ("in the settings file)" if handed else "not handed over)"))
     why = (_cause_text(cause, fast) if cause is not None else
            _lead_text(lead, fast) if lead is not None else
            "no setting of it closed the gap" if o.searched else
            "its settings not tried (budget)" if o.unsearched == "budget" else
            "its settings not searched" if o.unsearched == "late" else
-           "no setting of it to try")
+           "no setting of it to try") + narrows
     if g.kind == "implementation":
         other = "" if d.impls.get(g.slow_arm) != d.impls.get(g.fast_arm) else f", not {slow}"
         head = (f"{_call(g.call)}{_sp(where)}: use {fast}{other}: {slow} takes {figure}; "
@@ -370,10 +376,12 @@ def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
     if kind == "implementation":
         found = [m for m in ms if m.identity[3] != "none"]
         late = [m for m in ms if m.outcome.unsearched == "budget"]
+        narrowed = [m for m in ms if m.outcome.best_setting() is not None]
         head = (f"Use {fast}, not {slow}, for {_calls(ms)}: {slow} takes that many times as "
                 "long (each confirmed over its own rounds); "
                 + (f"a cause or {fast}'s lead found for {len(found)} (details)" if found
                    else "no cause found that a setting removes")
+                + (f"; a setting narrows {len(narrowed)} (details)" if narrowed else "")
                 + (f"; {len(late)} not searched (budget)" if late else "")
                 + f" ({_scope(g)})")
     elif kind == "drop":
