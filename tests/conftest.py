@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from commscope.measure import build, discovery, mpi
+from commscope.measure import build, discovery, mpi, procs
 from commscope.measure.cache import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,10 @@ def cores(impls: dict[str, mpi.MpiImpl]) -> dict[str, build.Core]:
 
 
 def mpi_processes() -> list[str]:
-    """Processes an MPI job could leave behind."""
+    """Processes an MPI job could leave behind.  A process that ended after
+    its parent (a killed launcher, under load) is adopted by this one, the
+    tests' subreaper, as a zombie: it is dead, and collected here first."""
+    procs.reap_adopted()
     out = subprocess.run(["ps", "-eo", "pid,comm,stat,ppid"], capture_output=True,
                          text=True).stdout
     names = ("cs-core", "orted", "mpirun", "mpiexec", "hydra_pmi_proxy", "prterun")

@@ -49,7 +49,8 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     assert cli.main(["run", *sweep]) == 0
     assert cli.main(["run", *sweep, "--settings", str(under_study)]) == 0
     capsys.readouterr()
-    assert cli.main(["diagnose", "--db", str(db), "--sweep", "1,2", "--budget", "120"]) == 0
+    assert cli.main(["diagnose", "--db", str(db), "--sweep", "1,2", "--budget", "120",
+                     "--noise-max-cores", "2"]) == 0
     out = capsys.readouterr().out
     store = Store(db)
     d = dg.latest(store, [2])
@@ -92,7 +93,7 @@ def test_a_diagnosis_interrupted_keeps_what_it_measured_and_the_store_whole(tmp_
                      "--noise-max-cores", "2", "--no-advise", "--quiet"]) == 0
     env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).resolve().parents[2])}
     p = subprocess.Popen([sys.executable, "-m", "commscope.cli", "diagnose", "--db", str(db),
-                          "--budget", "120"], env=env,
+                          "--budget", "120", "--noise-max-cores", "2"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     store = Store(db)
     deadline = time.monotonic() + 60

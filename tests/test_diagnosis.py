@@ -393,3 +393,24 @@ def test_what_these_rounds_hold_only_narrowly_comes_after_what_they_hold_surely(
                                         dg.Outcome(g2, c2, unsearched="none")]))
     assert [x.outcome.gap.call for x in lines] == ["reduce", "bcast"]
     assert lines[1].headline.startswith("(narrowly held)")
+
+
+def test_a_figure_flagged_noisy_is_left_out_of_the_rounds_and_the_reader_told():
+    from commscope.advise.experiment import _figures
+    from commscope.measure.runner import NoisePolicy
+
+    class Store:
+        def result_rows(self, latest, run_ids):
+            row = {"valid": 1, "median_us": 2.0, "floor_ns": 100.0, "window": 8}
+            return [{**row, "bench": "bw", "size_bytes": 1024, "flagged": 0},
+                    {**row, "bench": "bw", "size_bytes": 2048, "flagged": 1}]
+
+    r = dg.Rounds()
+    assert set(_figures(Store(), 1, r)) == {("bw", 1024)}
+    assert (r.points, r.noisy) == (2, 1)
+    both = dg.Rounds.from_json(r.to_json())
+    both.merge(r)
+    assert (both.points, both.noisy) == (4, 2)
+    note = diagnose.noise_note(both, NoisePolicy(max_other_cores=0.1))
+    assert note.startswith("2 of 4 figures") and "more than 0.1 cores" in note
+    assert "--noise-max-cores" in note

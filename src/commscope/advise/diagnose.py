@@ -612,6 +612,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
         if d.status == "partial":
             d.notes.append(f"the budget ({budget_s:.0f} s) ran out before every experiment "
                            "ran: raise --advise-budget for the rest")
+        if d.rounds.noisy:
+            d.notes.append(noise_note(d.rounds, policy))
     except KeyboardInterrupt:
         d.status = "interrupted"
         raise
@@ -621,6 +623,17 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
     if d.status == "interrupted":
         raise KeyboardInterrupt
     return d
+
+
+def noise_note(rounds: dg.Rounds, policy) -> str:
+    """What the noise flag left out of the experiments: a round whose figures
+    were all flagged pairs nothing, and the reader is told why."""
+    cores = getattr(policy, "max_other_cores", None)
+    return (f"{rounds.noisy} of {rounds.points} figures the experiments measured were flagged "
+            "noisy" + (f" (other processes used more than {cores:g} cores)"
+                       if cores is not None else "")
+            + " and left out: measure on an idle machine, or allow the load with "
+            "--noise-max-cores")
 
 
 def human_sizes(sizes: Sequence[int]) -> str:

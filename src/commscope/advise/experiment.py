@@ -69,10 +69,15 @@ def points(benches: str, sizes: str, factor: int) -> int:
                for b in benches.split(","))
 
 
-def _figures(store: Store, run_id: int) -> Figures:
+def _figures(store: Store, run_id: int, rounds: Rounds) -> Figures:
+    """A run's figures; one flagged noisy is left out, and counted."""
     out: Figures = {}
     for r in store.result_rows(latest=False, run_ids=[run_id]):
-        if r["valid"] and r["median_us"] and not r["flagged"]:
+        rounds.points += 1
+        if r["flagged"]:
+            rounds.noisy += 1
+            continue
+        if r["valid"] and r["median_us"]:
             out[(str(r["bench"]), int(r["size_bytes"]))] = (
                 float(r["median_us"]), float(r["floor_ns"]) if r["floor_ns"] else None,
                 int(r["window"]) if r["window"] else None)
@@ -164,7 +169,7 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
                                 o.message or ""):
                             out.broken[arm.name] = f"{o.status}: {o.message}"[:300]
                         continue
-                    figs.update(_figures(store, o.run_id))
+                    figs.update(_figures(store, o.run_id, out))
                 if figs:
                     out.figures.setdefault(arm.name, {})[r] = figs
             live = [a for a in live if a.name not in out.broken]

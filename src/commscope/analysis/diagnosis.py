@@ -55,6 +55,8 @@ class Rounds:
     run_ids: list[int] = field(default_factory=list)
     stopped: str = ""  # why it ended early: budget | decided | interrupted | ""
     seconds: float = 0.0
+    points: int = 0  # figures the jobs measured
+    noisy: int = 0  # of them, flagged noisy (others used cores) and left out
 
     def merge(self, other: Rounds) -> None:
         for arm, by_round in other.figures.items():
@@ -62,6 +64,8 @@ class Rounds:
         self.broken.update(other.broken)
         self.run_ids += other.run_ids
         self.seconds += other.seconds
+        self.points += other.points
+        self.noisy += other.noisy
 
     @property
     def last_round(self) -> int:
@@ -71,7 +75,7 @@ class Rounds:
         return {"figures": {a: {str(r): [[b, s, m, f, w] for (b, s), (m, f, w) in figs.items()]
                                 for r, figs in by.items()} for a, by in self.figures.items()},
                 "broken": self.broken, "run_ids": self.run_ids, "stopped": self.stopped,
-                "seconds": self.seconds}
+                "seconds": self.seconds, "points": self.points, "noisy": self.noisy}
 
     @staticmethod
     def from_json(d: Mapping[str, object]) -> Rounds:
@@ -81,7 +85,8 @@ class Rounds:
                 for a, by in (d.get("figures") or {}).items()}  # type: ignore[union-attr]
         return Rounds(figs, dict(d.get("broken") or {}),  # type: ignore[arg-type]
                       [int(x) for x in d.get("run_ids") or ()],  # type: ignore[union-attr]
-                      str(d.get("stopped") or ""), float(d.get("seconds") or 0.0))  # type: ignore[arg-type]
+                      str(d.get("stopped") or ""), float(d.get("seconds") or 0.0),  # type: ignore[arg-type]
+                      int(d.get("points") or 0), int(d.get("noisy") or 0))  # type: ignore[call-overload]
 
 
 # -- a gap and what it compares --------------------------------------------------------

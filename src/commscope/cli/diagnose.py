@@ -67,8 +67,8 @@ def cmd_diagnose(a: argparse.Namespace) -> int:
                 raise CommscopeError(f"no sweep {s} in {a.db}")
     t0 = time.monotonic()
     d = diagnose_sweep(store, sweeps, budget_s=a.budget,
-                       out_dir=Path(a.db).resolve().parent / "advice", policy=NoisePolicy(),
-                       quiet=a.quiet)
+                       out_dir=Path(a.db).resolve().parent / "advice",
+                       policy=NoisePolicy(max_other_cores=a.noise_max_cores), quiet=a.quiet)
     if not a.quiet:
         print(f"diagnosis of sweep {', '.join(map(str, sweeps))}: {d.status} in "
               f"{time.monotonic() - t0:.0f} s\n")

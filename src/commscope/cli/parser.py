@@ -183,6 +183,9 @@ def make_parser() -> Parser:
                     help="seconds for the experiments (default 60)")
     dg.add_argument("--details", action="store_true",
                     help="each conclusion with what established it and what was tried")
+    dg.add_argument("--noise-max-cores", type=positive(float, 0, 1024), default=0.10,
+                    help="flag a trial's records when others used more than this many cores; "
+                         "flagged rounds are left out of every comparison (default 0.1)")
     dg.add_argument("--quiet", action="store_true", help="only the conclusions")
 
     rp = sub.add_parser("report", help="write a self-contained HTML report",
