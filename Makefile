@@ -34,7 +34,7 @@ run: install
 test: install
 	@$(MAKE) --no-print-directory deps APT_PKGS="$(TEST_APT_PKGS)"
 	$(BIN)/ruff check src tests bench
-	$(BIN)/pytest -ra
+	$(BIN)/pytest -ra $(PYTEST_ARGS)
 
 # Seeds 003 and 004's comparison on one machine (root): shared memory against
 # two emulated nodes joined by Gigabit Ethernet and by 100Base-T, into the same
