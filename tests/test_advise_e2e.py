@@ -97,11 +97,17 @@ def test_a_diagnosis_interrupted_keeps_what_it_measured_and_the_store_whole(tmp_
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     store = Store(db)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until its experiments have stored a few runs
-        if store.db.execute("SELECT count(*) FROM runs WHERE trial IS NOT NULL AND "
-                            "status != 'running'").fetchone()[0] >= 3:
+    # until its experiments have stored a few runs and a job is in flight (a
+    # diagnosis that ended first interrupts nothing: said, not passed)
+    while time.monotonic() < deadline and p.poll() is None:
+        done, flying = store.db.execute(
+            "SELECT sum(status != 'running'), sum(status = 'running') FROM runs WHERE trial "
+            "IS NOT NULL").fetchone()
+        if (done or 0) >= 3 and flying:
             break
-        time.sleep(0.2)
+        time.sleep(0.05)
+    assert p.poll() is None, ("the diagnosis ended before a job of its 4th was in flight",
+                              p.communicate())
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, (out, err)
