@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from commscope.errors import CommscopeError
-from commscope.store.db import FAILED, OK, SCHEMA_VERSION, RunInfo, Store
+from commscope.store.db import FAILED, OK, RUNNING, SCHEMA_VERSION, RunInfo, Store
 from commscope.store.records import parse_file
 
 GOLDEN = Path(__file__).parent / "golden" / "records_v1.jsonl"
@@ -60,11 +62,25 @@ def test_latest_run_wins_and_failures_are_rows(tmp_path):
     assert [r["status"] for r in s.runs([FAILED])] == [FAILED]
 
 
-def test_abandoned_running_becomes_failure(tmp_path):
+def test_abandoned_running_becomes_failure_and_another_sweeps_job_stays_its_own(tmp_path):
+    """A sweep that starts makes failures of the jobs whose process is gone
+    (killed, or stored before owners were) and leaves the job another
+    `commscope run` is running into the same store now."""
     s = Store(tmp_path / "a.db")
-    s.begin_run(info(), None)
-    assert s.abandon_running() == 1
-    assert s.runs()[0]["status"] == FAILED
+    mine = s.begin_run(info(), None)  # this process: alive, another sweep's for the next
+    legacy = s.begin_run(info(plan_key="k-old"), None)
+    elsewhere = s.begin_run(info(plan_key="k-there"), None)
+    s.db.execute("UPDATE runs SET owner=NULL WHERE id=?", (legacy,))
+    s.db.execute("UPDATE runs SET owner='another-host:1:1' WHERE id=?", (elsewhere,))
+    s.db.commit()
+    code = ("import sys; from commscope.store.db import Store; from tests.test_store import info;"
+            "print(Store(sys.argv[1]).begin_run(info(plan_key='k-killed'), None))")
+    killed = int(subprocess.run([sys.executable, "-c", code, str(tmp_path / "a.db")], check=True,
+                                capture_output=True, text=True,
+                                cwd=Path(__file__).parents[1]).stdout)
+    assert s.abandon_running() == 2
+    status = {r["id"]: r["status"] for r in s.runs()}
+    assert status == {mine: RUNNING, legacy: FAILED, elsewhere: RUNNING, killed: FAILED}
 
 
 def test_migration_from_version_1(tmp_path):

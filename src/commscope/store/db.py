@@ -4,6 +4,8 @@ PRAGMA user_version, and an application id that marks the file as ours."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -23,6 +25,41 @@ SELECT_KEYS = ("run", "sweep", "mpi", "cluster")  # Store.selection
 # Run statuses.
 OK, FAILED, TIMEOUT, INVALID, RUNNING, RETRIED, SKIPPED = (
     "ok", "failed", "timeout", "invalid", "running", "retried-noisy", "skipped")
+
+
+def _start_ticks(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (/proc/PID/stat's
+    22nd field): with its pid, it names the process, a reused pid not."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+OWNER = f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid())}"
+
+
+def owner_alive(owner: str | None) -> bool:
+    """Whether the process that began a run still runs: False for a run
+    stored before owners were (schema 12), True for one of another host."""
+    if not owner:
+        return False
+    host, pid, ticks = owner.rsplit(":", 2)
+    if host != socket.gethostname():
+        return True
+    return pid.isdigit() and _start_ticks(int(pid)) == ticks
+
+
+def _disk_why(path: Path, exc: Exception) -> str:
+    """Why SQLite could not write: a full disk said as such (SQLite says
+    "disk I/O error" when the shared-memory file cannot grow)."""
+    try:
+        st = os.statvfs(path.parent)
+        full = st.f_bavail * st.f_frsize < 256 * 1024
+    except OSError:
+        full = False
+    return "the disk holding it is full" if full or "full" in str(exc) else str(exc)
 
 
 def now_iso() -> str:
@@ -76,7 +113,12 @@ class Store:
                 self.db.execute("PRAGMA journal_mode=WAL")
             self.migrate()
         except sqlite3.DatabaseError as exc:
-            raise CommscopeError(f"{self.path} is not a commscope database ({exc})") from exc
+            if getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_NOTADB) & 0xFF in (
+                    sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+                raise CommscopeError(f"{self.path} is not a commscope database ({exc})") from exc
+            # a full disk, a read-only one, a failing one: the store is not at fault
+            raise CommscopeError(f"cannot open the store {self.path}: "
+                                 f"{_disk_why(self.path, exc)}") from exc
 
     def _check_ours(self, fresh: bool) -> None:
         app = self.db.execute("PRAGMA application_id").fetchone()[0]
@@ -129,8 +171,21 @@ class Store:
 
     @contextmanager
     def tx(self) -> Iterator[sqlite3.Connection]:
-        with self.db:
-            yield self.db
+        """One transaction: whole or not at all.  A disk that is full (or
+        fails) while it commits is one line; what earlier transactions
+        stored stays, and the store opens."""
+        try:
+            with self.db:
+                yield self.db
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", None)
+            if not ("full" in str(exc) or code is not None and code & 0xFF in (
+                    sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)):
+                raise
+            raise CommscopeError(
+                f"cannot write to the store {self.path}: {_disk_why(self.path, exc)}; what it "
+                "held before is kept (make room, then `commscope run --resume` goes on with a "
+                "sweep)") from exc
 
     # -- sweeps ---------------------------------------------------------
     def begin_sweep(self, argv: Sequence[str], plan: object, purpose: str | None = None
@@ -225,8 +280,8 @@ class Store:
                    mpi_family, mpi_version, mpi_identity, cluster, hostname, cpu_model, n_cores,
                    kernel, launch_argv, env, commscope_version, git_rev, options, sweep_id,
                    oversubscribed, attempt, placement, config_key, config, repetition,
-                   round_pos, trial)
-                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                   round_pos, trial, owner)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
                 (now_iso(), RUNNING, info.plan_key, info.bench, info.np, info.sizes,
                  info.mpi_name, info.mpi_family, info.mpi_version, info.mpi_identity,
                  info.cluster, m.get("hostname"), m.get("cpu_model"), m.get("n_cores"),
@@ -235,7 +290,7 @@ class Store:
                  sweep_id, int(info.oversubscribed), info.attempt,
                  json.dumps(info.placement) if info.placement is not None else None,
                  cfg.key, json.dumps(cfg.to_json()),
-                 info.repetition, info.round_pos, info.trial))
+                 info.repetition, info.round_pos, info.trial, OWNER))
             return int(cur.lastrowid or 0)
 
     def finish_run(self, run_id: int, status: str, *, exit_code: int | None,
@@ -296,12 +351,18 @@ class Store:
             db.execute("UPDATE runs SET status=? WHERE id=?", (status, run_id))
 
     def abandon_running(self) -> int:
-        """Runs left 'running' by a killed sweep become failures."""
+        """Runs left 'running' by a killed sweep become failures: those whose
+        process is gone.  A job another `commscope run` is running into this
+        store now stays its own; one run on another host is left as it is
+        (its process cannot be seen from here), as is nothing else."""
         with self.tx() as db:
-            cur = db.execute("UPDATE runs SET status=?, stderr_tail=coalesce(stderr_tail, '') || "
-                             "'interrupted: the sweep stopped while this job ran' "
-                             "WHERE status=?", (FAILED, RUNNING))
-            return cur.rowcount
+            gone = [r["id"] for r in db.execute("SELECT id, owner FROM runs WHERE status=?",
+                                                (RUNNING,)) if not owner_alive(r["owner"])]
+            for rid in gone:
+                db.execute("UPDATE runs SET status=?, stderr_tail=coalesce(stderr_tail, '') || "
+                           "'interrupted: the sweep stopped while this job ran' WHERE id=?",
+                           (FAILED, rid))
+            return len(gone)
 
     def narrowed(self, run_id: int, marks: Sequence[tuple[str, int]], again_in: int) -> int:
         """Mark run_id's records of these (benchmark, size) as measured again,

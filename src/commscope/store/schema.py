@@ -179,6 +179,12 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX diagnoses_sweep ON diagnoses(sweep_id);
     """,
+    # 12: the process running a job (host, pid, its start time): a sweep that
+    # starts abandons only the jobs whose process is gone, never those of
+    # another `commscope run` writing into the same store at the same time
+    """
+    ALTER TABLE runs ADD COLUMN owner TEXT;
+    """,
 )
 
 
