@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from commscope.measure import build
+from commscope.measure import build, runner
 from commscope.measure.mpi import environ
 from commscope.store.db import Store
 from commscope.store.records import parse_file
@@ -76,7 +76,8 @@ def test_a_sweep_over_every_path_skips_the_gpu_ones_with_the_drivers_reason(
     reason = str(build.gpu_info(cores[family])["reason"])
     assert reason
     db = tmp_path / "g.db"
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--path", "all",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", family, "--path", "all",
                      "--bench", "latency,allreduce", "--sizes", "8", "--time-cap", "0.05",
                      "--no-probe", "--quiet")
     assert rc == 0, err
@@ -202,7 +203,8 @@ def test_the_gpu_applications_skip_without_a_gpu_and_refuse_host_memory(capsys, 
     if _sees_gpu(core):
         pytest.skip("this machine has a GPU")
     db = tmp_path / "a.db"
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--path", "all",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", family, "--path", "all",
                      "--bench", "gpu_matmul,gpu_jacobi", "--param", "N=64", "--np", "4",
                      "--time-cap", "0.05", "--no-probe", "--quiet")
     assert rc == 0, err
@@ -212,7 +214,8 @@ def test_the_gpu_applications_skip_without_a_gpu_and_refuse_host_memory(capsys, 
     # no host job (they need a device), no ipc job (point-to-point only)
     assert sorted(runs) == ["cuda-aware", "nccl", "staged", "staged-pageable", "staged-pipelined"]
     assert all(r["status"] == "skipped" and "no GPU" in r["stderr_tail"] for r in runs.values())
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--bench", "gpu_jacobi",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", family, "--bench", "gpu_jacobi",
                      "--param", "N=64", "--no-probe", "--quiet")
     one_line_error(rc, err, "gpu_jacobi runs on a GPU path")
 
@@ -285,7 +288,8 @@ def test_a_failing_gpu_call_says_why_in_the_record(tmp_path, cores, monkeypatch,
     monkeypatch.setenv("COMMSCOPE_GPU_STANDIN", "host")
     family = sorted(cores)[0]
     db = tmp_path / "f.db"
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", family, "--bench", "latency",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", family, "--bench", "latency",
                      "--sizes", "64", "--path", path, "--inject", "gpufail@64",
                      "--time-cap", "0.02", "--no-probe", "--quiet")
     assert rc == 1
@@ -298,8 +302,26 @@ def test_a_failing_gpu_call_says_why_in_the_record(tmp_path, cores, monkeypatch,
     assert "unknown error" not in r["stderr_tail"]
 
 
+def test_a_rank_that_aborts_writes_its_reason_where_the_runner_reads_it(tmp_path, cores):
+    """The launcher may drop a rank's last stderr lines when MPI_Abort tears
+    the job down (MPICH's Hydra did in about a third of these jobs, and the
+    store kept 'exit code 5'): the rank writes its reason into CS_ERROR_DIR."""
+    core = cores[sorted(cores)[0]]
+    where = tmp_path / "errs"
+    where.mkdir()
+    env = {**STANDIN, "CS_ERROR_DIR": str(where)}
+    p = _mpirun(core, 2, ["--bench", "latency", "--sizes", "64", "--path", "staged",
+                          "--inject", "gpufail@64", "--time-cap", "0.02",
+                          "--output", str(tmp_path / "r.jsonl")], env)
+    assert p.returncode != 0
+    said = [x for f in where.glob("abort-*.err") for x in f.read_text().splitlines()]
+    assert said and all("copy to the device failed: injected failure" in x for x in said), said
+    assert runner._aborts(where) == said
+
+
 def test_a_gpu_failure_cannot_be_acted_out_where_nothing_copies(capsys, tmp_path, cores):
-    rc, _, err = run(capsys, "run", "--db", str(tmp_path / "h.db"), "--mpi", sorted(cores)[0],
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(tmp_path / "h.db"), "--mpi", sorted(cores)[0],
                      "--bench", "latency", "--inject", "gpufail@8", "--no-probe", "--quiet")
     one_line_error(rc, err, "--inject gpufail fails a staged or cuda-aware path's copy, not "
                             "--path host's")
@@ -329,7 +351,7 @@ def test_an_oversized_gpu_matmul_is_refused_before_launch_with_the_figure(capsys
                                                                            cores, monkeypatch):
     monkeypatch.setenv("COMMSCOPE_GPU_STANDIN", "host")  # past the 'no GPU' refusal
     family = sorted(cores)[0]
-    rc, _, err = run(capsys, "run", "--db", str(tmp_path / "o.db"), "--mpi", family,
+    rc, _, err = run(capsys, "run", "--no-advise", "--db", str(tmp_path / "o.db"), "--mpi", family,
                      "--bench", "gpu_matmul", "--param", "N=4096,20000", "--path", "staged",
                      "--no-probe", "--quiet")
     one_line_error(rc, err, "gpu_matmul N=20000 is refused: at most N=16384 is run; rank 0 "
@@ -341,7 +363,8 @@ def test_cuda_aware_asked_of_an_mpi_built_without_cuda_is_one_line(capsys, tmp_p
     if "openmpi" not in cores:
         pytest.skip("Open MPI answers how it was built before MPI_Init; MPICH only inside a job")
     assert build.gpu_info(cores["openmpi"])["mpi_cuda_support"]["compile_time"] is False
-    rc, _, err = run(capsys, "run", "--db", str(tmp_path / "c.db"), "--mpi", "openmpi",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(tmp_path / "c.db"), "--mpi", "openmpi",
                      "--bench", "latency", "--path", "cuda-aware", "--no-probe", "--quiet")
     one_line_error(rc, err, "--path cuda-aware: openmpi (Open MPI v4.1")
     assert "was built without CUDA support" in err and "mpi install openmpi-cuda" in err

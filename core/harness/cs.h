@@ -187,6 +187,9 @@ extern const cs_transport cs_transport_mpi, cs_transport_chan;
 #define CS_TP_ETOOBIG (-1002) /* one message over MPI's int count */
 /* The reason for a transport call's non-zero return, in words. */
 const char *cs_transport_strerror(int rc);
+/* A rank that cannot go on: the reason to stderr and to CS_ERROR_DIR, then
+ * MPI_Abort (abort.c). */
+void cs_abort(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Largest message one MPI call carries: its count is an int. */
 #define CS_MSG_MAX ((size_t)2147483647)
 

@@ -125,9 +125,8 @@ static double one_sample(const cs_bench *b, cs_ctx *c, long reps, double ops, lo
     int rc = b->run(c, reps);
     dt = cs_now_us() - t0;
     if (rc) { /* MPI errors abort by themselves; the channel's come back here */
-      fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes: %s\n", c->rank,
-              c->tp->name, b->name, c->size, cs_transport_strerror(rc));
-      MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
+      cs_abort("rank %d: %s failed in %s at %zu bytes: %s", c->rank, c->tp->name, b->name,
+               c->size, cs_transport_strerror(rc));
     }
   }
   if (c->pslots && c->active) {
@@ -296,9 +295,8 @@ static int validation_run(const cs_bench *b, cs_ctx *c, long sample, sampler *sm
   if (c->active) {
     int bad = b->run(c, reps);
     if (bad) {
-      fprintf(stderr, "cs-core: rank %d: %s failed in %s at %zu bytes (validation run): %s\n",
-              c->rank, c->tp->name, b->name, c->size, cs_transport_strerror(bad));
-      MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
+      cs_abort("rank %d: %s failed in %s at %zu bytes (validation run): %s", c->rank,
+               c->tp->name, b->name, c->size, cs_transport_strerror(bad));
     }
   }
   if (b->timing == CS_TIME_MAX) MPI_Barrier(c->comm);

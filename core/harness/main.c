@@ -329,8 +329,10 @@ static int run_all(const cs_opts *o, const cs_bench **benches, const cs_opts *ow
   if (rc && rc != CS_ESKIP && rank == 0) fprintf(stderr, "cs-core: %s\n", e.msg);
   if (rank == 0) {
     const char *status = skipped ? "skipped" : (rc ? "error" : (ninvalid ? "invalid" : "ok"));
+    /* the reason goes into the records too: a rank's stderr forwarded by
+     * the launcher may be lost when the job ends at once after it */
     cs_write_footer(out, status, nresults, ninvalid, (cs_now_us() - t0) * 1e-6, floor1,
-                    skipped ? skip : NULL);
+                    skipped ? skip : (rc ? e.msg : NULL));
     if (out != stdout) fclose(out);
   }
   free(all);

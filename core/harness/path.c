@@ -248,8 +248,7 @@ void cs_buf_free(cs_ctx *c, void *ptr) {
 void *cs_buf_get(cs_ctx *c, const void *p, size_t n) {
   if (!c->path) return (void *)p;
   if (to_host(c, c->view, p, n)) {
-    fprintf(stderr, "cs-core: rank %d: copying to the host: %s\n", c->rank, cs_path_error());
-    MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
+    cs_abort("rank %d: copying to the host: %s", c->rank, cs_path_error());
   }
   return c->view;
 }
@@ -257,9 +256,7 @@ void *cs_buf_get(cs_ctx *c, const void *p, size_t n) {
 void cs_buf_put(cs_ctx *c, void *p, const void *view, size_t n) {
   if (!c->path) return;
   if (from_host(c, p, view, n)) {
-    fprintf(stderr, "cs-core: rank %d: copying to the device: %s\n", c->rank,
-            cs_path_error());
-    MPI_Abort(MPI_COMM_WORLD, CS_EMPI);
+    cs_abort("rank %d: copying to the device: %s", c->rank, cs_path_error());
   }
 }
 

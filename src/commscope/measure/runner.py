@@ -95,6 +95,17 @@ def _stderr_tail(path: Path, limit: int = 4000) -> str:
     return _UCX_TABLE_LINE.sub("", data.decode(errors="replace"))[-limit:]
 
 
+def _aborts(folder: Path) -> list[str]:
+    """The reasons ranks that aborted wrote into the job's folder."""
+    out = []
+    for f in sorted(folder.glob("abort-*.err")):
+        try:
+            out += [x for x in f.read_text(errors="replace").splitlines() if x.strip()]
+        except OSError:
+            pass
+    return out
+
+
 @functools.lru_cache(maxsize=32)
 def ucx_prints_protocols(exe: Path, ld_path: str) -> bool:
     """Whether the UCX the core loads has UCX_PROTO_INFO, under which it
@@ -178,6 +189,7 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             (tmpd / name).write_text(text)
         argv = launch.argv
         env = mpi_mod.environ(impl.env, launch.env, settings)
+        env["CS_ERROR_DIR"] = str(tmpd)  # where a rank that aborts says why (core/harness/abort.c)
         protocols = "UCX_PROTO_INFO" not in env and ucx_prints_protocols(
             job.core.exe, env.get("LD_LIBRARY_PATH", ""))
         env.update(settings_mod.readback_env(settings, env, protocols, impl.family))
@@ -229,6 +241,12 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:
             tail += "\nwarning: " + "; ".join(refused)
+        # what a rank said as it ended the job, where the launcher lost its stderr
+        why = [f"cs-core: {x}" for x in _aborts(tmpd)]
+        if status != SKIPPED and (parsed.footer or {}).get("reason"):
+            why.append(f"cs-core: {parsed.footer['reason']}")  # type: ignore[index]
+        lost = "".join(f"{x}\n" for x in dict.fromkeys(why) if x not in tail)
+        tail = lost + tail
         if msg and not tail.strip():
             tail = msg
         elif msg:
