@@ -25,7 +25,7 @@ def mm_db(tmp_path_factory, cores):
     db = tmp_path_factory.mktemp("apps") / "mm.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
     # 257 divides over neither 2 nor 4 ranks: uneven blocks of rows
-    assert cli.main(["run", "--db", str(db), "--bench", "matmul", "--np", "1,2,4",
+    assert cli.main(["run", "--no-advise", "--db", str(db), "--bench", "matmul", "--np", "1,2,4",
                      "--param", "N=64,257", *mpis, *QUICK]) == 0
     return db, sorted(cores)
 
@@ -49,7 +49,8 @@ def test_every_rank_count_and_order_is_stored_valid_with_its_phases(mm_db):
 def test_one_rank_phases_add_up_to_the_sample(tmp_path, cores):
     db = tmp_path / "one.db"
     m = sorted(cores)[0]
-    assert cli.main(["run", "--db", str(db), "--bench", "matmul", "--np", "1", "--mpi", m,
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "matmul", "--np", "1", "--mpi", m,
                      "--param", "N=400", *QUICK]) == 0
     (r,) = Store(db).result_rows()
     ph = json.loads(r["phases"])
@@ -72,7 +73,7 @@ def test_show_prints_where_the_time_goes(mm_db, capsys):
 
 def test_a_corrupted_block_of_c_is_caught(tmp_path, cores):
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "matmul", "--np", "2",
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--bench", "matmul", "--np", "2",
                    "--param", "N=129", "--inject", "corrupt@129",
                    *[x for m in cores for x in ("--mpi", m)], *QUICK])
     assert rc == 1
@@ -85,7 +86,8 @@ def test_naive_and_blas_are_two_configurations(tmp_path, cores, capsys):
     db = tmp_path / "impl.db"
     m = sorted(cores)[0]
     for impl in ("blas", "naive"):
-        assert cli.main(["run", "--db", str(db), "--bench", "matmul", "--np", "2", "--mpi", m,
+        assert cli.main(["run", "--no-advise",
+                         "--db", str(db), "--bench", "matmul", "--np", "2", "--mpi", m,
                          "--param", f"N=96;impl={impl}", *QUICK]) == 0
     rows = Store(db).result_rows()
     assert len({r["config_key"] for r in rows}) == 2 and all(r["valid"] for r in rows)
@@ -114,7 +116,7 @@ def test_naive_and_blas_are_two_configurations(tmp_path, cores, capsys):
 def test_bad_parameters_are_one_line_before_any_launch(bench, np_, param, says, cores, capsys,
                                                       tmp_path):
     db = tmp_path / "x.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", bench, "--param", param,
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--bench", bench, "--param", param,
                    "--np", str(np_), "--mpi", sorted(cores)[0], *QUICK])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and says in err[0], err
@@ -141,7 +143,7 @@ def test_memory_beyond_this_machine_is_refused_before_any_launch(cores, capsys, 
     # of A and C: 6 N^2 doubles in all
     n, need = _beyond_memory(lambda n: 6 * 8.0 * n * n, 46000)
     db = tmp_path / "x.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "matmul", "--param", f"N={n}",
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--bench", "matmul", "--param", f"N={n}",
                    "--np", "2", "--mpi", sorted(cores)[0], *QUICK])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
@@ -175,7 +177,8 @@ def test_each_rank_counts_the_bytes_of_each_phase(tmp_path, cores):
     of the decomposition done here: 2 ranks, N = 257 splits 129 + 128."""
     db = tmp_path / "bytes.db"
     m = sorted(cores)[0]
-    assert cli.main(["run", "--db", str(db), "--bench", "matmul,summa,jacobi", "--np", "2",
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "matmul,summa,jacobi", "--np", "2",
                      "--mpi", m, "--param", "N=257", *QUICK]) == 0
     rows = {r["bench"]: r for r in Store(db).result_rows()}
     nn, b0, b1 = 257 * 257 * 8, 129 * 257 * 8, 128 * 257 * 8
@@ -199,7 +202,8 @@ def test_lists_of_parameters_are_configurations_and_overlap_is_compared(tmp_path
                                                                       capsys):
     db = tmp_path / "ov.db"
     m = sorted(cores)[0]
-    assert cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "2", "--mpi", m,
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "jacobi", "--np", "2", "--mpi", m,
                      "--param", "N=96;mode=blocking,overlap;halo=packed,datatype",
                      *QUICK]) == 0
     rows = Store(db).result_rows()
@@ -221,7 +225,8 @@ def jac_db(tmp_path_factory, cores):
     db = tmp_path_factory.mktemp("jacobi") / "j.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
     for param in ("N=33,64", "N=33,64;halo=datatype;mode=overlap", "N=20;py=1;scale=weak"):
-        assert cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "1,2,4",
+        assert cli.main(["run", "--no-advise",
+                         "--db", str(db), "--bench", "jacobi", "--np", "1,2,4",
                          "--param", param, *mpis, *QUICK]) == 0
     return db, sorted(cores)
 
@@ -262,7 +267,8 @@ def test_jacobi_scaling_table(jac_db, capsys):
 @pytest.mark.parametrize("param", ["N=64", "N=64;halo=datatype;mode=overlap"])
 def test_jacobi_a_corrupted_halo_is_caught(param, tmp_path, cores):
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "2", "--param", param,
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "jacobi", "--np", "2", "--param", param,
                    "--inject", "corrupt@64", "--mpi", sorted(cores)[0], *QUICK])
     runs = [dict(r) for r in Store(db).runs()]
     assert rc == 1, runs
@@ -276,7 +282,8 @@ def test_predict_sets_every_communication_phase_against_the_models(tmp_path, cor
     # noise policy: the flag is off (every core may be busy): this test checks
     # which model each phase is set against, not the figures, and records
     # flagged noisy would leave the phases without models on a busy machine
-    assert cli.main(["run", "--db", str(db), "--bench", "latency,bcast,scatter,gather,"
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "latency,bcast,scatter,gather,"
                      "allreduce,matmul,jacobi", "--np", "2", "--mpi", m, "--param", "N=200",
                      "--noise-max-cores", "2", *QUICK]) == 0
     assert cli.main(["analyze", "predict", "--db", str(db)]) == 0
@@ -286,7 +293,8 @@ def test_predict_sets_every_communication_phase_against_the_models(tmp_path, cor
     assert "5 phases:" in out and "without a model" in out
     # without the collectives there is nothing to predict from: said, not guessed
     db2 = tmp_path / "alone.db"
-    assert cli.main(["run", "--db", str(db2), "--bench", "matmul", "--np", "2", "--mpi", m,
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db2), "--bench", "matmul", "--np", "2", "--mpi", m,
                      "--param", "N=64", "--noise-max-cores", "2", *QUICK]) == 0
     assert cli.main(["analyze", "predict", "--db", str(db2)]) == 0
     out = capsys.readouterr().out
@@ -297,7 +305,8 @@ def test_summa_on_every_grid_matches_the_product(tmp_path, cores):
     db = tmp_path / "summa.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
     # 257 splits unevenly over a 2 x 2 grid; panels of 16 cross no block edge
-    assert cli.main(["run", "--db", str(db), "--bench", "summa,matmul", "--np", "1,2,4",
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "summa,matmul", "--np", "1,2,4",
                      "--param", "N=64,257;nb=16", *mpis, *QUICK]) == 0
     rows = Store(db).result_rows()
     summa = [r for r in rows if r["bench"] == "summa"]
@@ -313,7 +322,7 @@ def test_summa_on_every_grid_matches_the_product(tmp_path, cores):
 
 def test_summa_a_corrupted_block_is_caught(tmp_path, cores):
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "summa", "--np", "4",
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--bench", "summa", "--np", "4",
                    "--param", "N=129;nb=7", "--inject", "corrupt@129",
                    "--mpi", sorted(cores)[0], *QUICK])
     assert rc == 1
@@ -330,9 +339,11 @@ def test_report_draws_the_applications_from_the_store(tmp_path, cores):
     # noise policy: the flag is off, as in the predict test above: which
     # figures are drawn is the question, not their values
     quiet = ["--noise-max-cores", "2", *QUICK]
-    assert cli.main(["run", "--db", str(db), "--bench", "matmul,summa,jacobi", "--np", "1,2",
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "matmul,summa,jacobi", "--np", "1,2",
                      "--mpi", m, "--param", "N=64,200", *quiet]) == 0
-    assert cli.main(["run", "--db", str(db), "--bench", "latency,bcast,scatter,gather,"
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "latency,bcast,scatter,gather,"
                      "allreduce", "--np", "2", "--mpi", m, "--sizes", "1:512K", "--factor", "8",
                      *quiet]) == 0
     assert cli.main(["report", "--db", str(db), "--out", str(out)]) == 0
@@ -367,7 +378,8 @@ def test_three_by_three_and_four_by_four_grids_are_exact(tmp_path, cores):
     grids; N = 13 splits unevenly over both (5+4+4, 4+3+3+3)."""
     db = tmp_path / "grids.db"
     m = "openmpi" if "openmpi" in cores else sorted(cores)[0]
-    assert cli.main(["run", "--db", str(db), "--bench", "jacobi,summa", "--np", "9,16",
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "jacobi,summa", "--np", "9,16",
                      "--mpi", m, "--param", "N=13;nb=2", "--min-samples", "3",
                      "--time-cap", "0.05", "--min-time", "0", "--quiet"]) == 0
     rows = Store(db).result_rows()
@@ -394,7 +406,8 @@ def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
 
     db = tmp_path / "skew.db"
     m = sorted(cores)[0]
-    assert cli.main(["run", "--db", str(db), "--bench", "jacobi,latency,allreduce", "--np", "2",
+    assert cli.main(["run", "--no-advise",
+                     "--db", str(db), "--bench", "jacobi,latency,allreduce", "--np", "2",
                      "--mpi", m, "--param", "N=256", "--sizes", "8:4K", "--noise-max-cores",
                      "2", *QUICK]) == 0
     rows = Store(db).result_rows()
@@ -474,7 +487,8 @@ def test_a_failed_check_leaves_no_rank_waiting_in_the_next_one(tmp_path, cores):
     with long samples, which let a second validation run in before the
     check point)."""
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "jacobi", "--np", "2", "--param",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "jacobi", "--np", "2", "--param",
                    "N=64;halo=datatype;mode=overlap", "--inject", "corrupt@64",
                    "--mpi", sorted(cores)[0], "--min-samples", "5", "--time-cap", "0.2",
                    "--min-time", "0.01", "--sample-us", "20000", "--timeout", "60", "--quiet"])

@@ -137,7 +137,8 @@ def test_bad_buffers_input_is_one_line(capsys, tmp_path):
             # 1 GiB streamed by each of 64 ranks: beyond this machine as well
             (["--buffers", "evicted", "--np", "64", "--cold-pool", str(1 << 30)],
              "--buffers evicted: latency needs 64.00 GiB")):
-        rc, out, err = run(capsys, "run", "--db", str(db), "--bench", "latency", "--sizes", "8",
+        rc, out, err = run(capsys, "run", "--no-advise",
+                           "--db", str(db), "--bench", "latency", "--sizes", "8",
                            *args)
         assert rc == 2, (args, out, err)
         one_line_error(rc, err, says)

@@ -124,7 +124,7 @@ def test_channel_through_the_harness(tmp_path, cores):
     db = tmp_path / "chan.db"
     boot = "openmpi" if "openmpi" in cores else next(iter(cores))
     for np_ in ("2", "4"):  # 4 is oversubscribed here: correctness only
-        rc = cli.main(["run", "--db", str(db), "--mpi", boot, "--np", np_,
+        rc = cli.main(["run", "--no-advise", "--db", str(db), "--mpi", boot, "--np", np_,
                        "--transport", "chan,chan-cma",
                        "--bench", "latency,bw,bibw,sendloop,barrier,alltoall",
                        "--sizes", "1:1M", "--factor", "32", "--min-samples", "5",
@@ -144,7 +144,7 @@ def test_channel_through_the_harness(tmp_path, cores):
 
 @pytest.mark.mpi
 def test_channel_refuses_mpi_only_benchmarks(capsys, cores):
-    rc = cli.main(["run", "--bench", "bcast", "--transport", "chan",
+    rc = cli.main(["run", "--no-advise", "--bench", "bcast", "--transport", "chan",
                    "--mpi", next(iter(cores))])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "runs over MPI only" in err[0]
@@ -153,7 +153,8 @@ def test_channel_refuses_mpi_only_benchmarks(capsys, cores):
 @pytest.mark.mpi
 def test_corruption_over_the_channel_is_caught(tmp_path, cores):
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--transport", "chan",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "latency", "--transport", "chan",
                    "--mpi", next(iter(cores)), "--sizes", "1K", "--inject", "corrupt@1K",
                    "--quiet", "--min-time", "0"])
     assert rc == 1

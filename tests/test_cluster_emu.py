@@ -142,7 +142,8 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
     for attempt in (1, 2):
         db = tmp_path / f"slow{attempt}.db"
         t0 = time.monotonic()
-        rc = cli.main(["run", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
+        rc = cli.main(["run", "--no-advise",
+                       "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
                        "--bench", "bw", "--sizes", "4K:1M", "--factor", "4", "--mpi", m,
                        "--timeout", "60", "--quiet"])
         runs = Store(db).runs()
@@ -162,7 +163,7 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
 
 def test_both_applications_across_two_emulated_nodes(two, cores, tmp_path):
     db = tmp_path / "apps.db"
-    assert cli.main(["run", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
+    assert cli.main(["run", "--no-advise", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
                      "--bench", "matmul,jacobi", "--param", "N=96", "--timeout", "120",
                      *[x for m in cores for x in ("--mpi", m)], *FAST]) == 0
     runs = runs_of(db)
@@ -181,7 +182,7 @@ def test_four_nodes_p2p_and_collective(four, cores, tmp_path):
     may hang in MPI_Finalize with more than two ranks over TCP; then the
     timeout must kill it, keep every record it wrote and say so."""
     db = tmp_path / "four.db"
-    rc = cli.main(["run", "--db", str(db), "--cluster", f"emu:{four}", "--np", "4",
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--cluster", f"emu:{four}", "--np", "4",
                    "--bench", "latency,allreduce", "--sizes", "8:512", "--factor", "64",
                    "--timeout", "40", *[x for m in cores for x in ("--mpi", m)], *FAST])
     runs = runs_of(db)
@@ -216,7 +217,7 @@ def test_killing_a_rank_mid_run_is_a_failure_and_leaves_nothing(two, cores, tmp_
     shm_before = set(os.listdir("/dev/shm"))
     node1 = emu.NETNS_DIR / emu.load(two).nodes[1].netns
     proc = subprocess.Popen(
-        [sys.executable, "-m", "commscope.cli", "run", "--db", str(db), "--cluster",
+        [sys.executable, "-m", "commscope.cli", "run", "--no-advise", "--db", str(db), "--cluster",
          f"emu:{two}", "--np", "2", "--mpi", name, "--bench", "latency", "--sizes", "1:4M",
          "--time-cap", "1", "--min-time", "0.5", "--timeout", "120", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

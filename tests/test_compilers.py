@@ -49,7 +49,8 @@ def test_a_wrapper_that_ignores_the_compiler_is_refused(impls):
 def test_gcc_and_clang_side_by_side(capsys, tmp_path, impls):
     db = tmp_path / "cc.db"
     names = sorted(impls)
-    rc, out, err = run(capsys, "run", "--db", str(db), "--mpi", ",".join(names), "--cc",
+    rc, out, err = run(capsys, "run", "--no-advise",
+                       "--db", str(db), "--mpi", ",".join(names), "--cc",
                        "gcc,clang", "--bench", "latency,allreduce", "--sizes", "8:4K",
                        "--factor", "8", "--min-samples", "5", "--time-cap", "0.1", "--no-probe",
                        "--no-advise")

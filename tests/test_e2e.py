@@ -24,7 +24,7 @@ QUICK = ["--sizes", "1:64K", "--factor", "4", "--min-samples", "5", "--time-cap"
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory, cores):
     db = tmp_path_factory.mktemp("e2e") / "e2e.db"
-    rc = cli.main(["run", "--db", str(db), "--quiet", "--bench", ",".join(P2P),
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--quiet", "--bench", ",".join(P2P),
                    *[x for m in cores for x in ("--mpi", m)], "--np", "2", *QUICK])
     assert rc == 0
     return db, sorted(cores)
@@ -108,7 +108,7 @@ def test_show_and_export(swept, capsys):
 def test_resume_skips_what_is_stored(swept, capsys):
     db, mpis = swept
     before = len(Store(db).runs())
-    rc = cli.main(["run", "--db", str(db), "--resume", "--bench", ",".join(P2P),
+    rc = cli.main(["run", "--no-advise", "--db", str(db), "--resume", "--bench", ",".join(P2P),
                    *[x for m in mpis for x in ("--mpi", m)], "--np", "2", *QUICK])
     assert rc == 0
     assert len(Store(db).runs()) == before
@@ -124,7 +124,8 @@ def test_a_cpu_hog_started_during_a_run_is_flagged(tmp_path, cores):
 
     db = tmp_path / "hog.db"
     m = sorted(cores)[0]
-    run = subprocess.Popen([sys.executable, "-m", "commscope.cli", "run", "--db", str(db),
+    run = subprocess.Popen([sys.executable, "-m", "commscope.cli", "run", "--no-advise",
+                            "--db", str(db),
                             "--quiet", "--bench", "latency", "--mpi", m, "--sizes", "8:4K",
                             "--factor", "8", "--min-time", "0.4", "--time-cap", "0.5"])
     time.sleep(0.8)  # the job has started and measures its first sizes
@@ -214,7 +215,7 @@ def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_
                        (["--min-samples", "50", "--max-samples", "10"],
                         "--max-samples is below --min-samples"),
                        (["--time-cap", "0.01", "--min-time", "1"], "--time-cap is below")):
-        rc = cli.main(["run", "--db", str(db), "--mpi", sorted(cores)[0], *args])
+        rc = cli.main(["run", "--no-advise", "--db", str(db), "--mpi", sorted(cores)[0], *args])
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and says in err[0], err
     assert not db.exists() or not Store(db).runs()

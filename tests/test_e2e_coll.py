@@ -32,10 +32,12 @@ def coll_db(tmp_path_factory, cores):
     db = tmp_path_factory.mktemp("coll") / "coll.db"
     mpis = [x for m in cores for x in ("--mpi", m)] + ["--noise-max-cores", "2"]
     for np_, root in ((2, 1), (4, 3)):
-        rc = cli.main(["run", "--db", str(db), "--bench", ",".join(COLL), "--np", str(np_),
+        rc = cli.main(["run", "--no-advise",
+                       "--db", str(db), "--bench", ",".join(COLL), "--np", str(np_),
                        "--root", str(root), *mpis, *TINY])
         assert rc == 0
-    rc = cli.main(["run", "--db", str(db), "--bench", "latency,loggp", "--np", "2", *mpis,
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "latency,loggp", "--np", "2", *mpis,
                    "--sizes", "1:64K", "--factor", "8", "--min-time", "0.01", "--quiet"])
     assert rc == 0
     return db, sorted(cores)
@@ -114,7 +116,8 @@ def test_corrupted_collective_is_caught(tmp_path, cores):
     """A byte spoiled where each collective's result lands (bcast's is its
     one buffer, not the receive buffer of the others) fails its record."""
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "allreduce,alltoall,bcast,bcast_sends",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "allreduce,alltoall,bcast,bcast_sends",
                    "--np", "2",
                    *TINY, "--inject", "corrupt@64", "--sizes", "64",
                    *[x for m in cores for x in ("--mpi", m)]])
@@ -125,7 +128,7 @@ def test_corrupted_collective_is_caught(tmp_path, cores):
 
 
 def test_root_outside_the_communicator(capsys, cores):
-    rc = cli.main(["run", "--bench", "bcast", "--np", "2", "--root", "5",
+    rc = cli.main(["run", "--no-advise", "--bench", "bcast", "--np", "2", "--root", "5",
                    "--mpi", sorted(cores)[0]])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "root 5 is outside the communicator of 2" in err[0]

@@ -30,7 +30,8 @@ def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):
     db = tmp_path / "hang.db"
     shm_before = _shm()
     t0 = time.monotonic()
-    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "hang@64",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "latency", "--inject", "hang@64",
                    "--timeout", "4", *[x for m in cores for x in ("--mpi", m)], *FAST])
     elapsed = time.monotonic() - t0
     assert rc == 1
@@ -47,7 +48,8 @@ def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):
 
 def test_crashed_rank_is_a_failure_and_the_sweep_continues(tmp_path, cores):
     db = tmp_path / "crash.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "latency,bw", "--inject", "crash@64",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "latency,bw", "--inject", "crash@64",
                    "--timeout", "30", *[x for m in cores for x in ("--mpi", m)], *FAST])
     assert rc == 1
     runs = Store(db).runs()
@@ -65,7 +67,8 @@ def test_crashed_rank_is_a_failure_and_the_sweep_continues(tmp_path, cores):
 
 def test_corrupted_data_fails_the_record_loudly(tmp_path, cores, capsys):
     db = tmp_path / "bad.db"
-    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "corrupt@16",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "latency", "--inject", "corrupt@16",
                    *[x for m in cores for x in ("--mpi", m)], *FAST])
     assert rc == 1
     store = Store(db)
@@ -138,7 +141,8 @@ def test_hang_after_the_last_record_costs_the_grace_not_the_timeout(tmp_path, co
     monkeypatch.setattr(runner, "EXIT_GRACE_S", 2.0)
     db = tmp_path / "exit.db"
     t0 = time.monotonic()
-    rc = cli.main(["run", "--db", str(db), "--bench", "latency", "--inject", "hang@exit",
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--bench", "latency", "--inject", "hang@exit",
                    "--timeout", "60", *[x for m in cores for x in ("--mpi", m)], *FAST])
     assert rc == 1
     assert time.monotonic() - t0 < len(cores) * 30

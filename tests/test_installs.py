@@ -190,7 +190,7 @@ def test_install_build_run_remove_open_mpi_5(capsys, cache, tmp_path):
     assert rc == 0 and out.startswith(f"openmpi5 is installed already in {prefix}"), err
 
     db = tmp_path / "o5.db"
-    rc, _, err = run(capsys, "run", "--db", str(db), "--quiet", "--mpi", "openmpi5",
+    rc, _, err = run(capsys, "run", "--no-advise", "--db", str(db), "--quiet", "--mpi", "openmpi5",
                      "--bench", "latency,allreduce", "--np", "2", "--sizes", "8:64K",
                      "--factor", "8", "--min-samples", "5", "--time-cap", "0.2",
                      "--min-time", "0.01")
@@ -318,11 +318,12 @@ def test_cuda_aware_passes_the_librarys_check_and_runs_on_the_stand_in(tmp_path,
     the library's support; on the stand-in, the job's header reads the
     library's own answer (compile and run time) and every message checks."""
     db = str(tmp_path / "c.db")
-    rc, _, err = run(capsys, "run", "--db", db, "--mpi", "openmpi-cuda", "--bench", "latency",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", db, "--mpi", "openmpi-cuda", "--bench", "latency",
                      "--path", "cuda-aware", "--no-probe", "--quiet")
     one_line_error(rc, err, "openmpi-cuda's core sees no GPU")
     monkeypatch.setenv("COMMSCOPE_GPU_STANDIN", "host")
-    rc, _, err = run(capsys, "run", "--db", db, "--mpi", "openmpi-cuda", "--bench",
+    rc, _, err = run(capsys, "run", "--no-advise", "--db", db, "--mpi", "openmpi-cuda", "--bench",
                      "latency,bw,allreduce,gpu_matmul", "--param", "N=32", "--sizes", "1:64K",
                      "--path", "cuda-aware", "--time-cap", "0.02", "--no-probe", "--quiet")
     assert rc == 0, err

@@ -79,7 +79,8 @@ def test_probe_prints_and_stores(capsys, tmp_path):
 def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, cores):
     name = sorted(cores)[0]
     db = tmp_path / "s.db"
-    rc, out, err = run(capsys, "run", "--db", str(db), "--mpi", name, "--bench", "latency",
+    rc, out, err = run(capsys, "run", "--no-advise",
+                       "--db", str(db), "--mpi", name, "--bench", "latency",
                        "--sizes", "1:8", "--time-cap", "0.05")
     assert rc == 0, err
     store = Store(db, create=False)
@@ -101,7 +102,8 @@ def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, 
     page = (tmp_path / "rep" / "index.html").read_text()
     section = page.split("<h2 id=machine>")[1].split("<h2")[0]
     assert f"<p>{escape(line)}</p>" in section and "core to core" in section
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", name, "--bench", "latency",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", name, "--bench", "latency",
                      "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet")
     assert rc == 0, err
     assert len(store.probes()) == 1

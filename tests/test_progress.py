@@ -110,7 +110,7 @@ QUICK = ["--bench", "latency", "--np", "2", "--sizes", "1:4", "--factor", "4", "
 
 
 def _argv(db, cores) -> list[str]:
-    return [sys.executable, "-m", "commscope.cli", "run", "--db", str(db), "--mpi",
+    return [sys.executable, "-m", "commscope.cli", "run", "--no-advise", "--db", str(db), "--mpi",
             sorted(cores)[0], *QUICK]
 
 

@@ -74,7 +74,8 @@ def alternate(capsys, db, mpi: str, sizes: str, factor: int, env, marker: str, r
     """bcast without and with a settings file, alternating, `rounds` times:
     the run's arguments, and per size the sorted ratios tuned / default
     within each round (the settings' configuration holds `marker`)."""
-    common = ["run", "--db", str(db), "--mpi", mpi, "--bench", "bcast", "--sizes", sizes,
+    common = ["run", "--no-advise",
+              "--db", str(db), "--mpi", mpi, "--bench", "bcast", "--sizes", sizes,
               "--factor", str(factor), "--min-samples", "8", "--time-cap", "0.3",
               "--no-probe", "--quiet"]
     for _ in range(rounds):
@@ -175,7 +176,8 @@ def test_intel_mpi_lists_its_algorithms_and_takes_the_written_strings(tmp_path, 
     env = tmp_path / "impi.env"
     env.write_text(with_selection(None, selection.intel_adjust(cs), "test", core))
     db = tmp_path / "i.db"
-    common = ["run", "--db", str(db), "--mpi", core.impl.name, "--bench", "bcast", "--sizes",
+    common = ["run", "--no-advise",
+              "--db", str(db), "--mpi", core.impl.name, "--bench", "bcast", "--sizes",
               "1K:1M", "--factor", "32", "--min-samples", "5", "--time-cap", "0.1",
               "--no-probe", "--quiet"]
     assert cli.main([*common, "--settings", str(env)]) == 0, capsys.readouterr().err

@@ -60,7 +60,8 @@ def test_a_setting_is_taken_and_a_misspelled_one_fails_the_job(capsys, tmp_path,
     good, bad = tmp_path / "good.env", tmp_path / "bad.env"
     good.write_text(f"{key}={value}\n")
     bad.write_text(f"{wrong}={value}\n")
-    base = ["run", "--db", str(db), "--mpi", family, "--bench", "latency", "--sizes", "8",
+    base = ["run", "--no-advise",
+            "--db", str(db), "--mpi", family, "--bench", "latency", "--sizes", "8",
             "--time-cap", "0.05", "--no-probe", "--quiet"]
     rc, _, err = run(capsys, *base, "--settings", str(good))
     assert rc == 0, err
@@ -81,10 +82,11 @@ def test_settings_on_a_cluster_and_unreadable_files_are_one_line(capsys, tmp_pat
     f.write_text("UCX_TLS=posix\n")
     hosts = tmp_path / "hosts"
     hosts.write_text("localhost slots=2\n")
-    rc, _, err = run(capsys, "run", "--settings", str(f), "--cluster", f"hostfile:{hosts}",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--settings", str(f), "--cluster", f"hostfile:{hosts}",
                      "--db", str(tmp_path / "x.db"))
     one_line_error(rc, err, "--settings applies to local runs only")
-    rc, _, err = run(capsys, "run", "--settings", str(tmp_path / "none.env"))
+    rc, _, err = run(capsys, "run", "--no-advise", "--settings", str(tmp_path / "none.env"))
     one_line_error(rc, err, "cannot read settings file")
 
 
@@ -97,7 +99,7 @@ def test_an_mpich_string_variable_is_checked_by_name_only(capsys, tmp_path, core
     assert settings.refused({"MPIR_CVAR_CH4_NETMOD": "ucx"}, {"MPIR_CVAR_CH4_NETMOD": ""}) == []
     good = tmp_path / "good.env"
     good.write_text("MPIR_CVAR_CH4_NETMOD=ucx\n")
-    rc, _, err = run(capsys, "run", "--db", str(tmp_path / "s.db"), "--mpi", "mpich",
+    rc, _, err = run(capsys, "run", "--no-advise", "--db", str(tmp_path / "s.db"), "--mpi", "mpich",
                      "--bench", "latency", "--sizes", "8", "--time-cap", "0.05", "--no-probe",
                      "--quiet", "--settings", str(good))
     assert rc == 0, err
@@ -135,7 +137,8 @@ def test_ucx_tls_is_taken_and_the_lanes_are_stored(capsys, tmp_path, cores, tls,
     env = tmp_path / "ucx.env"
     env.write_text(f"UCX_TLS={tls}\n")
     db = tmp_path / "u.db"
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", "mpich", "--bench", "latency",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", "mpich", "--bench", "latency",
                      "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet",
                      "--settings", str(env))
     assert rc == 0, err
@@ -199,7 +202,8 @@ def test_a_binding_is_taken_and_one_the_launcher_overrides_fails(capsys, tmp_pat
     if n < 2:
         pytest.skip("needs two cores")
     env, db = tmp_path / "b.env", tmp_path / "b.db"
-    args = ["run", "--db", str(db), "--mpi", family, "--bench", "latency", "--sizes", "8",
+    args = ["run", "--no-advise",
+            "--db", str(db), "--mpi", family, "--bench", "latency", "--sizes", "8",
             "--time-cap", "0.05", "--no-probe", "--quiet", "--settings", str(env)]
     for bind in ("none", "core"):
         env.write_text(f"COMMSCOPE_BIND={bind}\n")
@@ -249,7 +253,8 @@ def test_a_ucx_variable_ucx_did_not_take_fails_the_job(capsys, tmp_path, cores, 
     if family not in cores:
         pytest.skip(f"{family} not installed")
     env = tmp_path / "ucx.env"
-    args = ["run", "--db", str(tmp_path / "u.db"), "--mpi", family, "--bench", "latency",
+    args = ["run", "--no-advise",
+            "--db", str(tmp_path / "u.db"), "--mpi", family, "--bench", "latency",
             "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet", "--settings", str(env)]
     env.write_text(f"{key}=16k\n")
     rc, _, err = run(capsys, *args)
@@ -296,7 +301,8 @@ def test_the_report_says_what_ucx_chose(capsys, tmp_path, cores):
         pytest.skip("mpich not installed")
     env, db = tmp_path / "u.env", tmp_path / "u.db"
     env.write_text("UCX_TLS=tcp,self\n")
-    rc, _, err = run(capsys, "run", "--db", str(db), "--mpi", "mpich", "--bench", "latency",
+    rc, _, err = run(capsys, "run", "--no-advise",
+                     "--db", str(db), "--mpi", "mpich", "--bench", "latency",
                      "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet",
                      "--settings", str(env))
     assert rc == 0, err

@@ -55,7 +55,7 @@ def test_srun_runs_both_mpis_with_their_pmi_plugin(slurm, cores, tmp_path):
     # a busy loop Open MPI's job under srun took 47 s once and passed 60 s once
     db = tmp_path / "srun.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
-    assert cli.main(["run", "--db", str(db), "--cluster", "slurm", "--np", "2",
+    assert cli.main(["run", "--no-advise", "--db", str(db), "--cluster", "slurm", "--np", "2",
                      "--bench", "latency,allreduce", "--timeout", "240", *mpis, *FAST]) == 0
     runs = Store(db).runs()
     assert len(runs) == len(cores)  # latency and allreduce in one launch
@@ -119,7 +119,8 @@ def test_a_hung_srun_job_is_killed_with_its_step(slurm, cores, tmp_path):
     # not enough once (killed before the first size), so it gets 30, and with
     # both cores busy even 30 s once ended it during the second size: what
     # must hold is that what ended before the kill is kept and nothing after
-    rc = cli.main(["run", "--db", str(db), "--cluster", "slurm", "--np", "2", "--mpi", name,
+    rc = cli.main(["run", "--no-advise",
+                   "--db", str(db), "--cluster", "slurm", "--np", "2", "--mpi", name,
                    "--bench", "latency", "--inject", "hang@512", "--timeout", "30", *FAST[2:],
                    "--sizes", "8:4K", "--factor", "8"])
     assert rc == 1 and time.monotonic() - t0 < 120
