@@ -57,3 +57,12 @@ def mpi_processes() -> list[str]:
     # process from a live one
     return [" ".join(line.split()) for line in out.splitlines()[1:]
             if any(line.split()[1].startswith(n) for n in names)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for the MPIs or their built cores builds and launches
+    for real: marked `mpi` with those that say so, so that `pytest -m "not
+    mpi"` is the fast set (fixed data, golden outputs, errors) of a minute."""
+    for item in items:
+        if {"impls", "cores"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.mpi)

@@ -124,6 +124,7 @@ def test_evicted_times_each_operation_alone_after_a_stream_beyond_the_cache(core
     assert rc != 0 and not r["valid"] and "byte 2048" in r["error"], r.get("error")
 
 
+@pytest.mark.slow
 def test_bad_buffers_input_is_one_line(capsys, tmp_path):
     db = tmp_path / "x.db"
     for args, says in (

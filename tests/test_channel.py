@@ -84,6 +84,7 @@ def _tsan_build(tmp_path, name, *defines):
     return exe
 
 
+@pytest.mark.slow
 def test_stress_under_thread_sanitizer(tmp_path):
     exe = _tsan_build(tmp_path, "stress-tsan")
     for args in (["--msgs", "100"], ["--msgs", "100", "--small"]):
@@ -92,6 +93,7 @@ def test_stress_under_thread_sanitizer(tmp_path):
         assert p.returncode == 0 and "all checked" in p.stdout
 
 
+@pytest.mark.slow
 def test_thread_sanitizer_sees_a_race_in_the_shared_segment(tmp_path):
     """The threads share one mapping of the segment, so a weakened ordering
     (the message stamp published relaxed instead of release) is a race
