@@ -187,6 +187,99 @@ def compare_collectives(core: build.Core, osu_root: Path, rounds: int, tmp: Path
     return rows
 
 
+# The fidelity table (docs/fidelity.md): each row, commscope's statistic over
+# the reference's, both at one size, alternated within every round.
+#   key: (commscope bench, size, statistic, reference, its program, size)
+TABLE = (
+    ("allreduce 8 B, rank-average mean / osu_allreduce", "allreduce", 8, "rank-mean",
+     "osu", "osu_allreduce"),
+    ("bcast 64 KiB, rank-average mean / osu_bcast", "bcast", 65536, "rank-mean", "osu",
+     "osu_bcast"),
+    ("bw 1 MiB, from the mean / osu_bw", "bw", 1 << 20, "bw-mean", "osu", "osu_bw"),
+    ("latency 8 B, per-iteration mean / osu_latency", "latency", 8, "mean", "osu",
+     "osu_latency"),
+    ("latency 8 B, headline (median) / IMB PingPong", "latency", 8, "median", "imb",
+     "PingPong"),
+)
+TABLE_TARGETS = {"osu_latency": (0.97, 1.03)}
+
+
+def cs_figure(rec: Result, stat: str, size: int) -> float:
+    """The commscope figure a row compares: time in us, or MB/s for bw."""
+    if stat == "rank-mean":
+        assert rec.mean_rank_avg_us
+        return rec.mean_rank_avg_us
+    if stat == "bw-mean":
+        assert rec.mean_us
+        return size / rec.mean_us
+    v = rec.median_us if stat == "median" else rec.mean_us
+    assert v
+    return v
+
+
+def ref_figure(core: build.Core, osu_root: Path, imb: Path | None, tool: str, prog: str,
+               bench: str, size: int) -> float:
+    if tool == "imb":
+        assert imb is not None
+        # PingPong's t[usec] is half the round trip of a loop timed whole: the
+        # latency OSU and commscope print
+        log2 = max(size.bit_length() - 1, 0)
+        return imb_value(launch(core.impl, imb, ["PingPong", "-msglog", f"{log2}:{log2}",
+                                                 "-iter", "100000", "-iter_policy", "off"]),
+                         size)
+    exe = find_exe(osu_root, prog)
+    args = ["-m", f"{size}:{size}"]
+    if bench in ("allreduce", "bcast"):  # run about as long as commscope samples a size
+        n = OSU_ITERS[size]
+        args += ["-i", str(n), "-x", str(n // 20)]
+        if bench == "allreduce" and osu_takes(exe, b"mpi_int"):
+            args += ["-T", "mpi_int"]
+    return osu_value(launch(core.impl, exe, args), size)
+
+
+def fidelity_table(core: build.Core, osu_root: Path, imb: Path | None, rounds: int,
+                   tmp: Path) -> tuple[dict[str, list[tuple[float, float]]], list[float]]:
+    """Every row of TABLE, `rounds` rounds, commscope and the reference
+    alternated within each (A B, then B A): per row, (commscope, reference)
+    per round; and the core-to-core floor each round's first record carried."""
+    rows = [r for r in TABLE if r[4] == "osu" or imb is not None]
+    got: dict[str, list[tuple[float, float]]] = {r[0]: [] for r in rows}
+    floors: list[float] = []
+    for k in range(rounds):
+        first = True
+        for label, bench, size, stat, tool, prog in rows:
+            pair = {}
+            for who in (("cs", "ref") if k % 2 == 0 else ("ref", "cs")):
+                if who == "cs":
+                    rec = cs_record(core, bench, size, tmp)
+                    pair["cs"] = cs_figure(rec, stat, size)
+                    if first:
+                        floors.append(rec.floor_ns or float("nan"))
+                        first = False
+                else:
+                    pair["ref"] = ref_figure(core, osu_root, imb, tool, prog, bench, size)
+            got[label].append((pair["cs"], pair["ref"]))
+    return got, floors
+
+
+def print_table(name: str, got: dict[str, list[tuple[float, float]]],
+                floors: list[float]) -> None:
+    print(f"\n[{name}] {len(floors)} rounds, alternated; floor at each round's start (ns): "
+          + " ".join(f"{f:.0f}" for f in floors))
+    print("| figure | commscope | reference | ratio of medians | per-round ratios (min-max) |"
+          " target |")
+    print("|---|---|---|---|---|---|")
+    for label, pairs in got.items():
+        cs = statistics.median(c for c, _ in pairs)
+        ref = statistics.median(r for _, r in pairs)
+        per = [c / r for c, r in pairs]
+        lo, hi = TABLE_TARGETS.get(label.split(" / ")[-1], TARGETS["bw"])
+        ratio = cs / ref
+        ok = "ok" if lo <= ratio <= hi else "MISS"
+        print(f"| {label} | {cs:.4g} | {ref:.4g} | {ratio:.3f} | {min(per):.3f}-{max(per):.3f} "
+              f"| {lo}-{hi} {ok} |")
+
+
 class NoiseWatch:
     """CPU used by other processes while a bench ran: figures taken on a
     busy machine say little, so every bench prints it."""
@@ -217,7 +310,19 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=6, help="alternation rounds (default 6)")
     ap.add_argument("--collectives", action="store_true",
                     help="compare allreduce, bcast and alltoall instead of point-to-point")
+    ap.add_argument("--table", action="store_true",
+                    help="the fidelity table (docs/fidelity.md): allreduce 8 B, bcast 64 KiB, "
+                         "bw 1 MiB, latency 8 B against OSU, and against IMB's PingPong "
+                         "with --imb, in one run, with the floor of each round")
+    ap.add_argument("--imb", action="append", default=[], metavar="MPI=IMB-MPI1",
+                    help="an MPI name and its IMB-MPI1 (with --table)")
     a = ap.parse_args()
+    imbs = {}
+    for item in a.imb:
+        name, _, exe = item.partition("=")
+        if not exe or not Path(exe).is_file():
+            sys.exit(f"compare_osu: bad --imb '{item}' (MPI=path of IMB-MPI1)")
+        imbs[name] = Path(exe)
     impls = {m.name: m for m in discovery.discover()}
     pairs = []
     for item in a.osu:
@@ -229,6 +334,15 @@ def main() -> int:
     rows = []
     coll_rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        if a.table:
+            print(f"commscope against OSU and IMB, {a.rounds} alternating rounds, medians; "
+                  f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores, 2 ranks")
+            for name, folder in pairs:
+                core = build.build(impls[name])
+                got, floors = fidelity_table(core, folder, imbs.get(name), a.rounds, Path(tmp))
+                print_table(name, got, floors)
+            print(f"\n{watch.line()}")
+            return 0
         for name, folder in pairs:
             core = build.build(impls[name])
             if a.collectives:
