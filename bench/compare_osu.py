@@ -223,10 +223,15 @@ def ref_figure(core: build.Core, osu_root: Path, imb: Path | None, tool: str, pr
         assert imb is not None
         # PingPong's t[usec] is half the round trip of a loop timed whole: the
         # latency OSU and commscope print
+        # (printed to 0.01 us: 2% of 0.5 us)
         log2 = max(size.bit_length() - 1, 0)
-        return imb_value(launch(core.impl, imb, ["PingPong", "-msglog", f"{log2}:{log2}",
-                                                 "-iter", "100000", "-iter_policy", "off"]),
-                         size)
+        out = launch(core.impl, imb, ["PingPong", "-msglog", f"{log2}:{log2}",
+                                      "-iter", "100000", "-iter_policy", "off"])
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) == 4 and f[0] == str(size):  # #bytes #repetitions t[usec] Mbytes/sec
+                return float(f[2])
+        raise SystemExit(f"compare_osu: no PingPong row for {size} B in IMB output:\n{out}")
     exe = find_exe(osu_root, prog)
     args = ["-m", f"{size}:{size}"]
     if bench in ("allreduce", "bcast"):  # run about as long as commscope samples a size
@@ -251,7 +256,10 @@ def fidelity_table(core: build.Core, osu_root: Path, imb: Path | None, rounds: i
             pair = {}
             for who in (("cs", "ref") if k % 2 == 0 else ("ref", "cs")):
                 if who == "cs":
-                    rec = cs_record(core, bench, size, tmp)
+                    # OSU reads the clock around every iteration: commscope's
+                    # per-iteration samples (--sample-us 0) for its mean
+                    per_iter = ["--sample-us", "0"] if stat == "mean" else []
+                    rec = cs_record(core, bench, size, tmp, per_iter)
                     pair["cs"] = cs_figure(rec, stat, size)
                     if first:
                         floors.append(rec.floor_ns or float("nan"))
