@@ -277,8 +277,10 @@ def test_mpich_reads_the_selection_file_and_applies_it_where_it_says(tmp_path, c
     db = tmp_path / "m.db"
     common, at = alternate(capsys, db, "mpich", "256K:1M", 4, env,
                            "SELECTION_TUNING_JSON_FILE", 5)
-    assert at[1 << 18][2] > 1.4, at  # the median round: about 2x here
-    assert at[1 << 20][2] < 1.3, at  # about 1x
+    # the median round: 1.5-2x idle, 1.31-1.36 in every round beside a busy
+    # core (where 1 MiB read 0.88-1.07): taken where the file says, not beyond
+    assert at[1 << 18][2] > 1.2 and at[1 << 20][2] < 1.15, at
+    assert at[1 << 18][2] > at[1 << 20][2] + 0.15, at
     broken = tmp_path / "broken.json"
     broken.write_text(sel.read_text().replace("_intra_scatter_ring_allgather\": {}",
                                               "_intra_warp_drive\": {}", 1))
