@@ -163,8 +163,19 @@ def test_the_paths_logic_moves_and_checks_every_message_with_host_memory_standin
         assert all(r.valid for r in parsed.results)
         bw = [r for r in parsed.results if r.bench == "bw" and r.size_bytes == 262144]
         # a whole window checked, each message in its own slot (the window may be
-        # narrowed to fit the time cap)
-        assert bw and bw[0].window and bw[0].window > 1
+        # narrowed to fit the time cap).  Noise policy: beside a busy core one
+        # 256 KiB message once took past the 4 ms a 0.02 s cap leaves a window,
+        # which narrowed to 1; then that size alone again, with room for a window
+        assert bw and bw[0].window
+        if bw[0].window == 1:
+            print(f"{family} {path}: the window at 256 KiB narrowed to 1 (a message took "
+                  "over 4 ms): measured again under a 0.5 s cap")
+            again = tmp_path / f"{family}-{path}-bw.jsonl"
+            p = _mpirun(core, 2, ["--bench", "bw", "--sizes", "256K", "--time-cap", "0.5",
+                                  "--path", path, *extra, "--output", str(again)], STANDIN)
+            assert p.returncode == 0, p.stderr[-2000:]
+            bw = parse_file(again).results
+        assert bw[0].valid and bw[0].window > 1, bw
         assert bw[0].checked_msgs >= bw[0].window
 
 
