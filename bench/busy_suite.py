@@ -80,6 +80,8 @@ def main() -> int:
     ap.add_argument("--both-for", type=float, default=120.0)
     ap.add_argument("--keep", type=Path, help="the clone and the logs go here")
     a = ap.parse_args()
+    if a.runs < 1 or a.both_at < 0 or a.both_for < 0:
+        ap.error("--runs is 1 or more; --both-at and --both-for are seconds, 0 or more")
     work = a.keep or Path(tempfile.mkdtemp(prefix="commscope-busy-"))
     work.mkdir(parents=True, exist_ok=True)
     clone = work / "clone"

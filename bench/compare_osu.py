@@ -201,7 +201,8 @@ TABLE = (
     ("latency 8 B, headline (median) / IMB PingPong", "latency", 8, "median", "imb",
      "PingPong"),
 )
-TABLE_TARGETS = {"osu_latency": (0.97, 1.03)}
+TABLE_TARGETS = {"osu_latency": (0.97, 1.03)}  # by reference; the rest: TABLE_TARGET
+TABLE_TARGET = (0.95, 1.05)
 
 
 def cs_figure(rec: Result, stat: str, size: int) -> float:
@@ -281,7 +282,7 @@ def print_table(name: str, got: dict[str, list[tuple[float, float]]],
         cs = statistics.median(c for c, _ in pairs)
         ref = statistics.median(r for _, r in pairs)
         per = [c / r for c, r in pairs]
-        lo, hi = TABLE_TARGETS.get(label.split(" / ")[-1], TARGETS["bw"])
+        lo, hi = TABLE_TARGETS.get(label.split(" / ")[-1], TABLE_TARGET)
         ratio = cs / ref
         ok = "ok" if lo <= ratio <= hi else "MISS"
         print(f"| {label} | {cs:.4g} | {ref:.4g} | {ratio:.3f} | {min(per):.3f}-{max(per):.3f} "
