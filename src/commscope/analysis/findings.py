@@ -96,10 +96,34 @@ def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]],
     return bh_keep(ps) if ps else set()
 
 
-def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
+SCREEN_FACTOR = 1.2  # the least ratio a screened size needs to be measured again
+
+
+def screened(a: Point, b: Point) -> int:
+    """+1 when a looks above b to a screen (the diagnosis measures every
+    candidate again over interleaved rounds, which decide): a ratio of
+    SCREEN_FACTOR or more, and every repetition of one above every
+    repetition of the other (or their intervals apart)."""
+    hi, lo = (a, b) if a.median >= b.median else (b, a)
+    if hi.median < SCREEN_FACTOR * lo.median:
+        return 0
+    apart = (len(hi.reps) >= 2 and len(lo.reps) >= 2 and min(hi.reps) > max(lo.reps)) or \
+        separated(hi, lo) != 0
+    return 0 if not apart else (1 if hi is a else -1)
+
+
+def faster_implementation(series: Mapping[tuple[Config, str], Series],
+                          screen: bool = False) -> list[Finding]:
     """Configurations are compared by identity (their key, where they have
     one); their labels only name them, so two in one comparison that one
-    label would name are an error, not one silently standing for both."""
+    label would name are an error, not one silently standing for both.
+
+    screen: what the diagnosis measures again (analysis/gaps.py), not what
+    is claimed: every size whose repetitions stand apart by SCREEN_FACTOR
+    or more, with no correction for how many were looked at.  With three
+    repetitions a corrected test keeps a 2x gap on one run and drops it on
+    the next, and a gap not screened is never confirmed: the diagnosis's
+    own rounds are the test."""
     from ..errors import CommscopeError
 
     out: list[Finding] = []
@@ -123,7 +147,7 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                     "no finding can say which of them is faster")
             named[name] = s
             cfgs[(np_, cluster, bench, name)] = cfg
-    kept = _welch_family(groups, cfgs)
+    kept = set() if screen else _welch_family(groups, cfgs)
     for (np_, cluster, bench), by_mpi in sorted(groups.items()):
         mpis = sorted(by_mpi)
         for i, a in enumerate(mpis):
@@ -141,8 +165,10 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series]) -> list[F
                     sign = separated(sa[s], sb[s])  # time: lower is faster
                     ratio = max(sa[s].median, sb[s].median) / min(sa[s].median, sb[s].median)
                     tested = len(sa[s].reps) >= 2 and len(sb[s].reps) >= 2
-                    if ratio < MIN_FACTOR or (tested and ((np_, cluster, bench), a, b, s)
-                                              not in kept):
+                    if screen:
+                        sign = screened(sa[s], sb[s])
+                    elif ratio < MIN_FACTOR or (tested and ((np_, cluster, bench), a, b, s)
+                                                not in kept):
                         sign = 0
                     marks.append((s, a if sign < 0 else b if sign > 0 else None))
                 one = bench_facts(bench).sizeless  # barrier: its one size is all there is
@@ -316,11 +342,13 @@ def merged(found: list[Finding]) -> list[Finding]:
     return sorted(out, key=lambda f: -f.gain)
 
 
-def all_findings(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
+def all_findings(series: Mapping[tuple[Config, str], Series],
+                 screen: bool = False) -> list[Finding]:
     """Oversubscribed series (more ranks than cores) measure the scheduler,
-    not the communication: no finding is drawn from them."""
+    not the communication: no finding is drawn from them.  screen: the
+    candidates of a diagnosis (faster_implementation)."""
     series = {k: s for k, s in series.items() if not k[0].oversubscribed}
-    return merged(faster_implementation(series) + bandwidth_drops(series)
+    return merged(faster_implementation(series, screen) + bandwidth_drops(series)
                   + protocol_switches(series) + collectives_vs_sends(series)
                   + guideline_violations(series))
 
@@ -357,7 +385,7 @@ def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Seri
 
 
 def explained(store, series: Mapping[tuple[Config, str], Series],
-              run_ids: Sequence[int], mode_ns: float | None = None
+              run_ids: Sequence[int], mode_ns: float | None = None, screen: bool = False
               ) -> tuple[list[Finding], dict[str, causes.Fix]]:
     """Every finding with its cause, from what the store recorded about the
     jobs (their control variables) and the machine (the probe taken with
@@ -366,7 +394,7 @@ def explained(store, series: Mapping[tuple[Config, str], Series],
     carried over (the host's modes can reverse an effect)."""
     prow = store.probe_for(run_ids)
     probe = json.loads(prow["data"]) if prow is not None else None
-    found = attribute(all_findings(series), series, causes.facts_of(store.db, series),
+    found = attribute(all_findings(series, screen), series, causes.facts_of(store.db, series),
                       causes.machine_of(probe))
     fixes = {}
     for k, text in store.advice().items():

@@ -34,7 +34,7 @@ def diagnose_sweep(store: Store, sweeps: list[int], *, budget_s: float, out_dir:
                              "that ended cleanly")
     rows = aggregate(store.result_rows(run_ids=ids), mode="dominant")
     series = collect(rows)
-    found, _ = findings.explained(store, series, ids)
+    found, _ = findings.explained(store, series, ids, screen=True)
     names = sorted({str(r["mpi_name"]) for r in rows})
     if impls is None:
         impls = discovery.select(names)

@@ -232,7 +232,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
         return
     rows = aggregate(store.result_rows(run_ids=ids), mode="dominant")
     series = collect(rows)
-    found, _ = findings.explained(store, series, ids)
+    found, _ = findings.explained(store, series, ids, screen=True)
     row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
     say = (lambda _: None) if a.quiet else print
     t0 = time.monotonic()
