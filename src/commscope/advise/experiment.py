@@ -13,11 +13,22 @@ fails twice is broken and stops running.
 Every job is an ordinary run of the store, kept in the sweep it concerns
 and marked with the experiment (`trial`): what was measured stays stored
 whatever happens next (Ctrl-C included), and the sweep's own runs are
-still only those it planned."""
+still only those it planned.
+
+Arms of one implementation whose settings cannot reach each other's
+benchmarks share a job (packs): MPICH's alltoall algorithm forced beside
+its reduce_scatter algorithm, each measured on its own call only.  A
+job's start costs 0.15-0.4 s here against about 10 ms a size, and a wave
+of hypotheses is mostly starts.  A setting shares a job only where the
+library's sources bound what it changes (scope); a collective that others
+are built from (bcast, reduce, gather, scatter, barrier: Open MPI's
+allreduce `nonoverlapping` is a reduce then a bcast) and every
+point-to-point setting keep their own."""
 
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -116,9 +127,82 @@ class Clock:
         self.seen.append((impl, points, seconds))
 
 
+MAX_PACK = 6  # arms one job measures at most (a longer job risks more on one failure)
+# the collectives a forced algorithm of one call stays within: none of them
+# is called inside another collective by the libraries' algorithms
+_ALONE = {"allreduce": "allreduce", "alltoall": "alltoall", "allgather": "allgather",
+          "reduce_scatter_block": "reduce_scatter"}
+_SCOPED = (re.compile(r"^MPIR_CVAR_([A-Z_]+?)_(?:POSIX_)?(?:INTRA_ALGORITHM|DEVICE_COLLECTIVE)$"),
+           re.compile(r"^OMPI_MCA_coll_tuned_([a-z_]+)_algorithm$"),
+           re.compile(r"^I_MPI_ADJUST_([A-Z_]+)$"))
+
+
+def scope(var: str) -> str | None:
+    """The one benchmark a setting can change, or None: it may change any."""
+    for rx in _SCOPED:
+        m = rx.match(var)
+        if m:
+            return _ALONE.get(m.group(1).lower())
+    return None
+
+
+def _benches(a: Arm) -> set[str]:
+    return {b.split("@", 1)[0] for benches, _, _ in a.jobs for b in benches.split(",")}
+
+
+def _fits(a: Arm, b: Arm) -> bool:
+    """May a and b share a job: one library and options, no benchmark in
+    common, no setting of one that the other's benchmarks could feel (a
+    setting both carry alike is in both jobs anyway)."""
+    if (a.core.impl.name != b.core.impl.name or a.place != b.place or a.opts != b.opts
+            or a.strict != b.strict or len(a.jobs) != 1 or len(b.jobs) != 1
+            or a.jobs[0][1:] != b.jobs[0][1:]):
+        return False
+    ba, bb = _benches(a), _benches(b)
+    if ba & bb:
+        return False
+    sa, sb = dict(a.settings), dict(b.settings)
+    for k in sa.keys() & sb.keys():
+        if sa[k] != sb[k]:
+            return False
+    for mine, theirs in ((sa, bb), (sb, ba)):
+        for k in mine.keys() - (sa.keys() & sb.keys()):
+            sc = scope(k)
+            if sc is None or sc in theirs:
+                return False
+    return True
+
+
+def packs(arms: Sequence[Arm], alone: Iterable[str] = ()) -> list[tuple[Arm, ...]]:
+    """The arms in jobs: each pack one job, in the arms' order.  `alone`:
+    arms that run by themselves (their shared job failed)."""
+    solo = set(alone)
+    out: list[list[Arm]] = []
+    for a in arms:
+        for p in out if a.name not in solo else ():
+            if (len(p) < MAX_PACK and p[0].name not in solo
+                    and all(_fits(a, b) for b in p)):
+                p.append(a)
+                break
+        else:
+            out.append([a])
+    return [tuple(p) for p in out]
+
+
+def joined(pack: Sequence[Arm]) -> Arm:
+    """One arm that runs a pack's job: every member's settings and benchmarks."""
+    if len(pack) == 1:
+        return pack[0]
+    a = pack[0]
+    settings = tuple(sorted({k: v for m in pack for k, v in m.settings}.items()))
+    benches = ",".join(m.jobs[0][0] for m in pack)
+    return Arm("+".join(m.name for m in pack), a.core, a.place, a.opts, settings,
+               ((benches, *a.jobs[0][1:]),), a.strict)
+
+
 def round_s(arms: Iterable[Arm], clock: Clock) -> float:
     return sum(clock.job_s(points(b, s, f), a.core.impl.name)
-               for a in arms for b, s, f in a.jobs)
+               for a in map(joined, packs(list(arms))) for b, s, f in a.jobs)
 
 
 def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
@@ -132,6 +216,7 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
     where the deadline holds it."""
     out = Rounds()
     fails: dict[str, int] = {}
+    alone: set[str] = set()  # arms whose shared job failed: by themselves from then on
     rng = random.Random(seed)
     live = list(arms)
     t0 = time.monotonic()
@@ -141,14 +226,16 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
             if round_s(live, clock) > clock.left():
                 out.stopped = "budget"
                 break
-            order = list(live)
+            order = packs(live, alone)
             if k % 2 == 1:
                 order.reverse()  # an arm's place in the round alternates, then shuffles
             elif k > 0:
                 rng.shuffle(order)
             if progress is not None:
-                progress.total += sum(len(a.jobs) for a in order)
-            for arm in order:
+                progress.total += sum(len(joined(p).jobs) for p in order)
+            while order:
+                pack = order.pop(0)
+                arm = joined(pack)
                 figs: Figures = {}
                 for job in arm.job_list(trial, r):
                     n = points(job.bench, job.opts.sizes, job.opts.factor)
@@ -163,6 +250,13 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
                     out.run_ids.append(o.run_id)
                     if progress is not None:
                         progress.end(job.label, o.status)
+                    if o.status != OK and len(pack) > 1:
+                        # which one failed it: each runs alone, in this round already
+                        alone.update(m.name for m in pack)
+                        order[:0] = [(m,) for m in pack]
+                        if progress is not None:
+                            progress.total += len(pack)
+                        break
                     if o.status != OK:
                         fails[arm.name] = fails.get(arm.name, 0) + 1
                         if fails[arm.name] >= BROKEN_AFTER or arm.settings and "settings" in (
@@ -170,8 +264,11 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
                             out.broken[arm.name] = f"{o.status}: {o.message}"[:300]
                         continue
                     figs.update(_figures(store, o.run_id, out))
-                if figs:
-                    out.figures.setdefault(arm.name, {})[r] = figs
+                for m in pack:
+                    mine = _benches(m)
+                    got = {k: v for k, v in figs.items() if k[0] in mine}
+                    if got:
+                        out.figures.setdefault(m.name, {})[r] = got
             live = [a for a in live if a.name not in out.broken]
             if active is not None:
                 want = active(out, r)

@@ -1,0 +1,91 @@
+"""Experiments: arms of one library whose settings cannot reach each
+other's benchmarks share a job (advise/experiment.py), and each arm gets
+back only its own benchmarks' figures."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from commscope.advise import experiment as ex
+from commscope.measure.cluster import Placement
+from commscope.measure.plan import CoreOptions
+
+MPICH = SimpleNamespace(impl=SimpleNamespace(name="mpich"))
+OMPI = SimpleNamespace(impl=SimpleNamespace(name="openmpi"))
+OPTS = CoreOptions(sizes="1:4M", factor=2)
+FALLBACK = ("MPIR_CVAR_COLLECTIVE_FALLBACK", "error")
+
+
+def _arm(name, bench, *settings, core=MPICH):
+    return ex.Arm(name, core, Placement(1, 2), OPTS, tuple(sorted(settings)),
+                  ((f"{bench}@8:64", "1:4M", 2),), strict=bool(settings))
+
+
+def _alg(call, var, alg="x"):
+    return _arm(f"mpich|{call}={alg}", call, (f"MPIR_CVAR_{var}_INTRA_ALGORITHM", alg), FALLBACK)
+
+
+def test_a_setting_shares_a_job_only_where_the_sources_bound_what_it_changes():
+    assert ex.scope("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") == "alltoall"
+    assert ex.scope("MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM") == "reduce_scatter"
+    assert ex.scope("MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM") == "allreduce"
+    assert ex.scope("OMPI_MCA_coll_tuned_allgather_algorithm") == "allgather"
+    assert ex.scope("I_MPI_ADJUST_ALLTOALL") == "alltoall"
+    # a collective others are built from, a switch of every collective, a point-to-point limit
+    for var in ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "OMPI_MCA_coll_tuned_reduce_algorithm",
+                "MPIR_CVAR_DEVICE_COLLECTIVES", "OMPI_MCA_btl_vader_eager_limit",
+                "MPIR_CVAR_BARRIER_DEVICE_COLLECTIVE", "MPIR_CVAR_COLLECTIVE_FALLBACK"):
+        assert ex.scope(var) is None, var
+
+
+def test_algorithms_of_different_calls_share_a_job_and_nothing_else_does():
+    a2a, rs, ar = (_alg("alltoall", "ALLTOALL"), _alg("reduce_scatter", "REDUCE_SCATTER_BLOCK"),
+                   _alg("allreduce", "ALLREDUCE"))
+    a2a2 = _alg("alltoall", "ALLTOALL", "y")  # the same call: another job
+    bc = _alg("bcast", "BCAST")  # bcast runs inside others: alone
+    base = _arm("mpich", "alltoall")  # the default, on a call a setting changes: alone
+    eager = _arm("mpich|eager", "reduce", ("MPIR_CVAR_CH4_EAGER_MAX", "65536"))
+    other = _arm("openmpi|alltoall=2", "allgather",
+                 ("OMPI_MCA_coll_tuned_allgather_algorithm", "2"), core=OMPI)
+    nofb = _arm("mpich|allgather=ring", "allgather",
+                ("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", "ring"))  # no fallback probe
+    got = ex.packs([a2a, rs, a2a2, bc, base, ar, eager, other, nofb])
+    names = [[a.name for a in p] for p in got]
+    assert names == [[a2a.name, rs.name, ar.name], [a2a2.name], [bc.name], [base.name],
+                     [eager.name], [other.name], [nofb.name]]
+    job = ex.joined(got[0])
+    assert job.jobs == (("alltoall@8:64,reduce_scatter@8:64,allreduce@8:64", "1:4M", 2),)
+    assert dict(job.settings) == {**dict(a2a.settings), **dict(rs.settings), **dict(ar.settings)}
+    # an arm whose shared job failed runs alone from then on
+    assert [[a.name for a in p] for p in ex.packs([a2a, rs, ar], alone={rs.name})] == [
+        [a2a.name, ar.name], [rs.name]]
+
+
+def test_a_shared_job_hands_each_arm_its_own_figures_and_a_failed_one_goes_alone(monkeypatch):
+    a2a, rs = _alg("alltoall", "ALLTOALL"), _alg("reduce_scatter", "REDUCE_SCATTER_BLOCK")
+    jobs: list[tuple[str, tuple]] = []
+
+    def run_job(job, store, sweep_id, *, timeout_s, policy):
+        jobs.append((job.bench, job.settings))
+        fail = len(jobs) == 1  # the first shared job fails: each runs alone after
+        return SimpleNamespace(run_id=len(jobs), status="failed" if fail else "ok",
+                               message="")
+
+    def figures(store, run_id, rounds):
+        bench = jobs[run_id - 1][0]
+        return {(b.split("@")[0], 8): (float(run_id), 100.0, None) for b in bench.split(",")}
+
+    monkeypatch.setattr(ex, "run_job", run_job)
+    monkeypatch.setattr(ex, "_figures", figures)
+    got = ex.run([a2a, rs], None, sweep_id=None, trial="explain", clock=ex.Clock(1e18),
+                 rounds=2, policy=None)
+    # round 1: the shared job fails, then each alone in the same round; round 2: alone
+    assert [b for b, _ in jobs] == ["alltoall@8:64,reduce_scatter@8:64",
+                                    "alltoall@8:64", "reduce_scatter@8:64",
+                                    "reduce_scatter@8:64", "alltoall@8:64"]
+    assert jobs[0][1] == tuple(sorted({*a2a.settings, *rs.settings}))
+    assert set(got.figures[a2a.name]) == {1, 2} and set(got.figures[rs.name]) == {1, 2}
+    for arm, bench in ((a2a, "alltoall"), (rs, "reduce_scatter")):
+        for figs in got.figures[arm.name].values():
+            assert set(figs) == {(bench, 8)}
+    assert not got.broken
