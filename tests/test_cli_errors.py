@@ -69,6 +69,26 @@ def test_show_without_store(capsys, tmp_path):
     assert not (tmp_path / "none.db").exists()
 
 
+def test_run_bench_list_names_every_benchmark_under_its_group_and_builds_nothing(
+        capsys, monkeypatch):
+    import json
+
+    def no_build(*_a, **_k):
+        raise AssertionError("--bench list built a core")
+
+    monkeypatch.setattr(cli_run.build_mod, "build", no_build)
+    rc, out, err = run(capsys, "run", "--bench", "list")
+    assert rc == 0 and not err
+    table = json.loads((Path(cli.__file__).parents[1] / "core_benches.json").read_text())
+    groups = [ln[:-1] for ln in out.splitlines() if ln.endswith(":")]
+    assert groups == list(dict.fromkeys(b["group"] for b in table))
+    for b in table:  # each under its own group, with its unit
+        block = ("\n" + out).split(f"\n{b['group']}:\n", 1)[1].split(":\n", 1)[0]
+        assert any(ln.split()[0] == b["name"] and ln.endswith(f"[{b['unit']}]" if not
+                   b["gpu_only"] else f"[{b['unit']}, GPU only]")
+                   for ln in block.splitlines()), b["name"]
+
+
 def test_help_has_examples(capsys):
     for sub in (["run"], ["show"], ["export"], ["mpi", "list"], ["mpi", "add"], ["build"]):
         with pytest.raises(SystemExit) as ex:

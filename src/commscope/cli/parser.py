@@ -63,7 +63,7 @@ def make_parser() -> Parser:
                               "--mpi openmpi --mpi mpich --np 2 --sizes 1:4M --db my.db")
     r.add_argument("--bench", action="append",
                    help="benchmarks or groups (p2p, loggp, coll, coll-sends, all), "
-                        "repeatable or comma-separated (default: p2p)")
+                        "repeatable or comma-separated (default: p2p); list: what there is")
     r.add_argument("--mpi", action="append",
                    help="implementations by name or mpicc path (default: all found)")
     r.add_argument("--cc", action="append",

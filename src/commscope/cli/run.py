@@ -35,6 +35,7 @@ from ..measure.plan import (
 from ..measure.progress import Progress
 from ..measure.runner import NoisePolicy, run_sweep
 from ..report.tables import tables
+from ..store.benches import listing as bench_listing
 from ..store.db import Store
 from ..store.sizes import expand_sizes
 from .common import command, ints, listed, named_impls
@@ -43,6 +44,9 @@ from .common import command, ints, listed, named_impls
 @command("run")
 def cmd_run(a: argparse.Namespace) -> int:
     benches = listed(a.bench)
+    if benches == ["list"]:  # what there is to run, before anything is built
+        sys.stdout.write(bench_listing())
+        return 0
     nps = ints(a.np, "--np")
     opts = CoreOptions(**{str(o["field"]): getattr(a, str(o["field"])) for o in run_options()})
     expand_sizes(opts.sizes, opts.factor)  # bad sizes fail before anything is built

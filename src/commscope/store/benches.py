@@ -59,6 +59,22 @@ def _benches() -> dict[str, Bench]:
             for b in data}
 
 
+def listing() -> str:
+    """Every benchmark the core has, by group, with the figure it reports
+    and what it times (`commscope run --bench list`)."""
+    data = json.loads((_HERE / "core_benches.json").read_text())
+    w = max(len(str(b["name"])) for b in data)
+    out: list[str] = []
+    for g in dict.fromkeys(str(b["group"]) for b in data):
+        out.append(f"{g}:")
+        for b in (x for x in data if x["group"] == g):
+            gpu = ", GPU only" if b.get("gpu_only") else ""
+            out.append(f"  {str(b['name']):<{w}}  {b['desc']} [{b['unit']}{gpu}]")
+    groups = ", ".join(dict.fromkeys(str(b["group"]) for b in data))
+    out.append(f"--bench takes names or groups ({groups}, all), comma-separated")
+    return "\n".join(out) + "\n"
+
+
 def bench(name: str) -> Bench:
     """The core's facts about a benchmark.  A benchmark the table does not
     know (a store written by an older or newer core, an application of
