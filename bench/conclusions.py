@@ -107,9 +107,10 @@ def main() -> int:
               f"{len(d.rounds.run_ids)} runs in {d.rounds.last_round} rounds")
         print(conclude.text(d))
         for i, c in enumerate(cs, 1):
-            for x in c.details:
-                if x.lstrip().startswith(("the cause:", "measured:")):
-                    print(f"  [{i}] {x.strip()}")
+            # a line that groups gaps repeats what one setting did for each: once here
+            for x in dict.fromkeys(y.strip() for y in c.details):
+                if x.startswith(("the cause:", "measured:")):
+                    print(f"  [{i}] {x}")
         print()
     ids = [conclude.identities(cs) for _, cs in screens]
     strict, loose = overlap(*ids)
