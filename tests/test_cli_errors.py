@@ -144,8 +144,9 @@ def test_mpi_add_a_working_implementation(capsys, tmp_path, impls):
 
 
 # -- outputs never harm a store; bad files and values are one line -------------------
-def _store(path: Path, runs: int = 1) -> Path:
-    """A real store with the golden records, written without MPI."""
+def _store(path: Path, runs: int = 1, flags: tuple[bool, ...] = (False,) * 4) -> Path:
+    """A real store with the golden records (latency and bw at 8 and 64 B),
+    written without MPI; `flags`: which were measured on a busy machine."""
     from commscope.store.db import OK, Store
     from commscope.store.records import parse_file
 
@@ -157,9 +158,28 @@ def _store(path: Path, runs: int = 1) -> Path:
         sweep = s.begin_sweep(["commscope", "run"], [{"k": k}])
         rid = s.begin_run(info(plan_key=f"k{k}"), sweep)
         s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=parsed.header,
-                     results=parsed.results, flags=[False] * 4, noise={"valid": True})
+                     results=parsed.results, flags=list(flags), noise={"valid": True})
     s.close()
     return path
+
+
+def test_a_series_with_only_noisy_records_is_said_left_out_not_missing(capsys, tmp_path):
+    # bw's two records were taken while other processes used the CPU (and for findings, one
+    # of latency's too: a series with one clean record is not left out)
+    for argv, first in ((["analyze", "findings"], True), (["fit"], False)):
+        db = str(_store(tmp_path / f"{argv[-1]}.db", flags=(first, False, True, True)))
+        rc, out, err = run(capsys, *argv, "--db", db)
+        assert rc == 0, err
+        (line,) = [ln for ln in out.splitlines() if "flagged noisy" in ln]
+        assert line.startswith("1 series had only records measured while other processes")
+        assert "bw (openmpi, 2 processes)" in line and "latency" not in line
+    # nothing left to fit or compare: the reason is the one line of the error
+    db = str(_store(tmp_path / "all.db", flags=(True,) * 4))
+    rc, out, err = run(capsys, "fit", "--db", db)
+    one_line_error(rc, err, "2 series had only records measured while other processes")
+    clean = str(_store(tmp_path / "clean.db"))
+    rc, out, _ = run(capsys, "analyze", "findings", "--db", clean)
+    assert rc == 0 and "flagged noisy" not in out
 
 
 def _digest(p: Path) -> str:

@@ -110,6 +110,37 @@ def point(r: sqlite3.Row, keep_flagged: bool = False) -> Point | None:
                  bool(r["flagged"]))
 
 
+def only_noisy(rows: Iterable[sqlite3.Row]) -> list[tuple[str, str, int]]:
+    """(configuration, benchmark, records) of each series whose every valid
+    record was measured while other processes used the CPU (flagged noisy):
+    left out of every comparison, so an analysis that finds no series there
+    must say why, not that nothing was measured."""
+    clean: set[tuple[str, str]] = set()
+    noisy: dict[tuple[str, str], int] = {}
+    for r in rows:
+        if not r["valid"] or r["median_us"] is None:
+            continue
+        k = (f"{what(r)}, {r['np']} processes", str(r["bench"]))
+        if r["flagged"]:
+            noisy[k] = noisy.get(k, 0) + 1
+        else:
+            clean.add(k)
+    return sorted((c, b, n) for (c, b), n in noisy.items() if (c, b) not in clean)
+
+
+def noisy_text(rows: Iterable[sqlite3.Row]) -> str:
+    """One line on the series left out for noise (only_noisy), or ''."""
+    gone = only_noisy(rows)
+    if not gone:
+        return ""
+    names = "; ".join(f"{b} ({c})" for c, b, _ in gone[:6]) + (
+        f" and {len(gone) - 6} more" if len(gone) > 6 else "")
+    return (f"{len(gone)} series had only records measured while other processes used the CPU "
+            f"(flagged noisy) and are left out of every comparison: {names}; measure on an "
+            "idle machine, or raise --noise-max-cores when running (commscope show lists "
+            "them, marked)")
+
+
 def collect(rows: Iterable[sqlite3.Row], keep_flagged: bool = False
             ) -> dict[tuple[Config, str], Series]:
     """(configuration, benchmark) -> series of valid points (with

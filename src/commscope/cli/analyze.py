@@ -6,6 +6,7 @@ import argparse
 import json
 
 from ..analysis.repeats import aggregate
+from ..analysis.series import noisy_text
 from ..errors import CommscopeError
 from ..store import benches
 from ..store.config import place, what
@@ -42,11 +43,12 @@ def cmd_crossover(a: argparse.Namespace) -> int:
     wanted = {(r["config_key"] or what(r), r["np"]) for r in picked}
     rows = [r for r in crossover.analyze(series)
             if (r.config.key or r.config.mpi, r.config.np) in wanted]
+    noisy = noisy_text(picked)
     if not rows:
-        raise CommscopeError("no collective with a reference to compare: run bcast, reduce, "
-                             "gather, scatter or alltoall together with latency or their "
-                             "_sends versions (e.g. --bench coll,coll-sends,latency)")
-    print(crossover.table(rows), end="")
+        raise CommscopeError(noisy or "no collective with a reference to compare: run bcast, "
+                             "reduce, gather, scatter or alltoall together with latency or "
+                             "their _sends versions (e.g. --bench coll,coll-sends,latency)")
+    print(crossover.table(rows) + (f"\n{noisy}\n" if noisy else ""), end="")
     if not any(r.advises for r in rows):
         print("\nno advice: against the equivalent sends from latency a verdict is the "
               "collective's overhead, not a replacement; only the hand-written equivalents, "
@@ -81,8 +83,10 @@ def cmd_findings(a: argparse.Namespace) -> int:
         top += (f"Drawn from records taken with the host's core-to-core time at ~{floor:.0f} ns"
                 + (f"; {dropped} record(s) taken in its other modes were left out (--mode all "
                    "keeps them)" if dropped else "") + "\n\n")
+    noisy = noisy_text(rows)
     print(top + ("Every finding, those that save most first:\n" if top and found else "")
-          + findings.text(found, limit=a.limit or None), end="")
+          + findings.text(found, limit=a.limit or None)
+          + (f"\n{noisy}\n" if noisy else ""), end="")
     return 0
 
 
@@ -91,12 +95,14 @@ def cmd_guidelines(a: argparse.Namespace) -> int:
     from ..analysis import guidelines
     from ..analysis.series import collect
 
-    res = guidelines.check(collect(matching(a)[1]))
+    rows = matching(a)[1]
+    res = guidelines.check(collect(rows))
+    noisy = noisy_text(rows)
     if not res.checked:
-        raise CommscopeError("no guideline can be checked: it needs a collective and the "
-                             "collectives it is composed of at matching sizes, or two sizes "
-                             "of one benchmark (e.g. --bench coll --repeat 3)")
-    print(guidelines.table(res), end="")
+        raise CommscopeError(noisy or "no guideline can be checked: it needs a collective and "
+                             "the collectives it is composed of at matching sizes, or two "
+                             "sizes of one benchmark (e.g. --bench coll --repeat 3)")
+    print(guidelines.table(res) + (f"\n{noisy}\n" if noisy else ""), end="")
     return 0
 
 
@@ -149,9 +155,12 @@ def cmd_fit(a: argparse.Namespace) -> int:
             store.save_fit(run_id(f.config, f.bench), f.model, f.params)
         print(f.text)
         done += f.counts
+    noisy = noisy_text(rows)
     if not done:
-        raise CommscopeError("nothing to fit: store latency or other series (hockney) or the "
-                             "loggp trains (--bench loggp)")
+        raise CommscopeError(noisy or "nothing to fit: store latency or other series "
+                             "(hockney) or the loggp trains (--bench loggp)")
+    if noisy:
+        print(noisy)
     return 0
 
 
