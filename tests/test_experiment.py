@@ -26,15 +26,21 @@ def _alg(call, var, alg="x"):
 
 
 def test_a_setting_shares_a_job_only_where_the_sources_bound_what_it_changes():
-    assert ex.scope("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") == "alltoall"
-    assert ex.scope("MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM") == "reduce_scatter"
-    assert ex.scope("MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM") == "allreduce"
-    assert ex.scope("OMPI_MCA_coll_tuned_allgather_algorithm") == "allgather"
-    assert ex.scope("I_MPI_ADJUST_ALLTOALL") == "alltoall"
-    # a collective others are built from, a switch of every collective, a point-to-point limit
-    for var in ("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "OMPI_MCA_coll_tuned_reduce_algorithm",
+    assert ex.scope("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM") == {"alltoall"}
+    assert ex.scope("MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM") == {"reduce_scatter"}
+    assert ex.scope("MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM") == {"allreduce"}
+    assert ex.scope("OMPI_MCA_coll_tuned_allgather_algorithm") == {"allgather"}
+    assert ex.scope("I_MPI_ADJUST_ALLTOALL") == {"alltoall"}
+    # a collective others are built from reaches them (Open MPI's allreduce nonoverlapping)
+    assert ex.scope("OMPI_MCA_coll_tuned_bcast_algorithm") == {
+        "bcast", "allreduce", "allgather", "barrier"}
+    assert ex.scope("MPIR_CVAR_REDUCE_INTRA_ALGORITHM") == {"reduce", "allreduce",
+                                                             "reduce_scatter"}
+    # a barrier (every timed call is followed by one), a switch of every collective, a
+    # point-to-point limit, the fallback probe: any benchmark
+    for var in ("MPIR_CVAR_BARRIER_INTRA_ALGORITHM", "MPIR_CVAR_BARRIER_DEVICE_COLLECTIVE",
                 "MPIR_CVAR_DEVICE_COLLECTIVES", "OMPI_MCA_btl_vader_eager_limit",
-                "MPIR_CVAR_BARRIER_DEVICE_COLLECTIVE", "MPIR_CVAR_COLLECTIVE_FALLBACK"):
+                "MPIR_CVAR_COLLECTIVE_FALLBACK"):
         assert ex.scope(var) is None, var
 
 
@@ -42,20 +48,22 @@ def test_algorithms_of_different_calls_share_a_job_and_nothing_else_does():
     a2a, rs, ar = (_alg("alltoall", "ALLTOALL"), _alg("reduce_scatter", "REDUCE_SCATTER_BLOCK"),
                    _alg("allreduce", "ALLREDUCE"))
     a2a2 = _alg("alltoall", "ALLTOALL", "y")  # the same call: another job
-    bc = _alg("bcast", "BCAST")  # bcast runs inside others: alone
+    bc = _alg("bcast", "BCAST")  # allreduce is built from bcast: not beside allreduce
     base = _arm("mpich", "alltoall")  # the default, on a call a setting changes: alone
+    bar = _alg("barrier", "BARRIER")  # a barrier follows every timed call: alone
     eager = _arm("mpich|eager", "reduce", ("MPIR_CVAR_CH4_EAGER_MAX", "65536"))
     other = _arm("openmpi|alltoall=2", "allgather",
                  ("OMPI_MCA_coll_tuned_allgather_algorithm", "2"), core=OMPI)
     nofb = _arm("mpich|allgather=ring", "allgather",
                 ("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", "ring"))  # no fallback probe
-    got = ex.packs([a2a, rs, a2a2, bc, base, ar, eager, other, nofb])
+    got = ex.packs([a2a, rs, a2a2, bc, base, ar, bar, eager, other, nofb])
     names = [[a.name for a in p] for p in got]
-    assert names == [[a2a.name, rs.name, ar.name], [a2a2.name], [bc.name], [base.name],
-                     [eager.name], [other.name], [nofb.name]]
+    # bcast joins the first job; allreduce, built from bcast, cannot: it joins the next
+    assert names == [[a2a.name, rs.name, bc.name], [a2a2.name, ar.name], [base.name],
+                     [bar.name], [eager.name], [other.name], [nofb.name]]
     job = ex.joined(got[0])
-    assert job.jobs == (("alltoall@8:64,reduce_scatter@8:64,allreduce@8:64", "1:4M", 2),)
-    assert dict(job.settings) == {**dict(a2a.settings), **dict(rs.settings), **dict(ar.settings)}
+    assert job.jobs == (("alltoall@8:64,reduce_scatter@8:64,bcast@8:64", "1:4M", 2),)
+    assert dict(job.settings) == {**dict(a2a.settings), **dict(rs.settings), **dict(bc.settings)}
     # an arm whose shared job failed runs alone from then on
     assert [[a.name for a in p] for p in ex.packs([a2a, rs, ar], alone={rs.name})] == [
         [a2a.name, ar.name], [rs.name]]

@@ -20,10 +20,9 @@ benchmarks share a job (packs): MPICH's alltoall algorithm forced beside
 its reduce_scatter algorithm, each measured on its own call only.  A
 job's start costs 0.15-0.4 s here against about 10 ms a size, and a wave
 of hypotheses is mostly starts.  A setting shares a job only where the
-library's sources bound what it changes (scope); a collective that others
-are built from (bcast, reduce, gather, scatter, barrier: Open MPI's
-allreduce `nonoverlapping` is a reduce then a bcast) and every
-point-to-point setting keep their own."""
+library's sources bound what it changes (scope: a bcast algorithm reaches
+the allreduce and allgather built from it, never an alltoall); every
+point-to-point setting keeps a job of its own."""
 
 from __future__ import annotations
 
@@ -128,21 +127,32 @@ class Clock:
 
 
 MAX_PACK = 6  # arms one job measures at most (a longer job risks more on one failure)
-# the collectives a forced algorithm of one call stays within: none of them
-# is called inside another collective by the libraries' algorithms
-_ALONE = {"allreduce": "allreduce", "alltoall": "alltoall", "allgather": "allgather",
-          "reduce_scatter_block": "reduce_scatter"}
+# what a forced algorithm of one collective can change: the call, and the
+# collectives the libraries build from it (Open MPI's allreduce
+# `nonoverlapping` is its reduce then its bcast, allgather `basic_linear` its
+# gather then its bcast, reduce_scatter_block `basic_linear` its reduce then a
+# scatterv; MPICH's node-aware barrier ends in a one-byte bcast, its smp
+# allreduce is a reduce then a bcast); none of alltoall, allgather,
+# allreduce and reduce_scatter is called inside another collective.  A
+# barrier's reaches every collective: the core's loop meets in one after
+# each timed call, and where ranks leave it decides where the next starts.
+_REACH = {"allreduce": {"allreduce"}, "alltoall": {"alltoall"}, "allgather": {"allgather"},
+          "reduce_scatter_block": {"reduce_scatter"},
+          "bcast": {"bcast", "allreduce", "allgather", "barrier"},
+          "reduce": {"reduce", "allreduce", "reduce_scatter"},
+          "gather": {"gather", "allgather"}, "scatter": {"scatter", "reduce_scatter"}}
 _SCOPED = (re.compile(r"^MPIR_CVAR_([A-Z_]+?)_(?:POSIX_)?(?:INTRA_ALGORITHM|DEVICE_COLLECTIVE)$"),
            re.compile(r"^OMPI_MCA_coll_tuned_([a-z_]+)_algorithm$"),
            re.compile(r"^I_MPI_ADJUST_([A-Z_]+)$"))
 
 
-def scope(var: str) -> str | None:
-    """The one benchmark a setting can change, or None: it may change any."""
+def scope(var: str) -> set[str] | None:
+    """The benchmarks a setting can change, or None: it may change any."""
     for rx in _SCOPED:
         m = rx.match(var)
         if m:
-            return _ALONE.get(m.group(1).lower())
+            reach = _REACH.get(m.group(1).lower())
+            return set(reach) if reach is not None else None
     return None
 
 
@@ -168,7 +178,7 @@ def _fits(a: Arm, b: Arm) -> bool:
     for mine, theirs in ((sa, bb), (sb, ba)):
         for k in mine.keys() - (sa.keys() & sb.keys()):
             sc = scope(k)
-            if sc is None or sc in theirs:
+            if sc is None or sc & theirs:
                 return False
     return True
 
