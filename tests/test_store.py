@@ -161,3 +161,47 @@ def test_the_results_columns_are_the_records_declared_fields(tmp_path):
     renamed = {"mpi": "mpi_name"}  # the export's name for a run column
     assert {renamed.get(c, c) for c in EXPORT_COLUMNS} <= have | runs, (
         {renamed.get(c, c) for c in EXPORT_COLUMNS} - have - runs)
+
+
+def test_a_store_made_by_another_process_while_this_one_opened_it_is_not_made_twice(
+        tmp_path, monkeypatch):
+    """Two `commscope run` opening one new store at once: the one that read
+    the version before the other made the tables reads it again under the
+    write lock, instead of failing on "table advice already exists"."""
+    from commscope.store.schema import SCHEMA_VERSION
+
+    path = tmp_path / "s.db"
+    Store(path).close()  # the other process, first to the lock
+    seen: list[int] = []
+    real = Store.version
+
+    def stale(self):  # this one read the version before that
+        seen.append(1)
+        return 0 if len(seen) == 1 else real.fget(self)
+
+    monkeypatch.setattr(Store, "version", property(stale))
+    s = Store(path)
+    assert s.version == SCHEMA_VERSION
+    s.close()
+
+
+def _open(path: str, go) -> None:
+    go.wait()
+    Store(path).close()
+
+
+def test_many_processes_opening_one_new_store_at_once_all_open_it(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    for k in range(12):
+        path = str(tmp_path / f"s{k}.db")
+        go = ctx.Event()
+        ps = [ctx.Process(target=_open, args=(path, go)) for _ in range(4)]
+        for p in ps:
+            p.start()
+        go.set()
+        for p in ps:
+            p.join(60)
+        assert [p.exitcode for p in ps] == [0] * 4, k
+        assert Store(path).version > 0

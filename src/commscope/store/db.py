@@ -94,6 +94,21 @@ class RunInfo:
     trial: str | None = None
 
 
+def _statements(script: str) -> list[str]:
+    """A script's statements one by one (sqlite3.complete_statement decides
+    where each ends): executescript would commit the transaction they must
+    run in first."""
+    out, buf = [], ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out += [buf.strip()] if buf.strip().strip(";").strip() else []
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
+
+
 class Store:
     def __init__(self, path: str | Path, create: bool = True) -> None:
         self.path = Path(path)
@@ -123,10 +138,19 @@ class Store:
     def _check_ours(self, fresh: bool) -> None:
         app = self.db.execute("PRAGMA application_id").fetchone()[0]
         if fresh and app == 0:
-            tables = self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if tables == 0:
-                self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                return
+            # read again under the write lock: another process making this
+            # store at the same moment may have marked it and made tables since
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                app = self.db.execute("PRAGMA application_id").fetchone()[0]
+                tables = self.db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                if app == 0 and tables == 0:
+                    self.db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    app = APPLICATION_ID
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.rollback()
+                raise
         if app != APPLICATION_ID:
             raise CommscopeError(f"{self.path} is not a commscope database")
 
@@ -141,9 +165,19 @@ class Store:
                                  f"({SCHEMA_VERSION}); upgrade commscope")
         while v < target:
             # One transaction per step: a failure leaves the previous version.
+            # The write lock first, and the version read again under it: two
+            # commscope processes opening one new store at once (two `run`s
+            # started together) would otherwise both create its tables, and the
+            # second fail on "table advice already exists".
             try:
-                self.db.executescript("BEGIN;" + MIGRATIONS[v] + f"PRAGMA user_version={v + 1};"
-                                      "COMMIT;")
+                self.db.execute("BEGIN IMMEDIATE")
+                v = self.version
+                if v >= target:
+                    self.db.execute("COMMIT")
+                    break
+                for stmt in _statements(MIGRATIONS[v] + f"PRAGMA user_version={v + 1};"):
+                    self.db.execute(stmt)
+                self.db.execute("COMMIT")
             except sqlite3.Error:
                 self.db.rollback()
                 raise
