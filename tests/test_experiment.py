@@ -69,13 +69,17 @@ def test_algorithms_of_different_calls_share_a_job_and_nothing_else_does():
         [a2a.name, ar.name], [rs.name]]
 
 
-def test_a_shared_job_hands_each_arm_its_own_figures_and_a_failed_one_goes_alone(monkeypatch):
+def test_a_shared_job_hands_each_arm_its_own_figures_and_the_one_that_failed_it_goes_alone(
+        monkeypatch):
     a2a, rs = _alg("alltoall", "ALLTOALL"), _alg("reduce_scatter", "REDUCE_SCATTER_BLOCK")
+    # an algorithm that cannot apply fails every job it is in (MPICH's alltoall
+    # pairwise_sendrecv_replace without MPI_IN_PLACE, under COLLECTIVE_FALLBACK=error)
+    bad = _alg("allgather", "ALLGATHER", "cannot")
     jobs: list[tuple[str, tuple]] = []
 
     def run_job(job, store, sweep_id, *, timeout_s, policy):
         jobs.append((job.bench, job.settings))
-        fail = len(jobs) == 1  # the first shared job fails: each runs alone after
+        fail = ("MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM", "cannot") in job.settings
         return SimpleNamespace(run_id=len(jobs), status="failed" if fail else "ok",
                                message="")
 
@@ -85,15 +89,18 @@ def test_a_shared_job_hands_each_arm_its_own_figures_and_a_failed_one_goes_alone
 
     monkeypatch.setattr(ex, "run_job", run_job)
     monkeypatch.setattr(ex, "_figures", figures)
-    got = ex.run([a2a, rs], None, sweep_id=None, trial="explain", clock=ex.Clock(1e18),
-                 rounds=2, policy=None)
-    # round 1: the shared job fails, then each alone in the same round; round 2: alone
-    assert [b for b, _ in jobs] == ["alltoall@8:64,reduce_scatter@8:64",
-                                    "alltoall@8:64", "reduce_scatter@8:64",
-                                    "reduce_scatter@8:64", "alltoall@8:64"]
-    assert jobs[0][1] == tuple(sorted({*a2a.settings, *rs.settings}))
-    assert set(got.figures[a2a.name]) == {1, 2} and set(got.figures[rs.name]) == {1, 2}
+    got = ex.run([a2a, rs, bad], None, sweep_id=None, trial="explain", clock=ex.Clock(1e18),
+                 rounds=3, policy=None)
+    # round 1: the shared job fails, then each alone in the same round; round 2: the two
+    # that ran well alone share again, the one that failed runs alone and breaks
+    assert [b for b, _ in jobs] == [
+        "alltoall@8:64,reduce_scatter@8:64,allgather@8:64",
+        "alltoall@8:64", "reduce_scatter@8:64", "allgather@8:64",
+        "allgather@8:64", "alltoall@8:64,reduce_scatter@8:64",
+        "alltoall@8:64,reduce_scatter@8:64"]
+    assert jobs[0][1] == tuple(sorted({*a2a.settings, *rs.settings, *bad.settings}))
+    assert set(got.figures[a2a.name]) == {1, 2, 3} and set(got.figures[rs.name]) == {1, 2, 3}
     for arm, bench in ((a2a, "alltoall"), (rs, "reduce_scatter")):
         for figs in got.figures[arm.name].values():
             assert set(figs) == {(bench, 8)}
-    assert not got.broken
+    assert set(got.broken) == {bad.name} and bad.name not in got.figures

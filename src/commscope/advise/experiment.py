@@ -226,7 +226,11 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
     where the deadline holds it."""
     out = Rounds()
     fails: dict[str, int] = {}
-    alone: set[str] = set()  # arms whose shared job failed: by themselves from then on
+    # arms whose shared job failed run by themselves; one that then runs well
+    # alone shares again, unless its shared jobs failed twice (the settings
+    # may fail only together): the one that failed it stays alone
+    alone: set[str] = set()
+    in_failed: dict[str, int] = {}
     rng = random.Random(seed)
     live = list(arms)
     t0 = time.monotonic()
@@ -263,6 +267,8 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
                     if o.status != OK and len(pack) > 1:
                         # which one failed it: each runs alone, in this round already
                         alone.update(m.name for m in pack)
+                        for m in pack:
+                            in_failed[m.name] = in_failed.get(m.name, 0) + 1
                         order[:0] = [(m,) for m in pack]
                         if progress is not None:
                             progress.total += len(pack)
@@ -274,6 +280,8 @@ def run(arms: Sequence[Arm], store: Store, *, sweep_id: int | None, trial: str,
                             out.broken[arm.name] = f"{o.status}: {o.message}"[:300]
                         continue
                     figs.update(_figures(store, o.run_id, out))
+                    if len(pack) == 1 and in_failed.get(arm.name, 0) < 2:
+                        alone.discard(arm.name)  # not the one that failed its shared job
                 for m in pack:
                     mine = _benches(m)
                     got = {k: v for k, v in figs.items() if k[0] in mine}
