@@ -28,7 +28,6 @@ run: install
 	 elif [ -n "$(MPIS)" ]; then echo "MPIS: only 'all' is known"; exit 2; fi
 	$(BIN)/commscope mpi list
 	$(BIN)/commscope run --db $(DB) --bench p2p,coll,coll-sends --repeat 3
-	$(BIN)/commscope analyze findings --db $(DB)
 	$(BIN)/commscope report --db $(DB) --out report
 
 test: install

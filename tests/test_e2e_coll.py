@@ -102,6 +102,8 @@ def test_analyze_fit_and_findings_run_on_real_data(coll_db, capsys):
     for p in lg:  # overheads of real calls, and a time per byte
         assert p["o_s_us"] > 0 and p["o_r_us"] > 0 and p["G_us_per_byte"] > 0, p
     assert cli.main(["analyze", "findings", "--db", str(db)]) == 0
+    assert "records:" not in capsys.readouterr().out  # the ids only when asked for
+    assert cli.main(["analyze", "findings", "--db", str(db), "--verbose"]) == 0
     assert "records:" in capsys.readouterr().out
 
 

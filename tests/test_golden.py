@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shlex
 import shutil
 import sqlite3
@@ -60,6 +61,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("export.csv", ["export", "--format", "csv", "--bench", "latency"]),
     ("export.json", ["export", "--format", "json", "--bench", "latency"]),
     ("analyze_findings.txt", ["analyze", "findings"]),
+    ("analyze_findings_verbose.txt", ["analyze", "findings", "--verbose"]),
     ("analyze_crossover.txt", ["analyze", "crossover"]),
     ("analyze_guidelines.txt", ["analyze", "guidelines"]),
     ("compare.txt", ["compare", "--a", "mpi=mpich", "--b", "mpi=openmpi"]),
@@ -106,13 +108,16 @@ def normalise(text: str, tmp: Path, version: str, start: float, end: float) -> s
     the temporary folder; the date and time of this run (the report's
     'YYYY-MM-DD HH:MM UTC' line and the fits' created_at), matched only to
     the seconds the commands ran in, so a stored date stays as it is; and
-    'commscope VERSION' (the report's line)."""
+    'commscope VERSION' (the report's line); a phase's seconds."""
     for p in {str(tmp.resolve()), str(tmp)}:
         text = text.replace(p, "<TMP>")
     for t in range(int(start) - 1, int(end) + 2):
         now = datetime.fromtimestamp(t, timezone.utc)
         for fmt in ("%Y-%m-%d %H:%M UTC", "%Y-%m-%dT%H:%M:%S+00:00"):
             text = text.replace(now.strftime(fmt), "<NOW>")
+    # how long a phase took (`report: 13 figure(s), all drawn (3 s)`)
+    text = re.sub(r"^(\w+: \d+ \w+\(s\), [^\n]*)\(\d+ s\)$", r"\1(<SECONDS> s)", text,
+                  flags=re.M)
     return text.replace(f"commscope {version}", "commscope <VERSION>")
 
 

@@ -83,6 +83,9 @@ def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, 
                        "--db", str(db), "--mpi", name, "--bench", "latency",
                        "--sizes", "1:8", "--time-cap", "0.05")
     assert rc == 0, err
+    # the terminal gets where the tables are, not the tables (`run --show` prints them)
+    assert f"the sweep's tables: commscope show --db {db}" in out.splitlines()
+    assert "latency, 2 processes, local: us" not in out
     store = Store(db, create=False)
     (p,) = store.probes()
     sweep = sqlite3.connect(db).execute("SELECT max(id) FROM sweeps").fetchone()[0]
@@ -102,11 +105,12 @@ def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, 
     page = (tmp_path / "rep" / "index.html").read_text()
     section = page.split("<h2 id=machine>")[1].split("<h2")[0]
     assert f"<p>{escape(line)}</p>" in section and "core to core" in section
-    rc, _, err = run(capsys, "run", "--no-advise",
-                     "--db", str(db), "--mpi", name, "--bench", "latency",
-                     "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet")
+    rc, out, err = run(capsys, "run", "--no-advise",
+                       "--db", str(db), "--mpi", name, "--bench", "latency",
+                       "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--show")
     assert rc == 0, err
     assert len(store.probes()) == 1
+    assert "latency, 2 processes, local: us" in out and "the sweep's tables" not in out
 
 
 def test_beside_latency_takes_each_configurations_smallest_message():

@@ -78,7 +78,7 @@ def test_a_bar_on_a_terminal_that_follows_the_total():
     master, slave = _terminal()
     try:
         with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as term:
-            p = Progress(3, stream=term)
+            p = Progress(3, stream=term, name="sweep")
             for k in range(5):
                 if k == 1:
                     p.total += 1  # a job added while the bar is drawn
@@ -87,20 +87,22 @@ def test_a_bar_on_a_terminal_that_follows_the_total():
                     p.total += 1  # the bar, closed at 4/4, comes back for the job added
                 p.start(f"openmpi bw np=2 #{k + 1}")
                 time.sleep(0.05)
-                p.end(f"openmpi bw np=2 #{k + 1}", "ok")
+                p.end(f"openmpi bw np=2 #{k + 1}", "ok" if k < 4 else "failed")
             assert p._bar is None  # closed when every job is done
+            p.close()
             term.flush()
             text = _drain(master).decode()
     finally:
         os.close(master)
     assert BAR.search(text), text
-    assert "2/4 [" in text and "5/5 [" in text and "/3 [" in text, text
+    assert "2/4 [" in text and "4/5 [" in text and "/3 [" in text, text
     assert "openmpi bw np=2 #1" in text  # the current job's label, as the bar's description
-    # the finished jobs' lines, whole, above the bar
+    # on a terminal a job that ended well leaves no line: only the one that failed, above
+    # the bar, and the phase's one line when it ends
     lines = [x.strip("\r") for x in text.split("\n")]
     assert [x[x.rindex("\r") + 1:] if "\r" in x else x for x in lines[:-1]] == [
-        f"[{d}/{t}] openmpi bw np=2 #{d}: ok" for d, t in ((1, 3), (2, 4), (3, 4), (4, 4),
-                                                          (5, 5))], lines
+        "[5/5] openmpi bw np=2 #5: failed",
+        "sweep: 5 job(s), 4 ok, 1 failed (0 s)"], lines
 
 
 # -- the real command -----------------------------------------------------------------
@@ -141,6 +143,6 @@ def test_a_sweep_on_a_terminal_draws_a_bar_with_the_time_left(tmp_path, cores):
     assert proc.returncode == 0, text
     assert BAR.search(text), repr(text)
     assert "\r" in text  # drawn over itself
-    # the jobs' lines are there too, on the terminal as in a log
-    assert re.search(r"\[1/2\] [^\r\n]+: ok[^\r\n]*\r?\n", text), repr(text)
-    assert re.search(r"\[2/2\] [^\r\n]+: ok[^\r\n]*\r?\n", text), repr(text)
+    # a job that ended well leaves no line on a terminal; the sweep says what it did, once
+    assert not re.search(r"\[\d/2\] [^\r\n]+: ok", text), repr(text)
+    assert len(re.findall(r"sweep: 2 job\(s\), all ok \(\d+ s\)\r?\n", text)) == 1, repr(text)

@@ -205,3 +205,26 @@ def test_many_processes_opening_one_new_store_at_once_all_open_it(tmp_path):
             p.join(60)
         assert [p.exitcode for p in ps] == [0] * 4, k
         assert Store(path).version > 0
+
+
+def test_the_switch_to_write_ahead_logging_waits_for_another_process_to_let_go(tmp_path):
+    """SQLite answers "database is locked" at once, without waiting, when the
+    switch to WAL meets another connection holding the write lock: the store
+    asks again."""
+    import threading
+    import time
+
+    path = tmp_path / "s.db"
+    Store(path).close()
+    raw = sqlite3.connect(path)
+    raw.execute("PRAGMA journal_mode=DELETE")  # as a store of an older commscope was
+    raw.close()
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # holds the write lock, as a store being made does
+    threading.Timer(0.3, lambda: other.execute("COMMIT")).start()
+    t0 = time.monotonic()
+    s = Store(path)
+    assert s.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert time.monotonic() - t0 >= 0.25  # it waited for the reader, and did not fail
+    s.close()
+    other.close()

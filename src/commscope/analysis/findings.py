@@ -455,8 +455,9 @@ def less_per_call(gain: float) -> str:
     return f"~{100 * gain:.0f}% less per call" if gain >= 0.02 else ""
 
 
-def text(findings: list[Finding], limit: int | None = 10) -> str:
-    """The findings, those that save most first; past `limit`, a count."""
+def text(findings: list[Finding], limit: int | None = 10, verbose: bool = False) -> str:
+    """The findings, those that save most first; past `limit`, a count;
+    `verbose`: each with the ids of its records (commscope export finds them)."""
     if not findings:
         return "no statistically separated difference to report\n"
     lines = []
@@ -464,7 +465,8 @@ def text(findings: list[Finding], limit: int | None = 10) -> str:
     for i, f in enumerate(shown, 1):
         recs = ",".join(str(r) for r in f.records[:12]) + ("..." if len(f.records) > 12 else "")
         save = f" ({s})" if (s := saving(f)) else ""
-        lines.append(f"{i:>3}. [{f.kind}]{save} {f.text}\n     records: {recs}")
+        lines.append(f"{i:>3}. [{f.kind}]{save} {f.text}"
+                     + (f"\n     records: {recs}" if verbose else ""))
     if len(findings) > len(shown):
         lines.append(f"... and {len(findings) - len(shown)} more, each saving less "
                      "(commscope analyze findings --limit 0 lists them all)")

@@ -85,7 +85,7 @@ def cmd_findings(a: argparse.Namespace) -> int:
                    "keeps them)" if dropped else "") + "\n\n")
     noisy = noisy_text(rows)
     print(top + ("Every finding, those that save most first:\n" if top and found else "")
-          + findings.text(found, limit=a.limit or None)
+          + findings.text(found, limit=a.limit or None, verbose=a.verbose)
           + (f"\n{noisy}\n" if noisy else ""), end="")
     return 0
 

@@ -62,6 +62,8 @@ def cmd_report(a: argparse.Namespace) -> int:
     if a.compare_a:
         comparison = (a.compare_a, a.compare_b, cmp.compare_rows(
             select_rows(store, a.compare_a), select_rows(store, a.compare_b), a.factor))
-    index = build(store, out, rows, comparison=comparison, progress=Progress(0, enabled=True))
+    progress = Progress(0, enabled=True, name="report", each=False, unit="figure")
+    index = build(store, out, rows, comparison=comparison, progress=progress)
+    progress.close()
     print(f"report written to {index}")
     return 0

@@ -114,7 +114,9 @@ def make_parser() -> Parser:
                    help="re-run a job up to N times while records are flagged noisy")
     r.add_argument("--noise-max-cores", type=positive(float, 0, 1024), default=0.10,
                    help="flag records when others used more than this many cores (default 0.1)")
-    r.add_argument("--quiet", action="store_true", help="no progress and no summary table")
+    r.add_argument("--quiet", action="store_true", help="no progress and no summary")
+    r.add_argument("--show", action="store_true",
+                   help="print the sweep's tables too (commscope show prints them any time)")
     r.add_argument("--settings", metavar="FILE",
                    help="NAME=VALUE lines of MPI settings (e.g. from commscope tune --write), "
                         "applied to every job and read back inside it; a setting not taken "
@@ -150,13 +152,16 @@ def make_parser() -> Parser:
                          help="collectives against equivalent sends (the commodity-cluster study)",
                          epilog="example: commscope analyze crossover --db my.db --np 4")
     _filters(ac)
-    af = asub.add_parser("findings", help="what the data shows, each with its records",
+    af = asub.add_parser("findings", help="what the diagnosis established, and what the data "
+                         "shows",
                          epilog="example: commscope analyze findings --db my.db --limit 5")
     _filters(af)
     af.add_argument("--limit", type=positive(int, 0, 100000), default=10,
                     help="show the N findings that save most (default 10; 0: all)")
     af.add_argument("--details", action="store_true",
                     help="each conclusion with what established it and what was tried")
+    af.add_argument("--verbose", action="store_true",
+                    help="each finding with the ids of the records behind it")
     ag = asub.add_parser("guidelines", help="collectives slower than a composition of others "
                          "that does the same job, or slower on a smaller message",
                          epilog="example: commscope analyze guidelines --db my.db --np 4")

@@ -5,6 +5,7 @@ measured."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -110,7 +111,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     jobs += series
     store = Store(a.db)
     policy = NoisePolicy(max_other_cores=a.noise_max_cores, retries=a.retry_noisy)
-    progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet)
+    progress = Progress(len(jobs) * a.repeat, enabled=not a.quiet, name="sweep")
     # the probe describes this machine: where every rank runs on it
     here = not a.no_probe and all(c.kind in ("local", "emu") for c in clusters)
     outcomes = run_sweep(jobs, store, argv=sys.argv, resume=a.resume, timeout_s=a.timeout,
@@ -120,7 +121,10 @@ def cmd_run(a: argparse.Namespace) -> int:
         ids = [o.run_id for o in outcomes if o.status == "ok"] or [o.run_id for o in outcomes]
         if ids:
             agg = aggregate(store.result_rows(run_ids=ids), mode="dominant")
-            print(tables(agg), end="")
+            if a.show:
+                print(tables(agg), end="")
+            else:
+                print(f"the sweep's tables: commscope show --db {shlex.quote(str(a.db))}")
             for line in probe_mod.lines_for(store, agg):
                 print(line)
     if not a.no_advise:

@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -124,8 +125,7 @@ class Store:
             self.db.row_factory = sqlite3.Row
             self._check_ours(fresh)
             self.db.execute("PRAGMA foreign_keys=ON")
-            if fresh or self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                self.db.execute("PRAGMA journal_mode=WAL")
+            self._wal()
             self.migrate()
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_NOTADB) & 0xFF in (
@@ -134,6 +134,20 @@ class Store:
             # a full disk, a read-only one, a failing one: the store is not at fault
             raise CommscopeError(f"cannot open the store {self.path}: "
                                  f"{_disk_why(self.path, exc)}") from exc
+
+    def _wal(self, wait_s: float = 30.0) -> None:
+        """Write-ahead logging, so that readers never wait on a writer.  The
+        switch takes the store alone, and SQLite answers "locked" at once
+        rather than waiting while another process has it open (two `run`s
+        opening one new store together): asked again until it holds."""
+        until = time.monotonic() + wait_s
+        while self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            try:
+                self.db.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > until:
+                    raise
+                time.sleep(0.01)
 
     def _check_ours(self, fresh: bool) -> None:
         app = self.db.execute("PRAGMA application_id").fetchone()[0]
