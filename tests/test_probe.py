@@ -136,3 +136,24 @@ def test_beside_latency_takes_each_configurations_smallest_message():
     matrix = text.splitlines()[2:5]
     assert matrix[0].split() == ["0", "-", "50", "200"]
     assert matrix[2].split() == ["2", "200", "?", "-"]
+
+
+def test_run_ends_with_the_conclusions_of_its_diagnosis(capsys, tmp_path, cores, monkeypatch):
+    """The last thing `run` prints is what its diagnosis established (here a
+    fixed one: the layout is the test, not the experiments)."""
+    from commscope.advise import diagnose
+    from commscope.analysis import diagnosis as dg
+
+    from .test_diagnosis import FAST, SLOW, _diag, _gap, _rounds
+
+    rounds = _rounds({SLOW: {s: 2.0 for s in (64, 128, 256, 512)},
+                      FAST: {s: 1.0 for s in (64, 128, 256, 512)}})
+    fixed = _diag([dg.Outcome(_gap(), dg.confirm(_gap(), rounds), unsearched="none")])
+    monkeypatch.setattr(diagnose, "diagnose", lambda *a, **k: fixed)
+    rc, out, err = run(capsys, "run", "--db", str(tmp_path / "s.db"), "--mpi",
+                       sorted(cores)[0], "--bench", "latency", "--sizes", "1:8",
+                       "--time-cap", "0.05", "--no-probe")
+    assert rc == 0, err
+    tail = out[out.index("What the diagnosis established:"):].splitlines()
+    assert tail[1].lstrip().startswith("1. MPI_Bcast from 64 B to 512 B"), tail
+    assert tail[-1] == "  (each with what established it: commscope analyze findings --details)"

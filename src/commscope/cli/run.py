@@ -251,6 +251,10 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
                           say=say)
     say(f"diagnosis: {d.status} in {time.monotonic() - t0:.0f} s (--advise-budget "
         f"{a.advise_budget:g} s); {len(conclude.conclusions(d, None))} conclusion(s)")
+    # the last thing on the screen: what the diagnosis established (the
+    # details, and what the sweep screened: commscope analyze findings)
+    say("\n" + conclude.text(d).rstrip("\n")
+        + "\n  (each with what established it: commscope analyze findings --details)")
 
 
 def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
