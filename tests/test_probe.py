@@ -91,7 +91,11 @@ def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, 
     sweep = sqlite3.connect(db).execute("SELECT max(id) FROM sweeps").fetchone()[0]
     assert p["sweep_id"] == sweep
     floor = probe.floor_ns(json.loads(p["data"]))
-    line = next(x for x in out.splitlines() if x.startswith(f"{name}: 1 B latency"))
+    # the run's headline figures: latency against the floor its jobs measured
+    assert "Headline figures, 2 processes, one node" in out
+    assert "  x the core-to-core floor" in out, out
+    rc, shown, _ = run(capsys, "show", "--db", str(db))
+    line = next(x for x in shown.splitlines() if x.startswith(f"{name}: 1 B latency"))
     (rec,) = [r for r in store.result_rows() if r["bench"] == "latency" and r["size_bytes"] == 1]
     lat_ns = rec["median_us"] * 1000
     own = rec["floor_ns"]  # the job's own, of the mode the record was measured in

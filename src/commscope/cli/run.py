@@ -5,6 +5,7 @@ measured."""
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import time
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from ..analysis import limits
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
 from ..measure import build as build_mod
@@ -125,8 +127,13 @@ def cmd_run(a: argparse.Namespace) -> int:
                 print(tables(agg), end="")
             else:
                 print(f"the sweep's tables: commscope show --db {shlex.quote(str(a.db))}")
-            for line in probe_mod.lines_for(store, agg):
-                print(line)
+            prow = store.probe_for(ids)
+            head = limits.headline(agg, json.loads(prow["data"]) if prow is not None else None)
+            if head is not None:
+                print("\n" + limits.text(head), end="")
+            else:
+                for line in probe_mod.lines_for(store, agg):
+                    print(line)
     if not a.no_advise:
         _advise(a, store, outcomes, cores, opts, policy)
     # a path asked for by name must run; one from 'all' may be skipped

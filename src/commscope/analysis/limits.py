@@ -1,0 +1,181 @@
+"""The headline figures against the machine's own limits ("is this
+normal?"): for each implementation on two ranks of this machine, its
+smallest-message latency against the core-to-core floor its jobs measured,
+its peak uni- and bidirectional bandwidth against the probe's single copy
+(process_vm_readv, the path MPI's large messages take within a node) and
+its memory copy, 8 B allreduce and barrier.  Each figure with the interval
+its repetitions allow; where the implementations' intervals overlap, the
+figure does not tell them apart and is marked.
+
+Figures from aggregated rows (repeats.aggregate), so the interval is the
+between-runs one where runs were repeated."""
+
+from __future__ import annotations
+
+import statistics
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..store.config import what
+from ..store.sizes import human_bytes
+
+TIED = "≈"  # a figure whose interval overlaps another implementation's
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    lo: float
+    hi: float
+    size: int = 0  # where a peak was measured
+    times: float | None = None  # against its limit (x the floor, share of a copy rate)
+    against: str = ""  # which limit
+    tied: bool = False
+
+
+@dataclass(frozen=True)
+class Headline:
+    names: tuple[str, ...]  # the implementations, in column order
+    rows: tuple[tuple[str, str, tuple[Figure | None, ...]], ...]  # (figure, unit, per name)
+    floor_ns: float | None  # the jobs' own core-to-core floor (median over the records)
+    cma_gbs: float | None  # process_vm_readv at 4 MiB
+    copy: tuple[tuple[str, float], ...]  # (where, GB/s) of the probe's memory copy
+
+
+def _ok(r: Mapping[str, object]) -> bool:
+    return (r["np"] == 2 and r["cluster"] == "local" and bool(r["valid"])
+            and bool(r["median_us"]) and not r["flagged"])
+
+
+def _time(r: Mapping[str, object]) -> Figure:
+    m = float(r["median_us"])  # type: ignore[arg-type]
+    lo = float(r["ci_lo_us"] if r["ci_lo_us"] is not None else m)  # type: ignore[arg-type]
+    hi = float(r["ci_hi_us"] if r["ci_hi_us"] is not None else m)  # type: ignore[arg-type]
+    return Figure(m, lo, hi, int(r["size_bytes"]))  # type: ignore[call-overload]
+
+
+def _rate(r: Mapping[str, object]) -> Figure:
+    """MB/s, its interval from the time's (a shorter time, a higher rate)."""
+    t = _time(r)
+    mb = float(r["mb_per_s"])  # type: ignore[arg-type]
+    return Figure(mb, mb * t.value / t.hi, mb * t.value / t.lo, t.size)
+
+
+def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
+    """Mark each figure whose interval overlaps another's."""
+    out = []
+    for i, f in enumerate(figs):
+        if f is None:
+            out.append(None)
+            continue
+        tied = any(g is not None and j != i and f.lo <= g.hi and g.lo <= f.hi
+                   for j, g in enumerate(figs))
+        out.append(Figure(f.value, f.lo, f.hi, f.size, f.times, f.against, tied))
+    return tuple(out)
+
+
+def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] | None
+             ) -> Headline | None:
+    """The table, from aggregated rows and the sweep's probe (None: no
+    limit to set the bandwidths against); None without a 2-rank latency."""
+    mine = [r for r in rows if _ok(r)]
+    names = tuple(sorted({what(r) for r in mine if r["bench"] == "latency"}))
+    if not names:
+        return None
+    floors = [float(r["floor_ns"]) for r in mine  # type: ignore[arg-type]
+              if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
+    floor = statistics.median(floors) if floors else None
+    cma = (probe or {}).get("process_vm_readv") or {}
+    cma_gbs = float(cma["gbs_4mib"]) if isinstance(cma, dict) and cma.get("gbs_4mib") else None
+    copy = tuple((str(c["where"]), float(c["gbs"])) for c in (probe or {}).get("copy", []) or []
+                 if isinstance(c, dict) and c.get("gbs"))
+
+    def of(name: str, bench: str) -> list[Mapping[str, object]]:
+        return [r for r in mine if r["bench"] == bench and what(r) == name]
+
+    lat, bw, bibw, at4, ar, bar = [], [], [], [], [], []
+    # the probe's copies by how far they reach: (where, bytes, GB/s), the smallest first
+    copy_sizes = sorted(((str(c["where"]), int(c["bytes"]), float(c["gbs"]))
+                         for c in (probe or {}).get("copy", []) or []  # type: ignore[union-attr]
+                         if isinstance(c, dict) and c.get("gbs") and c.get("bytes")),
+                        key=lambda c: c[1])
+    for n in names:
+        small = [r for r in of(n, "latency") if int(r["size_bytes"]) >= 1]  # type: ignore[call-overload]
+        f = _time(min(small, key=lambda r: int(r["size_bytes"]))) if small else None  # type: ignore[call-overload]
+        own = [float(r["floor_ns"]) for r in small if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[arg-type, attr-defined]
+        fl = statistics.median(own) if own else floor
+        lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl) if f and fl
+                   else f)
+        for bench, into, k in (("bw", bw, 1.0), ("bibw", bibw, 2.0)):
+            got = [r for r in of(n, bench) if r["mb_per_s"]]
+            if not got:
+                into.append(None)
+                continue
+            p = _rate(max(got, key=lambda r: float(r["mb_per_s"])))  # type: ignore[arg-type]
+            # against a memory copy of the same reach (a peak in cache, the copy in
+            # cache); bibw runs two copies at once, one a direction
+            lim = next((c for c in copy_sizes if p.size <= c[1]), copy_sizes[-1] if copy_sizes
+                       else None)
+            into.append(Figure(p.value, p.lo, p.hi, p.size,
+                               p.value / (k * lim[2] * 1000) if lim else None,
+                               f"of {'two copies' if k > 1 else 'a copy'} in {lim[0]}"
+                               if lim else ""))
+        big = [r for r in of(n, "bw") if r["mb_per_s"] and r["size_bytes"] == 4 << 20]
+        if big:
+            p = _rate(big[0])
+            at4.append(Figure(p.value, p.lo, p.hi, p.size,
+                              p.value / (cma_gbs * 1000) if cma_gbs else None,
+                              "of process_vm_readv at 4 MiB" if cma_gbs else ""))
+        else:
+            at4.append(None)
+        for bench, size, into in (("allreduce", 8, ar), ("barrier", None, bar)):
+            got = [r for r in of(n, bench) if size is None or r["size_bytes"] == size]
+            into.append(_time(got[0]) if got else None)
+    table = (("latency, smallest message", "us", _mark(lat)),
+             ("bw, peak", "MB/s", _mark(bw)), ("bibw, peak", "MB/s", _mark(bibw)),
+             ("bw at 4 MiB", "MB/s", _mark(at4)),
+             ("allreduce 8 B", "us", _mark(ar)), ("barrier", "us", _mark(bar)))
+    return Headline(names, tuple(t for t in table if any(t[2])), floor, cma_gbs, copy)
+
+
+def _value(f: Figure | None) -> str:
+    if f is None:
+        return "-"
+    d = 3 if f.value < 10 else 0
+    return f"{f.value:.{d}f} ({f.lo:.{d}f}-{f.hi:.{d}f})" + (f" {TIED}" if f.tied else "")
+
+
+def text(h: Headline) -> str:
+    """The table, a figure a row (its limit on the row under it), an
+    implementation a column, then the limits it is set against: narrow
+    enough for a terminal of 80 columns with two or three implementations."""
+    lines: list[tuple[str, list[str]]] = []
+    for label, unit, figs in h.rows:
+        lines.append((f"{label} ({unit})", [_value(f) for f in figs]))
+        if label.endswith("peak"):
+            lines.append(("  at", [human_bytes(f.size) if f else "" for f in figs]))
+        said = next((f for f in figs if f is not None and f.times), None)
+        if said is not None:
+            lim = "x the core-to-core floor" if label.startswith("latency") else said.against
+            lines.append((f"  {lim}", [
+                "" if f is None or not f.times else f"{f.times:.1f}x"
+                if label.startswith("latency") else f"{100 * f.times:.0f}%" for f in figs]))
+    w0 = max(len(x) for x, _ in lines)
+    ws = [max(len(n), *(len(c[i]) for _, c in lines)) for i, n in enumerate(h.names)]
+    out = [*textwrap.wrap("Headline figures, 2 processes, one node: median (interval between "
+                          f"runs); {TIED}: not told apart from another implementation", 88),
+           " " * w0 + "  " + "  ".join(f"{n:>{w}}" for n, w in zip(h.names, ws, strict=True))]
+    for head, row in lines:
+        out.append(f"{head:<{w0}}  " + "  ".join(f"{c:>{w}}" for c, w in
+                                                 zip(row, ws, strict=True)))
+    limits = []
+    if h.floor_ns:
+        limits.append(f"core to core {h.floor_ns:.0f} ns one way (the jobs' own floor)")
+    if h.cma_gbs:
+        limits.append(f"process_vm_readv (the single copy) {h.cma_gbs:.1f} GB/s at 4 MiB")
+    limits += [f"a copy on one core {g:.1f} GB/s ({w})" for w, g in h.copy]
+    if limits:
+        out += textwrap.wrap("Set against this machine's own figures (commscope probe): "
+                             + "; ".join(limits), 88)
+    return "\n".join(out) + "\n"

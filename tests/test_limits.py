@@ -1,0 +1,64 @@
+"""The headline figures against the machine's own limits, on fixed rows
+(analysis/limits.py)."""
+
+from __future__ import annotations
+
+from commscope.analysis import limits
+
+PROBE = {"process_vm_readv": {"call_8b_ns": 680.0, "gbs_4mib": 8.8},
+         "copy": [{"where": "cache", "bytes": 524288, "gbs": 76.0},
+                  {"where": "memory", "bytes": 67108864, "gbs": 11.7}]}
+
+
+def _row(mpi, bench, size, med, lo, hi, mb=None, floor=190.0, flagged=False):
+    return {"mpi_name": mpi, "bench": bench, "size_bytes": size, "median_us": med,
+            "ci_lo_us": lo, "ci_hi_us": hi, "mb_per_s": mb, "floor_ns": floor, "np": 2,
+            "cluster": "local", "valid": True, "flagged": flagged}
+
+
+def _rows():
+    out = []
+    for mpi, lat, ar, bw in (("openmpi", (0.40, 0.38, 0.43), (0.80, 0.75, 0.85), 20000.0),
+                             ("mpich", (0.52, 0.42, 0.69), (1.32, 1.12, 1.56), 22000.0)):
+        out += [_row(mpi, "latency", 1, *lat), _row(mpi, "latency", 8, 9.0, 8.0, 10.0),
+                _row(mpi, "allreduce", 8, *ar), _row(mpi, "allreduce", 16, 5.0, 4.0, 6.0),
+                _row(mpi, "bw", 512 << 10, 512 * 1024 / bw, 512 * 1024 / bw * 0.95,
+                     512 * 1024 / bw * 1.05, bw),
+                _row(mpi, "bw", 4 << 20, 500.0, 480.0, 520.0, 8400.0)]
+    out.append(_row("mpich", "barrier", 0, 1.2, 1.0, 1.6))
+    out.append(_row("openmpi", "barrier", 0, 0.1, 0.09, 0.11, flagged=True))  # busy: not used
+    return out
+
+
+def test_each_figure_is_set_against_the_limit_of_its_own_reach(monkeypatch):
+    monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
+    h = limits.headline(_rows(), PROBE)
+    assert h is not None and h.names == ("mpich", "openmpi")
+    rows = {label: figs for label, _, figs in h.rows}
+    mp, om = rows["latency, smallest message"]
+    assert (om.value, om.size) == (0.40, 1) and abs(om.times - 400 / 190) < 1e-9
+    assert om.tied and mp.tied  # 0.38-0.43 inside 0.42-0.69: not told apart
+    ar = rows["allreduce 8 B"]
+    assert [f.value for f in ar] == [1.32, 0.80] and not any(f.tied for f in ar)
+    # the peak sits in cache (512 KiB): set against the probe's copy in cache
+    bw = rows["bw, peak"]
+    assert [f.size for f in bw] == [512 << 10] * 2 and "in cache" in bw[0].against
+    assert abs(bw[1].times - 20000.0 / 76000.0) < 1e-9
+    # 4 MiB against the single copy; the rate's interval from the time's (a shorter time
+    # is a higher rate)
+    (m4, o4) = rows["bw at 4 MiB"]
+    assert abs(o4.times - 8400 / 8800) < 1e-9 and o4.lo < o4.value < o4.hi
+    # a barrier measured only on a busy machine is no figure
+    assert rows["barrier"][1] is None and rows["barrier"][0].value == 1.2
+    text = limits.text(h)
+    assert max(len(x) for x in text.splitlines()) <= 88
+    assert "2.1x" in text and "26%" in text and "95%" in text and "-" in text
+
+
+def test_no_latency_between_two_ranks_is_no_table(monkeypatch):
+    monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
+    assert limits.headline([r for r in _rows() if r["bench"] != "latency"], PROBE) is None
+    # without a probe, no bandwidth limit: the figures stand alone
+    h = limits.headline(_rows(), None)
+    assert h is not None and all(f is None or f.times is None for label, _, figs in h.rows
+                                 for f in figs if not label.startswith("latency"))
