@@ -118,6 +118,9 @@ FIRST_SCREEN = """JSON.stringify((() => {
     images: s ? [...s.querySelectorAll('img')].map(i => ({...box(i), loaded: i.complete
                   && i.naturalWidth > 0, src: i.getAttribute('src')})) : [],
     findings: box(document.getElementById('findings')),
+    headline: document.getElementById('headline')
+      ? {...box(document.getElementById('headline')),
+         text: document.getElementById('headline').innerText} : null,
   };
 })())"""
 

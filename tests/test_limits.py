@@ -53,6 +53,10 @@ def test_each_figure_is_set_against_the_limit_of_its_own_reach(monkeypatch):
     text = limits.text(h)
     assert max(len(x) for x in text.splitlines()) <= 88
     assert "2.1x" in text and "26%" in text and "95%" in text and "-" in text
+    page = dict(limits.compact(h))  # the report's cells: the value, and under it its limit
+    assert page["bw, peak (MB/s)"][1] == ("20000 (19048-21053) ≈",
+                                          "at 512 KiB, 26% of a copy in cache")
+    assert page["latency, smallest message (us)"][1][1] == "2.1x the core-to-core floor"
 
 
 def test_no_latency_between_two_ranks_is_no_table(monkeypatch):

@@ -146,10 +146,9 @@ def _value(f: Figure | None) -> str:
     return f"{f.value:.{d}f} ({f.lo:.{d}f}-{f.hi:.{d}f})" + (f" {TIED}" if f.tied else "")
 
 
-def text(h: Headline) -> str:
-    """The table, a figure a row (its limit on the row under it), an
-    implementation a column, then the limits it is set against: narrow
-    enough for a terminal of 80 columns with two or three implementations."""
+def cells(h: Headline) -> list[tuple[str, list[str]]]:
+    """The table's rows as words: a figure a row, with the size a peak was
+    measured at and its limit on rows of their own (label starting "  ")."""
     lines: list[tuple[str, list[str]]] = []
     for label, unit, figs in h.rows:
         lines.append((f"{label} ({unit})", [_value(f) for f in figs]))
@@ -161,6 +160,45 @@ def text(h: Headline) -> str:
             lines.append((f"  {lim}", [
                 "" if f is None or not f.times else f"{f.times:.1f}x"
                 if label.startswith("latency") else f"{100 * f.times:.0f}%" for f in figs]))
+    return lines
+
+
+def compact(h: Headline) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The rows for a page: a figure a row, each cell its value and, under
+    it, where a peak was and its limit ("at 512 KiB, 29% of a copy in
+    cache"; "2.4x the core-to-core floor")."""
+    out = []
+    for label, unit, figs in h.rows:
+        row = []
+        for f in figs:
+            said = []
+            if f is not None and label.endswith("peak"):
+                said.append(f"at {human_bytes(f.size)}")
+            if f is not None and f.times:
+                said.append(f"{f.times:.1f}x the core-to-core floor" if label.startswith(
+                    "latency") else f"{100 * f.times:.0f}% {f.against}")
+            row.append((_value(f), ", ".join(said)))
+        out.append((f"{label} ({unit})", row))
+    return out
+
+
+def limits_text(h: Headline) -> str:
+    """What the figures are set against, in one sentence."""
+    said = []
+    if h.floor_ns:
+        said.append(f"core to core {h.floor_ns:.0f} ns one way (the jobs' own floor)")
+    if h.cma_gbs:
+        said.append(f"process_vm_readv (the single copy) {h.cma_gbs:.1f} GB/s at 4 MiB")
+    said += [f"a copy on one core {g:.1f} GB/s ({w})" for w, g in h.copy]
+    return ("Set against this machine's own figures (commscope probe): " + "; ".join(said)
+            if said else "")
+
+
+def text(h: Headline) -> str:
+    """The table, a figure a row (its limit on the row under it), an
+    implementation a column, then the limits it is set against: narrow
+    enough for a terminal of 80 columns with two or three implementations."""
+    lines = cells(h)
     w0 = max(len(x) for x, _ in lines)
     ws = [max(len(n), *(len(c[i]) for _, c in lines)) for i, n in enumerate(h.names)]
     out = [*textwrap.wrap("Headline figures, 2 processes, one node: median (interval between "
@@ -169,13 +207,5 @@ def text(h: Headline) -> str:
     for head, row in lines:
         out.append(f"{head:<{w0}}  " + "  ".join(f"{c:>{w}}" for c, w in
                                                  zip(row, ws, strict=True)))
-    limits = []
-    if h.floor_ns:
-        limits.append(f"core to core {h.floor_ns:.0f} ns one way (the jobs' own floor)")
-    if h.cma_gbs:
-        limits.append(f"process_vm_readv (the single copy) {h.cma_gbs:.1f} GB/s at 4 MiB")
-    limits += [f"a copy on one core {g:.1f} GB/s ({w})" for w, g in h.copy]
-    if limits:
-        out += textwrap.wrap("Set against this machine's own figures (commscope probe): "
-                             + "; ".join(limits), 88)
+    out += textwrap.wrap(limits_text(h), 88)
     return "\n".join(out) + "\n"

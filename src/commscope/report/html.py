@@ -19,7 +19,7 @@ import jinja2
 
 from .. import __version__
 from ..analysis import compare as compare_mod
-from ..analysis import conclude, crossover, findings, summary
+from ..analysis import conclude, crossover, findings, limits, summary
 from ..analysis.series import collect
 from ..analysis.significance import MIN_CHANGE
 from ..measure import probe as probe_mod
@@ -183,6 +183,10 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                    "beside": probe_mod.beside_latency(rows, probe)}
     fails = sections.failures(store, run_ids)
     failed = len(fails["bad"].rows) if fails["bad"] else 0
+    head = limits.headline(rows, probe)  # is this normal? against the machine's own figures
+    headline = None if head is None else {
+        "names": head.names, "rows": limits.compact(head), "against": limits.limits_text(head),
+        "tied": limits.TIED}
 
     p2p = sections.p2p(page, rows, series, benches, tick)
     colls = sections.collectives(page, rows, benches, tick)
@@ -220,7 +224,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         contents=[(anchor, title) for anchor, title, shown in parts if shown],
         summary=_summary(page, store, rows, run_ids, series, found, xrows, probe, failed, key,
                          fixes, diag),
-        diagnosis=sections.diagnosis_section(diag),
+        diagnosis=sections.diagnosis_section(diag), headline=headline,
         findings=sections.findings_section(found, xrows), machine=machine,
         runs=sections.runs_section(store, made_of), chose=sections.library_choices(store, run_ids),
         failures=fails, p2p=p2p,
