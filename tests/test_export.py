@@ -176,3 +176,22 @@ def test_every_element_of_a_show_cell_has_a_field():
              "low", "high", "window", "windows", "window_narrowed", "marks", "phases", "mlups",
              "efficiency", "efficiency_low", "efficiency_high", "busbw_mb_per_s"}
     assert shown <= set(schema)
+
+
+def test_the_json_has_the_headline_figures_the_terminal_and_report_give(store, capsys):
+    from commscope.analysis import limits
+    from commscope.analysis.repeats import aggregate
+    from commscope.store.db import Store
+
+    doc = json.loads(out_of(capsys, "export", "--db", str(store), "--points", "--format",
+                            "json"))
+    head = doc["headline"]
+    assert head["implementations"] == ["mpich", "openmpi"]
+    lat = next(f for f in head["figures"] if f["figure"].startswith("latency"))
+    s = Store(store, create=False)
+    want = limits.headline(aggregate(s.result_rows(), mode="dominant"),
+                           json.loads(s.probe_for([1])["data"]) if s.probe_for([1]) else None)
+    assert want is not None
+    (_, _, figs) = next(r for r in want.rows if r[0].startswith("latency"))
+    assert [v["median"] for v in lat["values"]] == [f.value for f in figs]
+    assert all(v["lo"] <= v["median"] <= v["hi"] for v in lat["values"])

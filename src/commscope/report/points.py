@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..analysis import apps
+from ..analysis import apps, limits
 from ..measure import provenance
 from ..store.benches import bench as bench_facts
 from ..store.config import config_of, place
@@ -142,12 +142,36 @@ def provenance_of(store: Store, raw: Sequence[sqlite3.Row]) -> dict[str, object]
     }
 
 
+def headline_of(store: Store, rows: Sequence[sqlite3.Row]) -> dict[str, object] | None:
+    """The headline figures against the machine's limits (analysis/limits.py),
+    as the terminal and the report give them; the limit a figure is set
+    against says what it is ("x the core-to-core floor" is a ratio, the
+    others a share)."""
+    prow = store.probe_for(int(r["run_id"]) for r in rows)
+    h = limits.headline(rows, json.loads(prow["data"]) if prow is not None else None)
+    if h is None:
+        return None
+
+    def one(label: str, f: limits.Figure | None) -> dict[str, object] | None:
+        if f is None:
+            return None
+        lim = "x the core-to-core floor" if label.startswith("latency") else f.against
+        return {"median": f.value, "lo": f.lo, "hi": f.hi, "size_bytes": f.size,
+                "share_of_limit": f.times, "limit": lim if f.times else "", "tied": f.tied}
+
+    return {"implementations": list(h.names),
+            "figures": [{"figure": label, "unit": unit, "values": [one(label, f) for f in figs]}
+                        for label, unit, figs in h.rows],
+            "floor_ns": h.floor_ns, "process_vm_readv_gbs": h.cma_gbs,
+            "copy": [{"where": w, "gbs": g} for w, g in h.copy]}
+
+
 def export_points(store: Store, raw: Sequence[sqlite3.Row], rows: Sequence[sqlite3.Row],
                   fmt: str) -> str:
     pts = points(rows)
     if fmt == "json":
-        return json.dumps({"provenance": provenance_of(store, raw), "points": pts},
-                          indent=1) + "\n"
+        return json.dumps({"provenance": provenance_of(store, raw), "points": pts,
+                           "headline": headline_of(store, rows)}, indent=1) + "\n"
     phases = sorted({n for p in pts for n in p.get("phases", {})})  # type: ignore[union-attr]
     cols = [*COLUMNS, *(f"{n}_{k}" for n in phases for k in ("ms", "bytes_per_rank"))]
     buf = io.StringIO()
