@@ -39,6 +39,7 @@ class Headline:
     names: tuple[str, ...]  # the implementations, in column order
     rows: tuple[tuple[str, str, tuple[Figure | None, ...]], ...]  # (figure, unit, per name)
     floor_ns: float | None  # the jobs' own core-to-core floor (median over the records)
+    probe_floor_ns: float | None  # the probe's, taken once at the sweep's start
     cma_gbs: float | None  # process_vm_readv at 4 MiB
     copy: tuple[tuple[str, float], ...]  # (where, GB/s) of the probe's memory copy
 
@@ -136,7 +137,10 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
              ("bw, peak", "MB/s", _mark(bw)), ("bibw, peak", "MB/s", _mark(bibw)),
              ("bw at 4 MiB", "MB/s", _mark(at4)),
              ("allreduce 8 B", "us", _mark(ar)), ("barrier", "us", _mark(bar)))
-    return Headline(names, tuple(t for t in table if any(t[2])), floor, cma_gbs, copy)
+    from ..measure.probe import floor_ns as probe_floor
+
+    return Headline(names, tuple(t for t in table if any(t[2])), floor,
+                    probe_floor(probe) if probe else None, cma_gbs, copy)
 
 
 def _value(f: Figure | None) -> str:
@@ -186,7 +190,11 @@ def limits_text(h: Headline) -> str:
     """What the figures are set against, in one sentence."""
     said = []
     if h.floor_ns:
-        said.append(f"core to core {h.floor_ns:.0f} ns one way (the jobs' own floor)")
+        said.append(f"core to core {h.floor_ns:.0f} ns one way (the median of the floors the "
+                    "jobs measured beside their figures"
+                    + (f"; the probe read {h.probe_floor_ns:.0f} ns at the sweep's start, and "
+                       "the host moves" if h.probe_floor_ns and abs(
+                           h.probe_floor_ns - h.floor_ns) > 0.1 * h.floor_ns else "") + ")")
     if h.cma_gbs:
         said.append(f"process_vm_readv (the single copy) {h.cma_gbs:.1f} GB/s at 4 MiB")
     said += [f"a copy on one core {g:.1f} GB/s ({w})" for w, g in h.copy]
