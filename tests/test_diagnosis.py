@@ -471,3 +471,23 @@ def test_the_diagnosis_screens_a_gap_three_repetitions_hold_apart_that_no_claim_
     assert "bcast" not in claimed
     (f,) = screened
     assert f.bench == "bcast" and f.parties[0].mpi == "mpich" and f.span == (1, 64)
+
+
+def test_an_explanation_interrupted_says_so_not_that_its_settings_were_tried(monkeypatch):
+    from commscope.advise import experiment as ex
+
+    said: list[str] = []
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+    d = _diag([dg.Outcome(_gap(), dg.confirm(_gap(), rounds))])
+    d.rounds = rounds
+    ctx = diagnose.Context(None, 1, {}, {}, {}, None, None, ex.Clock(1e18), said.append)
+    monkeypatch.setattr(diagnose, "hypotheses_for", lambda *a: [_hyp()])
+    monkeypatch.setattr(diagnose, "_arms", lambda *a: [])
+
+    def cut(ctx, d, *a):  # Ctrl-C in the middle of the wave
+        d.rounds.stopped = "interrupted"
+
+    monkeypatch.setattr(diagnose, "_wave", cut)
+    diagnose.explain(ctx, d, 60.0, {})
+    (line,) = [x for x in said if "setting(s)" in x]
+    assert "being tried when it was interrupted" in line and " tried on" not in line, line

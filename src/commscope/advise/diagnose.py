@@ -325,10 +325,13 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
         _wave(ctx, d, wave, plans, _arms(ctx, want), t_end - reserve())
         tried += len(wave)
     n_h = sum(1 for hs in plans.values() for h in hs if not h.untestable)
-    ctx.say(f"diagnosis: {n_h} setting(s) tried on {tried} confirmed gap(s), beside their "
-            f"two sides ({time.monotonic() - t_end + budget_s:.0f} s)"
-            + (f"; {len(todo)} gap(s) left unexplained: the budget held no more" if todo
-               else ""))
+    cut = d.rounds.stopped == "interrupted"
+    ctx.say(f"diagnosis: {n_h} setting(s) "
+            + ("being tried when it was interrupted, " if cut else "tried ")
+            + f"on {tried} confirmed gap(s), beside their two sides "
+            f"({time.monotonic() - t_end + budget_s:.0f} s)"
+            + (f"; {len(todo)} gap(s) left unexplained: "
+               + ("interrupted first" if cut else "the budget held no more") if todo else ""))
     _judged(d, plans, {o.gap.id for o in todo})
 
 
