@@ -53,7 +53,7 @@ def test_gcc_and_clang_side_by_side(capsys, tmp_path, impls):
                        "--db", str(db), "--mpi", ",".join(names), "--cc",
                        "gcc,clang", "--bench", "latency,allreduce", "--sizes", "8:4K",
                        "--factor", "8", "--min-samples", "5", "--time-cap", "0.1", "--no-probe",
-                       "--no-advise")
+                       "--no-advise", "--show")
     assert rc == 0, err
     for n in names:  # one column per implementation and compiler
         assert f"{n} cc=clang" in out and f"{n} cc=gcc" in out

@@ -151,7 +151,7 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
     db = tmp_path / "rep.db"
     mpis = [x for m in cores for x in ("--mpi", m)]
     assert cli.main(["run", "--db", str(db), "--bench", "latency,allreduce", "--repeat", "3",
-                     "--sizes", "8:1K", "--factor", "128", "--no-advise", *mpis,
+                     "--sizes", "8:1K", "--factor", "128", "--no-advise", "--show", *mpis,
                      *QUICK[4:]]) == 0
     out = capsys.readouterr().out
     import re

@@ -26,7 +26,8 @@ def _rows():
                      512 * 1024 / bw * 1.05, bw),
                 _row(mpi, "bw", 4 << 20, 500.0, 480.0, 520.0, 8400.0)]
     out.append(_row("mpich", "barrier", 0, 1.2, 1.0, 1.6))
-    out.append(_row("openmpi", "barrier", 0, 0.1, 0.09, 0.11, flagged=True))  # busy: not used
+    out.append(_row("openmpi", "barrier", 0, 0.1, 0.09, 0.11, flagged=True))  # busy: marked
+    out.append(_row("mpich", "barrier", 0, 9.9, 9.0, 11.0, flagged=True))  # a quiet one stands
     return out
 
 
@@ -48,11 +49,13 @@ def test_each_figure_is_set_against_the_limit_of_its_own_reach(monkeypatch):
     # is a higher rate)
     (m4, o4) = rows["bw at 4 MiB"]
     assert abs(o4.times - 8400 / 8800) < 1e-9 and o4.lo < o4.value < o4.hi
-    # a barrier measured only on a busy machine is no figure
-    assert rows["barrier"][1] is None and rows["barrier"][0].value == 1.2
+    # a barrier measured only on a busy machine is a figure, said to be one
+    assert rows["barrier"][1].busy and rows["barrier"][1].value == 0.1
+    assert not rows["barrier"][0].busy and rows["barrier"][0].value == 1.2
     text = limits.text(h)
     assert max(len(x) for x in text.splitlines()) <= 88
-    assert "2.1x" in text and "26%" in text and "95%" in text and "-" in text
+    assert "2.1x" in text and "26%" in text and "95%" in text
+    assert "0.100 (0.090-0.110) *" in text and "*: measured while other processes" in text
     page = dict(limits.compact(h))  # the report's cells: the value, and under it its limit
     assert page["bw, peak (MB/s)"][1] == ("20000 (19048-21053) ≈",
                                           "at 512 KiB, 26% of a copy in cache")

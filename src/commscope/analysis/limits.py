@@ -21,6 +21,7 @@ from ..store.config import what
 from ..store.sizes import human_bytes
 
 TIED = "≈"  # a figure whose interval overlaps another implementation's
+BUSY = "*"  # a figure from records taken while other processes used the CPU
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Figure:
     times: float | None = None  # against its limit (x the floor, share of a copy rate)
     against: str = ""  # which limit
     tied: bool = False
+    busy: bool = False  # only records taken while other processes used the CPU stood behind it
 
 
 @dataclass(frozen=True)
@@ -46,21 +48,21 @@ class Headline:
 
 def _ok(r: Mapping[str, object]) -> bool:
     return (r["np"] == 2 and r["cluster"] == "local" and bool(r["valid"])
-            and bool(r["median_us"]) and not r["flagged"])
+            and bool(r["median_us"]))
 
 
 def _time(r: Mapping[str, object]) -> Figure:
     m = float(r["median_us"])  # type: ignore[arg-type]
     lo = float(r["ci_lo_us"] if r["ci_lo_us"] is not None else m)  # type: ignore[arg-type]
     hi = float(r["ci_hi_us"] if r["ci_hi_us"] is not None else m)  # type: ignore[arg-type]
-    return Figure(m, lo, hi, int(r["size_bytes"]))  # type: ignore[call-overload]
+    return Figure(m, lo, hi, int(r["size_bytes"]), busy=bool(r["flagged"]))  # type: ignore[call-overload]
 
 
 def _rate(r: Mapping[str, object]) -> Figure:
     """MB/s, its interval from the time's (a shorter time, a higher rate)."""
     t = _time(r)
     mb = float(r["mb_per_s"])  # type: ignore[arg-type]
-    return Figure(mb, mb * t.value / t.hi, mb * t.value / t.lo, t.size)
+    return Figure(mb, mb * t.value / t.hi, mb * t.value / t.lo, t.size, busy=t.busy)
 
 
 def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
@@ -72,7 +74,7 @@ def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
             continue
         tied = any(g is not None and j != i and f.lo <= g.hi and g.lo <= f.hi
                    for j, g in enumerate(figs))
-        out.append(Figure(f.value, f.lo, f.hi, f.size, f.times, f.against, tied))
+        out.append(Figure(f.value, f.lo, f.hi, f.size, f.times, f.against, tied, f.busy))
     return tuple(out)
 
 
@@ -93,7 +95,11 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
                  if isinstance(c, dict) and c.get("gbs"))
 
     def of(name: str, bench: str) -> list[Mapping[str, object]]:
-        return [r for r in mine if r["bench"] == bench and what(r) == name]
+        """Its records, those of a quiet machine where there are any; else
+        those taken beside other work, which the figure then says."""
+        got = [r for r in mine if r["bench"] == bench and what(r) == name]
+        quiet = [r for r in got if not r["flagged"]]
+        return quiet or got
 
     lat, bw, bibw, at4, ar, bar = [], [], [], [], [], []
     # the probe's copies by how far they reach: (where, bytes, GB/s), the smallest first
@@ -106,8 +112,8 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
         f = _time(min(small, key=lambda r: int(r["size_bytes"]))) if small else None  # type: ignore[call-overload]
         own = [float(r["floor_ns"]) for r in small if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[arg-type, attr-defined]
         fl = statistics.median(own) if own else floor
-        lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl) if f and fl
-                   else f)
+        lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl, busy=f.busy)
+                   if f and fl else f)
         for bench, into, k in (("bw", bw, 1.0), ("bibw", bibw, 2.0)):
             got = [r for r in of(n, bench) if r["mb_per_s"]]
             if not got:
@@ -121,13 +127,13 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
             into.append(Figure(p.value, p.lo, p.hi, p.size,
                                p.value / (k * lim[2] * 1000) if lim else None,
                                f"of {'two copies' if k > 1 else 'a copy'} in {lim[0]}"
-                               if lim else ""))
+                               if lim else "", busy=p.busy))
         big = [r for r in of(n, "bw") if r["mb_per_s"] and r["size_bytes"] == 4 << 20]
         if big:
             p = _rate(big[0])
             at4.append(Figure(p.value, p.lo, p.hi, p.size,
                               p.value / (cma_gbs * 1000) if cma_gbs else None,
-                              "of process_vm_readv at 4 MiB" if cma_gbs else ""))
+                              "of process_vm_readv at 4 MiB" if cma_gbs else "", busy=p.busy))
         else:
             at4.append(None)
         for bench, size, into in (("allreduce", 8, ar), ("barrier", None, bar)):
@@ -147,7 +153,19 @@ def _value(f: Figure | None) -> str:
     if f is None:
         return "-"
     d = 3 if f.value < 10 else 0
-    return f"{f.value:.{d}f} ({f.lo:.{d}f}-{f.hi:.{d}f})" + (f" {TIED}" if f.tied else "")
+    return (f"{f.value:.{d}f} ({f.lo:.{d}f}-{f.hi:.{d}f})" + (f" {TIED}" if f.tied else "")
+            + (f" {BUSY}" if f.busy else ""))
+
+
+def busy(h: Headline) -> bool:
+    return any(f is not None and f.busy for _, _, figs in h.rows for f in figs)
+
+
+def title(h: Headline) -> str:
+    return ("Headline figures, 2 processes, one node: median (interval between runs); "
+            f"{TIED}: not told apart from another implementation"
+            + (f"; {BUSY}: measured while other processes used the CPU (flagged noisy: "
+               "no record of a quiet machine)" if busy(h) else ""))
 
 
 def cells(h: Headline) -> list[tuple[str, list[str]]]:
@@ -209,8 +227,7 @@ def text(h: Headline) -> str:
     lines = cells(h)
     w0 = max(len(x) for x, _ in lines)
     ws = [max(len(n), *(len(c[i]) for _, c in lines)) for i, n in enumerate(h.names)]
-    out = [*textwrap.wrap("Headline figures, 2 processes, one node: median (interval between "
-                          f"runs); {TIED}: not told apart from another implementation", 88),
+    out = [*textwrap.wrap(title(h), 88),
            " " * w0 + "  " + "  ".join(f"{n:>{w}}" for n, w in zip(h.names, ws, strict=True))]
     for head, row in lines:
         out.append(f"{head:<{w0}}  " + "  ".join(f"{c:>{w}}" for c, w in

@@ -186,7 +186,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     head = limits.headline(rows, probe)  # is this normal? against the machine's own figures
     headline = None if head is None else {
         "names": head.names, "rows": limits.compact(head), "against": limits.limits_text(head),
-        "tied": limits.TIED}
+        "title": limits.title(head)}
 
     p2p = sections.p2p(page, rows, series, benches, tick)
     colls = sections.collectives(page, rows, benches, tick)

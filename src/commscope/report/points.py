@@ -157,7 +157,8 @@ def headline_of(store: Store, rows: Sequence[sqlite3.Row]) -> dict[str, object] 
             return None
         lim = "x the core-to-core floor" if label.startswith("latency") else f.against
         return {"median": f.value, "lo": f.lo, "hi": f.hi, "size_bytes": f.size,
-                "share_of_limit": f.times, "limit": lim if f.times else "", "tied": f.tied}
+                "share_of_limit": f.times, "limit": lim if f.times else "", "tied": f.tied,
+                "busy": f.busy}
 
     return {"implementations": list(h.names),
             "figures": [{"figure": label, "unit": unit, "values": [one(label, f) for f in figs]}
