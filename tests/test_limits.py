@@ -62,6 +62,15 @@ def test_each_figure_is_set_against_the_limit_of_its_own_reach(monkeypatch):
     assert page["latency, smallest message (us)"][1][1] == "2.1x the core-to-core floor"
 
 
+def test_the_floor_is_the_jobs_own_and_the_probes_is_said_where_the_host_moved(monkeypatch):
+    monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
+    moved = limits.limits_text(limits.headline(_rows(), PROBE, probe_floor_ns=150.0))
+    assert "core to core 190 ns one way (the median of the floors the jobs" in moved
+    assert "the probe read 150 ns at the sweep's start" in moved
+    still = limits.limits_text(limits.headline(_rows(), PROBE, probe_floor_ns=185.0))
+    assert "the probe read" not in still
+
+
 def test_no_latency_between_two_ranks_is_no_table(monkeypatch):
     monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
     assert limits.headline([r for r in _rows() if r["bench"] != "latency"], PROBE) is None

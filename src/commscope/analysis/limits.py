@@ -78,10 +78,11 @@ def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
     return tuple(out)
 
 
-def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] | None
-             ) -> Headline | None:
+def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] | None,
+             probe_floor_ns: float | None = None) -> Headline | None:
     """The table, from aggregated rows and the sweep's probe (None: no
-    limit to set the bandwidths against); None without a 2-rank latency."""
+    limit to set the bandwidths against) with its core-to-core floor
+    (measure.probe.floor_ns); None without a 2-rank latency."""
     mine = [r for r in rows if _ok(r)]
     names = tuple(sorted({what(r) for r in mine if r["bench"] == "latency"}))
     if not names:
@@ -143,10 +144,8 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
              ("bw, peak", "MB/s", _mark(bw)), ("bibw, peak", "MB/s", _mark(bibw)),
              ("bw at 4 MiB", "MB/s", _mark(at4)),
              ("allreduce 8 B", "us", _mark(ar)), ("barrier", "us", _mark(bar)))
-    from ..measure.probe import floor_ns as probe_floor
-
-    return Headline(names, tuple(t for t in table if any(t[2])), floor,
-                    probe_floor(probe) if probe else None, cma_gbs, copy)
+    return Headline(names, tuple(t for t in table if any(t[2])), floor, probe_floor_ns,
+                    cma_gbs, copy)
 
 
 def _value(f: Figure | None) -> str:

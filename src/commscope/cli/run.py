@@ -128,7 +128,8 @@ def cmd_run(a: argparse.Namespace) -> int:
             else:
                 print(f"the sweep's tables: commscope show --db {shlex.quote(str(a.db))}")
             prow = store.probe_for(ids)
-            head = limits.headline(agg, json.loads(prow["data"]) if prow is not None else None)
+            probe = json.loads(prow["data"]) if prow is not None else None
+            head = limits.headline(agg, probe, probe_mod.floor_ns(probe) if probe else None)
             if head is not None:
                 print("\n" + limits.text(head), end="")
             else:

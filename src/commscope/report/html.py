@@ -183,7 +183,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
                    "beside": probe_mod.beside_latency(rows, probe)}
     fails = sections.failures(store, run_ids)
     failed = len(fails["bad"].rows) if fails["bad"] else 0
-    head = limits.headline(rows, probe)  # is this normal? against the machine's own figures
+    # is this normal? against the machine's own figures
+    head = limits.headline(rows, probe, probe_mod.floor_ns(probe) if probe else None)
     headline = None if head is None else {
         "names": head.names, "rows": limits.compact(head), "against": limits.limits_text(head),
         "title": limits.title(head)}

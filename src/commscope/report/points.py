@@ -15,6 +15,7 @@ from pathlib import Path
 from .. import __version__
 from ..analysis import apps, limits
 from ..measure import provenance
+from ..measure.probe import floor_ns as probe_floor
 from ..store.benches import bench as bench_facts
 from ..store.config import config_of, place
 from ..store.db import Store
@@ -148,7 +149,8 @@ def headline_of(store: Store, rows: Sequence[sqlite3.Row]) -> dict[str, object] 
     against says what it is ("x the core-to-core floor" is a ratio, the
     others a share)."""
     prow = store.probe_for(int(r["run_id"]) for r in rows)
-    h = limits.headline(rows, json.loads(prow["data"]) if prow is not None else None)
+    probe = json.loads(prow["data"]) if prow is not None else None
+    h = limits.headline(rows, probe, probe_floor(probe) if probe else None)
     if h is None:
         return None
 
