@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..store.config import what
 from ..store.sizes import human_bytes
@@ -74,7 +74,7 @@ def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
             continue
         tied = any(g is not None and j != i and f.lo <= g.hi and g.lo <= f.hi
                    for j, g in enumerate(figs))
-        out.append(Figure(f.value, f.lo, f.hi, f.size, f.times, f.against, tied, f.busy))
+        out.append(replace(f, tied=tied))
     return tuple(out)
 
 
@@ -92,8 +92,6 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
     floor = statistics.median(floors) if floors else None
     cma = (probe or {}).get("process_vm_readv") or {}
     cma_gbs = float(cma["gbs_4mib"]) if isinstance(cma, dict) and cma.get("gbs_4mib") else None
-    copy = tuple((str(c["where"]), float(c["gbs"])) for c in (probe or {}).get("copy", []) or []
-                 if isinstance(c, dict) and c.get("gbs"))
 
     def of(name: str, bench: str) -> list[Mapping[str, object]]:
         """Its records, those of a quiet machine where there are any; else
@@ -108,6 +106,7 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
                          for c in (probe or {}).get("copy", []) or []  # type: ignore[union-attr]
                          if isinstance(c, dict) and c.get("gbs") and c.get("bytes")),
                         key=lambda c: c[1])
+    copy = tuple((w, g) for w, _, g in copy_sizes)
     for n in names:
         small = [r for r in of(n, "latency") if int(r["size_bytes"]) >= 1]  # type: ignore[call-overload]
         f = _time(min(small, key=lambda r: int(r["size_bytes"]))) if small else None  # type: ignore[call-overload]

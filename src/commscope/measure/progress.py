@@ -33,6 +33,7 @@ class Progress:
         self.name, self.each, self.unit = name, each, unit
         self.counts: dict[str, int] = {}
         self._t0: float | None = None
+        self._said = False  # the phase's summary line, printed once
         self._bar: tqdm | None = None  # drawn at the first job, closed when all are done
 
     @property
@@ -106,7 +107,7 @@ class Progress:
         """The phase is over: the bar goes, and a named phase says what it
         did, once."""
         self._drop_bar()
-        if self.enabled and self.name and self.done and not getattr(self, "_said", False):
+        if self.enabled and self.name and self.done and not self._said:
             self._said = True
             self.stream.write(self.summary() + "\n")
             self.stream.flush()
