@@ -38,7 +38,21 @@ COMMSCOPE_GPU_STANDIN=host and --small it runs every phase on host memory
 standing in for the device at small sizes: a check of the script and of the
 paths' logic, whose figures say nothing of a GPU.
 
+With --seeds it runs instead the studies' own figures in one call that ends
+within --budget (480 s by default) on one H100 or H200: a preflight printed
+first (the device, its compute mode and persistence, the kernel, nvcc, the C
+compiler, the carried MPI and its CUDA support, the device's own copy
+bandwidths), a smoke job (cuda-aware latency and bw at 1 B, 1 KiB, 1 MiB;
+once more without smcuda's CUDA IPC where it fails), then (a)+(b) host,
+staged and cuda-aware latency and bw 1 B to 4 MiB in 3 rounds, (c)
+gpu_matmul staged and cuda-aware on 4 processes N = 2000 to 10000 (largest
+last) and (d) gpu_jacobi weak scaling, 4096^2 a process, on 1, 2 and 4
+processes; each phase under its own cap, never the whole remaining budget,
+without the diagnosis, at a fixed window.  What time is left runs the other
+paths.  Each phase's store, figures and log go into --out as it ends.
+
     python3 bench/gpu.py --store DIR [--mpi openmpi-cuda] [--budget 480] [--out DIR]
+    python3 bench/gpu.py --seeds --store DIR --out DIR   (one call: the studies' figures)
     python3 bench/gpu.py --store DIR --take CAME   (here: what a call sent back)
     python3 bench/gpu.py --pack DIR     (here: the CUDA-aware Open MPI, to carry)
 """
@@ -46,20 +60,26 @@ paths' logic, whose figures say nothing of a GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
+import io
 import json
 import os
+import platform
 import shutil
 import signal
 import site
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from commscope.analysis import apps
 from commscope.analysis.repeats import aggregate
+from commscope.errors import CommscopeError
 from commscope.measure import build, discovery
 from commscope.measure.plan import gpu_standin
 from commscope.store.db import Store
@@ -93,6 +113,165 @@ def phases(small: bool) -> list[tuple[str, float, list[str]]]:
                       "N=96" if small else "N=4096", *app[:4], "--time-cap",
                       "0.05" if small else "20"]),
     ]
+
+
+def seeds_plan(small: bool, cuda_aware: bool = True) -> list[tuple[str, float, list[str]]]:
+    """--seeds: (name, its own cap in seconds, commscope run's arguments), in
+    order; "rest" has no cap of its own (what the budget leaves); the smoke's
+    cap is shared by its two tries.  No
+    diagnosis, a fixed window of 64 (OSU's) with a time cap that holds it at
+    4 MiB down to 2.7 GB/s (so no path's window narrows and nothing is
+    relaunched at another), a timeout per job."""
+    common = ["--no-advise", "--window", "64"]
+    paths = "host,staged" + (",cuda-aware" if cuda_aware else "")
+    app_paths = "staged" + (",cuda-aware" if cuda_aware else "")
+    app = ["--repeat", "2", "--min-samples", "3", "--time-cap", "0.05" if small else "2"]
+    return [
+        ("smoke", 80, ["--path", "cuda-aware", "--bench", "latency,bw", "--sizes", "1:1M",
+                       "--factor", "1024", "--repeat", "1", "--time-cap", "0.1", "--timeout",
+                       "40", *common]),
+        ("paths", 160, ["--path", paths, "--bench", "latency,bw", "--sizes",
+                        "1:64K" if small else "1:4M", "--factor", "4", "--repeat", "3",
+                        "--time-cap", "0.05" if small else "0.5", "--timeout", "60", *common]),
+        ("matmul", 100, ["--path", app_paths, "--bench", "gpu_matmul", "--np", "4", "--param",
+                         "N=32,64" if small else "N=2000,4000,6000,8000,10000", *app,
+                         "--timeout", "90", *common]),
+        ("weak", 80, ["--path", app_paths, "--bench", "gpu_jacobi", "--np", "1,2,4", "--param",
+                      ("N=24" if small else "N=4096") + ";scale=weak", *app, "--timeout", "60",
+                      *common]),
+        ("rest", 0, ["--path", "staged-pageable,staged-pipelined,ipc", "--bench", "latency,bw",
+                     "--sizes", "1:64K" if small else "1:4M", "--factor", "4", "--repeat", "2",
+                     "--time-cap", "0.05" if small else "0.5", "--timeout", "60", *common]),
+    ]
+
+
+SEEDS_SMI_FIELDS = ("name", "compute_mode", "persistence_mode", "memory.total", "driver_version")
+
+
+def parse_smi(text: str) -> list[dict[str, str]]:
+    """`nvidia-smi --query-gpu=<SEEDS_SMI_FIELDS> --format=csv,noheader`, one
+    dict a device; a line that is not one device's fields is left out."""
+    out = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == len(SEEDS_SMI_FIELDS) and cells[0]:
+            out.append(dict(zip(SEEDS_SMI_FIELDS, cells, strict=True)))
+    return out
+
+
+def smi_verdicts(gpus: list[dict[str, str]]) -> list[str]:
+    """What the devices' settings mean for the jobs, a line each."""
+    said = []
+    for i, g in enumerate(gpus):
+        if g["compute_mode"].lower().startswith("exclusive"):
+            said.append(f"GPU {i} is in {g['compute_mode']} compute mode: a job of more than "
+                        "one rank on it fails (each rank opens a context)")
+        if g["persistence_mode"].lower() == "disabled":
+            said.append(f"GPU {i}: persistence mode is off, so each launch may initialise the "
+                        "device again (1-3 s a job, outside the timed region)")
+    return said
+
+
+# the device's own copies, through the image's PyTorch: 256 MiB each way, the median of
+# ten timed by CUDA events after one untimed; the copies checked equal afterwards
+COPY_PROBE = """
+import json, torch
+n = 256 << 20
+d = torch.randint(0, 255, (n,), dtype=torch.uint8, device="cuda")
+e = torch.empty_like(d)
+h = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+def t(f):
+    f(); torch.cuda.synchronize()
+    ts = []
+    for _ in range(10):
+        s, x = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record(); f(); x.record(); x.synchronize(); ts.append(s.elapsed_time(x))
+    return sorted(ts)[5]
+r = {"d2d_gbs": n / t(lambda: e.copy_(d)) / 1e6}
+ok = torch.equal(e, d)
+r["d2h_gbs"] = n / t(lambda: h.copy_(d, non_blocking=True)) / 1e6
+ok = ok and torch.equal(h.cuda(), d)
+h.random_(0, 255)
+r["h2d_gbs"] = n / t(lambda: e.copy_(h, non_blocking=True)) / 1e6
+ok = ok and torch.equal(e.cpu(), h)
+r["valid"] = bool(ok)
+r["device"] = torch.cuda.get_device_name(0)
+print(json.dumps(r))
+"""
+
+
+def device_copies() -> dict[str, object]:
+    """The device's own copy bandwidths (GB/s of bytes copied, one way), or
+    why not."""
+    try:
+        p = subprocess.run([sys.executable, "-c", COPY_PROBE], capture_output=True, text=True,
+                           timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"why": f"the copy probe did not end: {exc}"}
+    if p.returncode != 0:
+        tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"why": f"the copy probe failed: {tail[:200]}"}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def first_line(argv: list[str]) -> str:
+    """A tool's first line of output, or why there is none."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"({argv[0]}: {exc})"
+    return ((p.stdout or p.stderr).strip().splitlines() or ["(nothing)"])[0]
+
+
+def preflight(impl: object, core: build.Core, info: dict, built_s: float) -> list[str]:
+    """What the machine is, printed before anything is measured."""
+    lines = [f"kernel: {platform.release()}"]
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            text = subprocess.run([smi, f"--query-gpu={','.join(SEEDS_SMI_FIELDS)}",
+                                   "--format=csv,noheader"], capture_output=True, text=True,
+                                  timeout=30, check=False).stdout
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            text = ""
+            lines.append(f"nvidia-smi: {exc}")
+        gpus = parse_smi(text)
+        lines += [f"GPU {i}: {', '.join(f'{k} {v}' for k, v in g.items())}"
+                  for i, g in enumerate(gpus)] or ["nvidia-smi: no device listed"]
+        lines += smi_verdicts(gpus)
+    else:
+        lines.append("nvidia-smi: not on the PATH")
+    nv = build.nvcc()
+    lines.append(f"nvcc: {nv} ({build.cuda_version(nv) if nv else 'none'})")
+    lines.append(f"C compiler: {core.info.get('compiler') or '?'} (COMMSCOPE_WERROR="
+                 f"{os.environ.get('COMMSCOPE_WERROR', '1')}); core built in {built_s:.0f} s")
+    prefix = getattr(impl, "env", {}).get("OPAL_PREFIX", "")
+    lines.append(f"MPI: {getattr(impl, 'name', '?')} "
+                 f"{(core.mpi_version or '?').splitlines()[0]} {prefix}")
+    lines.append(f"MPI CUDA support (compile time, run time): {info.get('mpi_cuda_support')}")
+    lines.append(f"core: CUDA runtime {info.get('cuda_runtime')}, devices {info.get('devices')}"
+                 f"{', ' + str(info.get('reason')) if info.get('reason') else ''}; NCCL "
+                 f"{info.get('nccl') or 'found'}; cuBLAS {info.get('cublas') or 'found'}")
+    return lines
+
+
+def judge(db: Path) -> str:
+    """"" where every job of the store ran and every record checked, else why not."""
+    if not db.exists():
+        return "nothing was stored"
+    st = Store(str(db))
+    try:
+        runs, rows = st.runs(), st.result_rows(latest=False)
+    finally:
+        st.close()
+    bad = [r for r in runs if r["status"] != "ok"]
+    if bad:
+        tail = (bad[0]["stderr_tail"] or "").strip().splitlines()
+        return (f"{len(bad)} of {len(runs)} job(s) {bad[0]['status']}: "
+                f"{tail[-1][:200] if tail else 'no reason stored'}")
+    if not rows or not all(r["valid"] for r in rows):
+        return "a record did not check" if rows else "no record"
+    return ""
 
 
 MIN_PHASE_S = 90.0  # a phase is started only with this much of the budget left
@@ -160,16 +339,18 @@ def save(store: Path, out: Path | None) -> None:
     if out is None:
         return
     out.mkdir(parents=True, exist_ok=True)
-    if (store / "gpu.db").exists():
-        src, dst = sqlite3.connect(store / "gpu.db"), sqlite3.connect(out / "gpu.db.tmp")
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
-            src.close()
-        os.replace(out / "gpu.db.tmp", out / "gpu.db")
-    if (store / "progress.json").exists():
-        shutil.copyfile(store / "progress.json", out / "progress.json")
+    for name in ("gpu.db", "smoke.db"):
+        if (store / name).exists():
+            src, dst = sqlite3.connect(store / name), sqlite3.connect(out / f"{name}.tmp")
+            try:
+                src.backup(dst)
+            finally:
+                dst.close()
+                src.close()
+            os.replace(out / f"{name}.tmp", out / name)
+    for name in ("progress.json", "seeds.txt"):
+        if (store / name).exists():
+            shutil.copyfile(store / name, out / name)
 
 
 def take(store: Path, came: Path) -> int:
@@ -253,6 +434,167 @@ def summary(db: Path) -> int:
     return 1 if bad or invalid else 0
 
 
+def seeds_figures(db: Path, copies: dict[str, object]) -> list[str]:
+    """The studies' figures beyond summary()'s: each path's peak bandwidth
+    against the device's own copies, cuda-aware over staged at 4 MiB (the IIT
+    Bombay study's about 10x), gpu_matmul's phases against N, gpu_jacobi's
+    weak scaling; ranks sharing one GPU said beside the applications."""
+    store = Store(str(db))
+    try:
+        rows = aggregate(store.result_rows(latest=False))
+        raw = store.result_rows(latest=False)
+    finally:
+        store.close()
+    out = []
+
+    def path_of(g: dict) -> str:
+        return json.loads(str(g["config"]))["buffer"] or "host"
+
+    bw = {(path_of(g), int(g["size_bytes"])): g for g in rows
+          if g["bench"] == "bw" and g["np"] == 2 and g["median_us"]}
+    ref = {k: copies.get(k) for k in ("d2d_gbs", "h2d_gbs", "d2h_gbs")}
+    if copies.get("why"):
+        out.append(f"device copies: not measured ({copies['why']})")
+    elif ref["d2d_gbs"]:
+        out.append(f"device copies (GB/s copied, 256 MiB, median of 10, checked "
+                   f"{'equal' if copies.get('valid') else 'NOT equal'}): device to device "
+                   f"{ref['d2d_gbs']:.0f}, device to pinned host {ref['d2h_gbs']:.1f}, "
+                   f"pinned host to device {ref['h2d_gbs']:.1f}")
+    for p in PATHS:
+        mine = {s: g for (q, s), g in bw.items() if q == p}
+        if not mine:
+            continue
+        size, g = max(mine.items(), key=lambda kv: kv[0] / float(kv[1]["median_us"]))
+        gbs = size / float(g["median_us"]) / 1e3
+        lo = size / float(g["ci_hi_us"]) / 1e3
+        hi = f"{size / float(g['ci_lo_us']) / 1e3:.2f}" if float(g["ci_lo_us"]) > 0 else "unbounded"
+        against = ""
+        if ref["d2d_gbs"] and p in ("cuda-aware", "ipc"):
+            against = f" = {gbs / float(ref['d2d_gbs']):.3f} x the device's own copy"
+        elif ref["d2h_gbs"] and p.startswith("staged"):
+            against = f" = {gbs / float(ref['d2h_gbs']):.2f} x one device-to-host copy"
+        out.append(f"peak bw {p:<16} {gbs:8.2f} GB/s [{lo:.2f}, {hi}] at {size >> 10} KiB"
+                   f"{against}")
+    top = max((s for (_, s) in bw), default=0)
+    ca, st = bw.get(("cuda-aware", top)), bw.get(("staged", top))
+    if ca and st:
+        r = float(st["median_us"]) / float(ca["median_us"])
+        lo = max(float(st["ci_lo_us"]), 0.0) / float(ca["ci_hi_us"])
+        hi = (f"{float(st['ci_hi_us']) / float(ca['ci_lo_us']):.2f}"
+              if float(ca["ci_lo_us"]) > 0 else "unbounded")
+        out.append(f"cuda-aware over staged at {top >> 10} KiB (bw, time per message): "
+                   f"{r:.2f} x [{lo:.2f}, {hi}] (the IIT Bombay study: about 10x at 4 MB)")
+    shared = "ranks share one GPU: compute and weak scaling measure time-slicing, not scaling"
+    mm: dict[tuple[str, int, int], list] = {}
+    for r in raw:
+        if r["bench"] == "gpu_matmul" and r["valid"] and r["median_us"]:
+            mm.setdefault((path_of(r), int(r["np"]), int(r["size_bytes"])), []).append(r)
+    for (p, n, size), rs in sorted(mm.items()):
+        # each phase's time on its slowest rank (max_us), the median over the rounds
+        ph = [apps.phases(r) for r in rs]
+        parts = ", ".join(
+            f"{k} {statistics.median(float(x[k]['max_us']) for x in ph if k in x) / 1e3:.2f}"
+            for k in ph[0])
+        total = statistics.median(float(r["median_us"]) for r in rs) / 1e3
+        out.append(f"gpu_matmul N={size} np={n} {p}: {total:.2f} ms a product, {len(rs)} "
+                   f"round(s) (slowest rank's phases: {parts} ms)")
+    weak = {(path_of(g), int(g["np"])): g for g in rows
+            if g["bench"] == "gpu_jacobi" and "scale=weak" in str(g.get("params") or "")
+            and g["median_us"]}
+    for p in sorted({p for p, _ in weak}):
+        one = weak.get((p, 1))
+        line = []
+        for n in sorted(n for q, n in weak if q == p):
+            t = float(weak[(p, n)]["median_us"]) / 1e3
+            eff = f" ({float(one['median_us']) / float(weak[(p, n)]['median_us']):.2f})" \
+                if one and n > 1 else ""
+            line.append(f"np={n} {t:.1f} ms{eff}")
+        out.append(f"gpu_jacobi weak {p}: {', '.join(line)} (in brackets: t(1)/t(np))")
+    if any(r["bench"] in ("gpu_matmul", "gpu_jacobi") and int(r["np"]) > 1 for r in raw):
+        out.append(f"note: {shared}")
+    return out
+
+
+def seeds(a: argparse.Namespace, store: Path, impls: list, core: build.Core, info: dict,
+          built_s: float, t0: float) -> int:
+    """--seeds: the preflight, then each phase under its own cap; the store,
+    the figures and their text go to --out as each phase ends."""
+    text = store / "seeds.txt"
+    text.write_text("")
+
+    def say(*lines: str) -> None:
+        with text.open("a") as f:
+            for line in lines:
+                print(line, flush=True)
+                f.write(line + "\n")
+
+    say(*preflight(impls[0], core, info, built_s))
+    copies = device_copies() if not gpu_standin() else {"why": "the stand-in has no device"}
+    say(f"device copies: {json.dumps(copies)}")
+    save(store, a.out)
+    support = info.get("mpi_cuda_support")
+    cuda_aware = gpu_standin() or (isinstance(support, dict) and bool(support.get("compile_time")))
+    plan = seeds_plan(a.small, True)
+    done: dict[str, dict] = {}
+    for name, cap, argv in plan:
+        left = a.budget - (time.monotonic() - t0) - 15  # the figures' seconds
+        if name == "smoke" and not cuda_aware:
+            say("smoke: skipped, the MPI answers no CUDA support; the phases run host and "
+                "staged only")
+            plan = seeds_plan(a.small, False)
+            continue
+        if name != "smoke" and not cuda_aware:
+            argv = next(v for n, _, v in seeds_plan(a.small, False) if n == name)
+        limit = min(cap, left) if cap else left
+        if limit < 20:
+            say(f"phase {name}: not started, {left:.0f} s left of --budget")
+            continue
+        db = store / ("smoke.db" if name == "smoke" else "gpu.db")
+        tries = [{}] + ([{"OMPI_MCA_btl_smcuda_use_cuda_ipc": "0"}] if name == "smoke" else [])
+        for extra in tries:
+            os.environ.update(extra)
+            also = f", {extra}" if extra else ""
+            say(f"phase {name} (cap {limit / len(tries):.0f} s{also}): commscope run "
+                f"{' '.join(argv)}")
+            t = time.monotonic()
+            rc = run_bounded([sys.executable, "-m", "commscope.cli", "run", "--db", str(db),
+                              "--mpi", impls[0].name, "--no-probe", "--quiet", *argv],
+                             limit / len(tries), lambda: save(store, a.out))
+            why = judge(db) if rc == 0 else ("cut at its cap" if rc is None else f"exit {rc}")
+            if name == "smoke" and rc not in (None, 0):
+                why = judge(db) or why
+            took = time.monotonic() - t
+            done[name] = {"done": rc == 0, "exit": rc, "seconds": round(took, 1), "why": why,
+                          "env": extra, "device": info.get("devices"),
+                          "standin": gpu_standin()}
+            (store / "progress.json").write_text(json.dumps(done, indent=1) + "\n")
+            say(f"phase {name}: {'ok' if not why else why} in {took:.0f} s")
+            if not why or name != "smoke":
+                break
+            if extra:  # the second try failed too
+                say("cuda-aware fails with and without smcuda's CUDA IPC: the phases run host "
+                    "and staged only")
+                cuda_aware = False
+                for k in extra:
+                    os.environ.pop(k, None)
+            else:
+                shutil.move(str(db), str(store / "smoke-first.db"))
+                for stale in ("-wal", "-shm"):
+                    Path(str(db) + stale).unlink(missing_ok=True)
+        if name == "smoke" and cuda_aware and done["smoke"]["env"]:
+            say("the phases run with OMPI_MCA_btl_smcuda_use_cuda_ipc=0 (recorded with each run)")
+        save(store, a.out)
+    say(f"seeds: {time.monotonic() - t0:.0f} s in all")
+    rc = 1
+    if (store / "gpu.db").exists():
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = summary(store / "gpu.db")
+        say(*buf.getvalue().splitlines(), *seeds_figures(store / "gpu.db", copies))
+    save(store, a.out)
+    return rc
+
+
 def folder(v: str) -> Path:
     """A folder argument: never empty (the current folder by accident), never a file."""
     if not v:
@@ -277,6 +619,8 @@ def main() -> int:
     ap.add_argument("--out", type=folder, help="copy the store here after every phase")
     ap.add_argument("--only", help="phases to run, comma-separated (default: every one)")
     ap.add_argument("--small", action="store_true", help="small sizes (the stand-in)")
+    ap.add_argument("--seeds", action="store_true", help="the studies' figures in one call "
+                    "within --budget (a store folder of its own)")
     a = ap.parse_args()
     t0 = time.monotonic()
     if a.cache:
@@ -298,14 +642,28 @@ def main() -> int:
         print(f"{store} holds files but no progress.json: not a store of this script; "
               "choose another folder")
         return 2
+    if a.seeds and store.exists() and any(store.iterdir()):
+        print(f"{store} is not empty: --seeds takes a store folder of its own")
+        return 2
     store.mkdir(parents=True, exist_ok=True)
     done = json.loads(progress.read_text()) if progress.exists() else {}
     os.environ["LD_LIBRARY_PATH"] = library_path()
+    if a.seeds:  # a newer compiler's new warning must not cost the lease
+        os.environ.setdefault("COMMSCOPE_WERROR", "0")
     names_installed = {m.name for m in discovery.discover()}
     mpi = a.mpi or ("openmpi-cuda" if "openmpi-cuda" in names_installed else None)
-    impls = discovery.select([mpi] if mpi else [])
-    core = build.build(impls[0])
-    info = build.gpu_info(core)
+    t_build = time.monotonic()
+    try:
+        impls = discovery.select([mpi] if mpi else [])
+        core = build.build(impls[0])
+        info = build.gpu_info(core)
+    except CommscopeError as exc:
+        print(f"the core does not build or run here: {exc}")
+        if a.out:
+            a.out.mkdir(parents=True, exist_ok=True)
+            (a.out / "seeds.txt").write_text(f"the core does not build or run here: {exc}\n")
+        return 2
+    built_s = time.monotonic() - t_build
     if gpu_standin():
         print("COMMSCOPE_GPU_STANDIN=host: host memory stands in for the device; this checks "
               "the script, the figures say nothing of a GPU")
@@ -314,6 +672,8 @@ def main() -> int:
         return 2
     print(f"{impls[0].name}: {core.mpi_version.splitlines()[0] if core.mpi_version else '?'}; "
           f"GPU: {info}")
+    if a.seeds:
+        return seeds(a, store, impls, core, info, built_s, t0)
     support = info.get("mpi_cuda_support")
     if isinstance(support, dict) and not support.get("compile_time") and not gpu_standin():
         print(f"{impls[0].name} was built without CUDA: the applications run without the "

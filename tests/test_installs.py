@@ -348,3 +348,36 @@ def test_the_cuda_aware_build_packs_for_a_gpu_machine_and_is_found_there(tmp_pat
     moved = carry / "cache" / "mpi" / "openmpi-cuda"
     assert impl.env["OPAL_PREFIX"] == str(moved) and impl.mpicc == str(moved / "bin" / "mpicc")
     assert source_build.check_prefix(moved)["built_with_cuda"] is True
+
+
+@needs_cuda_build
+def test_the_carried_prefix_launches_a_job_with_the_original_out_of_view(tmp_path, cuda_cache):
+    """What a lent GPU machine meets: the packed prefix at another path and
+    the original nowhere (a tmpfs hides it in a mount namespace of the job's
+    own).  The core is built from the copy's wrapper and a 2-rank job runs
+    from its launcher, its PMIx and its libraries, every message checked."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("hiding the original prefix needs root and unshare")
+    script = build.core_dir().parent / "bench" / "gpu.py"
+    carry = tmp_path / "carry"
+    p = subprocess.run([sys.executable, str(script), "--pack", str(carry)], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    (carry / "cache" / "build").symlink_to(cuda_cache / "build")
+    db = tmp_path / "r.db"
+    # argv only: the original's path and the command go to sh as arguments, never as text
+    argv = ["unshare", "--mount", "--", "sh", "-c",
+            'mount -t tmpfs none "$1" && shift && exec "$@"', "sh", str(CUDA_PREFIX),
+            sys.executable, "-m", "commscope.cli", "run", "--no-advise", "--no-probe",
+            "--quiet", "--db", str(db), "--mpi", "openmpi-cuda", "--bench", "latency",
+            "--sizes", "1:4K", "--factor", "64"]
+    env = mpi_environ({"COMMSCOPE_CACHE": str(carry / "cache"), "COMMSCOPE_CUDA": "0"})
+    q = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert q.returncode == 0, q.stdout[-2000:] + q.stderr[-2000:]
+    st = Store(str(db))
+    runs, rows = st.runs(), st.result_rows()
+    st.close()
+    assert [r["status"] for r in runs] == ["ok"] and len(rows) == 3
+    assert all(r["valid"] for r in rows)
+    moved = str(carry / "cache" / "mpi" / "openmpi-cuda")
+    assert json.loads(runs[0]["launch_argv"])[0].startswith(moved), runs[0]["launch_argv"]

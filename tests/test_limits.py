@@ -78,3 +78,20 @@ def test_no_latency_between_two_ranks_is_no_table(monkeypatch):
     h = limits.headline(_rows(), None)
     assert h is not None and all(f is None or f.times is None for label, _, figs in h.rows
                                  for f in figs if not label.startswith("latency"))
+
+
+def test_a_gpu_paths_figures_are_not_set_against_the_hosts_limits(monkeypatch):
+    """An H200's staged 1 B latency, 152 us, read '971x the core-to-core
+    floor', and cuda-aware's 475 GB/s was set against a host copy: a GPU
+    path's figures stand without them, host memory's keep theirs."""
+    import json
+    monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
+    rows = _rows()
+    for r in rows:
+        r["config"] = json.dumps({"buffer": "staged" if r["mpi_name"] == "mpich" else ""})
+    h = limits.headline(rows, PROBE)
+    got = {label: figs for label, _, figs in h.rows}
+    gpu, host = got["latency, smallest message"]
+    assert gpu.times is None and host.times is not None
+    assert got["bw, peak"][0].times is None and got["bw, peak"][1].times is not None
+    assert got["bw at 4 MiB"][0].times is None and got["bw at 4 MiB"][1].times is not None

@@ -84,8 +84,8 @@ static int gmm_judge(const cs_ctx *c, char *why, size_t len) {
              px, py);
     return 1;
   }
-  if (c->size > 16384) { /* rank 0 holds A, a B panel per process row, and C's blocks, twice */
-    double gib = 2.0 * (1.0 + px) * (double)c->size * (double)c->size * 8.0 / 1073741824.0;
+  if (c->size > 16384) { /* rank 0 holds A, a B panel per process row, and C's blocks */
+    double gib = (2.0 + px) * (double)c->size * (double)c->size * 8.0 / 1073741824.0;
     snprintf(why, len, "gpu_matmul N=%zu is refused: at most N=16384 is run; rank 0 would "
              "hold %.1f GiB of device memory and as much page-locked host memory (A, a B "
              "panel per process row and the blocks of C, %d x %d grid)", c->size, gib, px, py);
@@ -121,9 +121,9 @@ static int gmm_setup(cs_ctx *c, char *why, size_t len) {
   size_t r0, c0, n = m->n;
   block_of(m, c->rank, &m->rows, &r0, &m->cols, &c0);
   size_t ab = (m->rows + m->cols) * n * sizeof(double), cb = m->rows * m->cols * sizeof(double);
-  /* A and B in one pair (A first, B after it), C and a spare in another */
+  /* A and B in one buffer (A first, B after it), C in the other, each as large as it is */
   void *p1, *p2;
-  if (cs_buf_pair(c, &p1, &p2, ab > cb ? ab : cb)) goto nomem;
+  if (cs_buf_pair_sized(c, &p1, ab, &p2, cb)) goto nomem;
   m->a = p1;
   m->b = (double *)p1 + m->rows * n;
   m->c = p2;
@@ -143,8 +143,11 @@ static int gmm_setup(cs_ctx *c, char *why, size_t len) {
       co += rows * cols;
     }
     void *q1, *q2;
-    /* A (N x N) and a B panel per rank (px x N x N) in one, C's blocks in the other */
-    if (cs_buf_pair(c, &q1, &q2, (1 + (size_t)m->px) * n * n * sizeof(double))) goto nomem;
+    /* A (N x N) and a B panel per rank (px x N x N) in one, C's blocks (N x N) in the
+     * other: at N = 10000 on 4 ranks, 2.4 GB and 0.8 GB (C was as large as the first) */
+    if (cs_buf_pair_sized(c, &q1, (1 + (size_t)m->px) * n * n * sizeof(double), &q2,
+                          n * n * sizeof(double)))
+      goto nomem;
     m->sa = q1;
     m->sb = (double *)q1 + n * n;
     m->sc = q2;

@@ -438,6 +438,9 @@ void cs_path_close(cs_path_env *pe);
 /* sbuf and rbuf of n bytes each on this path; with a peer (p2p), the IPC
  * path maps the peer's rbuf (both partners call it at once). */
 int cs_buf_pair(cs_ctx *c, void **sbuf, void **rbuf, size_t n);
+/* The same with sbuf of ns bytes and rbuf of nr (an application whose two
+ * buffers hold different things). */
+int cs_buf_pair_sized(cs_ctx *c, void **sbuf, size_t ns, void **rbuf, size_t nr);
 void cs_buf_free(cs_ctx *c, void *p);
 void cs_buf_fill(cs_ctx *c, void *p, size_t n, uint64_t seed);
 void cs_buf_poison(cs_ctx *c, void *p, size_t n);

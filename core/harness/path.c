@@ -203,14 +203,20 @@ static int ipc_map(cs_ctx *c, void *sbuf, void *rbuf) {
 }
 
 int cs_buf_pair(cs_ctx *c, void **sbuf, void **rbuf, size_t n) {
+  return cs_buf_pair_sized(c, sbuf, n, rbuf, n);
+}
+
+int cs_buf_pair_sized(cs_ctx *c, void **sbuf, size_t ns, void **rbuf, size_t nr) {
   if (!c->path) {
-    *sbuf = cs_alloc(n);
-    *rbuf = cs_alloc(n);
+    *sbuf = cs_alloc(ns);
+    *rbuf = cs_alloc(nr);
     return *sbuf && *rbuf ? CS_OK : CS_ENOMEM;
   }
-  *sbuf = dev_alloc(c, n);
-  *rbuf = dev_alloc(c, n);
-  if (!*sbuf || !*rbuf || add_region(c, *sbuf, n) || add_region(c, *rbuf, n)) return CS_ENOMEM;
+  *sbuf = dev_alloc(c, ns);
+  *rbuf = dev_alloc(c, nr);
+  if (!*sbuf || !*rbuf || add_region(c, *sbuf, ns) || add_region(c, *rbuf, nr))
+    return CS_ENOMEM;
+  size_t n = ns > nr ? ns : nr;
   if (n > c->view_len) {
     free(c->view);
     c->view = cs_alloc(n);
@@ -762,10 +768,12 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
   snprintf(pe->desc, sizeof pe->desc,
            "{\"path\":\"%s\",\"standin\":%s,\"gpu\":%s,\"cuda_built\":%s,\"cuda_runtime\":\"%s\","
            "\"mpi_cuda_support\":{\"compile_time\":%s,\"run_time\":%s,\"forced\":%s},"
-           "\"nccl_version\":%d,\"device_by\":\"local rank %d\"}",
+           "\"nccl_version\":%d,\"device_by\":\"local rank %d\",\"ranks_on_node\":%d,"
+           "\"gpus\":%d}",
            o->path, stand ? "true" : "false", gpu, cs_gpu_built() ? "true" : "false",
            cs_gpu_runtime(), compiled ? "true" : "false", runtime ? "true" : "false",
-           forced && k == P_AWARE ? "true" : "false", nccl_v, local);
+           forced && k == P_AWARE ? "true" : "false", nccl_v, local, here,
+           stand ? 0 : (cs_gpu_count() > 0 ? cs_gpu_count() : 0));
   return CS_OK;
 }
 

@@ -69,14 +69,23 @@ class Finding:
     cause: causes.Cause | None = None
 
 
-def comparable(a: Config, b: Config) -> bool:
+def comparable(a: Config, b: Config, paths: bool = False) -> bool:
     """May a finding set a against b?  Not another library with its data
-    held otherwise (two changes at once); cold against evicted is one."""
+    held otherwise (two changes at once); cold against evicted is one.  Not
+    two GPU paths, or a GPU path against host memory: where the data lives is
+    the program's, not a choice of library ("prefer host memory to staged"
+    read 180x on an H200).  paths: the GPU section's comparisons instead,
+    one implementation's paths against each other (docs/gpu.md)."""
+    if paths:
+        return a.buffer != b.buffer and a.impl == b.impl and a.settings == b.settings
+    if a.buffer != b.buffer:
+        return False
     return causes.buffers_of(a) == causes.buffers_of(b) or causes.cold_pair(a, b)
 
 
 def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]],
-                  cfgs: Mapping[tuple[int, str, str, str], Config]) -> set[object]:
+                  cfgs: Mapping[tuple[int, str, str, str], Config],
+                  paths: bool = False) -> set[object]:
     """Every (group, pair, size) whose runs' medians differ by Welch's test,
     corrected together for how many were tested (the pairs compared: those
     that may be); without repetitions on both sides a size is not tested
@@ -87,7 +96,7 @@ def _welch_family(groups: Mapping[tuple[int, str, str], Mapping[str, Series]],
         mpis = sorted(by_mpi)
         for i, a in enumerate(mpis):
             for b in mpis[i + 1:]:
-                if not comparable(cfgs[(*g, a)], cfgs[(*g, b)]):
+                if not comparable(cfgs[(*g, a)], cfgs[(*g, b)], paths):
                     continue
                 for s in set(by_mpi[a]) & set(by_mpi[b]):
                     ra, rb = by_mpi[a][s].reps, by_mpi[b][s].reps
@@ -113,7 +122,7 @@ def screened(a: Point, b: Point) -> int:
 
 
 def faster_implementation(series: Mapping[tuple[Config, str], Series],
-                          screen: bool = False) -> list[Finding]:
+                          screen: bool = False, paths: bool = False) -> list[Finding]:
     """Configurations are compared by identity (their key, where they have
     one); their labels only name them, so two in one comparison that one
     label would name are an error, not one silently standing for both.
@@ -147,13 +156,13 @@ def faster_implementation(series: Mapping[tuple[Config, str], Series],
                     "no finding can say which of them is faster")
             named[name] = s
             cfgs[(np_, cluster, bench, name)] = cfg
-    kept = set() if screen else _welch_family(groups, cfgs)
+    kept = set() if screen else _welch_family(groups, cfgs, paths)
     for (np_, cluster, bench), by_mpi in sorted(groups.items()):
         mpis = sorted(by_mpi)
         for i, a in enumerate(mpis):
             for b in mpis[i + 1:]:
                 ca, cb = cfgs[(np_, cluster, bench, a)], cfgs[(np_, cluster, bench, b)]
-                if not comparable(ca, cb):
+                if not comparable(ca, cb, paths):
                     continue
                 sa, sb = by_mpi[a], by_mpi[b]
                 marks: list[tuple[int, str | None]] = []
@@ -351,6 +360,14 @@ def all_findings(series: Mapping[tuple[Config, str], Series],
     return merged(faster_implementation(series, screen) + bandwidth_drops(series)
                   + protocol_switches(series) + collectives_vs_sends(series)
                   + guideline_violations(series))
+
+
+def path_differences(series: Mapping[tuple[Config, str], Series]) -> list[Finding]:
+    """One implementation's GPU paths (and host memory) against each other,
+    for the GPU section: where the data lives is fixed by the program, so
+    these are never a recommendation of the findings."""
+    series = {k: s for k, s in series.items() if not k[0].oversubscribed}
+    return merged(faster_implementation(series, paths=True))
 
 
 def attribute(found: Sequence[Finding], series: Mapping[tuple[Config, str], Series],

@@ -12,6 +12,7 @@ between-runs one where runs were repeated."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -107,13 +108,21 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
                          if isinstance(c, dict) and c.get("gbs") and c.get("bytes")),
                         key=lambda c: c[1])
     copy = tuple((w, g) for w, _, g in copy_sizes)
+    def on_device(name: str) -> bool:
+        """A GPU path's: its limits are the device's copies and the host
+        link (bench/gpu.py --seeds measures them), not these host ones."""
+        return any(json.loads(str(r["config"])).get("buffer") not in (None, "", "host")
+                   for r in mine if what(r) == name and "config" in r.keys()  # type: ignore[attr-defined]
+                   and r["config"])
+
     for n in names:
+        host = not on_device(n)
         small = [r for r in of(n, "latency") if int(r["size_bytes"]) >= 1]  # type: ignore[call-overload]
         f = _time(min(small, key=lambda r: int(r["size_bytes"]))) if small else None  # type: ignore[call-overload]
         own = [float(r["floor_ns"]) for r in small if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[arg-type, attr-defined]
         fl = statistics.median(own) if own else floor
         lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl, busy=f.busy)
-                   if f and fl else f)
+                   if f and fl and host else f)
         for bench, into, k in (("bw", bw, 1.0), ("bibw", bibw, 2.0)):
             got = [r for r in of(n, bench) if r["mb_per_s"]]
             if not got:
@@ -123,7 +132,7 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
             # against a memory copy of the same reach (a peak in cache, the copy in
             # cache); bibw runs two copies at once, one a direction
             lim = next((c for c in copy_sizes if p.size <= c[1]), copy_sizes[-1] if copy_sizes
-                       else None)
+                       else None) if host else None
             into.append(Figure(p.value, p.lo, p.hi, p.size,
                                p.value / (k * lim[2] * 1000) if lim else None,
                                f"of {'two copies' if k > 1 else 'a copy'} in {lim[0]}"
@@ -131,9 +140,10 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
         big = [r for r in of(n, "bw") if r["mb_per_s"] and r["size_bytes"] == 4 << 20]
         if big:
             p = _rate(big[0])
+            lim4 = cma_gbs if host else None
             at4.append(Figure(p.value, p.lo, p.hi, p.size,
-                              p.value / (cma_gbs * 1000) if cma_gbs else None,
-                              "of process_vm_readv at 4 MiB" if cma_gbs else "", busy=p.busy))
+                              p.value / (lim4 * 1000) if lim4 else None,
+                              "of process_vm_readv at 4 MiB" if lim4 else "", busy=p.busy))
         else:
             at4.append(None)
         for bench, size, into in (("allreduce", 8, ar), ("barrier", None, bar)):

@@ -10,6 +10,7 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, make_dataclass, replace
+from pathlib import Path
 
 from ..errors import CommscopeError
 from ..store import benches
@@ -102,6 +103,10 @@ class Job:
             extra += (("cc", self.core.impl.cc),)  # the C compiler the wrapper drove
         if self.opts.path != "host" and gpu_standin():
             extra += (("gpu", "stand-in"),)  # host memory standing in (testing)
+        if self.opts.path != "host" and mps_running():
+            # ranks sharing a GPU through MPS: on an H200, 1 B staged latency 16 us with
+            # it, 152 us without (docs/gpu.md): another measurement, another configuration
+            extra += (("mps", "on"),)
         if self.opts.path == "staged-pipelined":  # the chunk changes what is measured
             extra += (("stage_chunk", self.opts.stage_chunk or "256K"),)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
@@ -202,6 +207,19 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
 # MPI, or device memory by one of the GPU paths (core/harness/path.c).
 GPU_PATHS = ("staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl")
 PATHS = ("host", *GPU_PATHS)
+
+
+def mps_running(proc: Path = Path("/proc")) -> bool:
+    """Whether NVIDIA's MPS control daemon runs here (nvidia-cuda-mps-control
+    -d): CUDA processes then share the GPU through its server instead of
+    time-slicing their own contexts."""
+    for comm in proc.glob("[0-9]*/comm"):
+        try:
+            if comm.read_text().startswith("nvidia-cuda-mps"):
+                return True
+        except OSError:  # the process ended meanwhile
+            continue
+    return False
 
 
 def gpu_standin() -> bool:

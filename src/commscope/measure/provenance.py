@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from ..store.config import NOT_SETTINGS
 
 # Environment variables that change how an MPI behaves; recorded per run.
 ENV_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "MPICH_", "MPIR_", "HYDRA_", "UCX_", "I_MPI_", "FI_",
@@ -24,7 +25,7 @@ def settings(env: dict[str, str] | None = None) -> dict[str, str]:
     """The behaviour-changing settings in an environment (the user's own)."""
     env = dict(os.environ) if env is None else env
     return {k: v for k, v in sorted(env.items())
-            if k.startswith(SETTING_PREFIXES) and k not in ENV_HIDE}
+            if k.startswith(SETTING_PREFIXES) and k not in ENV_HIDE and k not in NOT_SETTINGS}
 
 
 def cpu_model() -> str:

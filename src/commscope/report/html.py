@@ -195,7 +195,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     appl = (applications.applications(page, app_rows, collect(rows, keep_flagged=True), tick,
                                       probe) if app_rows else [])
     xsec = sections.crossover_section(page, xrows, tick) if xrows else []
-    gpu = sections.gpu(page, rows, found, tick)
+    gpu = sections.gpu(page, rows, findings.path_differences(series), tick,
+                       sections.gpu_sharing(store, run_ids))
     settings = sections.tuning(page, rows, found, tick)
     # with no conclusion to draw, the first screen still shows the data
     key = next((x for x in p2p + colls + appl if isinstance(x, FigRef)), None)

@@ -578,8 +578,38 @@ def _against_reference(mine: Sequence[sqlite3.Row], benches: Sequence[str], impl
     return panels
 
 
+APP_BENCHES = ("gpu_matmul", "gpu_jacobi")
+
+
+def gpu_sharing(store, run_ids: set[int]) -> dict[str, int]:
+    """Of the GPU applications' runs of more than one rank: how many put more
+    ranks on a node than it has GPUs ("shared"), how many did not ("own"),
+    and how many recorded neither (stored before the core said: "unknown")."""
+    out = {"shared": 0, "own": 0, "unknown": 0}
+    for r in store.runs():
+        if r["id"] not in run_ids or r["bench"] not in APP_BENCHES or int(r["np"]) < 2:
+            continue
+        try:
+            path = (json.loads(r["header"] or "{}").get("path") or {})
+        except ValueError:
+            path = {}
+        if path.get("path") == "host":
+            continue
+        gpus, here = path.get("gpus"), path.get("ranks_on_node")
+        out["unknown" if not gpus or not here else "shared" if here > gpus else "own"] += 1
+    return out
+
+
+SHARED_NOTE = ("Ranks shared one GPU in {n} of the applications' runs: their compute phases "
+               "and weak scaling measure how the device is shared, not scaling (on an H200, "
+               "gpu_jacobi's t(1)/t(2) was 0.14 without MPS and 0.52 with it; docs/gpu.md).")
+UNKNOWN_NOTE = ("Whether the ranks of {n} of the applications' runs shared a GPU was not "
+                "recorded (the core says so since 2026-11-27): where they did, compute and weak "
+                "scaling measure how the device is shared, not scaling (docs/gpu.md).")
+
+
 def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
-        tick: Tick) -> list[Item]:
+        tick: Tick, sharing: dict[str, int] | None = None) -> list[Item]:
     """The GPU users' paths side by side (the IIT Bombay study's figure 5:
     CUDA-aware against staged): for each implementation, a panel per
     benchmark with one line per path, host memory as the reference; then
@@ -598,6 +628,10 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
         tick(f"gpu {impl}")
     if not out:
         return []
+    if sharing and sharing.get("shared"):
+        out.append(Para(SHARED_NOTE.format(n=sharing["shared"])))
+    if sharing and sharing.get("unknown"):
+        out.append(Para(UNKNOWN_NOTE.format(n=sharing["unknown"])))
     pairs = [(w.implementation, ", ".join(f.benches or (f.bench,)), w.buffer, lo.buffer,
               *_by_how_much(f)) for f, w, lo in _same_impl(found) if w.buffer != lo.buffer]
     out.append(table(("implementation", "benchmark", "faster path", "than", *RATIO_HEAD), pairs)

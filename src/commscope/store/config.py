@@ -81,7 +81,7 @@ class Configuration:
             "transport": "" if self.transport == "mpi" else self.transport,
             "buffer": "" if self.buffer == "host" else self.buffer,
             "params": " ".join(shown),
-            "settings": " ".join(f"{k}={v}" for k, v in self.settings),
+            "settings": " ".join(f"{k}={v}" for k, v in self.settings if k not in NOT_SETTINGS),
             "cluster": "" if self.cluster == "local" else self.cluster,
             "nodes": "" if self.nodes == 1 else f"{self.nodes} nodes",
             "np": f"np={self.np}",
@@ -93,6 +93,12 @@ class Configuration:
         p = self.parts()
         return " ".join(v for k, v in p.items() if v and k not in ("np", "identity"))
 
+
+# Variables of a settings prefix that set nothing: a container image's note
+# of what it installed (NVIDIA's images set NCCL_VERSION, which NCCL never
+# reads).  Left out of new runs' settings; in runs stored with them, still
+# part of the key, never of the label.
+NOT_SETTINGS = frozenset({"NCCL_VERSION"})
 
 _CHAN = re.compile(r"^(chan(?:-cma)?)\((.+)\)$")
 

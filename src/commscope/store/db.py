@@ -356,7 +356,8 @@ class Store:
                               "commscope_version": header.commscope_version,
                               "compiler": header.compiler, "cpus": list(header.cpus),
                               # the protocol limits and settings as the library held them
-                              "cvars": header.cvars})
+                              "cvars": header.cvars,
+                              **({"path": header.path} if header.path else {})})
             clock = json.dumps({"read_ns": header.clock_read_ns,
                                 "quantum_ns": header.clock_quantum_ns})
         floor_end = None

@@ -32,6 +32,8 @@ class Header:
     cvars: dict[str, object] | None = field(default=None, hash=False)
     compiler: str = ""  # the C compiler the core was built with ("gcc 12.2.0")
     cpus: tuple[str, ...] = ()  # each rank's allowed CPUs ("0-3,6"): its binding
+    # a GPU path's: the device, the library's CUDA support, ranks on rank 0's node and GPUs
+    path: dict[str, object] | None = field(default=None, hash=False)
 
 
 def col(kind: str, *, key: str | None = None, column: str | bool | None = None,
@@ -159,7 +161,8 @@ def parse_header(d: dict[str, object]) -> Header:
                   floor_ns=_num(d.get("floor_ns")),
                   cvars=dict(d["cvars"]) if isinstance(d.get("cvars"), dict) else None,  # type: ignore[arg-type]
                   compiler=str(d.get("compiler") or ""),
-                  cpus=tuple(str(c) for c in d.get("cpus") or ()))  # type: ignore[attr-defined]
+                  cpus=tuple(str(c) for c in d.get("cpus") or ()),  # type: ignore[attr-defined]
+                  path=dict(d["path"]) if isinstance(d.get("path"), dict) else None)  # type: ignore[arg-type]
 
 
 def parse_result(d: dict[str, object]) -> Result:
