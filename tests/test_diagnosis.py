@@ -433,7 +433,15 @@ def test_a_setting_whose_median_closes_the_gap_runs_on_until_its_interval_decide
     full = _rounds(times, n=last, noise=0.35, seed=5)
     c = dg.confirm(_gap(), full)
     t = dg.judge(_gap(), c, h, full)
-    assert t.verdict == "closes" and diagnose._decided(t, c, last)
+    # so noisy that its interval still straddles half the gap at the last round: it
+    # stops, "helps" with the range it closed, never "the cause" on one run and not the next
+    assert diagnose._decided(t, c, last)
+    assert t.verdict == "helps" and t.closed_lo < dg.CLOSES <= t.closed
+    assert "not surely half" in conclude.phrase(t, dg.Outcome(_gap(), c, (t,)))
+    quiet = _rounds(times, n=last, noise=0.1, seed=5)
+    c = dg.confirm(_gap(), quiet)
+    t = dg.judge(_gap(), c, h, quiet)
+    assert t.verdict == "closes" and t.closed_lo >= dg.CLOSES and diagnose._decided(t, c, last)
     # a small win, surely 5%, stops as it did: no more rounds make it the cause
     small = _rounds({**times, arm: {s: 1.8 for s in SIZES}}, n=4, noise=0.03)
     c = dg.confirm(_gap(), small)
@@ -491,3 +499,18 @@ def test_an_explanation_interrupted_says_so_not_that_its_settings_were_tried(mon
     diagnose.explain(ctx, d, 60.0, {})
     (line,) = [x for x in said if "setting(s)" in x]
     assert "being tried when it was interrupted" in line and " tried on" not in line, line
+
+
+def test_the_confirmation_takes_what_its_budget_reaches_never_nothing(monkeypatch):
+    """Three libraries' sweep offered 58 candidates; one round of them all
+    outran the confirmation's 24 s and the diagnosis ran nothing.  Where one
+    round of all fits, all go; else the widest screened first, while two
+    rounds fit, the same ones on every run (ties by id)."""
+    gaps = [dg.Gap(f"g{i}", "implementation", "bcast", "a", "b", (), "", r)
+            for i, r in enumerate([1.3, 2.5, 1.3, 4.0, 1.9])]
+    monkeypatch.setattr(diagnose, "_confirm_arms", lambda ctx, gs: list(gs))
+    monkeypatch.setattr(diagnose.ex, "round_s", lambda arms, clock: 3.0 * len(arms))
+    assert diagnose.fitting(None, gaps, 15.0, None) == gaps  # one round of all: 15 s
+    got = diagnose.fitting(None, gaps, 14.0, None)
+    assert [g.id for g in got] == ["g3", "g1"]  # two rounds of two: 12 s; of three: 18
+    assert [g.id for g in diagnose.fitting(None, gaps, 1.0, None)] == ["g3"]  # never none

@@ -144,29 +144,57 @@ def _save(ctx: Context, diag_id: int, d: dg.Diagnosis) -> None:
 
 
 # -- 1. confirm -------------------------------------------------------------------------
-def confirm(ctx: Context, d: dg.Diagnosis, gaps: Sequence[dg.Gap], budget_s: float) -> None:
+def _confirm_arms(ctx: Context, gaps: Sequence[dg.Gap]) -> list[ex.Arm]:
     want = gaps_mod.terms_by_arm(gaps)
-    arms = [a for name, w in want.items() if (a := _arm(ctx, name, name, w)) is not None]
+    return [a for name, w in want.items() if (a := _arm(ctx, name, name, w)) is not None]
+
+
+def fitting(ctx: Context, gaps: Sequence[dg.Gap], budget_s: float, clock: ex.Clock
+            ) -> list[dg.Gap]:
+    """The gaps the confirmation's budget reaches: all of them where the
+    estimate of one round of all fits it (the rounds then go on while the
+    budget lasts); else the widest screened first (then by id, the same on
+    every run), each added while two rounds of them fit.  With three
+    libraries a sweep offered 58 candidates, one round of them all outran the
+    24 s of confirmation, and the diagnosis ran nothing.  (Asking five
+    rounds of the estimate cut two libraries' 21-24 candidates to 8-9: the
+    estimate, made before a job of the diagnosis ran, is cautious.)"""
+    if ex.round_s(_confirm_arms(ctx, gaps), clock) <= budget_s:
+        return list(gaps)
+    kept: list[dg.Gap] = []
+    for g in sorted(gaps, key=lambda g: (-g.screen_ratio, g.id)):
+        if not kept or 2 * ex.round_s(_confirm_arms(ctx, [*kept, g]), clock) <= budget_s:
+            kept.append(g)
+    return kept
+
+
+def confirm(ctx: Context, d: dg.Diagnosis, gaps: Sequence[dg.Gap], budget_s: float) -> None:
+    clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s), ctx.clock.seen)
+    reached = fitting(ctx, gaps, budget_s, clock)
+    if len(reached) < len(gaps):
+        d.notes.append(f"{len(gaps) - len(reached)} of {len(gaps)} candidate(s) were not "
+                       f"measured again: a round of them all did not fit the confirmation's "
+                       f"{budget_s:.0f} s (the widest were taken first)")
+    arms = _confirm_arms(ctx, reached)
     t0 = time.monotonic()
     lo, hi = CONFIRM_ROUNDS
 
     def active(rounds: dg.Rounds, r: int) -> list[str] | None:
         if r < lo:
             return [a.name for a in arms]
-        open_ = [g for g in gaps if not dg.confirm(g, rounds).settled]
+        open_ = [g for g in reached if not dg.confirm(g, rounds).settled]
         if not open_ or time.monotonic() - t0 > budget_s:
             return None
         return sorted(gaps_mod.terms_by_arm(open_))
 
-    clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s), ctx.clock.seen)
     got = ex.run(arms, ctx.store, sweep_id=ctx.sweep_id, trial="confirm", clock=clock,
                  rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=11, active=active)
     d.rounds.merge(got)
     d.rounds.stopped = got.stopped
-    confs = dg.confirm_all(gaps, d.rounds)
-    d.outcomes = [dg.Outcome(g, confs[g.id]) for g in gaps]
+    confs = dg.confirm_all(reached, d.rounds)
+    d.outcomes = [dg.Outcome(g, confs.get(g.id)) for g in gaps]
     held = sum(c.confirmed for c in confs.values())
-    ctx.say(f"diagnosis: {len(gaps)} gap(s) from the sweep measured again, {len(arms)} "
+    ctx.say(f"diagnosis: {len(reached)} gap(s) from the sweep measured again, {len(arms)} "
             f"configuration(s) in {got.last_round} interleaved rounds: {held} held "
             f"({got.seconds:.0f} s)")
 

@@ -109,8 +109,10 @@ def phrase(t: Trial, o: Outcome) -> str:
         med, _, _ = t.speed()
         return (f"took {_r(med)} as long{_sp(span_text(t.sizes))}, {_share(t.closed)}")
     if t.verdict == "helps":
+        rng = (f", {max(t.closed_lo, 0.0):.0%}-{min(t.closed_hi, 1.0):.0%} by its interval"
+               if t.closed_hi > t.closed_lo else "")
         return (f"helped ({t.gain:.0%} less per call {span_text(t.sizes)}) but closed "
-                f"{_share(t.closed)}")
+                f"{_share(t.closed)}{rng}, not surely half")
     if t.verdict == "closes":
         return f"closed {_share(t.closed)} {span_text(t.sizes)}"
     if t.verdict == "broken":
@@ -449,8 +451,10 @@ def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
         if not sure:
             line = replace(line, headline=f"(narrowly held) {line.headline}")
         out.append(line)
-    out.sort(key=lambda c: (c.headline.startswith("(narrowly"), TIERS[c.kind], -c.gain,
-                            c.identity))
+    # gains a tenth apart rank as one, then by what they say: rounds move a gain a few
+    # hundredths between runs, and the first screen's cut fell between such lines
+    out.sort(key=lambda c: (c.headline.startswith("(narrowly"), TIERS[c.kind],
+                            -round(c.gain, 1), c.identity))
     return out if limit is None else out[:limit]
 
 
