@@ -660,3 +660,49 @@ def test_a_diagnosed_sweep_leads_with_what_its_experiments_established(tmp_path,
     out = capsys.readouterr().out
     assert out.startswith("What the diagnosis established:\n  1. latency from 8 B to 64 B "
                           "(3.0x): use fast: slow takes that many times as long"), out[:300]
+
+
+def test_a_configuration_keeps_its_colour_in_every_figure():
+    """MPICH was blue in one figure and orange in the next: with the
+    report's registry a configuration keeps its first colour whatever the
+    process count in the label, and two lines of one figure never share one."""
+    from commscope.report.figures import Figure, Line, _colours
+
+    def fig(*labels: str) -> Figure:
+        return Figure("f", "t", "us", [Line(x, (1,), (1.0,), (1.0,), (1.0,), (1,))
+                                       for x in labels])
+
+    reg: dict[str, str] = {}
+    a = _colours([fig("openmpi (local)", "mpich (local)")], reg)
+    b = _colours([fig("mpich, 2 processes (local)", "openmpi-cuda, 2 processes (local)",
+                      "openmpi, 2 processes (local)")], reg)
+    assert b["mpich, 2 processes (local)"] == a["mpich (local)"]
+    assert b["openmpi, 2 processes (local)"] == a["openmpi (local)"]
+    assert len(set(b.values())) == 3
+    # one implementation at two process counts in one figure: two colours
+    c = _colours([fig("mpich, 2 processes (local)", "mpich, 4 processes (local)")], reg)
+    assert c["mpich, 2 processes (local)"] == a["mpich (local)"] and len(set(c.values())) == 2
+
+
+def test_the_reports_hockney_table_refuses_what_fit_refuses():
+    """fit left MPICH's bw 'not stored (beta <= 0)' where the report showed
+    'β inf GB/s': the report now lists it as not fitted, with fit's reason."""
+    from commscope.analysis import hockney
+    from commscope.analysis.series import Config, Point
+    from commscope.report.sections import hockney_table
+
+    def pts(f) -> dict:
+        return {s: Point(s, f(s), f(s) * 0.99, f(s) * 1.01) for s in (2 ** k for k in range(12))}
+
+    good = Config("openmpi", 2, "local", key="o")
+    flat = Config("mpich", 2, "local", key="m")
+    series = {(good, "latency"): pts(lambda s: 0.4 + s / 5000.0),
+              (flat, "bw"): pts(lambda s: 5.0 - s / 2048.0)}  # time falls as size grows
+    sizes = sorted(series[(flat, "bw")])
+    fit = hockney.fit(sizes, [series[(flat, "bw")][s].median for s in sizes])
+    why = hockney.implausible(fit, sizes)
+    assert why, "the data should make fit refuse it"
+    tab, note = hockney_table(series)
+    assert tab is not None and len(tab.rows) == 1 and tab.rows[0][0] == "latency"
+    assert note is not None and "bw under mpich" in note.text and why in note.text
+    assert "inf" not in " ".join(map(str, tab.rows[0]))

@@ -4,6 +4,7 @@ separate from drawing so tests can hold every plotted point to the store."""
 from __future__ import annotations
 
 import io
+import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -133,13 +134,36 @@ def phase_lines(rows: Sequence[sqlite3.Row], benches: Sequence[str], np_: int,
     return [line_of(k, v) for k, v in sorted(groups.items())]
 
 
-def _colours(figs: Sequence[Figure]) -> dict[str, str]:
-    """One colour per line label, in order of first appearance."""
+_NP = re.compile(r", \d+ process(?:es)?\b")
+
+
+def colour_key(label: str) -> str:
+    """What keeps its colour from figure to figure: the configuration, not
+    the process count ("mpich (local)" in latency's figure and "mpich, 2
+    processes (local)" in bcast's are one implementation)."""
+    return _NP.sub("", label)
+
+
+def _colours(figs: Sequence[Figure], registry: dict[str, str] | None = None
+             ) -> dict[str, str]:
+    """One colour per line label.  With a report's `registry`, a
+    configuration keeps the colour it was first given in every figure (MPICH
+    was blue in one figure and orange in the next); a colour another line of
+    the same figure holds goes to the first one free."""
+    reg = {} if registry is None else registry
     out: dict[str, str] = {}
     for f in figs:
         for ln in f.lines:
-            if ln.label not in out:
-                out[ln.label] = PALETTE[len(out) % len(PALETTE)]
+            if ln.label in out:
+                continue
+            used = set(out.values())
+            c = reg.get(colour_key(ln.label))
+            if c is None or c in used:
+                free = [p for p in PALETTE if p not in used]
+                fresh = [p for p in free if p not in reg.values()]
+                c = (fresh or free or [PALETTE[len(out) % len(PALETTE)]])[0]
+                reg.setdefault(colour_key(ln.label), c)
+            out[ln.label] = c
     return out
 
 
@@ -222,16 +246,17 @@ def _pyplot():
     return plt
 
 
-def render_svg(fig: Figure) -> str:
-    """The figure as an SVG document (no script, fonts as paths)."""
+def render_svg(fig: Figure, colours: dict[str, str] | None = None) -> str:
+    """The figure as an SVG document (no script, fonts as paths); `colours`:
+    the report's registry (_colours)."""
     plt = _pyplot()
     f, ax = plt.subplots(figsize=fig.inches, dpi=100)
-    _draw(ax, fig, _colours([fig]), legend=True, small=fig.inches[0] < 6)
+    _draw(ax, fig, _colours([fig], colours), legend=True, small=fig.inches[0] < 6)
     f.tight_layout()
     return _svg(f)
 
 
-def render_grid_svg(grid: Grid) -> str:
+def render_grid_svg(grid: Grid, colours: dict[str, str] | None = None) -> str:
     """Small multiples as one SVG: shared x (and y where asked), one legend
     below the panels where every panel draws the same lines, else one each."""
     plt = _pyplot()
@@ -246,7 +271,7 @@ def render_grid_svg(grid: Grid) -> str:
     f, axes = plt.subplots(rows, cols, figsize=(3.7 * cols, 2.9 * rows + legend_in + 0.3),
                            dpi=100, sharex=all(p.xbytes for p in grid.panels),
                            sharey=grid.sharey, squeeze=False)
-    colours = _colours(grid.panels)
+    colours = _colours(grid.panels, colours)
     xs = sorted({x for p in grid.panels for ln in p.lines for x in ln.sizes})
     for i, panel in enumerate(grid.panels):
         ax = axes[i // cols][i % cols]

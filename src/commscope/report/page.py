@@ -96,6 +96,8 @@ class Page:
 
     out: Path
     plotted: list[dict[str, object]] = field(default_factory=list)
+    # one colour per configuration across the report's figures (figures._colours)
+    colours: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         (self.out / "fig").mkdir(parents=True, exist_ok=True)
@@ -110,7 +112,7 @@ class Page:
     def figure(self, fig: Figure, caption: str) -> FigRef | None:
         if not fig.lines:
             return None
-        (self.out / "fig" / f"{fig.fig_id}.svg").write_text(render_svg(fig))
+        (self.out / "fig" / f"{fig.fig_id}.svg").write_text(render_svg(fig, self.colours))
         self._list(fig)
         return FigRef(fig.fig_id, fig.title, caption)
 
@@ -119,7 +121,7 @@ class Page:
         if not panels:
             return None
         g = Grid(grid.fig_id, grid.title, panels, grid.sharey, grid.cols)
-        (self.out / "fig" / f"{g.fig_id}.svg").write_text(render_grid_svg(g))
+        (self.out / "fig" / f"{g.fig_id}.svg").write_text(render_grid_svg(g, self.colours))
         for p in panels:
             self._list(p, g.fig_id)
         return FigRef(g.fig_id, g.title, caption, tuple(p.fig_id for p in panels), "grid")

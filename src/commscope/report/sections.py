@@ -472,7 +472,7 @@ def p2p(page: Page, rows: Sequence[sqlite3.Row], series, benches: set[str], tick
                                  f"{title}: one line per implementation and cluster."))
         tick(bench)
     if out:
-        out += items(hockney_table(series))
+        out += items(*hockney_table(series))
     return out
 
 
@@ -490,23 +490,32 @@ def collectives(page: Page, rows: Sequence[sqlite3.Row], benches: set[str], tick
                            "count and cluster, bands the 95% interval between runs."))
 
 
-def hockney_table(series) -> Table | None:
-    rows = []
+def hockney_table(series) -> tuple[Table | None, Para | None]:
+    """The fits `commscope fit` stores, and the ones it refuses with its
+    reason (never a piece with β inf: the report said 'β inf GB/s' where fit
+    said 'not stored ... beta <= 0')."""
+    rows, refused = [], []
     for (cfg, bench), s in sorted(series.items(), key=lambda kv: (kv[0][1], kv[0][0].mpi)):
         sizes = sorted(x for x in s if x > 0)
         if bench not in ("latency", "bw", "sendloop") or len(sizes) < 2:
             continue
         f = hockney.fit(sizes, [s[x].median for x in sizes])
+        bad = hockney.implausible(f, sizes)
+        if bad:
+            refused.append(f"{bench} under {cfg.label()}: {bad}")
+            continue
         p1 = f.pieces[0]
         p2 = f.pieces[1] if len(f.pieces) > 1 else None
         rows.append((bench, cfg.label(), f"{p1.alpha_us:.3f}", f"{p1.beta_gb_per_s:.2f}",
                      human(f.breakpoint) if f.breakpoint else "none",
                      f"{p2.alpha_us:.3f}" if p2 else "", f"{p2.beta_gb_per_s:.2f}" if p2 else "",
                      f"{f.rms_rel_error:.3f}"))
+    note = Para("Not fitted (as commscope fit refuses them): " + "; ".join(refused) + ".") \
+        if refused else None
     if not rows:
-        return None
+        return None, note
     return table(("benchmark", "configuration", "α (us)", "β (GB/s)", "breakpoint",
-                  "α after (us)", "β after (GB/s)", "rms rel. error"), rows, (2, 3, 5, 6, 7))
+                  "α after (us)", "β after (GB/s)", "rms rel. error"), rows, (2, 3, 5, 6, 7)), note
 
 
 # -- GPU buffers and runtime settings -----------------------------------------------
