@@ -514,3 +514,22 @@ def test_the_confirmation_takes_what_its_budget_reaches_never_nothing(monkeypatc
     got = diagnose.fitting(None, gaps, 14.0, None)
     assert [g.id for g in got] == ["g3", "g1"]  # two rounds of two: 12 s; of three: 18
     assert [g.id for g in diagnose.fitting(None, gaps, 1.0, None)] == ["g3"]  # never none
+
+
+def test_a_conclusion_takes_two_terminal_lines_at_most():
+    """make run's last screen: each conclusion at most two lines of the
+    terminal's width; what nests two brackets deep is left to the details,
+    a cut ends at a clause and says so."""
+    long = ("mpich MPI_Barrier: set MPIR_CVAR_BARRIER_DEVICE_COLLECTIVE=0 "
+            "MPIR_CVAR_BARRIER_INTRA_ALGORITHM=dissemination (1.9x faster, at least 1.62x, "
+            "closing 79% of the gap to openmpi; the cause: MPICH's node-aware barrier (a "
+            "barrier on the node's communicator, then a one-byte bcast, on the device path "
+            "and in its own smp algorithm alike)) (2 processes, one node)")
+    for width in (60, 80, 100, 140):
+        got = conclude.brief(long, width)
+        assert 1 <= len(got) <= 2 and all(len(x) + 5 <= width for x in got), (width, got)
+        assert "node's communicator" not in " ".join(got)
+    short = "bw from 4 KiB to 8 KiB (1.6x): use mpich (2 processes, one node)"
+    assert conclude.brief(short, 100) == [short]
+    cut = conclude.brief(long, 80)
+    assert cut[-1].endswith(" ...") and not cut[-1].endswith(", ...")

@@ -160,4 +160,8 @@ def test_run_ends_with_the_conclusions_of_its_diagnosis(capsys, tmp_path, cores,
     assert rc == 0, err
     tail = out[out.index("What the diagnosis established:"):].splitlines()
     assert tail[1].lstrip().startswith("1. MPI_Bcast from 64 B to 512 B"), tail
-    assert tail[-1] == "  (each with what established it: commscope analyze findings --details)"
+    assert tail[-1] == ("  (each whole, with what established it: commscope analyze findings "
+                        "--details)")
+    # each conclusion two lines at most, none wider than the 100 columns of a pipe
+    assert all(len(x) <= 100 for x in tail), tail
+    assert not tail[3].startswith("     "), tail  # the third line is no conclusion's

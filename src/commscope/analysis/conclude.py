@@ -479,6 +479,62 @@ def text(d: Diagnosis, limit: int | None = LIMIT, details: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _inner_dropped(text: str) -> str:
+    """The text without what nests two brackets deep (a mechanism's own
+    explanation inside the figure's bracket): the details keep it."""
+    out, depth = [], 0
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        if depth < 2:
+            out.append(ch)
+        if ch == ")":
+            depth -= 1
+    return "".join(out).replace(" )", ")").replace("  ", " ")
+
+
+def brief(text: str, width: int, lines: int = 2, indent: int = 5) -> list[str]:
+    """A conclusion in at most `lines` lines of `width`, for a terminal:
+    what nests two brackets deep dropped, then cut at the last clause that
+    fits ('; ', then ', '), marked ' ...' (the whole line: commscope analyze
+    findings).  Wrapped, the first line after its number, the rest indented."""
+    import textwrap
+
+    whole = _inner_dropped(text)
+
+    def wrap(t: str) -> list[str]:
+        return textwrap.wrap(t, width=width - indent, break_on_hyphens=False)
+
+    room, t = lines * (width - indent) - 4, whole
+    while len(wrap(t)) > lines and room > 20:
+        cut = -1
+        for sep in ("; ", ", ", " "):  # the last clause that fits, else the last word
+            cut = whole.rfind(sep, 0, room)
+            if cut >= room // 2:
+                break
+        t = whole[:max(cut, 1)].rstrip(" ,;:") + " ..."
+        room = min(room, len(t) - 4) - 1
+    return wrap(t)[:lines]
+
+
+def terminal(d: Diagnosis, width: int, limit: int = LIMIT) -> str:
+    """text() for a person at a terminal: each conclusion at most two lines
+    of `width`, each note one; everything else behind commscope analyze
+    findings (--details)."""
+    cs = conclusions(d, None)
+    shown = cs[:limit]
+    out = ["What the diagnosis established:" if shown else
+           "The diagnosis confirmed no gap: " + _none_said(d)]
+    for i, c in enumerate(shown, 1):
+        first, *rest = brief(c.headline, width) or [""]
+        out.append(f"{i:>3}. {first}")
+        out += [f"     {x}" for x in rest]
+    if len(cs) > len(shown):
+        out.append(f"  ... and {len(cs) - len(shown)} more")
+    out += [x if len(x) <= width else x[:width - 4].rstrip() + " ..." for x in _footer(d)]
+    return "\n".join(out) + "\n"
+
+
 def _none_said(d: Diagnosis) -> str:
     n = len([o for o in d.outcomes if o.conf is not None])
     return (f"{n} candidate(s) from the sweep measured again, none held" if n else

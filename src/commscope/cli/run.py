@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -261,8 +262,10 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
         f"{a.advise_budget:g} s); {len(conclude.conclusions(d, None))} conclusion(s)")
     # the last thing on the screen: what the diagnosis established (the
     # details, and what the sweep screened: commscope analyze findings)
-    say("\n" + conclude.text(d).rstrip("\n")
-        + "\n  (each with what established it: commscope analyze findings --details)")
+    # each conclusion in two lines at most, to the terminal's width (100 under a pipe)
+    width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
+    say("\n" + conclude.terminal(d, max(width, 60)).rstrip("\n")
+        + "\n  (each whole, with what established it: commscope analyze findings --details)")
 
 
 def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
