@@ -251,7 +251,15 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     series = collect(rows)
     found, _ = findings.explained(store, series, ids, screen=True)
     row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
-    say = (lambda _: None) if a.quiet else print
+    width = max(shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100, 60)
+
+    def say(m: str) -> None:
+        """The diagnosis's steps, a line each at most the width (the whole
+        of each: commscope analyze findings --details)."""
+        if not a.quiet:
+            print("\n".join(x if len(x) <= width else x[:width - 4].rstrip() + " ..."
+                            for x in m.split("\n")))
+
     t0 = time.monotonic()
     d = diagnose.diagnose(store, [row[0]] if row and row[0] is not None else [], found, series,
                           {c.impl.name: c for c in cores}, budget_s=a.advise_budget,
@@ -263,8 +271,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     # the last thing on the screen: what the diagnosis established (the
     # details, and what the sweep screened: commscope analyze findings)
     # each conclusion in two lines at most, to the terminal's width (100 under a pipe)
-    width = shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100
-    say("\n" + conclude.terminal(d, max(width, 60)).rstrip("\n")
+    say("\n" + conclude.terminal(d, width).rstrip("\n")
         + "\n  (each whole, with what established it: commscope analyze findings --details)")
 
 
