@@ -105,6 +105,31 @@ def test_a_bar_on_a_terminal_that_follows_the_total():
         "sweep: 5 job(s), 4 ok, 1 failed (0 s)"], lines
 
 
+def test_a_diagnosis_trial_that_fails_leaves_no_line_on_a_terminal():
+    """make run's first screen had 23 of its 67 lines from trials MPICH
+    refused (a forced algorithm with its fallback off): a result of the
+    diagnosis, stored and said in its conclusions, not a line above the bar.
+    Off a terminal, and with a note, the line stays."""
+    master, slave = _terminal()
+    try:
+        with os.fdopen(slave, "w", encoding="utf-8", closefd=True) as term:
+            p = Progress(3, stream=term, failures=False)
+            p.start("mpich MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM=brucks")
+            p.end("mpich MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM=brucks", "failed")
+            p.end("mpich noisy", "ok", " (noisy records flagged)")
+            p.end("mpich last", "ok")
+            p.close()
+            term.flush()
+            text = _drain(master).decode()
+    finally:
+        os.close(master)
+    assert "brucks: failed" not in text and "(noisy records flagged)" in text, text
+    out = io.StringIO()
+    q = Progress(1, stream=out, failures=False)
+    q.end("mpich brucks", "failed")
+    assert out.getvalue() == "[1/1] mpich brucks: failed\n"
+
+
 # -- the real command -----------------------------------------------------------------
 QUICK = ["--bench", "latency", "--np", "2", "--sizes", "1:4", "--factor", "4", "--repeat", "2",
          "--min-samples", "5", "--time-cap", "0.05", "--min-time", "0.01", "--warmup-time",

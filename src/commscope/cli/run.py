@@ -264,7 +264,8 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     d = diagnose.diagnose(store, [row[0]] if row and row[0] is not None else [], found, series,
                           {c.impl.name: c for c in cores}, budget_s=a.advise_budget,
                           out_dir=Path(a.db).resolve().parent / "advice", policy=policy,
-                          progress=Progress(0, enabled=not a.quiet and sys.stderr.isatty()),
+                          progress=Progress(0, enabled=not a.quiet and sys.stderr.isatty(),
+                                            failures=False),
                           say=say)
     say(f"diagnosis: {d.status} in {time.monotonic() - t0:.0f} s (--advise-budget "
         f"{a.advise_budget:g} s); {len(conclude.conclusions(d, None))} conclusion(s)")

@@ -20,17 +20,22 @@ class Progress:
     False: no line per item anywhere, the summary only (the report's
     figures).
 
+    `failures` False: a job that failed leaves no line either (a
+    diagnosis's trials: a setting the library refuses is one of its
+    results, said in its conclusions and stored; on the first screen of
+    `make run` they were 23 of 67 lines).
+
     `total` may grow while jobs run (jobs measured again, a search's extra
     rounds) or shrink (candidates dropped): the bar follows it."""
 
     GOOD = ("ok", "drawn")  # what an item that ended well says
 
     def __init__(self, total: int, stream=None, enabled: bool = True, name: str = "",
-                 each: bool = True, unit: str = "job") -> None:
+                 each: bool = True, unit: str = "job", failures: bool = True) -> None:
         stream = sys.stderr if stream is None else stream
         self._total, self.done, self.stream, self.enabled = total, 0, stream, enabled
         self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self.name, self.each, self.unit = name, each, unit
+        self.name, self.each, self.unit, self.failures = name, each, unit, failures
         self.counts: dict[str, int] = {}
         self._t0: float | None = None
         self._said = False  # the phase's summary line, printed once
@@ -79,7 +84,7 @@ class Progress:
         if bar.total is not None and bar.total < self.done:
             bar.total = self.done
         bar.update(1)
-        if status not in self.GOOD or note:
+        if (status not in self.GOOD and self.failures) or note:
             bar.write(line, file=self.stream)  # above the bar, which is drawn again below it
         if self.done >= self.total:
             self._drop_bar()
