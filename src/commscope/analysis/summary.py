@@ -24,6 +24,7 @@ from .findings import Finding, less_per_call
 from .headlines import LARGE_MIN, P2P, SMALL_MAX, cause_headline, headline, kind_of
 from .headlines import ratio_text as ratio_text  # advise.selection reads it here
 from .series import Config, Series, separated
+from .significance import MIN_CHANGE
 
 LIMIT = 6  # conclusions on the first screen; the findings section holds the rest
 # how many of each kind may lead, so that one kind cannot fill the screen
@@ -199,8 +200,8 @@ def even(series: Mapping[tuple[Config, str], Series], found: Sequence[Finding]) 
             said = ("at any size (their intervals overlap)" if not lone else
                     "over any two neighbouring sizes (their intervals separate only at "
                     f"isolated sizes, {where}: no claim)" if not adjacent else
-                    f"by a finding (their intervals separate at {where}, by less than the 5% "
-                    "a finding needs, or not across the runs: no claim)")
+                    f"by a finding (their intervals separate at {where}, by less than the "
+                    f"{MIN_CHANGE:.0%} a finding needs, or not across the runs: no claim)")
             out.append(f"For {what} at {np_} processes, {cluster}: {', '.join(sorted(impls))} "
                        f"are not told apart {said}")
     return out

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from .. import __version__
-from ..analysis.significance import MIN_FACTOR
+from ..analysis.significance import MIN_CHANGE, MIN_FACTOR
 from ..measure import discovery
 from ..measure.cluster import emu as emu_mod
 from ..measure.plan import (
@@ -208,8 +208,8 @@ def make_parser() -> Parser:
                                                "cluster=NAME")
     cp.add_argument("--b", required=True, help="candidate, same forms as --a")
     cp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=MIN_FACTOR,
-                    help="smallest change that counts (default 1.05 = 5%%; single runs "
-                         "need 2x)")
+                    help=f"smallest change that counts (default {MIN_FACTOR:g} = "
+                         f"{MIN_CHANGE:.0%}%; single runs need 2x)")
     cp.add_argument("--format", choices=("text", "json"), default="text",
                     help="text (default) or json, for CI")
 
