@@ -81,7 +81,10 @@ from commscope.analysis import apps
 from commscope.analysis.repeats import aggregate
 from commscope.errors import CommscopeError
 from commscope.measure import build, discovery
+from commscope.measure.mpi import MpiImpl
 from commscope.measure.plan import gpu_standin
+from commscope.report.sections import gpu_sharing
+from commscope.store.config import config_of
 from commscope.store.db import Store
 
 PATHS = ["host", "staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"]
@@ -214,16 +217,7 @@ def device_copies() -> dict[str, object]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def first_line(argv: list[str]) -> str:
-    """A tool's first line of output, or why there is none."""
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"({argv[0]}: {exc})"
-    return ((p.stdout or p.stderr).strip().splitlines() or ["(nothing)"])[0]
-
-
-def preflight(impl: object, core: build.Core, info: dict, built_s: float) -> list[str]:
+def preflight(impl: MpiImpl, core: build.Core, info: dict, built_s: float) -> list[str]:
     """What the machine is, printed before anything is measured."""
     lines = [f"kernel: {platform.release()}"]
     smi = shutil.which("nvidia-smi")
@@ -245,8 +239,8 @@ def preflight(impl: object, core: build.Core, info: dict, built_s: float) -> lis
     lines.append(f"nvcc: {nv} ({build.cuda_version(nv) if nv else 'none'})")
     lines.append(f"C compiler: {core.info.get('compiler') or '?'} (COMMSCOPE_WERROR="
                  f"{os.environ.get('COMMSCOPE_WERROR', '1')}); core built in {built_s:.0f} s")
-    prefix = getattr(impl, "env", {}).get("OPAL_PREFIX", "")
-    lines.append(f"MPI: {getattr(impl, 'name', '?')} "
+    prefix = impl.env.get("OPAL_PREFIX", "")
+    lines.append(f"MPI: {impl.name} "
                  f"{(core.mpi_version or '?').splitlines()[0]} {prefix}")
     lines.append(f"MPI CUDA support (compile time, run time): {info.get('mpi_cuda_support')}")
     lines.append(f"core: CUDA runtime {info.get('cuda_runtime')}, devices {info.get('devices')}"
@@ -255,13 +249,28 @@ def preflight(impl: object, core: build.Core, info: dict, built_s: float) -> lis
     return lines
 
 
-def judge(db: Path) -> str:
-    """"" where every job of the store ran and every record checked, else why not."""
+def last_run(db: Path) -> int:
+    """The newest run's id in the store (0: none yet)."""
+    if not db.exists():
+        return 0
+    st = Store(str(db))
+    try:
+        return max((int(r["id"]) for r in st.runs()), default=0)
+    finally:
+        st.close()
+
+
+def judge(db: Path, after: int = 0) -> str:
+    """"" where every job stored after run `after` (one phase's) ran and every
+    record of them checked, else why not.  (Over the whole store, the MPS
+    lease's weak and rest phases each said "1 of N job(s) failed": the matmul
+    job cut at its cap, counted again.)"""
     if not db.exists():
         return "nothing was stored"
     st = Store(str(db))
     try:
-        runs, rows = st.runs(), st.result_rows(latest=False)
+        runs = [r for r in st.runs() if int(r["id"]) > after]
+        rows = [r for r in st.result_rows(latest=False) if int(r["run_id"]) > after]
     finally:
         st.close()
     bad = [r for r in runs if r["status"] != "ok"]
@@ -373,6 +382,12 @@ def take(store: Path, came: Path) -> int:
     return 0
 
 
+def path_of(row) -> str:
+    """Where a stored row's buffers lived: host, or a GPU path."""
+    cfg = config_of(row)
+    return cfg.buffer if cfg else "host"
+
+
 def summary(db: Path) -> int:
     store = Store(str(db))
     runs = store.runs()
@@ -381,11 +396,11 @@ def summary(db: Path) -> int:
     bad = [r for r in runs if r["status"] not in ("ok", "skipped")]
     said = set()
     for r in runs:
-        path = json.loads(r["config"])["buffer"] or "host"
+        path = path_of(r)
         if r["status"] == "skipped" and (path, r["bench"]) not in said:
             said.add((path, r["bench"]))
             print(f"{path:<16} {r['bench']}: {r['stderr_tail'].strip().splitlines()[0]}")
-    by = {(json.loads(str(g["config"]))["buffer"] or "host", g["bench"], g["np"],
+    by = {(path_of(g), g["bench"], g["np"],
            g["size_bytes"], g.get("params") or ""): g for g in rows}
 
     def span(g: dict, scale: float = 1.0) -> str:
@@ -441,14 +456,12 @@ def seeds_figures(db: Path, copies: dict[str, object]) -> list[str]:
     weak scaling; ranks sharing one GPU said beside the applications."""
     store = Store(str(db))
     try:
-        rows = aggregate(store.result_rows(latest=False))
         raw = store.result_rows(latest=False)
+        sharing = gpu_sharing(store, {int(r["run_id"]) for r in raw})
     finally:
         store.close()
+    rows = aggregate(raw)
     out = []
-
-    def path_of(g: dict) -> str:
-        return json.loads(str(g["config"]))["buffer"] or "host"
 
     bw = {(path_of(g), int(g["size_bytes"])): g for g in rows
           if g["bench"] == "bw" and g["np"] == 2 and g["median_us"]}
@@ -486,7 +499,6 @@ def seeds_figures(db: Path, copies: dict[str, object]) -> list[str]:
               if float(ca["ci_lo_us"]) > 0 else "unbounded")
         out.append(f"cuda-aware over staged at {top >> 10} KiB (bw, time per message): "
                    f"{r:.2f} x [{lo:.2f}, {hi}] (the IIT Bombay study: about 10x at 4 MB)")
-    shared = "ranks share one GPU: compute and weak scaling measure time-slicing, not scaling"
     mm: dict[tuple[str, int, int], list] = {}
     for r in raw:
         if r["bench"] == "gpu_matmul" and r["valid"] and r["median_us"]:
@@ -512,8 +524,10 @@ def seeds_figures(db: Path, copies: dict[str, object]) -> list[str]:
                 if one and n > 1 else ""
             line.append(f"np={n} {t:.1f} ms{eff}")
         out.append(f"gpu_jacobi weak {p}: {', '.join(line)} (in brackets: t(1)/t(np))")
-    if any(r["bench"] in ("gpu_matmul", "gpu_jacobi") and int(r["np"]) > 1 for r in raw):
-        out.append(f"note: {shared}")
+    if sharing["shared"] or sharing["unknown"]:
+        out.append(f"note: ranks share one GPU in {sharing['shared']} application run(s), "
+                   f"{sharing['unknown']} did not record it: there compute and weak scaling "
+                   "measure how the device is shared, not scaling")
     return out
 
 
@@ -536,17 +550,16 @@ def seeds(a: argparse.Namespace, store: Path, impls: list, core: build.Core, inf
     save(store, a.out)
     support = info.get("mpi_cuda_support")
     cuda_aware = gpu_standin() or (isinstance(support, dict) and bool(support.get("compile_time")))
-    plan = seeds_plan(a.small, True)
+    without = {n: v for n, _, v in seeds_plan(a.small, False)}  # no cuda-aware path
     done: dict[str, dict] = {}
-    for name, cap, argv in plan:
+    for name, cap, argv in seeds_plan(a.small, True):
         left = a.budget - (time.monotonic() - t0) - 15  # the figures' seconds
         if name == "smoke" and not cuda_aware:
             say("smoke: skipped, the MPI answers no CUDA support; the phases run host and "
                 "staged only")
-            plan = seeds_plan(a.small, False)
             continue
-        if name != "smoke" and not cuda_aware:
-            argv = next(v for n, _, v in seeds_plan(a.small, False) if n == name)
+        if not cuda_aware:
+            argv = without[name]
         limit = min(cap, left) if cap else left
         if limit < 20:
             say(f"phase {name}: not started, {left:.0f} s left of --budget")
@@ -558,13 +571,16 @@ def seeds(a: argparse.Namespace, store: Path, impls: list, core: build.Core, inf
             also = f", {extra}" if extra else ""
             say(f"phase {name} (cap {limit / len(tries):.0f} s{also}): commscope run "
                 f"{' '.join(argv)}")
-            t = time.monotonic()
+            t, before = time.monotonic(), last_run(db)
             rc = run_bounded([sys.executable, "-m", "commscope.cli", "run", "--db", str(db),
                               "--mpi", impls[0].name, "--no-probe", "--quiet", *argv],
                              limit / len(tries), lambda: save(store, a.out))
-            why = judge(db) if rc == 0 else ("cut at its cap" if rc is None else f"exit {rc}")
-            if name == "smoke" and rc not in (None, 0):
-                why = judge(db) or why
+            if rc is None:
+                why = "cut at its cap"
+            elif rc == 0 or name == "smoke":  # the smoke's failure says the library's reason
+                why = judge(db, before) or ("" if rc == 0 else f"exit {rc}")
+            else:
+                why = f"exit {rc}"
             took = time.monotonic() - t
             done[name] = {"done": rc == 0, "exit": rc, "seconds": round(took, 1), "why": why,
                           "env": extra, "device": info.get("devices"),

@@ -701,3 +701,23 @@ def test_the_leases_one_command_fits_a_device_call():
     assert len(lines) == 1, lines
     assert len(lines[0]) <= 2000, len(lines[0])
     assert "--out $OUT" in lines[0] and "--cache .carry/cache" in lines[0]
+
+
+def test_a_phase_is_judged_by_its_own_jobs(tmp_path):
+    """The MPS lease's weak and rest phases each said '1 of N job(s) failed':
+    the matmul job cut at its cap, counted again.  A phase's verdict reads
+    the runs stored after it began."""
+    gpu = _gpu_bench()
+    db = tmp_path / "g.db"
+    st = Store(str(db))
+    ids = []
+    for status in ("failed", "ok"):
+        ids.append(st.db.execute(
+            "INSERT INTO runs (started_at, status, plan_key, bench, np, sizes, mpi_name, "
+            "mpi_family, launch_argv, stderr_tail) VALUES ('t', ?, 'k', 'gpu_jacobi', 2, '', "
+            "'m', 'openmpi', '[]', 'interrupted by the user')", (status,)).lastrowid)
+    st.db.commit()
+    st.close()
+    assert gpu.judge(db).startswith("1 of 2 job(s) failed")
+    assert gpu.last_run(db) == ids[1]
+    assert gpu.judge(db, after=ids[0]) == "no record"  # its one job ran; it stored no record
