@@ -367,7 +367,7 @@ def test_an_oversized_gpu_matmul_is_refused_before_launch_with_the_figure(capsys
                      "--bench", "gpu_matmul", "--param", "N=4096,20000", "--path", "staged",
                      "--no-probe", "--quiet")
     one_line_error(rc, err, "gpu_matmul N=20000 is refused: at most N=16384 is run; rank 0 "
-                            "would hold 11.9 GiB of device memory")
+                            "would hold 17.9 GiB of device memory")
     assert not (tmp_path / "o.db").exists() or not Store(tmp_path / "o.db").runs()
 
 
@@ -632,10 +632,10 @@ def test_a_device_stencils_rate_is_not_set_against_the_hosts_copy():
     from commscope.analysis import apps
     ph = json.dumps({"compute": {"max_us": 2000.0, "ranks_us": [2000.0],
                                  "bytes_ranks": [5.37e9]}})
-    row = {"phases": ph, "copy_gbs": 8.5, "config": json.dumps({"buffer": "staged"})}
+    row = {"phases": ph, "copy_gbs": 8.5, "config": json.dumps({"mpi": "m", "buffer": "staged"})}
     text = apps.memory_rate(row).text()
     assert "in device memory" in text and " x the copy" not in text, text
-    row["config"] = json.dumps({"buffer": ""})
+    row["config"] = json.dumps({"mpi": "m", "buffer": ""})
     assert " x the copy" in apps.memory_rate(row).text()
 
 

@@ -88,7 +88,8 @@ def test_a_gpu_paths_figures_are_not_set_against_the_hosts_limits(monkeypatch):
     monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
     rows = _rows()
     for r in rows:
-        r["config"] = json.dumps({"buffer": "staged" if r["mpi_name"] == "mpich" else ""})
+        r["config"] = json.dumps({"mpi": r["mpi_name"],
+                                  "buffer": "staged" if r["mpi_name"] == "mpich" else ""})
     h = limits.headline(rows, PROBE)
     got = {label: figs for label, _, figs in h.rows}
     gpu, host = got["latency, smallest message"]

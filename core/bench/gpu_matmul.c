@@ -84,8 +84,14 @@ static int gmm_judge(const cs_ctx *c, char *why, size_t len) {
              px, py);
     return 1;
   }
-  if (c->size > 16384) { /* rank 0 holds A, a B panel per process row, and C's blocks */
-    double gib = (2.0 + px) * (double)c->size * (double)c->size * 8.0 / 1073741824.0;
+  if (c->size > 16384) {
+    /* rank 0 holds A, a B panel per process row and C's blocks, and its own
+     * blocks of A, B and C besides */
+    size_t n = c->size, rows, cols, r0, c0;
+    cs_block(n, px, 0, &rows, &r0);
+    cs_block(n, py, 0, &cols, &c0);
+    double gib = ((2.0 + px) * (double)n * (double)n + (double)(rows + cols) * (double)n +
+                  (double)rows * (double)cols) * 8.0 / 1073741824.0;
     snprintf(why, len, "gpu_matmul N=%zu is refused: at most N=16384 is run; rank 0 would "
              "hold %.1f GiB of device memory and as much page-locked host memory (A, a B "
              "panel per process row and the blocks of C, %d x %d grid)", c->size, gib, px, py);

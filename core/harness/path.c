@@ -765,6 +765,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
     aware.alltoall = m_alltoall;
     pe->tp = &aware;
   }
+  int gpus = stand ? 0 : cs_gpu_count();
   snprintf(pe->desc, sizeof pe->desc,
            "{\"path\":\"%s\",\"standin\":%s,\"gpu\":%s,\"cuda_built\":%s,\"cuda_runtime\":\"%s\","
            "\"mpi_cuda_support\":{\"compile_time\":%s,\"run_time\":%s,\"forced\":%s},"
@@ -773,7 +774,7 @@ int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, si
            o->path, stand ? "true" : "false", gpu, cs_gpu_built() ? "true" : "false",
            cs_gpu_runtime(), compiled ? "true" : "false", runtime ? "true" : "false",
            forced && k == P_AWARE ? "true" : "false", nccl_v, local, here,
-           stand ? 0 : (cs_gpu_count() > 0 ? cs_gpu_count() : 0));
+           gpus > 0 ? gpus : 0);
   return CS_OK;
 }
 

@@ -11,6 +11,8 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..store.config import config_of
+
 
 def phases(r: Mapping[str, object]) -> dict[str, dict[str, object]]:
     try:
@@ -73,10 +75,9 @@ def memory_rate(r: Mapping[str, object], phase: str = "compute") -> MemoryRate |
     if not rates:
         return None
     copy = r["copy_gbs"] if "copy_gbs" in r.keys() else None  # type: ignore[attr-defined]
-    buffer = "host"
-    if "config" in r.keys() and r["config"]:  # type: ignore[attr-defined]
-        buffer = json.loads(str(r["config"])).get("buffer") or "host"
-    if buffer != "host":  # an H200's stencil read 1.3 TB/s "= 160 x the copy" (of the host)
+    cfg = config_of(r)
+    # an H200's stencil read 1.3 TB/s "= 160 x the copy" (the host's)
+    if cfg is not None and cfg.buffer != "host":
         return MemoryRate(phase, statistics.median(rates), None, on_device=True)
     return MemoryRate(phase, statistics.median(rates), float(copy) if copy else None)
 

@@ -11,6 +11,7 @@ first; the order does not depend on the screening pass."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -498,8 +499,6 @@ def brief(text: str, width: int, lines: int = 2, indent: int = 5) -> list[str]:
     what nests two brackets deep dropped, then cut at the last clause that
     fits ('; ', then ', '), marked ' ...' (the whole line: commscope analyze
     findings).  Wrapped, the first line after its number, the rest indented."""
-    import textwrap
-
     whole = _inner_dropped(text)
 
     def wrap(t: str) -> list[str]:
@@ -531,8 +530,13 @@ def terminal(d: Diagnosis, width: int, limit: int = LIMIT) -> str:
         out += [f"     {x}" for x in rest]
     if len(cs) > len(shown):
         out.append(f"  ... and {len(cs) - len(shown)} more")
-    out += [x if len(x) <= width else x[:width - 4].rstrip() + " ..." for x in _footer(d)]
+    out += [fit_line(x, width) for x in _footer(d)]
     return "\n".join(out) + "\n"
+
+
+def fit_line(line: str, width: int) -> str:
+    """One line of at most `width`, cut and marked ' ...' where longer."""
+    return line if len(line) <= width else line[:width - 4].rstrip() + " ..."
 
 
 def _none_said(d: Diagnosis) -> str:

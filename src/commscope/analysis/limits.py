@@ -12,13 +12,12 @@ between-runs one where runs were repeated."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from ..store.config import what
+from ..store.config import config_of, what
 from ..store.sizes import human_bytes
 
 TIED = "≈"  # a figure whose interval overlaps another implementation's
@@ -108,12 +107,12 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
                          if isinstance(c, dict) and c.get("gbs") and c.get("bytes")),
                         key=lambda c: c[1])
     copy = tuple((w, g) for w, _, g in copy_sizes)
+
     def on_device(name: str) -> bool:
         """A GPU path's: its limits are the device's copies and the host
         link (bench/gpu.py --seeds measures them), not these host ones."""
-        return any(json.loads(str(r["config"])).get("buffer") not in (None, "", "host")
-                   for r in mine if what(r) == name and "config" in r.keys()  # type: ignore[attr-defined]
-                   and r["config"])
+        return any((cfg := config_of(r)) is not None and cfg.buffer != "host"
+                   for r in mine if what(r) == name)
 
     for n in names:
         host = not on_device(n)

@@ -257,8 +257,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
         """The diagnosis's steps, a line each at most the width (the whole
         of each: commscope analyze findings --details)."""
         if not a.quiet:
-            print("\n".join(x if len(x) <= width else x[:width - 4].rstrip() + " ..."
-                            for x in m.split("\n")))
+            print("\n".join(conclude.fit_line(x, width) for x in m.split("\n")))
 
     t0 = time.monotonic()
     d = diagnose.diagnose(store, [row[0]] if row and row[0] is not None else [], found, series,

@@ -29,6 +29,8 @@ def cflags() -> list[str]:
     if os.environ.get("COMMSCOPE_WERROR", "") == "0":
         return [f for f in CFLAGS if f != "-Werror"]
     return list(CFLAGS)
+
+
 # Debian's OpenBLAS (libopenblas-dev): the applications' compute.  Without it
 # the core still builds, and matmul's impl=blas refuses with the reason.
 OPENBLAS_INC = Path("/usr/include/x86_64-linux-gnu/openblas-pthread")

@@ -4,6 +4,7 @@ benchmark of the sweep), and the checks a plan passes before any launch."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -103,7 +104,7 @@ class Job:
             extra += (("cc", self.core.impl.cc),)  # the C compiler the wrapper drove
         if self.opts.path != "host" and gpu_standin():
             extra += (("gpu", "stand-in"),)  # host memory standing in (testing)
-        if self.opts.path != "host" and mps_running():
+        if self.opts.path != "host" and mps_here():
             # ranks sharing a GPU through MPS: on an H200, 1 B staged latency 16 us with
             # it, 152 us without (docs/gpu.md): another measurement, another configuration
             extra += (("mps", "on"),)
@@ -220,6 +221,13 @@ def mps_running(proc: Path = Path("/proc")) -> bool:
         except OSError:  # the process ended meanwhile
             continue
     return False
+
+
+@functools.cache
+def mps_here() -> bool:
+    """mps_running(), asked once a process: every job of a sweep gets the
+    same answer, and /proc is not read for each configuration built."""
+    return mps_running()
 
 
 def gpu_standin() -> bool:
