@@ -64,6 +64,7 @@ import contextlib
 import glob
 import io
 import json
+import math
 import os
 import platform
 import shutil
@@ -537,6 +538,7 @@ def seeds(a: argparse.Namespace, store: Path, impls: list, core: build.Core, inf
     the figures and their text go to --out as each phase ends."""
     text = store / "seeds.txt"
     text.write_text("")
+    (store / "progress.json").write_text("{}\n")  # a store of this script from the start
 
     def say(*lines: str) -> None:
         with text.open("a") as f:
@@ -613,6 +615,17 @@ def seeds(a: argparse.Namespace, store: Path, impls: list, core: build.Core, inf
     return rc
 
 
+def seconds(v: str) -> float:
+    """A time budget: a positive, finite number of seconds."""
+    try:
+        x = float(v)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a number of seconds") from None
+    if not math.isfinite(x) or x <= 0:
+        raise argparse.ArgumentTypeError(f"{v} is no budget: a positive number of seconds")
+    return x
+
+
 def folder(v: str) -> Path:
     """A folder argument: never empty (the current folder by accident), never a file."""
     if not v:
@@ -632,7 +645,7 @@ def main() -> int:
     ap.add_argument("--mpi", default=None, help="default: openmpi-cuda where installed")
     ap.add_argument("--take", type=folder, help="put the store that came back from a call "
                     "(its gpu.db and progress.json) into --store, writable")
-    ap.add_argument("--budget", type=float, default=480.0,
+    ap.add_argument("--budget", type=seconds, default=480.0,
                     help="seconds: start no phase that might not end within them")
     ap.add_argument("--out", type=folder, help="copy the store here after every phase")
     ap.add_argument("--only", help="phases to run, comma-separated (default: every one)")

@@ -458,6 +458,9 @@ def test_the_gpu_bench_keeps_its_store_and_resumes_where_it_stopped(tmp_path, co
     (["--store", "FILE"], "is not a folder"),
     (["--store", "DIR", "--take", "FILE"], "is not a folder"),
     (["--store", "DIR", "--only", "nope"], "unknown phase(s) nope"),
+    (["--seeds", "--store", "DIR", "--budget", "-1"], "-1 is no budget"),
+    (["--seeds", "--store", "DIR", "--budget", "nan"], "nan is no budget"),
+    (["--seeds", "--store", "DIR", "--budget", "ten\xff"], "is not a number of seconds"),
 ])
 def test_the_gpu_bench_refuses_bad_folders_in_one_line(tmp_path, argv, says):
     (tmp_path / "f").write_bytes(b"\x00\xff")
