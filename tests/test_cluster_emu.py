@@ -162,10 +162,20 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
 
 
 def test_both_applications_across_two_emulated_nodes(two, cores, tmp_path):
-    db = tmp_path / "apps.db"
-    assert cli.main(["run", "--no-advise", "--db", str(db), "--cluster", f"emu:{two}", "--np", "2",
-                     "--bench", "matmul,jacobi", "--param", "N=96", "--timeout", "120",
-                     *[x for m in cores for x in ("--mpi", m)], *FAST]) == 0
+    # Noise policy, as the slow-link test's: MPICH's job between two emulated nodes
+    # hangs before its first record about once in 50 launches (a busy suite run met
+    # it here); a sweep whose only failures are such timeouts is launched once more
+    for attempt in (1, 2):
+        db = tmp_path / f"apps{attempt}.db"
+        rc = cli.main(["run", "--no-advise", "--db", str(db), "--cluster", f"emu:{two}",
+                       "--np", "2", "--bench", "matmul,jacobi", "--param", "N=96", "--timeout",
+                       "120", *[x for m in cores for x in ("--mpi", m)], *FAST])
+        bad = [r for r in runs_of(db) if r["status"] != "ok"]
+        hung = bool(bad) and all(r["status"] == "timeout" for r in bad) and not any(
+            x["run_id"] in {r["id"] for r in bad} for x in Store(db).result_rows(latest=False))
+        if rc == 0 or attempt == 2 or not hung:
+            break
+    assert rc == 0
     runs = runs_of(db)
     assert len(runs) == len(cores)
     for r in runs:
