@@ -12,10 +12,15 @@ core): the test is about what the experiments establish.  With one core
 busy beside it, eager against rendezvous at 1-2 KiB still differs by more
 than two interleaved jobs of one round move; with both cores busy the ranks
 share them with the load, and the limit once closed 0.27 of the gap (its
-interval 0.01-0.45).  So where other processes used half a core or more
-during the diagnosis and the limit was not established, it is diagnosed
-once more (said); busy again, the verdict is not asserted, only what the
-diagnosis is made of: the limit tried, and not called the cause."""
+interval 0.01-0.45).  On a quiet machine the limit was established in
+nine diagnoses of ten here (its interval's lower end closing 0.59-0.71
+of the gap); in the tenth the limit's interval straddled half, and in a
+CI run the confirmation rounds held no gap at all.
+So a diagnosis that does not establish the limit is run once more
+(said, with what it printed); where other processes used half a core or
+more during the second, the verdict is not asserted, only what the
+diagnosis is made of: the limit tried, and not called the cause.  Twice
+on a quiet machine is a failure."""
 
 from __future__ import annotations
 
@@ -74,13 +79,15 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
         assert d is not None and d.status in ("complete", "partial"), out
         gaps = [o for o in d.outcomes if o.gap.call == "bw" and o.confirmed]
         trials = [t for o in gaps for t in o.trials if t.hypothesis.id == "eager-limit"]
-        if any(t.verdict == "closes" for t in trials) or busy < BUSY:
+        if any(t.verdict == "closes" for t in trials):
             break
         print(f"attempt {attempt}: other processes used {busy:.2f} cores on average during the "
               f"diagnosis, and the eager limit was not established ("
               f"{[(t.verdict, round(t.closed, 2)) for t in trials] or 'no gap confirmed'}): "
-              "diagnosed again" if attempt == 1 else "busy again: the verdict is not "
-              "asserted, only what the diagnosis is made of")
+              + ("diagnosed again" if attempt == 1 else "busy again: the verdict is not "
+                 "asserted, only what the diagnosis is made of" if busy >= BUSY else
+                 "twice on a quiet machine: a failure"))
+        print(out)  # shown with the failure: what the diagnosis measured and said
     if busy >= BUSY and not any(t.verdict == "closes" for t in trials):
         # what a busy machine leaves (with both cores busy the gap was once not
         # even confirmed): the bw gap measured again and, the limit not
