@@ -11,6 +11,7 @@ from ..errors import CommscopeError
 from ..store import benches
 from ..store.config import place, what
 from ..store.db import Store
+from . import screen
 from .common import command
 from .results import filtered
 
@@ -62,11 +63,16 @@ def cmd_findings(a: argparse.Namespace) -> int:
     from ..analysis.series import collect
 
     store, rows = matching(a)
+    diag = conclude.of_rows(store, rows)
+    if a.brief:  # what `run` ended with, again
+        print(screen.headline(store, rows), end="")
+        if diag is not None:
+            print("\n" + screen.conclusions(diag, screen.width()), end="")
+        return 0
     series = collect(rows)
     floor = findings.dominant_floor(rows)
     found, fixes = findings.explained(store, series, sorted({int(r["run_id"]) for r in rows}),
                                       floor)
-    diag = conclude.of_rows(store, rows)
     if diag is not None:  # what the experiments established, and only that
         top = conclude.text(diag, limit=a.limit or None, details=a.details) + "\n"
     else:

@@ -158,6 +158,9 @@ def make_parser() -> Parser:
     _filters(af)
     af.add_argument("--limit", type=positive(int, 0, 100000), default=10,
                     help="show the N findings that save most (default 10; 0: all)")
+    af.add_argument("--brief", action="store_true",
+                    help="what `run` ended with, again: the headline figures and each "
+                    "conclusion in two lines at most, to the terminal's width")
     af.add_argument("--details", action="store_true",
                     help="each conclusion with what established it and what was tried")
     af.add_argument("--verbose", action="store_true",

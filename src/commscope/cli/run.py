@@ -5,16 +5,13 @@ measured."""
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
-import shutil
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..analysis import limits
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
 from ..measure import build as build_mod
@@ -42,6 +39,7 @@ from ..report.tables import tables
 from ..store.benches import listing as bench_listing
 from ..store.db import Store
 from ..store.sizes import expand_sizes
+from . import screen
 from .common import command, ints, listed, named_impls
 
 
@@ -128,14 +126,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                 print(tables(agg), end="")
             else:
                 print(f"the sweep's tables: commscope show --db {shlex.quote(str(a.db))}")
-            prow = store.probe_for(ids)
-            probe = json.loads(prow["data"]) if prow is not None else None
-            head = limits.headline(agg, probe, probe_mod.floor_ns(probe) if probe else None)
-            if head is not None:
-                print("\n" + limits.text(head), end="")
-            else:
-                for line in probe_mod.lines_for(store, agg):
-                    print(line)
+            head = screen.headline(store, agg)
+            print(("\n" if head.startswith("Headline") else "") + head, end="")
     if not a.no_advise:
         _advise(a, store, outcomes, cores, opts, policy)
     # a path asked for by name must run; one from 'all' may be skipped
@@ -251,7 +243,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     series = collect(rows)
     found, _ = findings.explained(store, series, ids, screen=True)
     row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
-    width = max(shutil.get_terminal_size((100, 24)).columns if sys.stdout.isatty() else 100, 60)
+    width = screen.width()
 
     def say(m: str) -> None:
         """The diagnosis's steps, a line each at most the width (the whole
@@ -271,8 +263,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     # the last thing on the screen: what the diagnosis established (the
     # details, and what the sweep screened: commscope analyze findings)
     # each conclusion in two lines at most, to the terminal's width (100 under a pipe)
-    say("\n" + conclude.terminal(d, width).rstrip("\n")
-        + "\n  (each whole, with what established it: commscope analyze findings --details)")
+    say("\n" + screen.conclusions(d, width).rstrip("\n"))
 
 
 def _paths(given: list[str] | None, cores: Sequence[build_mod.Core],
