@@ -59,7 +59,7 @@ def test_each_figure_is_set_against_the_limit_of_its_own_reach(monkeypatch):
     page = dict(limits.compact(h))  # the report's cells: the value, and under it its limit
     assert page["bw, peak (MB/s)"][1] == ("20000 (19048-21053) ≈",
                                           "at 512 KiB, 26% of a copy in cache")
-    assert page["latency, smallest message (us)"][1][1] == "2.1x the core-to-core floor"
+    assert page["latency, smallest message (us)"][1][1] == "2.1x the core-to-core floor of 190 ns"
 
 
 def test_the_floor_is_the_jobs_own_and_the_probes_is_said_where_the_host_moved(monkeypatch):
@@ -96,3 +96,34 @@ def test_a_gpu_paths_figures_are_not_set_against_the_hosts_limits(monkeypatch):
     assert gpu.times is None and host.times is not None
     assert got["bw, peak"][0].times is None and got["bw, peak"][1].times is not None
     assert got["bw at 4 MiB"][0].times is None and got["bw at 4 MiB"][1].times is not None
+
+
+def test_one_floor_figure_wherever_a_latency_is_set_against_it(monkeypatch):
+    """The headline table, `show`'s lines and the report set each
+    implementation's smallest latency against the same floor: the one its
+    own latency jobs measured (the host moves between jobs), named with its
+    figure; the note gives the jobs' median with its spread."""
+    monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
+    rows = _rows()
+    for r in rows:  # mpich's jobs ran while the host sat higher
+        if r["mpi_name"] == "mpich" and r["bench"] == "latency":
+            r["floor_ns"] = 260.0
+    h = limits.headline(rows, PROBE, probe_floor_ns=140.0)
+    assert h is not None
+    mp, om = dict((label, figs) for label, _, figs in h.rows)["latency, smallest message"]
+    assert (mp.times, mp.against) == (520 / 260, "260 ns")
+    assert (om.times, om.against) == (400 / 190, "190 ns")
+    said = [x for _, row in limits.cells(h) for x in row if "of " in x and "ns" in x]
+    assert said == ["2.0x of 260 ns", "2.1x of 190 ns"], said
+    assert limits.beside_latency(rows, 140.0) == [
+        "mpich: 1 B latency 520 ns, 2.0x the core-to-core floor (260 ns, the floor its jobs "
+        "measured); MPI adds 260 ns",
+        "openmpi: 1 B latency 400 ns, 2.1x the core-to-core floor (190 ns, the floor its jobs "
+        "measured); MPI adds 210 ns"]
+    note = limits.limits_text(h)
+    assert "core to core 190 ns one way" in note and "190-260 ns in the middle 80%" in note
+    assert "the probe read 140 ns" in note
+    # without floors in the records: the probe's, said so
+    bare = [{**r, "floor_ns": None} for r in rows]
+    assert limits.beside_latency(bare, 140.0)[1].endswith(
+        "2.9x the core-to-core floor (140 ns, the probe's floor); MPI adds 260 ns")

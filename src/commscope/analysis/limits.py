@@ -44,6 +44,7 @@ class Headline:
     probe_floor_ns: float | None  # the probe's, taken once at the sweep's start
     cma_gbs: float | None  # process_vm_readv at 4 MiB
     copy: tuple[tuple[str, float], ...]  # (where, GB/s) of the probe's memory copy
+    floor_spread: tuple[float, float] | None = None  # the middle 80% of the jobs' floors
 
 
 def _ok(r: Mapping[str, object]) -> bool:
@@ -78,6 +79,48 @@ def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
     return tuple(out)
 
 
+def jobs_floor_ns(records: Sequence[Mapping[str, object]]) -> float | None:
+    """The core-to-core floor the jobs measured beside these records: their
+    median, over those of a quiet machine where there are any."""
+    quiet = [r for r in records if not ("flagged" in r.keys() and r["flagged"])]  # type: ignore[attr-defined]
+    fl = [float(r["floor_ns"]) for r in quiet or records  # type: ignore[arg-type]
+          if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
+    return statistics.median(fl) if fl else None
+
+
+def latency_floor_ns(small: Sequence[Mapping[str, object]], every: Sequence[Mapping[str, object]],
+                     probe_floor_ns: float | None) -> float | None:
+    """The one floor an implementation's smallest-message latency is set
+    against, wherever it is (the headline table, `show`, the report): the
+    floor its own latency jobs measured (the host moves between jobs), else
+    the median of every job's, else the probe's from the sweep's start."""
+    return jobs_floor_ns(small) or jobs_floor_ns(every) or probe_floor_ns
+
+
+def beside_latency(rows: Sequence[Mapping[str, object]],
+                   probe_floor_ns: float | None) -> list[str]:
+    """For each implementation's smallest-message latency between two ranks
+    of this machine: against the core-to-core floor, and how much MPI adds."""
+    by: dict[str, list[Mapping[str, object]]] = {}
+    for r in rows:
+        if _ok(r) and r["bench"] == "latency" and int(r["size_bytes"]) >= 1:  # type: ignore[call-overload]
+            by.setdefault(what(r), []).append(r)
+    out = []
+    for name, recs in sorted(by.items()):
+        r = min(recs, key=lambda x: int(x["size_bytes"]))  # type: ignore[call-overload]
+        ns = float(r["median_us"]) * 1000  # type: ignore[arg-type]
+        f = latency_floor_ns(recs, rows, probe_floor_ns)
+        if f is None:
+            continue
+        whose = ("the floor its jobs measured" if jobs_floor_ns(recs) else
+                 "the floor the sweep's jobs measured" if jobs_floor_ns(rows) else
+                 "the probe's floor")
+        out.append(f"{name}: {human_bytes(int(r['size_bytes']))} latency {ns:.0f} ns, "  # type: ignore[call-overload]
+                   f"{ns / f:.1f}x the core-to-core floor ({f:.0f} ns, {whose}); MPI adds "
+                   f"{ns - f:.0f} ns")
+    return out
+
+
 def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] | None,
              probe_floor_ns: float | None = None) -> Headline | None:
     """The table, from aggregated rows and the sweep's probe (None: no
@@ -90,6 +133,8 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
     floors = [float(r["floor_ns"]) for r in mine  # type: ignore[arg-type]
               if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
     floor = statistics.median(floors) if floors else None
+    floors.sort()
+    spread = (floors[len(floors) // 10], floors[9 * len(floors) // 10]) if floors else None
     cma = (probe or {}).get("process_vm_readv") or {}
     cma_gbs = float(cma["gbs_4mib"]) if isinstance(cma, dict) and cma.get("gbs_4mib") else None
 
@@ -118,10 +163,9 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
         host = not on_device(n)
         small = [r for r in of(n, "latency") if int(r["size_bytes"]) >= 1]  # type: ignore[call-overload]
         f = _time(min(small, key=lambda r: int(r["size_bytes"]))) if small else None  # type: ignore[call-overload]
-        own = [float(r["floor_ns"]) for r in small if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[arg-type, attr-defined]
-        fl = statistics.median(own) if own else floor
-        lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl, busy=f.busy)
-                   if f and fl and host else f)
+        fl = latency_floor_ns(small, mine, probe_floor_ns)
+        lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl, f"{fl:.0f} ns",
+                          busy=f.busy) if f and fl and host else f)
         for bench, into, k in (("bw", bw, 1.0), ("bibw", bibw, 2.0)):
             got = [r for r in of(n, bench) if r["mb_per_s"]]
             if not got:
@@ -153,7 +197,7 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
              ("bw at 4 MiB", "MB/s", _mark(at4)),
              ("allreduce 8 B", "us", _mark(ar)), ("barrier", "us", _mark(bar)))
     return Headline(names, tuple(t for t in table if any(t[2])), floor, probe_floor_ns,
-                    cma_gbs, copy)
+                    cma_gbs, copy, floor_spread=spread)
 
 
 def _value(f: Figure | None) -> str:
@@ -187,7 +231,7 @@ def cells(h: Headline) -> list[tuple[str, list[str]]]:
         if said is not None:
             lim = "x the core-to-core floor" if label.startswith("latency") else said.against
             lines.append((f"  {lim}", [
-                "" if f is None or not f.times else f"{f.times:.1f}x"
+                "" if f is None or not f.times else f"{f.times:.1f}x of {f.against}"
                 if label.startswith("latency") else f"{100 * f.times:.0f}%" for f in figs]))
     return lines
 
@@ -204,8 +248,9 @@ def compact(h: Headline) -> list[tuple[str, list[tuple[str, str]]]]:
             if f is not None and label.endswith("peak"):
                 said.append(f"at {human_bytes(f.size)}")
             if f is not None and f.times:
-                said.append(f"{f.times:.1f}x the core-to-core floor" if label.startswith(
-                    "latency") else f"{100 * f.times:.0f}% {f.against}")
+                said.append(f"{f.times:.1f}x the core-to-core floor of {f.against}"
+                            if label.startswith("latency") else
+                            f"{100 * f.times:.0f}% {f.against}")
             row.append((_value(f), ", ".join(said)))
         out.append((f"{label} ({unit})", row))
     return out
@@ -215,8 +260,11 @@ def limits_text(h: Headline) -> str:
     """What the figures are set against, in one sentence."""
     said = []
     if h.floor_ns:
+        lo_hi = (f", {h.floor_spread[0]:.0f}-{h.floor_spread[1]:.0f} ns in the middle 80% of "
+                 "them" if h.floor_spread and h.floor_spread[1] > h.floor_spread[0] else "")
         said.append(f"core to core {h.floor_ns:.0f} ns one way (the median of the floors the "
-                    "jobs measured beside their figures"
+                    f"jobs measured beside their figures{lo_hi}; each latency against its own "
+                    "jobs' floor"
                     + (f"; the probe read {h.probe_floor_ns:.0f} ns at the sweep's start, and "
                        "the host moves" if h.probe_floor_ns and abs(
                            h.probe_floor_ns - h.floor_ns) > 0.1 * h.floor_ns else "") + ")")

@@ -7,11 +7,11 @@ import sys
 
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
-from ..measure import probe as probe_mod
 from ..report.points import export_points
 from ..report.tables import export, run_table, tables
 from ..store import outputs
 from ..store.db import Store
+from . import screen
 from .common import command, ints, listed, unknown_mode, unknown_names
 
 
@@ -58,7 +58,7 @@ def cmd_show(a: argparse.Namespace) -> int:
     if not rows:
         raise CommscopeError(f"no stored results match in {a.db}")
     print(tables(rows, per_node=a.per_node, busbw=a.busbw), end="")
-    for line in probe_mod.lines_for(store, rows):
+    for line in screen.beside(store, rows):
         print(line)
     return 0
 

@@ -31,7 +31,18 @@ def headline(store: Store, agg: list) -> str:
     head = limits.headline(agg, probe, probe_mod.floor_ns(probe) if probe else None)
     if head is not None:
         return limits.text(head)
-    return "".join(f"{line}\n" for line in probe_mod.lines_for(store, agg))
+    return "".join(f"{line}\n" for line in beside(store, agg))
+
+
+def beside(store: Store, rows: list) -> list[str]:
+    """Each implementation's smallest-message latency against the floor
+    (analysis/limits.beside_latency), with the probe of these records."""
+    ids = sorted({int(r["run_id"]) for r in rows})
+    prow = store.probe_for(ids) if ids else None
+    probe = json.loads(prow["data"]) if prow is not None else None
+    if probe is None:
+        return []
+    return limits.beside_latency(rows, probe_mod.floor_ns(probe))
 
 
 def conclusions(d: Diagnosis, cols: int) -> str:

@@ -11,11 +11,10 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import CommscopeError
-from ..store.config import what
 from ..store.sizes import human_bytes
 from .build import core_dir
 from .cache import cache_dir
@@ -161,40 +160,3 @@ def text(data: Mapping[str, object]) -> str:
         out.append(f"clock            resolution {clk.get('resolution_ns')} ns, observed step "
                    f"{clk.get('step_ns')} ns, one read {clk.get('read_ns')} ns")
     return "\n".join(out) + "\n"
-
-
-def beside_latency(rows: Sequence[Mapping[str, object]], data: Mapping[str, object]) -> list[str]:
-    """For each implementation's smallest-message latency between two ranks
-    of this machine: how much MPI adds over the probe's cache-line floor."""
-    floor = floor_ns(data)
-    if floor is None:
-        return []
-    best: dict[str, Mapping[str, object]] = {}
-    for r in rows:
-        if (r["bench"] != "latency" or r["np"] != 2 or r["cluster"] != "local"
-                or not r["valid"] or not r["median_us"] or int(r["size_bytes"]) < 1):  # type: ignore[call-overload]
-            continue
-        name = what(r)
-        if name not in best or int(r["size_bytes"]) < int(best[name]["size_bytes"]):  # type: ignore[call-overload]
-            best[name] = r
-    out = []
-    for name, r in sorted(best.items()):
-        us = float(r["median_us"])  # type: ignore[arg-type]
-        # the floor the job measured just before this record: the host moves
-        # between modes (~24, ~50, ~200 ns) for seconds, so the probe's floor
-        # from the start of the sweep may be of another mode than the record
-        own = r["floor_ns"] if "floor_ns" in r.keys() else None  # type: ignore[attr-defined]
-        f, whose = (float(own), "the floor measured in the same job") if own else (
-            floor, "this machine's probe floor")  # type: ignore[arg-type]
-        out.append(f"{name}: {human_bytes(int(r['size_bytes']))} latency "  # type: ignore[call-overload]
-                   f"{us * 1000:.0f} ns; MPI adds {us * 1000 - f:.0f} ns over {whose}, "
-                   f"{f:.0f} ns core to core ({us * 1000 / f:.1f}x)")
-    return out
-
-
-def lines_for(store: object, rows: Sequence[Mapping[str, object]]) -> list[str]:
-    """beside_latency with the probe of these rows' sweeps (or the latest)."""
-    row = store.probe_for(int(r["run_id"]) for r in rows)  # type: ignore[attr-defined]
-    if row is None:
-        return []
-    return beside_latency(rows, json.loads(row["data"]))

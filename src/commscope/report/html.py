@@ -180,7 +180,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     if probe is not None:
         machine = {"when": ("with these runs" if prow["sweep_id"] is not None else "on its own")
                    + f" ({prow['taken_at']})", "text": probe_mod.text(probe),
-                   "beside": probe_mod.beside_latency(rows, probe)}
+                   "beside": limits.beside_latency(rows, probe_mod.floor_ns(probe))}
     fails = sections.failures(store, run_ids)
     failed = len(fails["bad"].rows) if fails["bad"] else 0
     # is this normal? against the machine's own figures
