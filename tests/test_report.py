@@ -706,3 +706,35 @@ def test_the_reports_hockney_table_refuses_what_fit_refuses():
     assert tab is not None and len(tab.rows) == 1 and tab.rows[0][0] == "latency"
     assert note is not None and "bw under mpich" in note.text and why in note.text
     assert "inf" not in " ".join(map(str, tab.rows[0]))
+
+
+def test_the_floor_is_one_figure_in_the_terminal_the_findings_and_the_report(tmp_path, capsys):
+    """On a fixed store (one make run): the headline's note, the findings'
+    line and the report's header name the same floor, with its spread, and
+    each implementation's latency is set against the same figure in the
+    table, `show` and the report."""
+    import re
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(Path(__file__).parent / "golden" / "first-run.sqlite", db)
+    capsys.readouterr()
+    assert cli.main(["analyze", "findings", "--brief", "--db", str(db)]) == 0
+    brief = " ".join(capsys.readouterr().out.split())
+    assert cli.main(["analyze", "findings", "--db", str(db)]) == 0
+    found = capsys.readouterr().out
+    assert cli.main(["show", "--db", str(db), "--bench", "latency"]) == 0
+    shown = capsys.readouterr().out
+    assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
+    page = " ".join((tmp_path / "rep" / "index.html").read_text().split())
+    header = page[page.index("Without MPI"):][:600]  # the report's facts, its first lines
+    said = re.compile(r"core to core (\d+) ns one way \(the median of the floors the jobs "
+                      r"measured beside their figures, (\d+)-(\d+) ns in the middle 80%")
+    texts = (brief, found, header, page)
+    figures = {said.search(t).groups() for t in texts if said.search(t)}
+    assert len(figures) == 1 and all(said.search(t) for t in texts), [
+        t[:300] for t in texts if not said.search(t)]
+    for name in ("mpich", "openmpi"):
+        x, ns = re.search(rf"{name}: 1 B latency \d+ ns, ([\d.]+)x the core-to-core floor "
+                          r"\((\d+) ns", shown).groups()
+        assert f"{x}x of {ns} ns" in brief  # the headline table's cell
+        assert f"{x}x the core-to-core floor of {ns} ns" in page  # the report's

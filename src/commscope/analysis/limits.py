@@ -121,6 +121,30 @@ def beside_latency(rows: Sequence[Mapping[str, object]],
     return out
 
 
+def floor_spread(rows: Sequence[Mapping[str, object]]
+                 ) -> tuple[float, tuple[float, float]] | None:
+    """The core-to-core floor the jobs of these two-rank records measured
+    beside their figures: the median, and the middle 80% of them."""
+    fl = sorted(float(r["floor_ns"]) for r in rows  # type: ignore[arg-type]
+                if _ok(r) and "floor_ns" in r.keys() and r["floor_ns"])  # type: ignore[attr-defined]
+    if not fl:
+        return None
+    return statistics.median(fl), (fl[len(fl) // 10], fl[9 * len(fl) // 10])
+
+
+def floor_words(floor: float, spread: tuple[float, float] | None,
+                probe_floor_ns: float | None) -> str:
+    """The floor, named the same wherever it is said (the headline's note,
+    the report's header, the findings)."""
+    lo_hi = (f", {spread[0]:.0f}-{spread[1]:.0f} ns in the middle 80% of them"
+             if spread and spread[1] > spread[0] else "")
+    return (f"core to core {floor:.0f} ns one way (the median of the floors the jobs measured "
+            f"beside their figures{lo_hi}"
+            + (f"; the probe read {probe_floor_ns:.0f} ns at the sweep's start, and the host "
+               "moves" if probe_floor_ns and abs(probe_floor_ns - floor) > 0.1 * floor else "")
+            + ")")
+
+
 def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] | None,
              probe_floor_ns: float | None = None) -> Headline | None:
     """The table, from aggregated rows and the sweep's probe (None: no
@@ -130,11 +154,7 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
     names = tuple(sorted({what(r) for r in mine if r["bench"] == "latency"}))
     if not names:
         return None
-    floors = [float(r["floor_ns"]) for r in mine  # type: ignore[arg-type]
-              if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
-    floor = statistics.median(floors) if floors else None
-    floors.sort()
-    spread = (floors[len(floors) // 10], floors[9 * len(floors) // 10]) if floors else None
+    floor, spread = floor_spread(mine) or (None, None)
     cma = (probe or {}).get("process_vm_readv") or {}
     cma_gbs = float(cma["gbs_4mib"]) if isinstance(cma, dict) and cma.get("gbs_4mib") else None
 
@@ -260,14 +280,8 @@ def limits_text(h: Headline) -> str:
     """What the figures are set against, in one sentence."""
     said = []
     if h.floor_ns:
-        lo_hi = (f", {h.floor_spread[0]:.0f}-{h.floor_spread[1]:.0f} ns in the middle 80% of "
-                 "them" if h.floor_spread and h.floor_spread[1] > h.floor_spread[0] else "")
-        said.append(f"core to core {h.floor_ns:.0f} ns one way (the median of the floors the "
-                    f"jobs measured beside their figures{lo_hi}; each latency against its own "
-                    "jobs' floor"
-                    + (f"; the probe read {h.probe_floor_ns:.0f} ns at the sweep's start, and "
-                       "the host moves" if h.probe_floor_ns and abs(
-                           h.probe_floor_ns - h.floor_ns) > 0.1 * h.floor_ns else "") + ")")
+        said.append(floor_words(h.floor_ns, h.floor_spread, h.probe_floor_ns)
+                    + "; each latency above against its own jobs' floor")
     if h.cma_gbs:
         said.append(f"process_vm_readv (the single copy) {h.cma_gbs:.1f} GB/s at 4 MiB")
     said += [f"a copy on one core {g:.1f} GB/s ({w})" for w, g in h.copy]

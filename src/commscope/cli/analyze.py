@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from ..analysis import limits
 from ..analysis.repeats import aggregate
 from ..analysis.series import noisy_text
 from ..errors import CommscopeError
@@ -86,7 +87,10 @@ def cmd_findings(a: argparse.Namespace) -> int:
         # sweep in another mode may conclude otherwise
         dropped = max((int(r["mode_dropped"]) for r in rows if "mode_dropped" in r.keys()
                        and r["mode_dropped"]), default=0)
-        top += (f"Drawn from records taken with the host's core-to-core time at ~{floor:.0f} ns"
+        jobs = limits.floor_spread(rows)
+        top += ("Drawn from records taken at "
+                + (limits.floor_words(jobs[0], jobs[1], None) if jobs else
+                   f"core to core ~{floor:.0f} ns one way")
                 + (f"; {dropped} record(s) taken in its other modes were left out (--mode all "
                    "keeps them)" if dropped else "") + "\n\n")
     noisy = noisy_text(rows)

@@ -77,8 +77,11 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
     if probe:
         bits = []
         floor = probe_mod.floor_ns(probe)
-        if floor:
-            bits.append(f"core-to-core floor {floor:.0f} ns (one cache line, one way)")
+        jobs = limits.floor_spread(rows)
+        if jobs:
+            bits.append(limits.floor_words(*jobs, floor))
+        elif floor:
+            bits.append(f"core to core {floor:.0f} ns one way (one cache line: the probe)")
         for c in probe.get("copy", []) or []:
             if c.get("gbs") is not None and c.get("where") == "memory":
                 bits.append(f"one-core copy {c['gbs']:.1f} GB/s from memory")
@@ -86,7 +89,7 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
         if isinstance(cma, dict) and cma.get("gbs_4mib") is not None:
             bits.append(f"single copy (process_vm_readv) {cma['gbs_4mib']:.1f} GB/s at 4 MiB")
         if bits:
-            out.append(("Without MPI", "; ".join(bits) + " (the probe; details below)"))
+            out.append(("Without MPI", "; ".join(bits) + " (copies: the probe; details below)"))
     # each configuration with the library version its runs reported (its
     # first line, up to the first comma: "Open MPI v4.1.4")
     version_of = {r["id"]: " ".join((r["mpi_version"] or "").strip().split("\n")[0]
