@@ -738,3 +738,28 @@ def test_the_floor_is_one_figure_in_the_terminal_the_findings_and_the_report(tmp
                           r"\((\d+) ns", shown).groups()
         assert f"{x}x of {ns} ns" in brief  # the headline table's cell
         assert f"{x}x the core-to-core floor of {ns} ns" in page  # the report's
+
+
+def test_a_setting_that_closed_a_gap_is_not_drawn_under_another_series(tmp_path):
+    """The first screen's figure of each diagnosis conclusion (fixed store):
+    'equal' is a thin reference level, not a series a closed gap's line
+    would sit on; the setting's line has a colour of its own; a
+    point-to-point benchmark is named as such (bw), not as a call."""
+    from commscope.analysis import conclude
+    from commscope.analysis.diagnosis import latest
+    from commscope.report import figures, focus
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(Path(__file__).parent / "golden" / "first-run.sqlite", db)
+    d = latest(Store(db, create=False), [1])
+    figs = [f for i, c in enumerate(conclude.conclusions(d, None))
+            if (f := focus.diagnosis_figure(c, d, f"f{i}")) is not None]
+    assert len(figs) >= 3
+    for f in figs:
+        assert f.hlines == [(1.0, "equal")] and all(ln.label != "equal" for ln in f.lines), f
+        colours = figures._colours([f])
+        assert len({colours[ln.label] for ln in f.lines}) == len(f.lines), colours
+    assert any(f.title.startswith("bw, 2 processes") for f in figs), [f.title for f in figs]
+    assert not any("MPI_Bw" in f.title for f in figs)
+    svg = figures.render_svg(figs[0])
+    assert svg.count("stroke-dasharray") >= 1  # the reference and the setting's line

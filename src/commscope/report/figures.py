@@ -41,6 +41,8 @@ class Figure:
     xbytes: bool = True  # x is a size in bytes (ticks 1K, 1M); else a count (N, processes)
     spans: list[tuple[int, int, str]] = field(default_factory=list)  # shaded x ranges
     inches: tuple[float, float] = (7.2, 4.2)
+    # thin reference levels under the series ("equal" at 1): no colour of their own
+    hlines: list[tuple[float, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -198,6 +200,10 @@ def _draw(ax, fig: Figure, colours: Mapping[str, str], legend: bool, small: bool
         if label:
             ax.annotate(label, ((lo * hi) ** 0.5, 0.98), xycoords=("data", "axes fraction"),
                         va="top", ha="center", fontsize=7, color="#333333")
+    for y, label in fig.hlines:
+        ax.axhline(y, color="#555555", linestyle=":", linewidth=0.9, zorder=0)
+        ax.annotate(label, (1, y), xycoords=("axes fraction", "data"), va="bottom", ha="right",
+                    fontsize=7 if small else 8, color="#555555")
     for size, label in fig.vlines:
         ax.axvline(size, color="#555555", linestyle=":", linewidth=1)
         ax.annotate(label, (size, 1), xycoords=("data", "axes fraction"), rotation=90,
