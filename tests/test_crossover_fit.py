@@ -168,6 +168,19 @@ def test_implausible_pieces_are_named():
     f = hockney.fit(SIZES[4:], [-0.5 + s / 1000.0 for s in SIZES[4:]])
     assert f.pieces[0].alpha_us == pytest.approx(-0.5)
     assert "gives alpha -0.5 us < 0" in hockney.implausible(f, SIZES[4:])
+    # a cliff (the time per byte tripling from 512 KiB on, as where messages
+    # leave a cache) said in words where the times are given; a straight
+    # line below zero has none to name
+    big = [1 << k for k in range(10, 23)]
+    knee = 0.3 + (512 << 10) / 8000.0
+    times = [0.3 + s / 8000.0 if s <= 512 << 10 else knee + (s - (512 << 10)) / 2700.0
+             for s in big]
+    fc = hockney.fit(big, times)
+    why = hockney.implausible(fc, big, times)
+    assert why is not None and "gives alpha" in why, (fc, why)
+    assert "the time per added byte is 3.0x higher from 512 KiB to 1 MiB than just below" in why
+    assert ": the time" not in hockney.implausible(f, SIZES[4:],
+                                                    [-0.5 + s / 1000.0 for s in SIZES[4:]])
 
 
 def test_only_message_size_benchmarks_are_fitted():

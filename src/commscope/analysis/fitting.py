@@ -49,7 +49,7 @@ def hockney_fits(series: Mapping[tuple[Config, str], Series], groups: Mapping[st
                          "a line needs more", counts=False)
             continue
         f = hockney.fit(sizes, [s[x].median for x in sizes])
-        bad = hockney.implausible(f, sizes)
+        bad = hockney.implausible(f, sizes, [s[x].median for x in sizes])
         if bad:  # fitted and refused: said, not an empty result
             yield Fitted(f"{cfg.label():<34} {bench:<15} not stored: {bad}")
             continue

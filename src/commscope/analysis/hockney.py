@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from ..store.benches import bench as bench_facts
+from ..store.sizes import human_bytes
 
 MIN_POINTS = 3  # per piece
 GROUPS = ("p2p", "coll", "coll-sends")  # the core's groups of message-size benchmarks
@@ -128,11 +129,30 @@ def skipped(bench: str, group: str | None, app_like: bool = False) -> str | None
     return None
 
 
-def implausible(f: Fit, sizes: Sequence[int]) -> str | None:
+def _cliff(pts: Sequence[tuple[int, float]]) -> str:
+    """Where time per byte jumps most between neighbouring sizes, in words
+    ("the time per added byte is 3.1x higher from 512 KiB to 1 MiB than just
+    below"), or '' where no step reaches 1.5x."""
+    steps = [((t2 - t1) / (s2 - s1), s1, s2)
+             for (s1, t1), (s2, t2) in zip(pts, pts[1:], strict=False) if s2 > s1]
+    jumps = [(b[0] / a[0], b[1], b[2]) for a, b in zip(steps, steps[1:], strict=False)
+             if a[0] > 0 and b[0] > 0]
+    if not jumps:
+        return ""
+    k, lo, hi = max(jumps)
+    return (f"the time per added byte is {k:.1f}x higher from {human_bytes(lo)} to "
+            f"{human_bytes(hi)} than just below" if k >= 1.5 else "")
+
+
+def implausible(f: Fit, sizes: Sequence[int],
+                times: Sequence[float] | None = None) -> str | None:
     """Why a fit's parameters are no model of a message, or None: each
     piece needs alpha >= 0, a time that grows with size (beta > 0 and
-    finite) and MIN_POINTS sizes."""
+    finite) and MIN_POINTS sizes.  With the times, a negative alpha is
+    said in words where it comes from a cliff (the cost per byte jumping
+    between two sizes, which no straight piece follows)."""
     why = []
+    pts = sorted(zip(sizes, times, strict=True)) if times is not None else []
     for i, p in enumerate(f.pieces):
         name = ("the fit" if len(f.pieces) == 1 else
                 "the small-message piece" if i == 0 else "the large-message piece")
@@ -141,7 +161,11 @@ def implausible(f: Fit, sizes: Sequence[int]) -> str | None:
             why.append(f"{name} rests on {n} size{'s' if n != 1 else ''} "
                        f"(fewer than {MIN_POINTS})")
         if p.alpha_us < 0:
-            why.append(f"{name} gives alpha {p.alpha_us:.3g} us < 0")
+            # the piece and the size before it: a cliff at its start bends it too
+            at = [i for i, (x, _) in enumerate(pts) if p.first_size <= x <= p.last_size]
+            cliff = _cliff(pts[max(at[0] - 2, 0):at[-1] + 1]) if at else ""
+            why.append(f"{name} gives alpha {p.alpha_us:.3g} us < 0"
+                       + (f": {cliff}, a cliff no straight piece follows" if cliff else ""))
         if not (math.isfinite(p.beta_mb_per_s) and p.beta_mb_per_s > 0):
             why.append(f"{name}'s time does not grow with size (beta <= 0)")
     if not why:

@@ -500,7 +500,7 @@ def hockney_table(series) -> tuple[Table | None, Para | None]:
         if bench not in ("latency", "bw", "sendloop") or len(sizes) < 2:
             continue
         f = hockney.fit(sizes, [s[x].median for x in sizes])
-        bad = hockney.implausible(f, sizes)
+        bad = hockney.implausible(f, sizes, [s[x].median for x in sizes])
         if bad:
             refused.append(f"{bench} under {cfg.label()}: {bad}")
             continue
