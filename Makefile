@@ -15,8 +15,9 @@ APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python
             libopenblas-dev \
             iproute2 ethtool util-linux
 # the report's rendering test opens the page in a real browser; the Slurm tests
-# start a private single-node Slurm from Debian's packages
-TEST_APT_PKGS := chromium slurm-wlm munge
+# start a private single-node Slurm from Debian's packages; hpcc is the real MPI
+# program nobody here wrote that `commscope profile` is tested on
+TEST_APT_PKGS := chromium slurm-wlm munge hpcc
 
 .PHONY: run test clusters install deps venv lint clean
 

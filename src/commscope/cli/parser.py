@@ -135,6 +135,29 @@ def make_parser() -> Parser:
                    help="collectives as bus bandwidth (MB/s each link carries, as nccl-tests' "
                         "busbw) instead of time")
 
+    s.add_argument("--profile", metavar="ID",
+                   help="a stored profile of a program (commscope profile), by id or 'last'; "
+                        "'list' lists them")
+
+    pf = sub.add_parser("profile", help="run an MPI program commscope did not write with every "
+                        "MPI call counted and timed on each rank (a PMPI library preloaded)",
+                        formatter_class=fmt,
+                        epilog="example: commscope profile --np 2 -- ./my_program input.txt")
+    pf.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    pf.add_argument("--mpi", action="append",
+                    help="the implementation (default: the one the program is linked against)")
+    pf.add_argument("--np", type=positive(int, 1, 1 << 20), default=2,
+                    help="processes (default 2)")
+    pf.add_argument("--timeout", type=positive(float, 1, 7 * 86400), default=600.0,
+                    help="seconds before the program's whole process group is killed "
+                         "(default 600)")
+    pf.add_argument("--settings", help="a settings file (KEY=VALUE of the MPI's variables) to "
+                    "run the program with")
+    pf.add_argument("--top", type=positive(int, 0, 100000), default=12,
+                    help="the N hottest calls (default 12; 0: all)")
+    pf.add_argument("program", nargs=argparse.REMAINDER,
+                    help="-- then the program and its arguments, passed unchanged (no shell)")
+
     e = sub.add_parser("export", help="write stored results as CSV or JSON", formatter_class=fmt,
                        epilog="example: commscope export --db my.db --format csv > results.csv")
     _filters(e)

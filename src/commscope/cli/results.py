@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
@@ -51,6 +53,8 @@ def filtered(a: argparse.Namespace, store: Store, mode: str = "dominant") -> lis
 @command("show")
 def cmd_show(a: argparse.Namespace) -> int:
     store = Store(a.db, create=False)
+    if a.profile:
+        return _show_profile(store, a.profile, a.db)
     if a.runs:
         print(run_table(store.runs()), end="")
         return 0
@@ -60,6 +64,30 @@ def cmd_show(a: argparse.Namespace) -> int:
     print(tables(rows, per_node=a.per_node, busbw=a.busbw), end="")
     for line in screen.beside(store, rows):
         print(line)
+    return 0
+
+
+def _show_profile(store: Store, which: str, db: str) -> int:
+    from .profile import stored_text
+
+    rows = store.profiles()
+    if not rows:
+        raise CommscopeError(f"no profile stored in {db} (commscope profile -- PROGRAM)")
+    if which == "list":
+        for r in rows:
+            print(f"{r['id']:>4}  {r['started_at']}  {r['status']:<11} {r['mpi_name']:<10} "
+                  f"np={r['np']:<3} {Path(r['program']).name} "
+                  f"{' '.join(json.loads(r['argv'] or '[]'))}"[:150])
+        return 0
+    if which == "last":
+        row = rows[-1]
+    else:
+        try:
+            row = next(r for r in rows if r["id"] == int(which))
+        except (ValueError, StopIteration):
+            raise CommscopeError(f"--profile {which!r}: no such profile in {db} (ids "
+                                 f"{rows[0]['id']}-{rows[-1]['id']}, 'last' or 'list')") from None
+    print(stored_text(row), end="")
     return 0
 
 

@@ -277,22 +277,31 @@ def _compile_cuda(compiler: Path, core: Path, cuda: str, without: tuple[str, ...
     obj = cache_dir() / "build" / f"gpu-{h.hexdigest()[:16]}.o"
     if obj.exists():
         return obj
-    obj.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="gpu.", suffix=".o", dir=obj.parent)
+    return compiled([str(compiler), "-c", *flags, f"-I{core / 'gpu'}",
+                     str(core / "gpu" / "gpu.cu")], obj, f"compiling core/gpu/gpu.cu with "
+                    f"{compiler}", timeout_s=600)
+
+
+def compiled(argv: list[str], out: Path, what: str, env: dict[str, str] | None = None,
+             timeout_s: float = 300) -> Path:
+    """argv (a compiler's, without its -o) writing `out` whole or not at all:
+    into a temporary file beside it, moved into place once it succeeded
+    (builds side by side share it).  A failure is raised with the
+    compiler's own message."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=out.suffix, dir=out.parent)
     os.close(fd)
-    argv = [str(compiler), "-c", *flags, f"-I{core / 'gpu'}", str(core / "gpu" / "gpu.cu"),
-            "-o", tmp]
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+        p = subprocess.run([*argv, "-o", tmp], capture_output=True, text=True,
+                           timeout=timeout_s, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         os.unlink(tmp)
-        raise CommscopeError(f"cannot run {compiler}: {exc}") from exc
+        raise CommscopeError(f"cannot run {argv[0]}: {exc}") from exc
     if p.returncode != 0:
         os.unlink(tmp)
-        raise CommscopeError(f"compiling core/gpu/gpu.cu with {compiler} failed:\n"
-                             f"{(p.stderr or p.stdout).strip()}")
-    os.replace(tmp, obj)  # whole, or not there: builds side by side share it
-    return obj
+        raise CommscopeError(f"{what} failed:\n{(p.stderr or p.stdout).strip()}")
+    os.replace(tmp, out)
+    return out
 
 
 def _check_compiler(impl: MpiImpl, built_by: str, exe: Path) -> None:

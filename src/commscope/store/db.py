@@ -316,6 +316,31 @@ class Store:
             f"SELECT * FROM diagnoses WHERE id IN (SELECT max(id) FROM diagnoses WHERE "
             f"sweep_id IN ({marks}) GROUP BY sweep_id) ORDER BY sweep_id", ids).fetchall()
 
+    # -- profiles of programs commscope did not write -----------------------
+    def begin_profile(self, fields: Mapping[str, object]) -> int:
+        """A profiled program about to start (status running): stored before
+        it runs, so that one that hangs or kills its launcher is recorded."""
+        cols = ("program", "argv", "cwd", "mpi_name", "mpi_family", "np", "launch_argv",
+                "settings", "hostname", "commscope_version")
+        with self.tx() as db:
+            cur = db.execute(
+                f"INSERT INTO profiles(started_at, status, data, {', '.join(cols)}) "
+                f"VALUES (?, 'running', '{{}}', {', '.join('?' * len(cols))})",
+                (now_iso(), *(fields[c] for c in cols)))
+            return int(cur.lastrowid or 0)
+
+    def finish_profile(self, profile_id: int, status: str, *, exit_code: int | None,
+                       signal: int | None, wall_s: float, stdout_tail: str, stderr_tail: str,
+                       data: str) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE profiles SET status=?, finished_at=?, exit_code=?, signal=?, "
+                       "wall_s=?, stdout_tail=?, stderr_tail=?, data=? WHERE id=?",
+                       (status, now_iso(), exit_code, signal, wall_s, stdout_tail,
+                        stderr_tail, data, profile_id))
+
+    def profiles(self) -> list[sqlite3.Row]:
+        return self.db.execute("SELECT * FROM profiles ORDER BY id").fetchall()
+
     # -- runs -----------------------------------------------------------
     def begin_run(self, info: RunInfo, sweep_id: int | None) -> int:
         m = info.machine

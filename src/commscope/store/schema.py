@@ -185,6 +185,33 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN owner TEXT;
     """,
+    # 13: a program commscope did not write, profiled (`commscope profile`):
+    # how it was run, how it ended, and per rank what its MPI calls took
+    # (measure/profile.py); data is the ranks' own files, as written
+    """
+    CREATE TABLE profiles (
+      id INTEGER PRIMARY KEY,
+      started_at TEXT NOT NULL,
+      finished_at TEXT,
+      status TEXT NOT NULL,
+      program TEXT NOT NULL,
+      argv TEXT NOT NULL,
+      cwd TEXT NOT NULL,
+      mpi_name TEXT NOT NULL,
+      mpi_family TEXT NOT NULL,
+      np INTEGER NOT NULL,
+      launch_argv TEXT NOT NULL,
+      settings TEXT,
+      exit_code INTEGER,
+      signal INTEGER,
+      wall_s REAL,
+      stdout_tail TEXT,
+      stderr_tail TEXT,
+      hostname TEXT,
+      commscope_version TEXT,
+      data TEXT NOT NULL
+    );
+    """,
 )
 
 

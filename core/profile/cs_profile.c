@@ -1,0 +1,350 @@
+/* commscope's profiler: a PMPI interposition library, preloaded on every
+ * rank of a program commscope did not write (`commscope profile -- PROG`).
+ *
+ * For each MPI call the program makes, per communicator size and message
+ * size (bytes from count and the datatype's size, in power-of-two buckets:
+ * bucket 0 holds 0 bytes, bucket k holds [2^(k-1), 2^k)), it counts the
+ * calls and their total, shortest and longest time, and writes one JSON
+ * file a rank (rank-N.json in $COMMSCOPE_PROFILE_DIR) at MPI_Finalize.  A
+ * rank that ends without MPI_Finalize (exit, abort, a signal) writes what it
+ * had, marked "finalized": false.  wall_s runs from MPI_Init's return to
+ * MPI_Finalize's call (or the end), and mpi_s is the time inside the other
+ * calls in that span (mpiP's application and MPI times).
+ *
+ * The cost a call adds is two clock reads and one table update: no lock, no
+ * allocation, no I/O until the end.  Non-blocking calls are counted as the
+ * time of the call itself; the time a program waits for them is its
+ * MPI_Wait/Waitall/Test calls', counted as such (mpiP's convention).
+ * One-sided calls and the Fortran bindings are not intercepted: a program
+ * whose calls never reach these wrappers writes no calls, and commscope
+ * says so rather than storing no communication. */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CALLS(X) \
+    X(Init) X(Init_thread) X(Finalize) \
+    X(Send) X(Ssend) X(Bsend) X(Rsend) X(Recv) X(Sendrecv) X(Sendrecv_replace) \
+    X(Isend) X(Issend) X(Irecv) X(Wait) X(Waitall) X(Waitany) X(Waitsome) \
+    X(Test) X(Testall) X(Probe) X(Iprobe) \
+    X(Barrier) X(Bcast) X(Reduce) X(Allreduce) X(Gather) X(Gatherv) X(Scatter) \
+    X(Scatterv) X(Allgather) X(Allgatherv) X(Alltoall) X(Alltoallv) \
+    X(Reduce_scatter) X(Reduce_scatter_block) X(Scan) X(Exscan) \
+    X(Ibarrier) X(Ibcast) X(Ireduce) X(Iallreduce) X(Iallgather) X(Ialltoall)
+
+#define ENUM(n) C_##n,
+enum { CALLS(ENUM) NCALLS };
+#define NAME(n) "MPI_" #n,
+static const char *const names[NCALLS] = {CALLS(NAME)};
+
+#define NCOMM 8    /* communicator sizes told apart; more share the last slot */
+#define NBUCKET 48 /* up to 2^47 bytes */
+
+struct cell {
+    uint64_t n;
+    uint64_t bytes;
+    double total, min, max;
+};
+
+static struct cell table[NCALLS][NCOMM][NBUCKET];
+static int comm_size_of[NCOMM];
+static int ncomm;
+static double t_init, t_end;
+static int rank = -1, world = 0, written;
+static char library[MPI_MAX_LIBRARY_VERSION_STRING];
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int bucket(uint64_t bytes)
+{
+    int b = 0;
+    while (bytes && b < NBUCKET - 1) {
+        bytes >>= 1;
+        b++;
+    }
+    return b;
+}
+
+static int comm_slot(MPI_Comm comm)
+{
+    int size = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        size = 0;
+    for (int i = 0; i < ncomm; i++)
+        if (comm_size_of[i] == size)
+            return i;
+    if (ncomm < NCOMM) {
+        comm_size_of[ncomm] = size;
+        return ncomm++;
+    }
+    return NCOMM - 1;
+}
+
+static uint64_t bytes_of(int count, MPI_Datatype type)
+{
+    int size = 0;
+    if (count <= 0 || type == MPI_DATATYPE_NULL || PMPI_Type_size(type, &size) != MPI_SUCCESS)
+        return 0;
+    return (uint64_t)count * (uint64_t)(size > 0 ? size : 0);
+}
+
+static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
+{
+    uint64_t s = 0;
+    for (int i = 0; counts && i < n; i++)
+        s += bytes_of(counts[i], type);
+    return s;
+}
+
+static void note(int call, MPI_Comm comm, uint64_t bytes, double t)
+{
+    struct cell *c = &table[call][comm_slot(comm)][bucket(bytes)];
+    if (c->n == 0 || t < c->min)
+        c->min = t;
+    if (t > c->max)
+        c->max = t;
+    c->n++;
+    c->total += t;
+    c->bytes += bytes;
+}
+
+static void write_out(int finalized, int sig)
+{
+    if (written)
+        return;
+    written = 1;
+    const char *dir = getenv("COMMSCOPE_PROFILE_DIR");
+    if (!dir || !*dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.json", dir, rank >= 0 ? rank : (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    double end = t_end > 0 ? t_end : now();
+    double mpi = 0; /* inside MPI between MPI_Init and MPI_Finalize (mpiP's MPI time) */
+    for (int k = C_Send; k < NCALLS; k++)
+        for (int c = 0; c < NCOMM; c++)
+            for (int b = 0; b < NBUCKET; b++)
+                mpi += table[k][c][b].total;
+    fprintf(f, "{\"schema\": 1, \"rank\": %d, \"size\": %d, \"pid\": %d, \"finalized\": %s, "
+               "\"signal\": %d, \"wall_s\": %.9f, \"mpi_s\": %.9f, \"library\": \"",
+            rank, world, (int)getpid(), finalized ? "true" : "false", sig,
+            t_init > 0 ? end - t_init : 0.0, mpi);
+    for (const char *p = library; *p && p - library < 200; p++)
+        if (*p == '\n')
+            break;
+        else if (*p >= 32 && *p != '"' && *p != '\\')
+            fputc(*p, f);
+    fputs("\", \"calls\": [", f);
+    int first = 1;
+    for (int k = 0; k < NCALLS; k++)
+        for (int c = 0; c < NCOMM; c++)
+            for (int b = 0; b < NBUCKET; b++) {
+                const struct cell *x = &table[k][c][b];
+                if (!x->n)
+                    continue;
+                fprintf(f, "%s\n {\"call\": \"%s\", \"comm_size\": %d, \"bucket\": %d, "
+                           "\"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f, \"min_s\": %.9f, "
+                           "\"max_s\": %.9f}",
+                        first ? "" : ",", names[k], comm_size_of[c], b,
+                        (unsigned long long)x->n, (unsigned long long)x->bytes, x->total,
+                        x->min, x->max);
+                first = 0;
+            }
+    fputs("]}\n", f);
+    fclose(f);
+}
+
+static void at_exit(void) { write_out(0, 0); }
+
+static void on_signal(int sig)
+{
+    write_out(0, sig); /* not async-signal-safe: the best a dying rank can do */
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void started(void)
+{
+    int len = 0;
+    t_init = now();
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &world);
+    PMPI_Get_library_version(library, &len);
+    atexit(at_exit);
+    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGTERM, SIGINT};
+    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        signal(sigs[i], on_signal);
+}
+
+#define TIMED(call, comm, bytes, expr) \
+    do { \
+        double t0_ = now(); \
+        int rc_ = (expr); \
+        note(call, comm, bytes, now() - t0_); \
+        return rc_; \
+    } while (0)
+
+int MPI_Init(int *argc, char ***argv)
+{
+    double t0 = now();
+    int rc = PMPI_Init(argc, argv);
+    started();
+    note(C_Init, MPI_COMM_WORLD, 0, now() - t0);
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    double t0 = now();
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    started();
+    note(C_Init_thread, MPI_COMM_WORLD, 0, now() - t0);
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    t_end = now();
+    write_out(1, 0);
+    return PMPI_Finalize();
+}
+
+/* point to point */
+int MPI_Send(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Send, c, bytes_of(n, t), PMPI_Send(b, n, t, d, tag, c)); }
+int MPI_Ssend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Ssend, c, bytes_of(n, t), PMPI_Ssend(b, n, t, d, tag, c)); }
+int MPI_Bsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Bsend, c, bytes_of(n, t), PMPI_Bsend(b, n, t, d, tag, c)); }
+int MPI_Rsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Rsend, c, bytes_of(n, t), PMPI_Rsend(b, n, t, d, tag, c)); }
+int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status *st)
+{ TIMED(C_Recv, c, bytes_of(n, t), PMPI_Recv(b, n, t, s, tag, c, st)); }
+int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int stag, void *rb, int rn,
+                 MPI_Datatype rt, int s, int rtag, MPI_Comm c, MPI_Status *status)
+{ TIMED(C_Sendrecv, c, bytes_of(sn, st),
+        PMPI_Sendrecv(sb, sn, st, d, stag, rb, rn, rt, s, rtag, c, status)); }
+int MPI_Sendrecv_replace(void *b, int n, MPI_Datatype t, int d, int stag, int s, int rtag,
+                         MPI_Comm c, MPI_Status *st)
+{ TIMED(C_Sendrecv_replace, c, bytes_of(n, t),
+        PMPI_Sendrecv_replace(b, n, t, d, stag, s, rtag, c, st)); }
+int MPI_Isend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Isend, c, bytes_of(n, t), PMPI_Isend(b, n, t, d, tag, c, r)); }
+int MPI_Issend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Issend, c, bytes_of(n, t), PMPI_Issend(b, n, t, d, tag, c, r)); }
+int MPI_Irecv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Irecv, c, bytes_of(n, t), PMPI_Irecv(b, n, t, s, tag, c, r)); }
+int MPI_Wait(MPI_Request *r, MPI_Status *st)
+{ TIMED(C_Wait, MPI_COMM_NULL, 0, PMPI_Wait(r, st)); }
+int MPI_Waitall(int n, MPI_Request r[], MPI_Status st[])
+{ TIMED(C_Waitall, MPI_COMM_NULL, 0, PMPI_Waitall(n, r, st)); }
+int MPI_Waitany(int n, MPI_Request r[], int *i, MPI_Status *st)
+{ TIMED(C_Waitany, MPI_COMM_NULL, 0, PMPI_Waitany(n, r, i, st)); }
+int MPI_Waitsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
+{ TIMED(C_Waitsome, MPI_COMM_NULL, 0, PMPI_Waitsome(n, r, out, idx, st)); }
+int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
+{ TIMED(C_Test, MPI_COMM_NULL, 0, PMPI_Test(r, flag, st)); }
+int MPI_Testall(int n, MPI_Request r[], int *flag, MPI_Status st[])
+{ TIMED(C_Testall, MPI_COMM_NULL, 0, PMPI_Testall(n, r, flag, st)); }
+int MPI_Probe(int s, int tag, MPI_Comm c, MPI_Status *st)
+{ TIMED(C_Probe, c, 0, PMPI_Probe(s, tag, c, st)); }
+int MPI_Iprobe(int s, int tag, MPI_Comm c, int *flag, MPI_Status *st)
+{ TIMED(C_Iprobe, c, 0, PMPI_Iprobe(s, tag, c, flag, st)); }
+
+/* collectives: bytes are this rank's message (a root's per-rank share) */
+static int me(MPI_Comm c)
+{
+    int r = 0;
+    PMPI_Comm_rank(c, &r);
+    return r;
+}
+
+static int size_of(MPI_Comm c)
+{
+    int n = 0;
+    PMPI_Comm_size(c, &n);
+    return n;
+}
+
+int MPI_Barrier(MPI_Comm c) { TIMED(C_Barrier, c, 0, PMPI_Barrier(c)); }
+int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c)
+{ TIMED(C_Bcast, c, bytes_of(n, t), PMPI_Bcast(b, n, t, root, c)); }
+int MPI_Reduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c)
+{ TIMED(C_Reduce, c, bytes_of(n, t), PMPI_Reduce(sb, rb, n, t, op, root, c)); }
+int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{ TIMED(C_Allreduce, c, bytes_of(n, t), PMPI_Allreduce(sb, rb, n, t, op, c)); }
+int MPI_Gather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+               int root, MPI_Comm c)
+{ TIMED(C_Gather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
+        PMPI_Gather(sb, sn, st, rb, rn, rt, root, c)); }
+int MPI_Gatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+                const int displs[], MPI_Datatype rt, int root, MPI_Comm c)
+{ TIMED(C_Gatherv, c, sb == MPI_IN_PLACE ? 0 : bytes_of(sn, st),
+        PMPI_Gatherv(sb, sn, st, rb, rn, displs, rt, root, c)); }
+int MPI_Scatter(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                int root, MPI_Comm c)
+{ TIMED(C_Scatter, c, rb == MPI_IN_PLACE ? bytes_of(sn, st) : bytes_of(rn, rt),
+        PMPI_Scatter(sb, sn, st, rb, rn, rt, root, c)); }
+int MPI_Scatterv(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb,
+                 int rn, MPI_Datatype rt, int root, MPI_Comm c)
+{ TIMED(C_Scatterv, c, rb == MPI_IN_PLACE ? 0 : bytes_of(rn, rt),
+        PMPI_Scatterv(sb, sn, displs, st, rb, rn, rt, root, c)); }
+int MPI_Allgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                  MPI_Comm c)
+{ TIMED(C_Allgather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
+        PMPI_Allgather(sb, sn, st, rb, rn, rt, c)); }
+int MPI_Allgatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+                   const int displs[], MPI_Datatype rt, MPI_Comm c)
+{ TIMED(C_Allgatherv, c, sb == MPI_IN_PLACE ? bytes_of(rn[me(c)], rt) : bytes_of(sn, st),
+        PMPI_Allgatherv(sb, sn, st, rb, rn, displs, rt, c)); }
+int MPI_Alltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                 MPI_Comm c)
+{ TIMED(C_Alltoall, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
+        PMPI_Alltoall(sb, sn, st, rb, rn, rt, c)); }
+int MPI_Alltoallv(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb,
+                  const int rn[], const int rd[], MPI_Datatype rt, MPI_Comm c)
+{ TIMED(C_Alltoallv, c, sb == MPI_IN_PLACE ? sum_bytes(rn, size_of(c), rt)
+                                           : sum_bytes(sn, size_of(c), st),
+        PMPI_Alltoallv(sb, sn, sd, st, rb, rn, rd, rt, c)); }
+int MPI_Reduce_scatter(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
+                       MPI_Comm c)
+{ TIMED(C_Reduce_scatter, c, bytes_of(rn[me(c)], t),
+        PMPI_Reduce_scatter(sb, rb, rn, t, op, c)); }
+int MPI_Reduce_scatter_block(const void *sb, void *rb, int rn, MPI_Datatype t, MPI_Op op,
+                             MPI_Comm c)
+{ TIMED(C_Reduce_scatter_block, c, bytes_of(rn, t),
+        PMPI_Reduce_scatter_block(sb, rb, rn, t, op, c)); }
+int MPI_Scan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{ TIMED(C_Scan, c, bytes_of(n, t), PMPI_Scan(sb, rb, n, t, op, c)); }
+int MPI_Exscan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{ TIMED(C_Exscan, c, bytes_of(n, t), PMPI_Exscan(sb, rb, n, t, op, c)); }
+
+/* non-blocking collectives: the call itself; their completion is a Wait's */
+int MPI_Ibarrier(MPI_Comm c, MPI_Request *r) { TIMED(C_Ibarrier, c, 0, PMPI_Ibarrier(c, r)); }
+int MPI_Ibcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ibcast, c, bytes_of(n, t), PMPI_Ibcast(b, n, t, root, c, r)); }
+int MPI_Ireduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c,
+                MPI_Request *r)
+{ TIMED(C_Ireduce, c, bytes_of(n, t), PMPI_Ireduce(sb, rb, n, t, op, root, c, r)); }
+int MPI_Iallreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                   MPI_Request *r)
+{ TIMED(C_Iallreduce, c, bytes_of(n, t), PMPI_Iallreduce(sb, rb, n, t, op, c, r)); }
+int MPI_Iallgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                   MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Iallgather, c, bytes_of(sn, st), PMPI_Iallgather(sb, sn, st, rb, rn, rt, c, r)); }
+int MPI_Ialltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                  MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ialltoall, c, bytes_of(sn, st), PMPI_Ialltoall(sb, sn, st, rb, rn, rt, c, r)); }

@@ -1,0 +1,112 @@
+"""Where a profiled program's MPI time goes: the ranks' files
+(measure/profile.py) summed per call, communicator size and message-size
+bucket, the hottest first, with each rank's share of its time in MPI."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..store.sizes import human_bytes
+
+
+@dataclass(frozen=True)
+class Hot:
+    call: str
+    comm_size: int  # 0: no communicator (MPI_Wait and its kind)
+    bucket: int  # 0: no bytes; k: [2^(k-1), 2^k) bytes a call
+    calls: int  # over every rank
+    ranks: int  # ranks that made it
+    total_s: float  # over every rank
+    min_s: float
+    max_s: float
+    bytes: int
+
+    @property
+    def sizes(self) -> str:
+        """The mean message a call (each power-of-two range its own row)."""
+        if self.call in NO_BYTES:
+            return "-"
+        return human_bytes(round(self.bytes / self.calls)) if self.calls else "-"
+
+    @property
+    def mean_us(self) -> float:
+        return 1e6 * self.total_s / self.calls if self.calls else 0.0
+
+
+NO_BYTES = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test",
+            "MPI_Testall", "MPI_Barrier", "MPI_Ibarrier", "MPI_Probe", "MPI_Iprobe"}
+SETUP = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize"}
+
+
+@dataclass(frozen=True)
+class Summary:
+    hot: tuple[Hot, ...]  # the hottest first (MPI_Init and Finalize apart: setup)
+    setup: tuple[Hot, ...]
+    ranks: int  # ranks that wrote a file
+    unfinished: tuple[int, ...]  # ranks that ended without MPI_Finalize
+    wall_s: tuple[float, ...]  # per rank, MPI_Init to MPI_Finalize
+    mpi_s: tuple[float, ...]  # per rank, inside MPI in that span
+
+    @property
+    def mpi_share(self) -> float | None:
+        wall = sum(self.wall_s)
+        return sum(self.mpi_s) / wall if wall > 0 else None
+
+    @property
+    def total_s(self) -> float:
+        return sum(h.total_s for h in self.hot)
+
+
+def summarize(ranks: Sequence[Mapping[str, object]]) -> Summary:
+    cells: dict[tuple[str, int, int], list] = {}
+    for r in ranks:
+        for c in r.get("calls") or []:  # type: ignore[union-attr]
+            key = (str(c["call"]), int(c["comm_size"]), int(c["bucket"]))
+            got = cells.setdefault(key, [0, 0, 0.0, float("inf"), 0.0, 0])
+            got[0] += int(c["n"])
+            got[1] += 1
+            got[2] += float(c["total_s"])
+            got[3] = min(got[3], float(c["min_s"]))
+            got[4] = max(got[4], float(c["max_s"]))
+            got[5] += int(c["bytes"])
+    every = [Hot(k[0], k[1], k[2], v[0], v[1], v[2], v[3], v[4], v[5])
+             for k, v in cells.items()]
+    every.sort(key=lambda h: (-h.total_s, h.call, h.comm_size, h.bucket))
+    good = [r for r in ranks if "rank" in r]
+    return Summary(tuple(h for h in every if h.call not in SETUP),
+                   tuple(h for h in every if h.call in SETUP), len(good),
+                   tuple(sorted(int(r["rank"]) for r in good  # type: ignore[call-overload]
+                                if not r.get("finalized"))),
+                   tuple(float(r.get("wall_s") or 0.0) for r in good),  # type: ignore[arg-type]
+                   tuple(float(r.get("mpi_s") or 0.0) for r in good))  # type: ignore[arg-type]
+
+
+def text(s: Summary, top: int = 10) -> str:
+    """The hottest calls as a table, and the share of time in MPI."""
+    lines = []
+    share = s.mpi_share
+    if share is not None:
+        per = ", ".join(f"{100 * m / w:.0f}%" for w, m in zip(s.wall_s, s.mpi_s, strict=True)
+                        if w > 0)
+        lines.append(f"{s.ranks} rank(s); time inside MPI between MPI_Init and MPI_Finalize: "
+                     f"{100 * share:.1f}% (per rank {per})")
+    if s.unfinished:
+        lines.append(f"ended without MPI_Finalize: rank(s) {', '.join(map(str, s.unfinished))} "
+                     "(what they recorded until then is kept)")
+    if not s.hot:
+        lines.append("no MPI call besides MPI_Init and MPI_Finalize was seen")
+        return "\n".join(lines) + "\n"
+    total = s.total_s
+    lines.append(f"{'call':<22} {'ranks':>5} {'comm':>4} {'message':>10} {'calls':>9} "
+                 f"{'total ms':>10} {'mean us':>10} {'max us':>10} {'of MPI':>7}")
+    for h in s.hot[:top]:
+        lines.append(f"{h.call:<22} {h.ranks:>5} {h.comm_size or '-':>4} {h.sizes:>10} "
+                     f"{h.calls:>9} {1e3 * h.total_s:>10.3f} {h.mean_us:>10.2f} "
+                     f"{1e6 * h.max_s:>10.1f} {100 * h.total_s / total if total else 0:>6.1f}%")
+    if len(s.hot) > top:
+        lines.append(f"... and {len(s.hot) - top} more (--top 0 lists them all)")
+    lines.append("(times summed over every rank; message: the mean bytes a call of this rank's "
+                 "own message, each power of two a row of its own; comm: the communicator's "
+                 "size)")
+    return "\n".join(lines) + "\n"

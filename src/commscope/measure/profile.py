@@ -1,0 +1,159 @@
+"""A program commscope did not write, profiled: its MPI calls counted and
+timed on every rank by a PMPI interposition library (core/profile/
+cs_profile.c) preloaded through its implementation's own launcher.
+
+The library is built once per implementation with that implementation's
+wrapper and cached like the core.  Which implementation a program needs is
+read from the binary (the MPI library the loader gives it); asking for
+another is refused.  The program runs under the same bounds as a job (its
+whole process group killed at the timeout), never through a shell, in the
+folder the user ran commscope from; what each rank wrote is read back, a
+rank that ended without MPI_Finalize marked so."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CommscopeError
+from . import mpi as mpi_mod
+from .build import compiled, core_dir, identity
+from .cache import cache_dir
+from .mpi import MpiImpl, environ
+from .procs import Outcome, run_bounded
+
+MPI_SONAME = r"lib(?:mpi|mpich)"  # Open MPI and Intel MPI: libmpi; MPICH: libmpi or libmpich
+TAIL = 4000  # characters of the program's output kept with the profile
+
+
+def source() -> Path:
+    return core_dir() / "profile" / "cs_profile.c"
+
+
+def build(impl: MpiImpl, force: bool = False) -> Path:
+    """The interposition library for `impl` (built with its wrapper, or
+    reused where its source and the implementation are unchanged)."""
+    import hashlib
+
+    src = source()
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:12]
+    out_dir = cache_dir() / "build" / f"profile-{impl.name}-{identity(impl)[:12]}-{digest}"
+    lib = out_dir / "libcsprofile.so"
+    if lib.exists() and not force:
+        return lib
+    return compiled([impl.mpicc, "-O2", "-g", "-fPIC", "-shared", "-Wall", str(src)], lib,
+                    f"building the profiler with {impl.name} ({impl.mpicc})",
+                    env=environ(impl.env), timeout_s=120)
+
+
+def mpi_library(exe: Path, env: dict[str, str]) -> Path | None:
+    """The MPI library the loader gives `exe` (resolved), or None: not
+    dynamically linked against one (a static link, or no MPI at all)."""
+    try:
+        p = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
+                           env=environ(env), check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise CommscopeError(f"cannot ask the loader for {exe}'s libraries: {exc}") from exc
+    m = re.search(rf"^\s*{MPI_SONAME}\.so[.\d]*\s+=>\s+(/\S+)", p.stdout, re.M)
+    return Path(m.group(1)).resolve() if m else None
+
+
+def program_path(program: str, cwd: Path) -> Path:
+    """The program as the user named it: a path, or a name on PATH; one
+    clear line where it is neither or cannot be run."""
+    if "/" in program:
+        path = (cwd / program) if not Path(program).is_absolute() else Path(program)
+    else:
+        found = shutil.which(program)
+        if found is None:
+            raise CommscopeError(f"no program {program!r} on PATH (give its path)")
+        path = Path(found)
+    if not path.exists():
+        raise CommscopeError(f"no program at {path}")
+    if path.is_dir() or not os.access(path, os.X_OK):
+        raise CommscopeError(f"{path} is not an executable program")
+    return path.resolve()
+
+
+def which_impl(exe: Path, impls: list[MpiImpl], asked: str | None) -> MpiImpl:
+    """The implementation whose MPI library the program is linked against
+    (each implementation's by its profiler library's own link); asking for
+    another is refused, saying which one the program uses."""
+    theirs: dict[str, Path | None] = {}
+    for impl in impls:
+        mine = mpi_library(build(impl), impl.env)
+        prog = mpi_library(exe, impl.env)
+        theirs[impl.name] = prog
+        if mine is not None and prog is not None and mine == prog:
+            if asked and asked != impl.name:
+                raise CommscopeError(f"{exe.name} is linked against {impl.name}'s MPI "
+                                     f"({prog}), not {asked}'s: run it with --mpi {impl.name}")
+            return impl
+    libs = {str(p) for p in theirs.values() if p is not None}
+    if not libs:
+        raise CommscopeError(f"{exe.name} is not dynamically linked against an MPI library "
+                             "(ldd finds none): commscope profiles through the dynamic loader, "
+                             "so a statically linked or non-MPI program cannot be profiled")
+    raise CommscopeError(f"{exe.name} is linked against {', '.join(sorted(libs))}, which "
+                         "belongs to no implementation commscope found (commscope mpi list; "
+                         "commscope mpi add PATH/TO/mpicc adds one)")
+
+
+def preload_flags(impl: MpiImpl, lib: Path) -> list[str]:
+    """How the launcher hands the library to the ranks (and only to them:
+    not preloaded into the launcher itself)."""
+    if impl.family == "openmpi":
+        return ["-x", f"LD_PRELOAD={lib}"]
+    return ["-genv", "LD_PRELOAD", str(lib)]
+
+
+@dataclass
+class Profiled:
+    """One profiled run: how it ended, what it printed, each rank's file."""
+
+    status: str  # ok | failed | timeout | no-mpi-seen
+    outcome: Outcome
+    out: str
+    err: str
+    ranks: list[dict[str, object]] = field(default_factory=list)
+    why: str = ""
+
+
+def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores: int,
+           cwd: Path, timeout_s: float, settings: dict[str, str]) -> tuple[list[str], Profiled]:
+    """Run the program once, profiled; its launch argv and what it gave."""
+    spec = mpi_mod.LaunchSpec(np=np_, cores=cores, root=os.geteuid() == 0)
+    with tempfile.TemporaryDirectory(prefix="commscope-profile-") as tmp:
+        into = Path(tmp) / "ranks"
+        into.mkdir()
+        argv = [impl.launcher, "-n", str(np_), *mpi_mod.launcher_flags(impl, spec),
+                *preload_flags(impl, lib), str(exe), *args]
+        env = environ(impl.env, settings, {"COMMSCOPE_PROFILE_DIR": str(into)})
+        ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
+                            stdout_path=Path(tmp) / "out", stderr_path=Path(tmp) / "err")
+        out = (Path(tmp) / "out").read_text(errors="replace")
+        err = (Path(tmp) / "err").read_text(errors="replace")
+        ranks = []
+        for f in sorted(into.glob("rank-*.json")):
+            try:
+                ranks.append(json.loads(f.read_text(errors="replace")))
+            except ValueError:
+                ranks.append({"file": f.name, "unreadable": True})
+    if ended.timed_out:
+        status, why = "timeout", f"killed after {timeout_s:g} s (its whole process group)"
+    elif ended.exit_code != 0:
+        status = "failed"
+        why = (f"exited with {ended.exit_code}" if ended.exit_code is not None else
+               f"killed by signal {ended.signal}")
+    elif not any(r.get("calls") for r in ranks):
+        status, why = "no-mpi-seen", ("the program made no MPI call the profiler saw (the "
+                                      "Fortran bindings, a static link, or no MPI at all)")
+    else:
+        status, why = "ok", ""
+    return argv, Profiled(status, ended, out[-TAIL:], err[-TAIL:], ranks, why)

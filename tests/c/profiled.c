@@ -1,0 +1,59 @@
+/* A program with a known sequence of MPI calls, for the profiler's tests
+ * (tests/test_profile.py): its counts, sizes and buckets are stated there.
+ * argv[1]: "ok" (default), "exit" (rank 1 exits 3 without MPI_Finalize),
+ * "crash" (rank 1 aborts after its receives), "hang" (rank 0 waits for a
+ * message nobody sends), "noinit" (no MPI at all).  Rank 0 prints the
+ * arguments after the first, one a line between brackets, as it got them. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "ok";
+    if (!strcmp(mode, "noinit")) {
+        puts("no MPI here");
+        return 0;
+    }
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 2; rank == 0 && i < argc; i++)
+        printf("arg[%s]\n", argv[i]);
+    fflush(stdout);
+    if (!strcmp(mode, "hang") && rank == 0) {
+        double z;
+        MPI_Recv(&z, 1, MPI_DOUBLE, 1, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    double x[1024] = {0}, y[1024];
+    int v[100] = {0};
+    for (int i = 0; i < 10; i++) { /* 10 sends of 8 B: bucket 4 */
+        if (rank == 0)
+            MPI_Send(x, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD);
+        else if (rank == 1)
+            MPI_Recv(y, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    if (!strcmp(mode, "crash") && rank == 1)
+        abort();
+    for (int i = 0; i < 5; i++) /* 8 KiB: bucket 14 */
+        MPI_Allreduce(x, y, 1024, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < 3; i++) /* 400 B: bucket 9 */
+        MPI_Bcast(v, 100, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 2; i++) { /* a ring of 64 doubles (512 B: bucket 10) */
+        MPI_Request r[2];
+        MPI_Status st[2];
+        int to = (rank + 1) % size, from = (rank + size - 1) % size;
+        MPI_Irecv(y, 64, MPI_DOUBLE, from, 1, MPI_COMM_WORLD, &r[0]);
+        MPI_Isend(x, 64, MPI_DOUBLE, to, 1, MPI_COMM_WORLD, &r[1]);
+        MPI_Waitall(2, r, st);
+    }
+    if (!strcmp(mode, "exit") && rank == 1)
+        exit(3);
+    MPI_Finalize();
+    if (rank == 0)
+        printf("profiled: done\n");
+    return 0;
+}

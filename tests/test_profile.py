@@ -1,0 +1,181 @@
+"""commscope profile: a program commscope did not write, its MPI calls
+counted on every rank by the PMPI library (core/profile/cs_profile.c).
+
+The counts are checked against a program of ours with a known sequence of
+calls (tests/c/profiled.c), under each Debian MPI; the faults (a program
+that exits early, crashes, hangs, is not MPI, is not there) each end in a
+recorded profile or one line; and hpcc, a real MPI program from Debian
+that nobody here wrote, is profiled as a user would.  Noise policy: counts,
+sizes, statuses and what is stored are asserted, never a time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from commscope import cli
+from commscope.analysis import profile as prof
+from commscope.store.db import Store
+
+from .conftest import mpi_processes
+
+ROOT = Path(__file__).parents[1]
+
+
+def _rank(rank: int, calls: list[tuple[str, int, int, int, int, float]], finalized=True):
+    return {"rank": rank, "size": 2, "finalized": finalized, "wall_s": 2.0, "mpi_s": 0.5,
+            "calls": [{"call": c, "comm_size": cs, "bucket": b, "n": n, "bytes": by,
+                       "total_s": t, "min_s": t / n, "max_s": t / n}
+                      for c, cs, b, n, by, t in calls]}
+
+
+def test_the_summary_sums_ranks_per_call_size_and_communicator():
+    ranks = [_rank(0, [("MPI_Init", 2, 0, 1, 0, 0.3), ("MPI_Send", 2, 4, 10, 80, 0.001),
+                       ("MPI_Allreduce", 2, 14, 5, 40960, 0.2)]),
+             _rank(1, [("MPI_Recv", 2, 4, 10, 80, 0.002), ("MPI_Allreduce", 2, 14, 5, 40960,
+                                                             0.1),
+                       ("MPI_Waitall", 0, 0, 2, 0, 0.05)], finalized=False)]
+    s = prof.summarize(ranks)
+    assert [(h.call, h.calls, h.ranks) for h in s.hot] == [
+        ("MPI_Allreduce", 10, 2), ("MPI_Waitall", 2, 1), ("MPI_Recv", 10, 1),
+        ("MPI_Send", 10, 1)]
+    assert [h.call for h in s.setup] == ["MPI_Init"]  # apart: not the program's communication
+    ar = s.hot[0]
+    assert ar.sizes == "8 KiB" and ar.mean_us == pytest.approx(30000.0) and ar.bytes == 81920
+    assert s.unfinished == (1,) and s.mpi_share == pytest.approx(0.25)
+    text = prof.text(s, top=2)
+    assert "time inside MPI between MPI_Init and MPI_Finalize: 25.0%" in text
+    assert "ended without MPI_Finalize: rank(s) 1" in text
+    assert "... and 2 more" in text
+    line = next(x for x in text.splitlines() if x.startswith("MPI_Waitall"))
+    assert line.split()[1:4] == ["1", "-", "-"]  # one rank, no communicator, no bytes
+
+
+def _built(impl, tmp_path: Path) -> Path:
+    exe = tmp_path / f"profiled-{impl.name}"
+    subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(ROOT / "tests" / "c" / "profiled.c")],
+                   check=True, capture_output=True)
+    return exe
+
+
+def _profile(capsys, db: Path, *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = cli.main(["profile", "--db", str(db), *argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _calls(ranks, rank: int) -> dict[tuple[str, int], tuple[int, int]]:
+    r = next(x for x in ranks if x["rank"] == rank)
+    return {(c["call"], c["bucket"]): (c["n"], c["bytes"]) for c in r["calls"]}
+
+
+def test_the_known_sequence_is_counted_under_each_mpi(impls, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name, impl in sorted(impls.items()):
+        exe = _built(impl, tmp_path)
+        db = tmp_path / f"{name}.db"
+        # arguments reach the program unchanged: spaces, quotes, a dollar, a glob
+        odd = ["a b", "it's", '"q"', "$HOME", "*"]
+        rc, out, err = _profile(capsys, db, "--np", "2", "--", str(exe), "ok", *odd)
+        assert rc == 0, (out, err)
+        assert f"under {name}, 2 processes: ok" in out, out
+        (row,) = Store(db, create=False).profiles()
+        assert row["status"] == "ok" and row["mpi_name"] == name and row["exit_code"] == 0
+        assert [x.removeprefix("arg[").removesuffix("]")
+                for x in row["stdout_tail"].splitlines() if x.startswith("arg[")] == odd
+        ranks = json.loads(row["data"])["ranks"]
+        assert sorted(r["rank"] for r in ranks) == [0, 1] and all(r["finalized"] for r in ranks)
+        r0, r1 = _calls(ranks, 0), _calls(ranks, 1)
+        assert r0[("MPI_Send", 4)] == (10, 80) and ("MPI_Recv", 4) not in r0
+        assert r1[("MPI_Recv", 4)] == (10, 80)
+        for r in (r0, r1):
+            assert r[("MPI_Allreduce", 14)] == (5, 5 * 8192)
+            assert r[("MPI_Bcast", 9)] == (3, 3 * 400)
+            assert r[("MPI_Barrier", 0)] == (1, 0)
+            assert r[("MPI_Isend", 10)] == (2, 2 * 512) and r[("MPI_Irecv", 10)] == (2, 2 * 512)
+            assert r[("MPI_Waitall", 0)] == (2, 0)
+            assert r[("MPI_Init", 0)] == (1, 0)
+        assert "MPI_Allreduce" in out and "time inside MPI" in out
+        assert cli.main(["show", "--db", str(db), "--profile", "last"]) == 0
+        shown = capsys.readouterr().out
+        assert shown.startswith("profile 1: profiled-") and "MPI_Bcast" in shown
+        # asking for the other implementation is refused, naming the right one
+        other = next((n for n in impls if n != name), None)
+        if other:
+            rc, out, err = _profile(capsys, db, "--mpi", other, "--", str(exe))
+            assert rc != 0 and f"linked against {name}'s MPI" in err and "Traceback" not in err
+    assert not mpi_processes()
+
+
+def test_a_rank_that_ends_early_crashes_or_hangs_is_recorded(impls, tmp_path, capsys,
+                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    impl = impls.get("openmpi") or next(iter(impls.values()))
+    exe = _built(impl, tmp_path)
+    db = tmp_path / "p.db"
+    rc, out, err = _profile(capsys, db, "--", str(exe), "exit")
+    assert rc == 1 and ": failed (exited with" in out, (out, err)
+    ranks = json.loads(Store(db, create=False).profiles()[-1]["data"])["ranks"]
+    r1 = next(r for r in ranks if r["rank"] == 1)
+    # what it recorded until it left is kept, and said to be unfinished
+    assert not r1["finalized"] and _calls(ranks, 1)[("MPI_Allreduce", 14)] == (5, 40960)
+    rc, out, err = _profile(capsys, db, "--", str(exe), "crash")
+    assert rc == 1 and ": failed" in out, (out, err)
+    ranks = json.loads(Store(db, create=False).profiles()[-1]["data"])["ranks"]
+    assert any(r["rank"] == 1 and not r["finalized"] and r["signal"] for r in ranks), ranks
+    rc, out, err = _profile(capsys, db, "--timeout", "8", "--", str(exe), "hang")
+    assert rc == 1 and ": timeout (killed after 8 s (its whole process group))" in out, out
+    rows = Store(db, create=False).profiles()
+    assert [r["status"] for r in rows] == ["failed", "failed", "timeout"]
+    assert not mpi_processes()
+
+
+def test_what_cannot_be_profiled_is_one_line(impls, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "p.db"
+    script = tmp_path / "notexec"
+    script.write_text("#!/bin/sh\n")
+    for argv, said in ((["--", "./missing"], "no program at"),
+                       (["--", "no-such-program"], "no program 'no-such-program' on PATH"),
+                       (["--", str(script)], "is not an executable program"),
+                       (["--", str(tmp_path)], "is not an executable program"),
+                       (["--", "true"], "is not dynamically linked against an MPI library"),
+                       ([], "name the program after --"),
+                       (["--mpi", "nosuch", "--", "true"], "nosuch")):
+        rc, out, err = _profile(capsys, db, *argv)
+        assert rc != 0 and said in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.skipif(shutil.which("hpcc") is None, reason="Debian's hpcc is not installed "
+                    "(make test installs it)")
+def test_hpcc_nobody_here_wrote_is_profiled_as_a_user_would(impls, tmp_path, capsys,
+                                                            monkeypatch):
+    """HPC Challenge at N=600 on a 1 x 2 grid: seconds.  It reads hpccinf.txt
+    from the folder it runs in and writes hpccoutf.txt there."""
+    if "openmpi" not in impls:
+        pytest.skip("Debian's hpcc links Open MPI")
+    example = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
+    lines = example.read_text().splitlines()
+    lines[5] = "600          Ns"
+    lines[10] = "1            Ps"
+    (tmp_path / "hpccinf.txt").write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "p.db"
+    rc, out, err = _profile(capsys, db, "--np", "2", "--timeout", "300", "--", "hpcc")
+    assert rc == 0, (out, err)
+    assert "hpcc under openmpi, 2 processes: ok" in out
+    report = (tmp_path / "hpccoutf.txt").read_text()
+    assert "End of LatencyBandwidth section." in report and "(passed)" in report
+    ranks = json.loads(Store(db, create=False).profiles()[-1]["data"])["ranks"]
+    s = prof.summarize(ranks)
+    calls = {h.call for h in s.hot}
+    # PTRANS and b_eff exchange with MPI_Sendrecv; RandomAccess and FFT use alltoall
+    assert {"MPI_Sendrecv", "MPI_Alltoall", "MPI_Allreduce", "MPI_Bcast"} <= calls, calls
+    assert s.hot[0].total_s >= s.hot[-1].total_s and s.ranks == 2
+    assert not mpi_processes()
