@@ -11,6 +11,7 @@ sizes, statuses and what is stored are asserted, never a time."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -53,6 +54,42 @@ def test_the_summary_sums_ranks_per_call_size_and_communicator():
     assert "... and 2 more" in text
     line = next(x for x in text.splitlines() if x.startswith("MPI_Waitall"))
     assert line.split()[1:4] == ["1", "-", "-"]  # one rank, no communicator, no bytes
+
+
+def test_hot_calls_are_set_against_the_benchmark_at_their_message():
+    """Fixed data: a program's allreduce of 6 KiB, interpolated between the
+    benchmark's 4 and 8 KiB; a send that took 100x the latency: it waited;
+    a wait has no benchmark; what is missing is one command."""
+    from commscope.analysis.series import Config, Point
+
+    ranks = [_rank(r, [("MPI_Allreduce", 2, 13, 10, 10 * 6144, 10 * 30e-6),
+                       ("MPI_Send", 2, 4, 4, 32, 4 * 50e-6),
+                       ("MPI_Waitall", 0, 0, 3, 0, 3 * 5e-6),
+                       ("MPI_Bcast", 2, 9, 2, 800, 2 * 2e-6)]) for r in (0, 1)]
+    mine = Config("openmpi", 2, "local", impl="openmpi")
+    other = Config("mpich", 2, "local", impl="mpich")
+    tuned = Config("openmpi X=1", 2, "local", impl="openmpi", settings=(("X", "1"),))
+    series = {(mine, "allreduce"): {4096: Point(4096, 20.0, 19, 21),
+                                    8192: Point(8192, 40.0, 39, 41)},
+              (mine, "latency"): {8: Point(8, 0.5, 0.4, 0.6), 16: Point(16, 0.5, 0.4, 0.6)},
+              (other, "bcast"): {256: Point(256, 1.0, 1, 1), 512: Point(512, 1.0, 1, 1)},
+              (tuned, "allreduce"): {4096: Point(4096, 1.0, 1, 1), 8192: Point(8192, 1.0, 1, 1)},
+              (tuned, "bcast"): {256: Point(256, 1.0, 1, 1), 512: Point(512, 1.0, 1, 1)}}
+    rows = {a.hot.call: a for a in prof.against(prof.summarize(ranks), "openmpi", series)}
+    ar = rows["MPI_Allreduce"]
+    assert ar.bench_us == pytest.approx(30.0) and ar.ratio == pytest.approx(1.0)  # not tuned's
+    assert ar.verdict == "as benchmarked" and ar.per_rank == 10
+    assert rows["MPI_Send"].ratio == pytest.approx(100.0) and rows["MPI_Send"].verdict == "waits"
+    assert rows["MPI_Waitall"].bench == "" and "no benchmark times it alone" in (
+        rows["MPI_Waitall"].missing)
+    # neither mpich's bcast nor openmpi's under other settings is openmpi's own: missing,
+    # and the one command that measures it
+    assert rows["MPI_Bcast"].bench_us is None
+    cmd = prof.measure_command(list(rows.values()), "openmpi", "my db.db")
+    assert cmd == ("commscope run --db 'my db.db' --mpi openmpi --np 2 --bench bcast "
+                   "--sizes 256:512 --repeat 3 --no-advise")
+    text = prof.against_text(list(rows.values()))
+    assert "waits (latency, openmpi)" in text and "no bcast stored for openmpi" in text
 
 
 def _built(impl, tmp_path: Path) -> Path:
@@ -178,4 +215,19 @@ def test_hpcc_nobody_here_wrote_is_profiled_as_a_user_would(impls, tmp_path, cap
     # PTRANS and b_eff exchange with MPI_Sendrecv; RandomAccess and FFT use alltoall
     assert {"MPI_Sendrecv", "MPI_Alltoall", "MPI_Allreduce", "MPI_Bcast"} <= calls, calls
     assert s.hot[0].total_s >= s.hot[-1].total_s and s.ranks == 2
+    # its hot calls against the benchmarks: first what is missing, as one command
+    assert cli.main(["analyze", "app", "--db", str(db)]) == 0
+    said = capsys.readouterr().out
+    cmd = next(x for x in said.splitlines() if x.startswith("to measure what is missing: "))
+    argv = shlex.split(cmd.split(": ", 1)[1])
+    assert argv[:2] == ["commscope", "run"] and "latency" in argv[argv.index("--bench") + 1]
+    assert cli.main(argv[1:]) == 0
+    capsys.readouterr()
+    assert cli.main(["analyze", "app", "--db", str(db)]) == 0
+    said = capsys.readouterr().out
+    assert "to measure what is missing" not in said, said
+    table = said.split("verdict (benchmark)\n")[1].splitlines()
+    measured = [x for x in table if x.startswith("MPI_") and "no benchmark times it" not in x]
+    assert measured and all("(latency, openmpi)" in x or ", openmpi)" in x for x in measured), (
+        said)
     assert not mpi_processes()

@@ -110,3 +110,116 @@ def text(s: Summary, top: int = 10) -> str:
                  "own message, each power of two a row of its own; comm: the communicator's "
                  "size)")
     return "\n".join(lines) + "\n"
+
+
+# The benchmark that times what one call of the program does, at the same
+# message and communicator size: a collective by its own benchmark, a
+# blocking send or receive by the one-way latency (half a ping-pong).
+BENCH_OF = {"MPI_Send": "latency", "MPI_Ssend": "latency", "MPI_Recv": "latency",
+            "MPI_Sendrecv": "latency", "MPI_Barrier": "barrier", "MPI_Bcast": "bcast",
+            "MPI_Reduce": "reduce", "MPI_Allreduce": "allreduce", "MPI_Gather": "gather",
+            "MPI_Scatter": "scatter", "MPI_Allgather": "allgather", "MPI_Alltoall": "alltoall",
+            "MPI_Reduce_scatter_block": "reduce_scatter"}
+WAITS = 1.5  # measured over the benchmark's time beyond this: the program waited
+
+
+@dataclass(frozen=True)
+class Against:
+    hot: Hot
+    bench: str  # '' where no benchmark times the call alone
+    message: int  # the mean bytes a call
+    per_rank: float  # calls a rank (of the ranks that made it)
+    measured_us: float  # the program's mean a call
+    bench_us: float | None  # the benchmark's at that message, same implementation and np
+    config: str = ""  # the benchmark's configuration, as show names it
+    missing: str = ""  # why there is no benchmark figure
+
+    @property
+    def ratio(self) -> float | None:
+        return self.measured_us / self.bench_us if self.bench_us else None
+
+    @property
+    def verdict(self) -> str:
+        r = self.ratio
+        if r is None:
+            return ""
+        if r > WAITS:
+            return "waits"  # the program's call took longer than the transfer alone
+        return "as benchmarked" if r >= 1 / WAITS else "faster than benchmarked"
+
+
+def _at(series, size: int) -> float | None:
+    """The series' median time at `size`: measured there, or interpolated
+    linearly between the two measured sizes around it; None outside."""
+    if size in series:
+        return float(series[size].median)
+    below = [s for s in series if s < size]
+    above = [s for s in series if s > size]
+    if not below or not above:
+        return None
+    a, b = max(below), min(above)
+    ta, tb = float(series[a].median), float(series[b].median)
+    return ta + (tb - ta) * (size - a) / (b - a)
+
+
+def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
+    """Each hot call set against the benchmark of the same implementation
+    (its defaults), communicator size and message, where one was stored."""
+    out = []
+    for h in s.hot:
+        bench = BENCH_OF.get(h.call, "")
+        msg = round(h.bytes / h.calls) if h.calls else 0
+        per_rank = h.calls / h.ranks if h.ranks else 0.0
+        if not bench:
+            out.append(Against(h, "", msg, per_rank, h.mean_us, None,
+                               missing="no benchmark times it alone (a wait, or a call "
+                                       "whose transfer is another call's)"))
+            continue
+        found = [(cfg, ser) for (cfg, b), ser in series.items()
+                 if b == bench and cfg.np == h.comm_size and cfg.cluster == "local"
+                 and (cfg.impl or cfg.mpi) == mpi and not cfg.settings
+                 and cfg.buffer == "host"]
+        found.sort(key=lambda cs: (cs[0].mpi != mpi, cs[0].mpi))
+        if not found:
+            out.append(Against(h, bench, msg, per_rank, h.mean_us, None,
+                               missing=f"no {bench} stored for {mpi} at {h.comm_size} "
+                                       "processes"))
+            continue
+        cfg, ser = found[0]
+        t = _at(ser, 0 if bench == "barrier" else msg)
+        out.append(Against(h, bench, msg, per_rank, h.mean_us, t, cfg.mpi,
+                           missing="" if t is not None else
+                           f"{bench} not measured around {human_bytes(msg)}"))
+    return out
+
+
+def measure_command(rows: Sequence[Against], mpi: str, db: str) -> str | None:
+    """The one `commscope run` that measures every benchmark the rows miss."""
+    need = [a for a in rows if a.bench and a.bench_us is None]
+    if not need:
+        return None
+    import shlex
+
+    nps = sorted({a.hot.comm_size for a in need})
+    sized = [a.message for a in need if a.bench != "barrier"]
+    lo = 1 << max(0, (min(sized) if sized else 1).bit_length() - 1)
+    hi = 1 << max(1, (max(sized) if sized else 1) - 1).bit_length()
+    return shlex.join(["commscope", "run", "--db", db, "--mpi", mpi,
+                       "--np", ",".join(map(str, nps)),
+                       "--bench", ",".join(sorted({a.bench for a in need})),
+                       "--sizes", f"{lo}:{hi}", "--repeat", "3", "--no-advise"])
+
+
+def against_text(rows: Sequence[Against], top: int = 10) -> str:
+    lines = [f"{'call':<16} {'comm':>4} {'message':>10} {'calls/rank':>10} {'program us':>11} "
+             f"{'bench us':>9} {'ratio':>6}  verdict (benchmark)"]
+    for a in rows[:top]:
+        h = a.hot
+        bench = (f"{a.bench_us:>9.2f} {a.ratio:>6.2f}  {a.verdict} ({a.bench}, {a.config})"
+                 if a.bench_us else f"{'-':>9} {'-':>6}  {a.missing}")
+        lines.append(f"{h.call:<16} {h.comm_size or '-':>4} {h.sizes:>10} {a.per_rank:>10.0f} "
+                     f"{a.measured_us:>11.2f} {bench}")
+    lines.append(f"(ratio: the program's mean time a call over the benchmark's at the same "
+                 f"message; above {WAITS:g}: the program waited there, for other ranks or "
+                 "for data, beyond what the transfer takes)")
+    return "\n".join(lines) + "\n"

@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = f"{name} {action}"
         elif name == "analyze":
             if a.anacmd is None:
-                raise CommscopeError("commscope analyze: choose crossover, findings, "
+                raise CommscopeError("commscope analyze: choose app, crossover, findings, "
                                      "guidelines or predict")
             name = f"analyze {a.anacmd}"
         return COMMANDS[name](a)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from ..analysis import limits
 from ..analysis.repeats import aggregate
@@ -97,6 +98,33 @@ def cmd_findings(a: argparse.Namespace) -> int:
     print(top + ("Every finding, those that save most first:\n" if top and found else "")
           + findings.text(found, limit=a.limit or None, verbose=a.verbose)
           + (f"\n{noisy}\n" if noisy else ""), end="")
+    return 0
+
+
+@command("analyze app")
+def cmd_app(a: argparse.Namespace) -> int:
+    """A profiled program's hot calls against the benchmarks (analysis/profile.py)."""
+    from ..analysis import profile as prof
+    from ..analysis.series import collect
+    from .results import profile_row
+
+    store = Store(a.db, create=False)
+    row = profile_row(store, a.profile, a.db)
+    data = json.loads(row["data"] or "{}")
+    s = prof.summarize(data.get("ranks") or [])
+    if not s.hot:
+        raise CommscopeError(f"profile {row['id']} holds no MPI call to set against the "
+                             f"benchmarks ({row['status']}"
+                             + (f": {data['why']}" if data.get("why") else "") + ")")
+    series = collect(aggregate(store.result_rows(), mode="dominant"))
+    rows = prof.against(s, str(row["mpi_name"]), series)
+    print(f"profile {row['id']}: {Path(row['program']).name} under {row['mpi_name']}, "
+          f"{row['np']} processes ({row['status']}); its hottest calls against the "
+          "benchmarks:")
+    print(prof.against_text(rows, a.top or 1 << 30), end="")
+    cmd = prof.measure_command(rows[:a.top or None], str(row["mpi_name"]), a.db)
+    if cmd:
+        print(f"to measure what is missing: {cmd}")
     return 0
 
 

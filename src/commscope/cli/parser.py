@@ -196,6 +196,14 @@ def make_parser() -> Parser:
                           "of the same configuration, against its measurement",
                           epilog="example: commscope analyze predict --db my.db --np 2")
     _filters(ap_)
+    aa = asub.add_parser("app", help="a profiled program's hot calls set against the "
+                         "benchmarks of the same implementation, communicator and message",
+                         epilog="example: commscope analyze app --db my.db --profile last")
+    aa.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    aa.add_argument("--profile", default="last",
+                    help="the profile (commscope profile): its id, or 'last' (default)")
+    aa.add_argument("--top", type=positive(int, 0, 100000), default=10,
+                    help="the N hottest calls (default 10; 0: all)")
     ft = sub.add_parser("fit", help="fit Hockney and LogGP models and store them",
                         epilog="example: commscope fit --db my.db --model hockney --bench latency")
     _filters(ft)

@@ -67,27 +67,30 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
-def _show_profile(store: Store, which: str, db: str) -> int:
-    from .profile import stored_text
-
+def profile_row(store: Store, which: str, db: str):
+    """The stored profile `which` names: its id, or 'last'."""
     rows = store.profiles()
     if not rows:
         raise CommscopeError(f"no profile stored in {db} (commscope profile -- PROGRAM)")
+    if which == "last":
+        return rows[-1]
+    try:
+        return next(r for r in rows if r["id"] == int(which))
+    except (ValueError, StopIteration):
+        raise CommscopeError(f"--profile {which!r}: no such profile in {db} (ids "
+                             f"{rows[0]['id']}-{rows[-1]['id']}, 'last' or 'list')") from None
+
+
+def _show_profile(store: Store, which: str, db: str) -> int:
+    from .profile import stored_text
+
     if which == "list":
-        for r in rows:
+        for r in store.profiles():
             print(f"{r['id']:>4}  {r['started_at']}  {r['status']:<11} {r['mpi_name']:<10} "
                   f"np={r['np']:<3} {Path(r['program']).name} "
                   f"{' '.join(json.loads(r['argv'] or '[]'))}"[:150])
         return 0
-    if which == "last":
-        row = rows[-1]
-    else:
-        try:
-            row = next(r for r in rows if r["id"] == int(which))
-        except (ValueError, StopIteration):
-            raise CommscopeError(f"--profile {which!r}: no such profile in {db} (ids "
-                                 f"{rows[0]['id']}-{rows[-1]['id']}, 'last' or 'list')") from None
-    print(stored_text(row), end="")
+    print(stored_text(profile_row(store, which, db)), end="")
     return 0
 
 
