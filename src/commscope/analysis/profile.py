@@ -202,12 +202,15 @@ def measure_command(rows: Sequence[Against], mpi: str, db: str) -> str | None:
 
     nps = sorted({a.hot.comm_size for a in need})
     sized = [a.message for a in need if a.bench != "barrier"]
-    lo = 1 << max(0, (min(sized) if sized else 1).bit_length() - 1)
-    hi = 1 << max(1, (max(sized) if sized else 1) - 1).bit_length()
+    sizes = []
+    if sized:  # the powers of two around every message (a barrier has none)
+        lo = 1 << max(0, min(sized).bit_length() - 1)
+        hi = 1 << max(1, (max(sized) - 1).bit_length())
+        sizes = ["--sizes", f"{lo}:{hi}"]
     return shlex.join(["commscope", "run", "--db", db, "--mpi", mpi,
                        "--np", ",".join(map(str, nps)),
                        "--bench", ",".join(sorted({a.bench for a in need})),
-                       "--sizes", f"{lo}:{hi}", "--repeat", "3", "--no-advise"])
+                       *sizes, "--repeat", "3", "--no-advise"])
 
 
 def against_text(rows: Sequence[Against], top: int = 10) -> str:

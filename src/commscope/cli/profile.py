@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import socket
 from pathlib import Path
 
@@ -69,8 +70,8 @@ def cmd_profile(a: argparse.Namespace) -> int:
 def stored_text(row) -> str:
     """A stored profile, as `show --profile` prints it."""
     data = json.loads(row["data"] or "{}")
-    head = (f"profile {row['id']}: {Path(row['program']).name} "
-            f"{' '.join(json.loads(row['argv'] or '[]'))} under {row['mpi_name']}, "
+    named = shlex.join([Path(row["program"]).name, *json.loads(row["argv"] or "[]")])
+    head = (f"profile {row['id']}: {named} under {row['mpi_name']}, "
             f"{row['np']} processes, {row['started_at']}: {row['status']}"
             + (f" ({data['why']})" if data.get("why") else ""))
     return head.rstrip() + "\n" + prof.text(prof.summarize(data.get("ranks") or []), 1 << 30)
