@@ -231,3 +231,47 @@ def test_hpcc_nobody_here_wrote_is_profiled_as_a_user_would(impls, tmp_path, cap
     assert measured and all("(latency, openmpi)" in x or ", openmpi)" in x for x in measured), (
         said)
     assert not mpi_processes()
+
+
+def test_a_setting_is_faster_for_the_program_only_where_the_rounds_say_so():
+    fast = prof.Verified("a.env", (0.80, 0.82, 0.79, 0.81, 0.80), (0.7, 0.7, 0.7, 0.7, 0.7))
+    assert fast.verdict == "faster for this program"
+    slow = prof.Verified("b.env", (1.20, 1.22, 1.19, 1.21, 1.20), ())
+    assert slow.verdict == "slower for this program"
+    noisy = prof.Verified("c.env", (0.70, 1.30, 0.90, 1.10, 0.95), ())
+    assert noisy.verdict == "not told apart from the defaults"
+    assert prof.Verified("d.env", (0.5,), ()).verdict == "too few rounds to tell"
+    # faster, but its output failed the user's check once: no advice
+    broke = prof.Verified("e.env", fast.wall, fast.mpi, broke_check=1)
+    assert broke.verdict == "breaks the program: its check failed on 1 run(s); not advice"
+    text = prof.verify_text([fast, broke], 5)
+    assert "a.env: wall time 0.800 (" in text and "time in MPI 0.700" in text
+
+
+def test_verify_runs_settings_against_the_defaults_in_rounds(impls, tmp_path, capsys,
+                                                             monkeypatch):
+    """Noise policy: which way a harmless setting goes is not asserted; that
+    the rounds ran interleaved, were stored as one batch, and that a
+    setting under which the program fails is no advice, is."""
+    if "openmpi" not in impls:
+        pytest.skip("the settings are Open MPI's")
+    monkeypatch.chdir(tmp_path)
+    exe = _built(impls["openmpi"], tmp_path)
+    (tmp_path / "eager.env").write_text("OMPI_MCA_btl_vader_eager_limit=65536\n")
+    (tmp_path / "broken.env").write_text("OMPI_MCA_btl=self\n")  # two ranks cannot talk
+    db = tmp_path / "v.db"
+    rc, out, err = _profile(capsys, db, "--verify", "eager.env", "--verify", "broken.env",
+                            "--rounds", "3", "--check", "true", "--", str(exe))
+    assert rc == 0, (out, err)
+    rows = Store(db, create=False).profiles()
+    assert len(rows) == 9 and {r["batch"] for r in rows} == {rows[0]["id"]}
+    assert [r["round"] for r in rows] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    # the order rotates: each round starts with another arm
+    firsts = [json.loads(rows[i]["settings"]) for i in (0, 3, 6)]
+    assert len({json.dumps(f, sort_keys=True) for f in firsts}) == 3
+    assert "broken.env: wall time -, time in MPI -: breaks the program: 3 run(s) failed" in out
+    line = next(x for x in out.splitlines() if x.startswith("  eager.env: "))
+    assert line.endswith(("faster for this program", "slower for this program",
+                          "not told apart from the defaults")), line
+    assert all(r["checked"] == 1 for r in rows if r["status"] == "ok")
+    assert not mpi_processes()

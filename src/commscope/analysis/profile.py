@@ -226,3 +226,53 @@ def against_text(rows: Sequence[Against], top: int = 10) -> str:
                  f"message; above {WAITS:g}: the program waited there, for other ranks or "
                  "for data, beyond what the transfer takes)")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A settings file run on the program against its defaults, in rounds:
+    each round's ratio (with the setting / without), the program's wall time
+    and its time inside MPI."""
+
+    settings: str  # the file, as given
+    wall: tuple[float, ...]
+    mpi: tuple[float, ...]
+    failed: int = 0  # runs with the setting that did not end well
+    broke_check: int = 0  # runs with the setting the user's --check refused
+
+    def interval(self, which: str) -> tuple[float, float, float] | None:
+        from .repeats import between
+
+        xs = self.wall if which == "wall" else self.mpi
+        if len(xs) < 2:
+            return None
+        b = between(list(xs))
+        return b.median, b.lo, b.hi
+
+    @property
+    def verdict(self) -> str:
+        if self.failed or self.broke_check:
+            return ("breaks the program: " + (f"{self.failed} run(s) failed" if self.failed else
+                                              f"its check failed on {self.broke_check} run(s)")
+                    + "; not advice")
+        w = self.interval("wall")
+        if w is None:
+            return "too few rounds to tell"
+        if w[2] < 1:
+            return "faster for this program"
+        if w[1] > 1:
+            return "slower for this program"
+        return "not told apart from the defaults"
+
+
+def verify_text(vs: Sequence[Verified], rounds: int) -> str:
+    lines = [f"each settings file against the defaults, {rounds} interleaved round(s) "
+             "(with / without: the median ratio and its 95% interval between rounds):"]
+    for v in vs:
+        w, m = v.interval("wall"), v.interval("mpi")
+
+        def fig(x):
+            return f"{x[0]:.3f} ({x[1]:.3f}-{x[2]:.3f})" if x else "-"
+
+        lines.append(f"  {v.settings}: wall time {fig(w)}, time in MPI {fig(m)}: {v.verdict}")
+    return "\n".join(lines) + "\n"

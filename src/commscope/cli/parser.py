@@ -155,6 +155,14 @@ def make_parser() -> Parser:
                     "run the program with")
     pf.add_argument("--top", type=positive(int, 0, 100000), default=12,
                     help="the N hottest calls (default 12; 0: all)")
+    pf.add_argument("--verify", action="append", metavar="SETTINGS",
+                    help="run the program with this settings file against its defaults, in "
+                         "interleaved rounds: faster for this program only where the rounds' "
+                         "interval says so (repeatable)")
+    pf.add_argument("--rounds", type=positive(int, 2, 1000), default=5,
+                    help="rounds for --verify (default 5)")
+    pf.add_argument("--check", help="a command run after each run (no shell; e.g. "
+                    "'grep -q PASSED out.txt'): a setting under which it fails is no advice")
     pf.add_argument("program", nargs=argparse.REMAINDER,
                     help="-- then the program and its arguments, passed unchanged (no shell)")
 

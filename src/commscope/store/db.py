@@ -321,22 +321,24 @@ class Store:
         """A profiled program about to start (status running): stored before
         it runs, so that one that hangs or kills its launcher is recorded."""
         cols = ("program", "argv", "cwd", "mpi_name", "mpi_family", "np", "launch_argv",
-                "settings", "hostname", "commscope_version")
+                "settings", "hostname", "commscope_version", "batch", "round")
         with self.tx() as db:
             cur = db.execute(
                 f"INSERT INTO profiles(started_at, status, data, {', '.join(cols)}) "
                 f"VALUES (?, 'running', '{{}}', {', '.join('?' * len(cols))})",
-                (now_iso(), *(fields[c] for c in cols)))
+                (now_iso(), *(fields.get(c) for c in cols)))
             return int(cur.lastrowid or 0)
 
     def finish_profile(self, profile_id: int, status: str, *, exit_code: int | None,
                        signal: int | None, wall_s: float, stdout_tail: str, stderr_tail: str,
-                       data: str) -> None:
+                       data: str, launch_argv: str, checked: bool | None = None) -> None:
         with self.tx() as db:
             db.execute("UPDATE profiles SET status=?, finished_at=?, exit_code=?, signal=?, "
-                       "wall_s=?, stdout_tail=?, stderr_tail=?, data=? WHERE id=?",
+                       "wall_s=?, stdout_tail=?, stderr_tail=?, data=?, launch_argv=?, "
+                       "checked=? WHERE id=?",
                        (status, now_iso(), exit_code, signal, wall_s, stdout_tail,
-                        stderr_tail, data, profile_id))
+                        stderr_tail, data, launch_argv,
+                        None if checked is None else int(checked), profile_id))
 
     def profiles(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM profiles ORDER BY id").fetchall()

@@ -187,7 +187,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 13: a program commscope did not write, profiled (`commscope profile`):
     # how it was run, how it ended, and per rank what its MPI calls took
-    # (measure/profile.py); data is the ranks' own files, as written
+    # (measure/profile.py); data is the ranks' own files, as written.  A
+    # --verify batch (settings files against the defaults, in rounds) shares
+    # the id of its first profile; checked: the user's --check passed (1) or not
     """
     CREATE TABLE profiles (
       id INTEGER PRIMARY KEY,
@@ -209,6 +211,9 @@ MIGRATIONS: tuple[str, ...] = (
       stderr_tail TEXT,
       hostname TEXT,
       commscope_version TEXT,
+      batch INTEGER,
+      round INTEGER,
+      checked INTEGER,
       data TEXT NOT NULL
     );
     """,
