@@ -226,6 +226,7 @@ def test_hpcc_nobody_here_wrote_is_profiled_as_a_user_would(impls, tmp_path, cap
     assert cli.main(["analyze", "app", "--db", str(db)]) == 0
     said = capsys.readouterr().out
     assert "to measure what is missing" not in said, said
+    assert "no setting for openmpi established in" in said  # no diagnosed sweep in this store
     table = said.split("verdict (benchmark)\n")[1].splitlines()
     measured = [x for x in table if x.startswith("MPI_") and "no benchmark times it" not in x]
     assert measured and all("(latency, openmpi)" in x or ", openmpi)" in x for x in measured), (
@@ -275,3 +276,20 @@ def test_verify_runs_settings_against_the_defaults_in_rounds(impls, tmp_path, ca
                           "not told apart from the defaults")), line
     assert all(r["checked"] == 1 for r in rows if r["status"] == "ok")
     assert not mpi_processes()
+
+
+def test_the_diagnosis_settings_that_act_on_a_programs_hot_calls():
+    ranks = [_rank(r, [("MPI_Alltoall", 2, 14, 10, 10 * 8208, 1e-4),
+                       ("MPI_Send", 2, 4, 10, 80, 1e-5),
+                       ("MPI_Isend", 2, 13, 4, 4 * 6000, 1e-5),
+                       ("MPI_Barrier", 2, 0, 3, 0, 1e-5)]) for r in (0, 1)]
+    hot = prof.summarize(ranks).hot
+    found = [prof.Established("mpich", "alltoall", (8192, 16384, 32768),
+                              (("MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM", "pairwise"),), "a"),
+             prof.Established("mpich", "bw", (4096, 8192), (("X", "1"),), "b"),
+             prof.Established("mpich", "barrier", (0,), (("Y", "1"),), "c"),
+             prof.Established("openmpi", "alltoall", (8192,), (("Z", "1"),), "d")]
+    got = {(h.call, e.said) for h, e in prof.touching(hot, "mpich", found)}
+    # alltoall at 8 KiB: in; the 6000 B isend lies between 4 and 8 KiB: in; the 8 B send:
+    # not at bw's sizes; the barrier: in; openmpi's setting: not this program's MPI
+    assert got == {("MPI_Alltoall", "a"), ("MPI_Isend", "b"), ("MPI_Barrier", "c")}, got

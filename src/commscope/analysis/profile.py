@@ -276,3 +276,48 @@ def verify_text(vs: Sequence[Verified], rounds: int) -> str:
 
         lines.append(f"  {v.settings}: wall time {fig(w)}, time in MPI {fig(m)}: {v.verdict}")
     return "\n".join(lines) + "\n"
+
+
+P2P_BENCHES = ("latency", "bw", "bibw", "sendloop", "roundtrip")
+P2P_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Recv", "MPI_Sendrecv", "MPI_Isend", "MPI_Issend",
+             "MPI_Irecv")
+
+
+@dataclass(frozen=True)
+class Established:
+    """A setting the diagnosis established (it closed or narrowed a gap,
+    verified in its rounds) for an implementation, on a benchmark, at sizes."""
+
+    mpi: str
+    bench: str
+    sizes: tuple[int, ...]
+    settings: tuple[tuple[str, str], ...]
+    said: str  # what it did, in the diagnosis's words ("bw 1.9x faster from 4 to 8 KiB")
+
+
+def _calls_of(bench: str) -> tuple[str, ...]:
+    if bench in P2P_BENCHES:
+        return P2P_CALLS
+    return tuple(c for c, b in BENCH_OF.items() if b == bench and c.startswith("MPI_")
+                 and c not in P2P_CALLS)
+
+
+def touching(hot: Sequence[Hot], mpi: str, found: Sequence[Established]
+             ) -> list[tuple[Hot, Established]]:
+    """The program's hot calls a setting established for its implementation
+    acts on: the same call, a message within the sizes it was established
+    at (the powers of two around the message)."""
+    out = []
+    for e in found:
+        if e.mpi != mpi or not e.sizes:
+            continue
+        lo, hi = min(e.sizes), max(e.sizes)
+        for h in hot:
+            if h.call not in _calls_of(e.bench):
+                continue
+            m = round(h.bytes / h.calls) if h.calls else 0
+            below = 1 << max(0, m.bit_length() - 1) if m else 0
+            above = 1 << max(0, (m - 1).bit_length()) if m else 0
+            if lo <= below <= hi or lo <= above <= hi or (e.bench == "barrier" and not m):
+                out.append((h, e))
+    return out

@@ -125,7 +125,50 @@ def cmd_app(a: argparse.Namespace) -> int:
     cmd = prof.measure_command(rows[:a.top or None], str(row["mpi_name"]), a.db)
     if cmd:
         print(f"to measure what is missing: {cmd}")
+    found = _established(store)
+    mine = [e for e in found if e.mpi == row["mpi_name"]]
+    hits = prof.touching(s.hot[:a.top or None], str(row["mpi_name"]), mine)
+    if hits:
+        print(f"settings the diagnosis established for {row['mpi_name']} that act on these "
+              "calls (try each on the program: commscope profile --verify FILE):")
+        for h, e in hits:
+            print(f"  {h.call} of {h.sizes}: {' '.join(f'{k}={v}' for k, v in e.settings)} "
+                  f"({e.said})")
+    elif mine:
+        print(f"none of the {len(mine)} setting(s) the diagnosis established for "
+              f"{row['mpi_name']} acts on these calls at these messages ("
+              + "; ".join(e.said for e in mine[:3]) + ")")
+    else:
+        print(f"no setting for {row['mpi_name']} established in {a.db} (a diagnosed sweep: "
+              "commscope run, as make run does)")
     return 0
+
+
+def _established(store: Store) -> list:
+    """Every setting a stored diagnosis established (closed or narrowed a
+    gap in its own rounds), for the implementation it was given to."""
+    from ..analysis import conclude
+    from ..analysis import profile as prof
+    from ..analysis.diagnosis import latest, runs_text
+
+    out = []
+    sweeps = [r[0] for r in store.db.execute("SELECT DISTINCT sweep_id FROM diagnoses WHERE "
+                                             "sweep_id IS NOT NULL ORDER BY sweep_id")]
+    for sid in sweeps:
+        d = latest(store, [sid])
+        if d is None:
+            continue
+        for c in conclude.conclusions(d, None):
+            t = c.outcome.best_setting()
+            if (t is None or t.verdict not in ("closes", "helps") or t.hypothesis.side != "slow"
+                    or not t.hypothesis.settings):
+                continue
+            g = c.outcome.gap
+            label = d.labels.get(g.slow_arm, g.slow_arm)
+            out.append(prof.Established(
+                label.split()[0], g.call, tuple(t.sizes), t.hypothesis.settings,
+                f"{g.call} {t.speed()[0]:.2g}x faster {runs_text([list(t.sizes)])}, sweep {sid}"))
+    return out
 
 
 @command("analyze guidelines")
