@@ -763,3 +763,34 @@ def test_a_setting_that_closed_a_gap_is_not_drawn_under_another_series(tmp_path)
     assert not any("MPI_Bw" in f.title for f in figs)
     svg = figures.render_svg(figs[0])
     assert svg.count("stroke-dasharray") >= 1  # the reference and the setting's line
+
+
+def test_a_profiled_program_has_its_section_and_a_store_of_programs_alone_a_report(
+        tmp_path, capsys):
+    """Fixed store: hpcc profiled beside the benchmarks of its configuration
+    (docs/profile.md): the section names its hot calls and sets them against
+    the benchmarks; with every benchmark record taken away, the report is
+    still written and says what the store holds."""
+    import re
+    import sqlite3
+
+    db = tmp_path / "p.db"
+    shutil.copyfile(Path(__file__).parent / "golden" / "profile-hpcc.sqlite", db)
+    capsys.readouterr()
+    assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    section = page.split("<h2 id=programs>")[1].split("<h2")[0]
+    text = " ".join(re.sub(r"<[^>]+>", " ", section).split())
+    assert "hpcc under openmpi, 2 processes" in text
+    assert "MPI_Sendrecv" in text and "waits (bcast, openmpi)" in text, text[:600]
+    assert 'href="#programs"' in page
+    con = sqlite3.connect(db)
+    con.execute("PRAGMA foreign_keys=ON")
+    con.execute("DELETE FROM results")
+    con.execute("DELETE FROM runs")
+    con.commit()
+    con.close()
+    assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rep2")]) == 0
+    alone = (tmp_path / "rep2" / "index.html").read_text()
+    assert "This store holds programs profiled" in alone and "<h2 id=programs>" in alone
+    assert "no benchmark stored" in alone or "no bcast stored for openmpi" in alone

@@ -133,6 +133,8 @@ class Against:
     bench_us: float | None  # the benchmark's at that message, same implementation and np
     config: str = ""  # the benchmark's configuration, as show names it
     missing: str = ""  # why there is no benchmark figure
+    bench_lo: float | None = None  # the benchmark's interval between runs there
+    bench_hi: float | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -140,26 +142,33 @@ class Against:
 
     @property
     def verdict(self) -> str:
-        r = self.ratio
-        if r is None:
+        """waits: beyond WAITS times the benchmark's interval's upper end (the
+        program's call took longer than the transfer alone); faster: below
+        its lower end over WAITS; else as benchmarked."""
+        if not self.bench_us:
             return ""
-        if r > WAITS:
-            return "waits"  # the program's call took longer than the transfer alone
-        return "as benchmarked" if r >= 1 / WAITS else "faster than benchmarked"
+        if self.measured_us > WAITS * (self.bench_hi or self.bench_us):
+            return "waits"
+        if self.measured_us * WAITS < (self.bench_lo or self.bench_us):
+            return "faster than benchmarked"
+        return "as benchmarked"
 
 
-def _at(series, size: int) -> float | None:
-    """The series' median time at `size`: measured there, or interpolated
-    linearly between the two measured sizes around it; None outside."""
+def _at(series, size: int) -> tuple[float, float, float] | None:
+    """The series' median time at `size` and its interval: measured there,
+    or interpolated linearly between the two measured sizes around it;
+    None outside."""
     if size in series:
-        return float(series[size].median)
+        p = series[size]
+        return float(p.median), float(p.lo), float(p.hi)
     below = [s for s in series if s < size]
     above = [s for s in series if s > size]
     if not below or not above:
         return None
-    a, b = max(below), min(above)
-    ta, tb = float(series[a].median), float(series[b].median)
-    return ta + (tb - ta) * (size - a) / (b - a)
+    a, b = series[max(below)], series[min(above)]
+    w = (size - max(below)) / (min(above) - max(below))
+    return tuple(float(x) + (float(y) - float(x)) * w  # type: ignore[return-value]
+                 for x, y in ((a.median, b.median), (a.lo, b.lo), (a.hi, b.hi)))
 
 
 def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
@@ -187,9 +196,10 @@ def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
             continue
         cfg, ser = found[0]
         t = _at(ser, 0 if bench == "barrier" else msg)
-        out.append(Against(h, bench, msg, per_rank, h.mean_us, t, cfg.mpi,
+        out.append(Against(h, bench, msg, per_rank, h.mean_us, t[0] if t else None, cfg.mpi,
                            missing="" if t is not None else
-                           f"{bench} not measured around {human_bytes(msg)}"))
+                           f"{bench} not measured around {human_bytes(msg)}",
+                           bench_lo=t[1] if t else None, bench_hi=t[2] if t else None))
     return out
 
 
@@ -223,8 +233,9 @@ def against_text(rows: Sequence[Against], top: int = 10) -> str:
         lines.append(f"{h.call:<16} {h.comm_size or '-':>4} {h.sizes:>10} {a.per_rank:>10.0f} "
                      f"{a.measured_us:>11.2f} {bench}")
     lines.append(f"(ratio: the program's mean time a call over the benchmark's at the same "
-                 f"message; above {WAITS:g}: the program waited there, for other ranks or "
-                 "for data, beyond what the transfer takes)")
+                 f"message; waits: above {WAITS:g} times the benchmark's interval between runs, "
+                 "the program waited there for other ranks or for data, beyond what the "
+                 "transfer takes)")
     return "\n".join(lines) + "\n"
 
 

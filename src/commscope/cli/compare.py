@@ -55,7 +55,14 @@ def cmd_report(a: argparse.Namespace) -> int:
     from ..report.html import build
 
     out = outputs.target(a.out, "report --out", a.db, folder=True)
-    store, rows = matching(a)
+    try:
+        store, rows = matching(a)
+    except CommscopeError:
+        # a store of profiled programs alone (commscope profile) still has a report
+        store = Store(a.db, create=False)
+        if not store.profiles():
+            raise
+        rows = []
     comparison = None
     if bool(a.compare_a) != bool(a.compare_b):
         raise CommscopeError("--compare-a and --compare-b go together")

@@ -24,7 +24,7 @@ from ..analysis.series import collect
 from ..analysis.significance import MIN_CHANGE
 from ..measure import probe as probe_mod
 from ..store.config import place, what
-from . import applications, focus, sections
+from . import applications, focus, programs, sections
 from .figures import Figure, lines_for
 from .page import FigRef, Page
 from .tables import n_used
@@ -210,14 +210,15 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = f"{now} · commscope {__version__} · store {store.path}"
     made_of = sections.behind(store, rows)
+    progs = programs.section(store, series)
     counts = made_of.text() + (f" {flagged} of the points were measured while the machine "
                                "was busy (marked in the tables of commscope show)."
                                if flagged else "")
     parts = [("diagnosis", "the diagnosis", diag is not None),
-             ("findings", "findings", True), ("machine", "the machine", machine is not None),
+             ("findings", "findings", bool(rows)), ("machine", "the machine", machine is not None),
              ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
              ("applications", "applications", bool(appl)), ("gpu", "GPU buffers", bool(gpu)),
-             ("tuning", "settings", bool(settings)),
+             ("tuning", "settings", bool(settings)), ("programs", "your programs", bool(progs)),
              ("crossover", "collectives against sends", bool(xsec)),
              ("provenance", "runs", True), ("failures", "failures", True),
              ("terms", "terms", True)]
@@ -234,7 +235,8 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         runs=sections.runs_section(store, made_of), chose=sections.library_choices(store, run_ids),
         failures=fails, p2p=p2p,
         collectives=colls, applications=appl, crossover=xsec, gpu=gpu, tuning=settings,
-        loggp=sections.loggp_table(store, run_ids),
+        loggp=sections.loggp_table(store, run_ids), programs=progs,
+        programs_only=not rows and bool(progs),
         compare=sections.comparison(*comparison) if comparison else None)
     index = out_dir / "index.html"
     index.write_text(html)

@@ -114,6 +114,9 @@ class Behind:
 
     def text(self) -> str:
         reps = self.reps
+        if not self.points:  # a store of profiled programs alone
+            return (f"No benchmark records ({self.store_records} in the store); the "
+                    "programs profiled are below.")
         over = ("each from one run" if reps == (1,) else
                 f"over {reps[0]} repetitions" if len(reps) == 1 else
                 f"over {reps[0]} to {reps[-1]} repetitions")

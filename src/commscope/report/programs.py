@@ -1,0 +1,107 @@
+"""The report's section on programs commscope did not write (`commscope
+profile`): for each program profiled, where its MPI time goes, its hot calls
+against the benchmarks of the same configuration, and the settings verified
+on it (--verify)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..analysis import profile as prof
+from ..store.db import Store
+from .page import Table, table
+
+
+def section(store: Store, series: Mapping) -> list[dict[str, object]]:
+    """One entry a profiled run (the last of each program, arguments,
+    implementation and process count; a --verify batch by its rounds)."""
+    rows = store.profiles()
+    last: dict[tuple, object] = {}
+    batches: dict[int, list] = {}
+    for r in rows:
+        if r["batch"] is not None:
+            batches.setdefault(int(r["batch"]), []).append(r)
+            continue
+        last[(r["program"], r["argv"], r["mpi_name"], r["np"])] = r
+    out = []
+    for r in last.values():
+        out.append(_one(r, series))  # type: ignore[arg-type]
+    for b, rs in sorted(batches.items()):
+        out.append(_batch(b, rs))
+    return out
+
+
+def _name(r) -> str:
+    return shlex.join([Path(r["program"]).name, *json.loads(r["argv"] or "[]")])
+
+
+def _one(r, series: Mapping) -> dict[str, object]:
+    data = json.loads(r["data"] or "{}")
+    s = prof.summarize(data.get("ranks") or [])
+    share = s.mpi_share
+    said = (f"profile {r['id']}, {r['started_at']}: {r['status']}"
+            + (f" ({data['why']})" if data.get("why") else "")
+            + (f"; {100 * share:.1f}% of the time between MPI_Init and MPI_Finalize inside MPI"
+               if share is not None else "")
+            + (f"; rank(s) {', '.join(map(str, s.unfinished))} ended without MPI_Finalize"
+               if s.unfinished else ""))
+    hot: Table | None = None
+    versus: Table | None = None
+    if s.hot:
+        total = s.total_s
+        hot = table(("call", "ranks", "communicator", "message", "calls", "total ms", "mean us",
+                     "of MPI"),
+                    [(h.call, h.ranks, h.comm_size or "-", h.sizes, h.calls,
+                      f"{1e3 * h.total_s:.3f}", f"{h.mean_us:.2f}",
+                      f"{100 * h.total_s / total:.1f}%" if total else "") for h in s.hot[:12]],
+                    (1, 2, 4, 5, 6, 7))
+        ag = prof.against(s, str(r["mpi_name"]), series)
+        versus = table(("call", "message", "calls a rank", "program us", "benchmark us", "ratio",
+                        "verdict"),
+                       [(a.hot.call, a.hot.sizes, f"{a.per_rank:.0f}", f"{a.measured_us:.2f}",
+                         f"{a.bench_us:.2f}" if a.bench_us else "-",
+                         f"{a.ratio:.2f}" if a.ratio else "-",
+                         f"{a.verdict} ({a.bench}, {a.config})" if a.bench_us else a.missing)
+                        for a in ag[:12]], (2, 3, 4, 5))
+    return {"title": f"{_name(r)} under {r['mpi_name']}, {r['np']} processes", "said": said,
+            "hot": hot, "versus": versus, "verify": None}
+
+
+def _batch(b: int, rs: list) -> dict[str, object]:
+    """A --verify batch: each settings file's rounds against the defaults'."""
+    by: dict[str, dict[int, object]] = {}
+    for r in rs:
+        key = " ".join(f"{k}={v}" for k, v in sorted(json.loads(r["settings"] or "{}").items()))
+        by.setdefault(key, {})[int(r["round"])] = r
+    base_key = min(by, key=len)  # the defaults: the fewest settings
+    base = by[base_key]
+
+    def mpi_s(r) -> float:
+        return sum(float(x.get("mpi_s") or 0.0)
+                   for x in json.loads(r["data"] or "{}").get("ranks") or [])
+
+    vs = []
+    for key, runs in by.items():
+        if key == base_key:
+            continue
+        wall, mpi, failed, broke = [], [], 0, 0
+        for k, r in runs.items():
+            d = base.get(k)
+            if d is None or d["status"] != "ok":
+                continue
+            if r["status"] != "ok":
+                failed += 1
+                continue
+            broke += r["checked"] == 0
+            wall.append(r["wall_s"] / d["wall_s"])
+            if mpi_s(r) > 0 and mpi_s(d) > 0:
+                mpi.append(mpi_s(r) / mpi_s(d))
+        vs.append(prof.Verified(key, tuple(wall), tuple(mpi), failed, broke))
+    r0 = rs[0]
+    return {"title": f"{_name(r0)} under {r0['mpi_name']}, {r0['np']} processes: settings "
+                     f"verified (batch {b})",
+            "said": prof.verify_text(vs, len(base)).strip(), "hot": None, "versus": None,
+            "verify": None}
