@@ -165,10 +165,17 @@ def test_a_rank_that_ends_early_crashes_or_hangs_is_recorded(impls, tmp_path, ca
     assert rc == 1 and ": failed" in out, (out, err)
     ranks = json.loads(Store(db, create=False).profiles()[-1]["data"])["ranks"]
     assert any(r["rank"] == 1 and not r["finalized"] and r["signal"] for r in ranks), ranks
+    # a program's own handler still runs: the profiler's is chained before it
+    rc, out, err = _profile(capsys, db, "--", str(exe), "ownterm")
+    assert rc == 1 and ": failed" in out, (out, err)
+    row = Store(db, create=False).profiles()[-1]
+    assert "own handler ran" in row["stdout_tail"], row["stdout_tail"]
+    ranks = json.loads(row["data"])["ranks"]
+    assert any(r["rank"] == 1 and r["signal"] == 15 and not r["finalized"] for r in ranks)
     rc, out, err = _profile(capsys, db, "--timeout", "8", "--", str(exe), "hang")
     assert rc == 1 and ": timeout (killed after 8 s (its whole process group))" in out, out
     rows = Store(db, create=False).profiles()
-    assert [r["status"] for r in rows] == ["failed", "failed", "timeout"]
+    assert [r["status"] for r in rows] == ["failed", "failed", "failed", "timeout"]
     assert not mpi_processes()
 
 

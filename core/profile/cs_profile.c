@@ -20,7 +20,9 @@
  * says so rather than storing no communication. */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +58,7 @@ static struct cell table[NCALLS][NCOMM][NBUCKET];
 static int comm_size_of[NCOMM];
 static int ncomm;
 static double t_init, t_end;
-static int rank = -1, world = 0, written;
+static int rank = -1, world = 0, written, thread_level = -1;
 static char library[MPI_MAX_LIBRARY_VERSION_STRING];
 
 static double wall_now(void)
@@ -74,8 +76,10 @@ static double wall_now(void)
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 static double now(void) { return (double)__rdtsc(); }
+#define CLOCK_NAME "tsc"
 #else
 static double now(void) { return wall_now(); }
+#define CLOCK_NAME "monotonic"
 #endif
 static double tick_t0, tick_c0; /* CLOCK_MONOTONIC and ticks at MPI_Init */
 
@@ -103,10 +107,11 @@ static int comm_slot(MPI_Comm comm)
     for (int i = 0; i < ncomm; i++)
         if (comm_size_of[i] == size)
             return i;
-    if (ncomm < NCOMM) {
+    if (ncomm < NCOMM - 1) {
         comm_size_of[ncomm] = size;
         return ncomm++;
     }
+    comm_size_of[NCOMM - 1] = -1; /* every other size: written as -1, set against no np */
     return NCOMM - 1;
 }
 
@@ -120,15 +125,15 @@ static uint64_t bytes_of(int count, MPI_Datatype type)
 
 static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
 {
-    uint64_t s = 0;
+    uint64_t s = 0, one = bytes_of(1, type);
     for (int i = 0; counts && i < n; i++)
-        s += bytes_of(counts[i], type);
+        s += counts[i] > 0 ? (uint64_t)counts[i] * one : 0;
     return s;
 }
 
-static void note(int call, MPI_Comm comm, uint64_t bytes, double t)
+static void note(int call, int slot, uint64_t bytes, double t)
 {
-    struct cell *c = &table[call][comm_slot(comm)][bucket(bytes)];
+    struct cell *c = &table[call][slot][bucket(bytes)];
     if (c->n == 0 || t < c->min)
         c->min = t;
     if (t > c->max)
@@ -136,6 +141,37 @@ static void note(int call, MPI_Comm comm, uint64_t bytes, double t)
     c->n++;
     c->total += t;
     c->bytes += bytes;
+}
+
+/* The output goes through write(2) from a static buffer: no stdio, no
+ * allocation, so that a rank dying inside malloc still writes what it had. */
+static char out_buf[1 << 16];
+static size_t out_len;
+static int out_fd = -1;
+
+static void out_flush(void)
+{
+    size_t done = 0;
+    while (out_fd >= 0 && done < out_len) {
+        ssize_t n = write(out_fd, out_buf + done, out_len - done);
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    out_len = 0;
+}
+
+static void out_put(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void out_put(const char *fmt, ...)
+{
+    va_list ap;
+    if (out_len > sizeof out_buf - 512)
+        out_flush();
+    va_start(ap, fmt);
+    int n = vsnprintf(out_buf + out_len, sizeof out_buf - out_len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        out_len += (size_t)n < sizeof out_buf - out_len ? (size_t)n : sizeof out_buf - out_len - 1;
 }
 
 static void write_out(int finalized, int sig)
@@ -148,8 +184,8 @@ static void write_out(int finalized, int sig)
         return;
     char path[4096];
     snprintf(path, sizeof path, "%s/rank-%d.json", dir, rank >= 0 ? rank : (int)getpid());
-    FILE *f = fopen(path, "w");
-    if (!f)
+    out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0)
         return;
     double spt = seconds_per_tick();
     double end = t_end > 0 ? t_end : now();
@@ -158,16 +194,18 @@ static void write_out(int finalized, int sig)
         for (int c = 0; c < NCOMM; c++)
             for (int b = 0; b < NBUCKET; b++)
                 mpi += table[k][c][b].total;
-    fprintf(f, "{\"schema\": 1, \"rank\": %d, \"size\": %d, \"pid\": %d, \"finalized\": %s, "
-               "\"signal\": %d, \"wall_s\": %.9f, \"mpi_s\": %.9f, \"library\": \"",
-            rank, world, (int)getpid(), finalized ? "true" : "false", sig,
-            t_init > 0 ? spt * (end - t_init) : 0.0, spt * mpi);
-    for (const char *p = library; *p && p - library < 200; p++)
-        if (*p == '\n')
-            break;
-        else if (*p >= 32 && *p != '"' && *p != '\\')
-            fputc(*p, f);
-    fputs("\", \"calls\": [", f);
+    out_put("{\"schema\": 1, \"rank\": %d, \"size\": %d, \"pid\": %d, \"finalized\": %s, "
+            "\"signal\": %d, \"thread_level\": %d, \"clock\": \"%s\", \"wall_s\": %.9f, "
+            "\"mpi_s\": %.9f, \"library\": \"",
+            rank, world, (int)getpid(), finalized ? "true" : "false", sig, thread_level,
+            CLOCK_NAME, t_init > 0 ? spt * (end - t_init) : 0.0, spt * mpi);
+    char lib[256];
+    size_t j = 0;
+    for (const char *p = library; *p && *p != '\n' && j < sizeof lib - 1; p++)
+        if (*p >= 32 && *p != '"' && *p != '\\')
+            lib[j++] = *p;
+    lib[j] = 0;
+    out_put("%s\", \"calls\": [", lib);
     int first = 1;
     for (int k = 0; k < NCALLS; k++)
         for (int c = 0; c < NCOMM; c++)
@@ -175,24 +213,38 @@ static void write_out(int finalized, int sig)
                 const struct cell *x = &table[k][c][b];
                 if (!x->n)
                     continue;
-                fprintf(f, "%s\n {\"call\": \"%s\", \"comm_size\": %d, \"bucket\": %d, "
-                           "\"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f, \"min_s\": %.9f, "
-                           "\"max_s\": %.9f}",
+                out_put("%s\n {\"call\": \"%s\", \"comm_size\": %d, \"bucket\": %d, "
+                        "\"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f, \"min_s\": %.9f, "
+                        "\"max_s\": %.9f}",
                         first ? "" : ",", names[k], comm_size_of[c], b,
                         (unsigned long long)x->n, (unsigned long long)x->bytes, spt * x->total,
                         spt * x->min, spt * x->max);
                 first = 0;
             }
-    fputs("]}\n", f);
-    fclose(f);
+    out_put("]}\n");
+    out_flush();
+    close(out_fd);
+    out_fd = -1;
 }
 
 static void at_exit(void) { write_out(0, 0); }
 
+/* A dying rank writes what it had, then the signal goes to whatever handled
+ * it before (the program's own handler, the MPI library's backtrace), or to
+ * its default.  The program's handlers stay its own: ours is chained, never
+ * a replacement. */
+static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGTERM, SIGINT};
+#define NSIGS (int)(sizeof sigs / sizeof sigs[0])
+static struct sigaction before[NSIGS];
+
 static void on_signal(int sig)
 {
-    write_out(0, sig); /* not async-signal-safe: the best a dying rank can do */
-    signal(sig, SIG_DFL);
+    write_out(0, sig);
+    for (int i = 0; i < NSIGS; i++)
+        if (sigs[i] == sig) {
+            sigaction(sig, &before[i], NULL); /* pending on return: delivered to it */
+            break;
+        }
     raise(sig);
 }
 
@@ -205,17 +257,25 @@ static void started(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &world);
     PMPI_Get_library_version(library, &len);
+    PMPI_Query_thread(&thread_level);
     atexit(at_exit);
-    int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGABRT, SIGTERM, SIGINT};
-    for (unsigned i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        signal(sigs[i], on_signal);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NSIGS; i++)
+        sigaction(sigs[i], &sa, &before[i]);
 }
 
+/* the message's size and the communicator's slot are asked before the clock
+ * starts: the timed span is the MPI call alone */
 #define TIMED(call, comm, bytes, expr) \
     do { \
+        uint64_t by_ = (bytes); \
+        int slot_ = comm_slot(comm); \
         double t0_ = now(); \
         int rc_ = (expr); \
-        note(call, comm, bytes, now() - t0_); \
+        note(call, slot_, by_, now() - t0_); \
         return rc_; \
     } while (0)
 
@@ -224,7 +284,7 @@ int MPI_Init(int *argc, char ***argv)
     double t0 = now();
     int rc = PMPI_Init(argc, argv);
     started();
-    note(C_Init, MPI_COMM_WORLD, 0, now() - t0);
+    note(C_Init, comm_slot(MPI_COMM_WORLD), 0, now() - t0);
     return rc;
 }
 
@@ -233,7 +293,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     double t0 = now();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
     started();
-    note(C_Init_thread, MPI_COMM_WORLD, 0, now() - t0);
+    note(C_Init_thread, comm_slot(MPI_COMM_WORLD), 0, now() - t0);
     return rc;
 }
 
@@ -366,7 +426,9 @@ int MPI_Iallreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, M
 { TIMED(C_Iallreduce, c, bytes_of(n, t), PMPI_Iallreduce(sb, rb, n, t, op, c, r)); }
 int MPI_Iallgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                    MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Iallgather, c, bytes_of(sn, st), PMPI_Iallgather(sb, sn, st, rb, rn, rt, c, r)); }
+{ TIMED(C_Iallgather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
+        PMPI_Iallgather(sb, sn, st, rb, rn, rt, c, r)); }
 int MPI_Ialltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                   MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Ialltoall, c, bytes_of(sn, st), PMPI_Ialltoall(sb, sn, st, rb, rn, rt, c, r)); }
+{ TIMED(C_Ialltoall, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
+        PMPI_Ialltoall(sb, sn, st, rb, rn, rt, c, r)); }

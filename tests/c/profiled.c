@@ -2,12 +2,26 @@
  * (tests/test_profile.py): its counts, sizes and buckets are stated there.
  * argv[1]: "ok" (default), "exit" (rank 1 exits 3 without MPI_Finalize),
  * "crash" (rank 1 aborts after its receives), "hang" (rank 0 waits for a
- * message nobody sends), "noinit" (no MPI at all).  Rank 0 prints the
+ * message nobody sends), "ownterm" (rank 1 has a SIGTERM handler of its own,
+ * installed before MPI_Init, and raises SIGTERM after its receives: the
+ * handler must still run), "noinit" (no MPI at all).  Rank 0 prints the
  * arguments after the first, one a line between brackets, as it got them. */
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+static void own_term(int sig)
+{
+    (void)sig;
+    static const char msg[] = "own handler ran\n";
+    fflush(stdout);
+    if (write(1, msg, sizeof msg - 1) < 0)
+        _exit(6);
+    _exit(5);
+}
 
 int main(int argc, char **argv)
 {
@@ -16,6 +30,8 @@ int main(int argc, char **argv)
         puts("no MPI here");
         return 0;
     }
+    if (!strcmp(mode, "ownterm"))
+        signal(SIGTERM, own_term);
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -37,6 +53,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(mode, "crash") && rank == 1)
         abort();
+    if (!strcmp(mode, "ownterm") && rank == 1)
+        raise(SIGTERM);
     for (int i = 0; i < 5; i++) /* 8 KiB: bucket 14 */
         MPI_Allreduce(x, y, 1024, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     for (int i = 0; i < 3; i++) /* 400 B: bucket 9 */
