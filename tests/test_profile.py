@@ -75,11 +75,29 @@ def test_hot_calls_are_set_against_the_benchmark_at_their_message():
               (other, "bcast"): {256: Point(256, 1.0, 1, 1), 512: Point(512, 1.0, 1, 1)},
               (tuned, "allreduce"): {4096: Point(4096, 1.0, 1, 1), 8192: Point(8192, 1.0, 1, 1)},
               (tuned, "bcast"): {256: Point(256, 1.0, 1, 1), 512: Point(512, 1.0, 1, 1)}}
+    # a barrier rank 0 spends 100x as long in as rank 1, its fastest call as the benchmark's
+    ranks[0]["calls"].append({"call": "MPI_Barrier", "comm_size": 2, "bucket": 0, "n": 4,
+                              "bytes": 0, "total_s": 4e-3, "min_s": 1e-6, "max_s": 3e-3})
+    ranks[1]["calls"].append({"call": "MPI_Barrier", "comm_size": 2, "bucket": 0, "n": 4,
+                              "bytes": 0, "total_s": 4e-5, "min_s": 1e-6, "max_s": 2e-5})
+    ranks[0]["calls"].append({"call": "MPI_Sendrecv", "comm_size": 2, "bucket": 4, "n": 4,
+                              "bytes": 32, "total_s": 4e-5, "min_s": 1e-5, "max_s": 1e-5})
+    series[(mine, "barrier")] = {0: Point(0, 1.0, 0.9, 1.1)}
     rows = {a.hot.call: a for a in prof.against(prof.summarize(ranks), "openmpi", series)}
+    bar = rows["MPI_Barrier"]
+    assert bar.verdict == "slower than benchmarked" and bar.evidence == (
+        "rank 0 spent 4.00 ms in it, rank 1 0.04 ms: the ranks arrive at it apart; its "
+        "fastest call took 1.00 us (the benchmark's median 1.00)"), bar.evidence
+    # an exchange both ways is set against no one-way benchmark
+    assert rows["MPI_Sendrecv"].bench_us is None and "an exchange both ways" in (
+        rows["MPI_Sendrecv"].missing)
     ar = rows["MPI_Allreduce"]
     assert ar.bench_us == pytest.approx(30.0) and ar.ratio == pytest.approx(1.0)  # not tuned's
     assert ar.verdict == "as benchmarked" and ar.per_rank == 10
-    assert rows["MPI_Send"].ratio == pytest.approx(100.0) and rows["MPI_Send"].verdict == "waits"
+    send = rows["MPI_Send"]
+    assert send.ratio == pytest.approx(100.0) and send.verdict == "slower than benchmarked"
+    # what the profile says of it: both ranks spent alike, so no "apart"; none as fast
+    assert send.evidence == ""
     assert rows["MPI_Waitall"].bench == "" and "no benchmark times it alone" in (
         rows["MPI_Waitall"].missing)
     # neither mpich's bcast nor openmpi's under other settings is openmpi's own: missing,
@@ -89,7 +107,8 @@ def test_hot_calls_are_set_against_the_benchmark_at_their_message():
     assert cmd == ("commscope run --db 'my db.db' --mpi openmpi --np 2 --bench bcast "
                    "--sizes 256:512 --repeat 3 --no-advise")
     text = prof.against_text(list(rows.values()))
-    assert "waits (latency, openmpi)" in text and "no bcast stored for openmpi" in text
+    assert "slower than benchmarked (latency, openmpi)" in text
+    assert "no bcast stored for openmpi" in text
 
 
 def _built(impl, tmp_path: Path) -> Path:
@@ -235,7 +254,7 @@ def test_hpcc_nobody_here_wrote_is_profiled_as_a_user_would(impls, tmp_path, cap
     assert "to measure what is missing" not in said, said
     assert "no setting for openmpi established in" in said  # no diagnosed sweep in this store
     table = said.split("verdict (benchmark)\n")[1].splitlines()
-    measured = [x for x in table if x.startswith("MPI_") and "no benchmark times it" not in x]
+    measured = [x for x in table if x.startswith("MPI_") and "no benchmark" not in x]
     assert measured and all("(latency, openmpi)" in x or ", openmpi)" in x for x in measured), (
         said)
     assert not mpi_processes()
@@ -297,6 +316,12 @@ def test_the_diagnosis_settings_that_act_on_a_programs_hot_calls():
              prof.Established("mpich", "barrier", (0,), (("Y", "1"),), "c"),
              prof.Established("openmpi", "alltoall", (8192,), (("Z", "1"),), "d")]
     got = {(h.call, e.said) for h, e in prof.touching(hot, "mpich", found)}
-    # alltoall at 8 KiB: in; the 6000 B isend lies between 4 and 8 KiB: in; the 8 B send:
-    # not at bw's sizes; the barrier: in; openmpi's setting: not this program's MPI
-    assert got == {("MPI_Alltoall", "a"), ("MPI_Isend", "b"), ("MPI_Barrier", "c")}, got
+    # alltoall at 8 KiB: in; the 6000 B isend lies between 4 and 8 KiB: in; bw's setting may
+    # act on the 8 KiB alltoall too (built on the same point-to-point messages); the 8 B
+    # send: not at bw's sizes; the barrier: in; openmpi's setting: not this program's MPI
+    assert got == {("MPI_Alltoall", "a"), ("MPI_Isend", "b"), ("MPI_Alltoall", "b"),
+                   ("MPI_Barrier", "c")}, got
+    # the most they could save: their share of the time in MPI and between Init and Finalize
+    part = prof.share([h for h in hot if h.call in ("MPI_Alltoall", "MPI_Isend")],
+                      prof.summarize(ranks))
+    assert part is not None and part[0] == pytest.approx((2e-4 + 2e-5) / 1.0)

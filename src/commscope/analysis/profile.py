@@ -21,6 +21,17 @@ class Hot:
     min_s: float
     max_s: float
     bytes: int
+    per_rank: tuple[tuple[int, float], ...] = ()  # (rank, its total seconds in this call)
+
+    @property
+    def apart(self) -> float | None:
+        """How many times one rank's time in this call is another's (the
+        most over the least): ranks that arrive at a call apart spend
+        their difference waiting in it."""
+        ts = [t for _, t in self.per_rank]
+        if len(ts) < 2 or min(ts) <= 0:
+            return None
+        return max(ts) / min(ts)
 
     @property
     def sizes(self) -> str:
@@ -63,15 +74,17 @@ def summarize(ranks: Sequence[Mapping[str, object]]) -> Summary:
     for r in ranks:
         for c in r.get("calls") or []:  # type: ignore[union-attr]
             key = (str(c["call"]), int(c["comm_size"]), int(c["bucket"]))
-            got = cells.setdefault(key, [0, 0, 0.0, float("inf"), 0.0, 0])
+            got = cells.setdefault(key, [0, 0, 0.0, float("inf"), 0.0, 0, {}])
             got[0] += int(c["n"])
             got[1] += 1
             got[2] += float(c["total_s"])
             got[3] = min(got[3], float(c["min_s"]))
             got[4] = max(got[4], float(c["max_s"]))
             got[5] += int(c["bytes"])
-    every = [Hot(k[0], k[1], k[2], v[0], v[1], v[2], v[3], v[4], v[5])
-             for k, v in cells.items()]
+            rk = int(r.get("rank", -1))  # type: ignore[call-overload]
+            got[6][rk] = got[6].get(rk, 0.0) + float(c["total_s"])
+    every = [Hot(k[0], k[1], k[2], v[0], v[1], v[2], v[3], v[4], v[5],
+                 tuple(sorted(v[6].items()))) for k, v in cells.items()]
     every.sort(key=lambda h: (-h.total_s, h.call, h.comm_size, h.bucket))
     good = [r for r in ranks if "rank" in r]
     return Summary(tuple(h for h in every if h.call not in SETUP),
@@ -115,12 +128,21 @@ def text(s: Summary, top: int = 10) -> str:
 # The benchmark that times what one call of the program does, at the same
 # message and communicator size: a collective by its own benchmark, a
 # blocking send or receive by the one-way latency (half a ping-pong).
-BENCH_OF = {"MPI_Send": "latency", "MPI_Ssend": "latency", "MPI_Recv": "latency",
-            "MPI_Sendrecv": "latency", "MPI_Barrier": "barrier", "MPI_Bcast": "bcast",
+BENCH_OF = {"MPI_Send": "latency", "MPI_Recv": "latency",
+            "MPI_Barrier": "barrier", "MPI_Bcast": "bcast",
             "MPI_Reduce": "reduce", "MPI_Allreduce": "allreduce", "MPI_Gather": "gather",
             "MPI_Scatter": "scatter", "MPI_Allgather": "allgather", "MPI_Alltoall": "alltoall",
             "MPI_Reduce_scatter_block": "reduce_scatter"}
-WAITS = 1.5  # measured over the benchmark's time beyond this: the program waited
+# Why a call is set against no benchmark
+NO_BENCH = {"MPI_Sendrecv": "an exchange both ways at once: no benchmark here times it (IMB's "
+                            "Sendrecv does; the one-way latency is not it)",
+            "MPI_Sendrecv_replace": "an exchange both ways at once: no benchmark here times it",
+            "MPI_Ssend": "a synchronous send (it waits for the receive to start): the latency "
+                         "benchmark's sends are standard ones",
+            "": "no benchmark times it alone (a wait, or a call whose transfer is another "
+                "call's)"}
+SLOWER = 1.5  # beyond this times the benchmark's interval's upper end: slower than benchmarked
+APART = 3.0  # one rank's time in a call this many times another's: they arrive apart
 
 
 @dataclass(frozen=True)
@@ -142,16 +164,37 @@ class Against:
 
     @property
     def verdict(self) -> str:
-        """waits: beyond WAITS times the benchmark's interval's upper end (the
-        program's call took longer than the transfer alone); faster: below
-        its lower end over WAITS; else as benchmarked."""
+        """slower than benchmarked: beyond SLOWER times the benchmark's
+        interval's upper end; faster: below its lower end over SLOWER; else
+        as benchmarked.  Slower is a figure, not a cause: where the ranks'
+        times in the call differ APART-fold or more, that is said beside it
+        (ranks arriving apart wait there), and the call's fastest time
+        against the benchmark's."""
         if not self.bench_us:
             return ""
-        if self.measured_us > WAITS * (self.bench_hi or self.bench_us):
-            return "waits"
-        if self.measured_us * WAITS < (self.bench_lo or self.bench_us):
+        if self.measured_us > SLOWER * (self.bench_hi or self.bench_us):
+            return "slower than benchmarked"
+        if self.measured_us * SLOWER < (self.bench_lo or self.bench_us):
             return "faster than benchmarked"
         return "as benchmarked"
+
+    @property
+    def evidence(self) -> str:
+        """What the profile itself says of a slower call: the ranks' split,
+        and its fastest call against the benchmark."""
+        if self.verdict != "slower than benchmarked":
+            return ""
+        said = []
+        a = self.hot.apart
+        if a is not None and a >= APART:
+            (r0, t0), (r1, t1) = (max(self.hot.per_rank, key=lambda x: x[1]),
+                                  min(self.hot.per_rank, key=lambda x: x[1]))
+            said.append(f"rank {r0} spent {1e3 * t0:.2f} ms in it, rank {r1} "
+                        f"{1e3 * t1:.2f} ms: the ranks arrive at it apart")
+        if self.bench_us and 1e6 * self.hot.min_s <= SLOWER * (self.bench_hi or self.bench_us):
+            said.append(f"its fastest call took {1e6 * self.hot.min_s:.2f} us (the benchmark's "
+                        f"median {self.bench_us:.2f})")
+        return "; ".join(said)
 
 
 def _at(series, size: int) -> tuple[float, float, float] | None:
@@ -181,8 +224,7 @@ def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
         per_rank = h.calls / h.ranks if h.ranks else 0.0
         if not bench:
             out.append(Against(h, "", msg, per_rank, h.mean_us, None,
-                               missing="no benchmark times it alone (a wait, or a call "
-                                       "whose transfer is another call's)"))
+                               missing=NO_BENCH.get(h.call, NO_BENCH[""])))
             continue
         found = [(cfg, ser) for (cfg, b), ser in series.items()
                  if b == bench and cfg.np == h.comm_size and cfg.cluster == "local"
@@ -229,13 +271,14 @@ def against_text(rows: Sequence[Against], top: int = 10) -> str:
     for a in rows[:top]:
         h = a.hot
         bench = (f"{a.bench_us:>9.2f} {a.ratio:>6.2f}  {a.verdict} ({a.bench}, {a.config})"
+                 + (f": {a.evidence}" if a.evidence else "")
                  if a.bench_us else f"{'-':>9} {'-':>6}  {a.missing}")
         lines.append(f"{h.call:<16} {h.comm_size or '-':>4} {h.sizes:>10} {a.per_rank:>10.0f} "
                      f"{a.measured_us:>11.2f} {bench}")
-    lines.append(f"(ratio: the program's mean time a call over the benchmark's at the same "
-                 f"message; waits: above {WAITS:g} times the benchmark's interval between runs, "
-                 "the program waited there for other ranks or for data, beyond what the "
-                 "transfer takes)")
+    lines.append(f"(ratio: the program's mean time a call over the benchmark's median at the "
+                 f"same message; slower: above {SLOWER:g} times the upper end of the "
+                 "benchmark's interval between runs, a figure, not a cause; the ranks' split "
+                 "and the fastest call are what the profile itself says of it)")
     return "\n".join(lines) + "\n"
 
 
@@ -306,11 +349,29 @@ class Established:
     said: str  # what it did, in the diagnosis's words ("bw 1.9x faster from 4 to 8 KiB")
 
 
+COLL_CALLS = ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Scatter",
+              "MPI_Allgather", "MPI_Alltoall", "MPI_Reduce_scatter_block", "MPI_Ibcast",
+              "MPI_Ireduce", "MPI_Iallreduce", "MPI_Iallgather", "MPI_Ialltoall")
+
+
 def _calls_of(bench: str) -> tuple[str, ...]:
+    """The calls a setting established on `bench` acts on: a point-to-point
+    one on every send and receive, and on the collectives (built on the same
+    point-to-point messages in Open MPI and MPICH alike: 'may act', its
+    sizes there being the collective's own messages only roughly)."""
     if bench in P2P_BENCHES:
-        return P2P_CALLS
+        return P2P_CALLS + COLL_CALLS
     return tuple(c for c, b in BENCH_OF.items() if b == bench and c.startswith("MPI_")
                  and c not in P2P_CALLS)
+
+
+def share(hits: Sequence[Hot], s: Summary) -> tuple[float, float] | None:
+    """The calls' share of the program's time inside MPI and of its time
+    between MPI_Init and MPI_Finalize (over every rank): the most a setting
+    that acts on them alone could save."""
+    t = sum(h.total_s for h in {(h.call, h.comm_size, h.bucket): h for h in hits}.values())
+    mpi, wall = sum(s.mpi_s), sum(s.wall_s)
+    return (t / mpi, t / wall) if mpi > 0 and wall > 0 else None
 
 
 def touching(hot: Sequence[Hot], mpi: str, found: Sequence[Established]

@@ -127,13 +127,19 @@ def cmd_app(a: argparse.Namespace) -> int:
         print(f"to measure what is missing: {cmd}")
     found = _established(store)
     mine = [e for e in found if e.mpi == row["mpi_name"]]
-    hits = prof.touching(s.hot[:a.top or None], str(row["mpi_name"]), mine)
+    hits = prof.touching(s.hot, str(row["mpi_name"]), mine)  # every call, not the top ones
     if hits:
-        print(f"settings the diagnosis established for {row['mpi_name']} that act on these "
-              "calls (try each on the program: commscope profile --verify FILE):")
-        for h, e in hits:
-            print(f"  {h.call} of {h.sizes}: {' '.join(f'{k}={v}' for k, v in e.settings)} "
-                  f"({e.said})")
+        print(f"settings the diagnosis established for {row['mpi_name']} that may act on "
+              "calls of the program (try each on it: commscope profile --verify FILE):")
+        for e in dict.fromkeys(e for _, e in hits):
+            mine_hits = [h for h, x in hits if x is e]
+            calls = ", ".join(f"{h.call} of {h.sizes}" for h in mine_hits[:6]) + (
+                f" and {len(mine_hits) - 6} more" if len(mine_hits) > 6 else "")
+            part = prof.share(mine_hits, s)
+            print(f"  {' '.join(f'{k}={v}' for k, v in e.settings)} ({e.said}): {calls}"
+                  + (f"; {100 * part[0]:.1f}% of its time inside MPI, {100 * part[1]:.1f}% of "
+                     "its time between MPI_Init and MPI_Finalize: the most it could save"
+                     if part else ""))
     elif mine:
         print(f"none of the {len(mine)} setting(s) the diagnosis established for "
               f"{row['mpi_name']} acts on these calls at these messages ("
