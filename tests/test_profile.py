@@ -198,9 +198,60 @@ def test_a_rank_that_ends_early_crashes_or_hangs_is_recorded(impls, tmp_path, ca
     assert not mpi_processes()
 
 
+def test_a_check_interrupted_or_terminated_keeps_the_profile(impls, tmp_path, capsys,
+                                                             monkeypatch):
+    """The program's profile is stored whole before the user's check runs; a
+    check that cannot be run is refused before anything runs; SIGTERM to
+    commscope ends it as Ctrl-C does (the job killed, the profile recorded)."""
+    import os
+    import signal
+    import sys
+    import time
+
+    monkeypatch.chdir(tmp_path)
+    impl = impls.get("openmpi") or next(iter(impls.values()))
+    exe = _built(impl, tmp_path)
+    db = tmp_path / "c.db"
+    for check, said in (("no-such-cmd-xyz", "no program that can be run here"),
+                        (str(tmp_path), "no program that can be run here"),
+                        ("grep -q 'unclosed", "No closing quotation")):
+        rc, out, err = _profile(capsys, db, "--check", check, "--", str(exe))
+        assert rc != 0 and said in err and len(err.strip().splitlines()) == 1, err
+    assert not db.exists() or not Store(db, create=False).profiles()  # nothing ran
+    # the check is interrupted: the program's profile is kept, whole
+    cmd = [sys.executable, "-m", "commscope.cli", "profile", "--db", str(db), "--check",
+           "sleep 60", "--", str(exe)]
+    for n, sig in enumerate((signal.SIGINT, signal.SIGTERM), 1):
+        p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until this run's check is running
+            rows = Store(db, create=False).profiles() if db.exists() else []
+            if len(rows) == n and rows[-1]["status"] == "ok":
+                break
+            time.sleep(0.2)
+        time.sleep(0.5)
+        p.send_signal(sig)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == (130 if sig == signal.SIGINT else 143), err
+        row = Store(db, create=False).profiles()[-1]
+        assert row["status"] == "ok" and row["checked"] is None, dict(row)
+        assert json.loads(row["data"])["ranks"], "the profile lost its ranks"
+    # SIGTERM while the program runs: the job killed with its group, the profile recorded
+    p = subprocess.Popen([*cmd[:6], "--timeout", "60", "--", str(exe), "hang"], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    os.kill(p.pid, signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and "interrupted by SIGTERM" in err, err
+    assert Store(db, create=False).profiles()[-1]["status"] == "interrupted"
+    assert not mpi_processes()
+
+
 def test_what_cannot_be_profiled_is_one_line(impls, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     db = tmp_path / "p.db"
+    Store(db).close()  # a store, which --fresh must never remove
     script = tmp_path / "notexec"
     script.write_text("#!/bin/sh\n")
     for argv, said in ((["--", "./missing"], "no program at"),
@@ -209,7 +260,11 @@ def test_what_cannot_be_profiled_is_one_line(impls, tmp_path, capsys, monkeypatc
                        (["--", str(tmp_path)], "is not an executable program"),
                        (["--", "true"], "is not dynamically linked against an MPI library"),
                        ([], "name the program after --"),
-                       (["--mpi", "nosuch", "--", "true"], "nosuch")):
+                       (["--mpi", "nosuch", "--", "true"], "nosuch"),
+                       (["--mpi", ",", "--", "true"], "--mpi names one implementation"),
+                       (["--rounds", "3", "--", "true"], "--rounds goes with --verify"),
+                       (["--fresh", "/etc/hostname", "--", "true"], "only files inside"),
+                       (["--fresh", "p.db", "--", "true"], "is a database")):
         rc, out, err = _profile(capsys, db, *argv)
         assert rc != 0 and said in err, (argv, err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
@@ -272,7 +327,7 @@ def test_a_setting_is_faster_for_the_program_only_where_the_rounds_say_so():
     broke = prof.Verified("e.env", fast.wall, fast.mpi, broke_check=1)
     assert broke.verdict == "breaks the program: its check failed on 1 run(s); not advice"
     text = prof.verify_text([fast, broke], 5)
-    assert "a.env: wall time 0.800 (" in text and "time in MPI 0.700" in text
+    assert "a.env: the program's time 0.800 (" in text and "time in MPI 0.700" in text
 
 
 def test_verify_runs_settings_against_the_defaults_in_rounds(impls, tmp_path, capsys,
@@ -296,10 +351,11 @@ def test_verify_runs_settings_against_the_defaults_in_rounds(impls, tmp_path, ca
     # the order rotates: each round starts with another arm
     firsts = [json.loads(rows[i]["settings"]) for i in (0, 3, 6)]
     assert len({json.dumps(f, sort_keys=True) for f in firsts}) == 3
-    assert "broken.env: wall time -, time in MPI -: breaks the program: 3 run(s) failed" in out
+    assert ("broken.env: the program's time -, time in MPI -: breaks the program: 3 run(s) "
+            "failed") in out
     line = next(x for x in out.splitlines() if x.startswith("  eager.env: "))
-    assert line.endswith(("faster for this program", "slower for this program",
-                          "not told apart from the defaults")), line
+    assert any(v in line for v in ("faster for this program", "slower for this program",
+                                   "not told apart from the defaults")), line
     assert all(r["checked"] == 1 for r in rows if r["status"] == "ok")
     assert not mpi_processes()
 

@@ -293,11 +293,12 @@ class Verified:
     mpi: tuple[float, ...]
     failed: int = 0  # runs with the setting that did not end well
     broke_check: int = 0  # runs with the setting the user's --check refused
+    launch: tuple[float, ...] = ()  # the launch's wall time, start to end, for reference
 
     def interval(self, which: str) -> tuple[float, float, float] | None:
         from .repeats import between
 
-        xs = self.wall if which == "wall" else self.mpi
+        xs = {"wall": self.wall, "mpi": self.mpi, "launch": self.launch}[which]
         if len(xs) < 2:
             return None
         b = between(list(xs))
@@ -319,16 +320,54 @@ class Verified:
         return "not told apart from the defaults"
 
 
+def span_s(ranks: Sequence[Mapping[str, object]]) -> float:
+    """The program's own time: its slowest rank's, MPI_Init to MPI_Finalize."""
+    return max((float(r.get("wall_s") or 0.0) for r in ranks), default=0.0)  # type: ignore[arg-type]
+
+
+def mpi_total_s(ranks: Sequence[Mapping[str, object]]) -> float:
+    return sum(float(r.get("mpi_s") or 0.0) for r in ranks)  # type: ignore[arg-type]
+
+
+# One run of a --verify batch: its status, whether the user's check passed
+# (None: none given), its ranks' files, the launch's wall time
+Run = tuple[str, "bool | None", Sequence[Mapping[str, object]], float]
+
+
+def verified(settings: str, pairs: Sequence[tuple[Run, Run]]) -> Verified:
+    """A settings file's rounds, each (the run with it, the defaults' of the
+    same round), paired: rounds whose defaults did not run cleanly are left
+    out; a run with the setting that failed, or whose check failed, counts
+    against it."""
+    wall, mpi, launch, failed, broke = [], [], [], 0, 0
+    for (st, checked, ranks, w), (dst, dchecked, dranks, dw) in pairs:
+        if dst != "ok" or dchecked is False:
+            continue
+        if st != "ok":
+            failed += 1
+            continue
+        broke += checked is False
+        if span_s(ranks) > 0 and span_s(dranks) > 0:
+            wall.append(span_s(ranks) / span_s(dranks))
+        if mpi_total_s(ranks) > 0 and mpi_total_s(dranks) > 0:
+            mpi.append(mpi_total_s(ranks) / mpi_total_s(dranks))
+        if w > 0 and dw > 0:
+            launch.append(w / dw)
+    return Verified(settings, tuple(wall), tuple(mpi), failed, broke, tuple(launch))
+
+
 def verify_text(vs: Sequence[Verified], rounds: int) -> str:
     lines = [f"each settings file against the defaults, {rounds} interleaved round(s) "
-             "(with / without: the median ratio and its 95% interval between rounds):"]
+             "(with / without: the median ratio and its 95% interval between rounds; the "
+             "program's time is its slowest rank's from MPI_Init to MPI_Finalize):"]
     for v in vs:
-        w, m = v.interval("wall"), v.interval("mpi")
+        w, m, la = v.interval("wall"), v.interval("mpi"), v.interval("launch")
 
         def fig(x):
             return f"{x[0]:.3f} ({x[1]:.3f}-{x[2]:.3f})" if x else "-"
 
-        lines.append(f"  {v.settings}: wall time {fig(w)}, time in MPI {fig(m)}: {v.verdict}")
+        lines.append(f"  {v.settings}: the program's time {fig(w)}, time in MPI {fig(m)}: "
+                     f"{v.verdict}" + (f" (the launch, start to end: {fig(la)})" if la else ""))
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,8 @@ one error handler every command runs under."""
 from __future__ import annotations
 
 import os
+import signal
+import sqlite3
 import sys
 from collections.abc import Sequence
 
@@ -14,7 +16,30 @@ from .common import COMMANDS, no_empty_values
 from .parser import make_parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (a closed terminal, a batch system's stop): ended as
+    Ctrl-C is, the job in flight killed with its process group and recorded."""
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    raise Terminated(signal.Signals(signum).name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    before = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            before[sig] = signal.signal(sig, _terminated)
+        except ValueError:  # not the main thread: left as it is
+            pass
+    try:
+        return _main(argv)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = make_parser()
     try:
         args = list(sys.argv[1:] if argv is None else argv)
@@ -48,9 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                       for ch in str(exc))
         print(f"commscope: error: {msg}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("commscope: interrupted; finished jobs are stored", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        said = f" by {exc}" if isinstance(exc, Terminated) else ""
+        print(f"commscope: interrupted{said}; finished jobs are stored", file=sys.stderr)
+        return 143 if said else 130
+    except sqlite3.Error as exc:  # a store that cannot be written (read-only, immutable, gone)
+        print(f"commscope: error: the store: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # the reader stopped (show | head): the end of output
         try:  # what is still buffered goes nowhere, not into a second error at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

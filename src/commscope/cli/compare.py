@@ -54,7 +54,8 @@ def cmd_report(a: argparse.Namespace) -> int:
     from ..analysis import compare as cmp
     from ..report.html import build
 
-    out = outputs.target(a.out, "report --out", a.db, folder=True)
+    out = outputs.target(a.out, "report --out", a.db, folder=True,
+                         writes=("index.html", "figures.json"))
     try:
         store, rows = matching(a)
     except CommscopeError:
@@ -70,7 +71,11 @@ def cmd_report(a: argparse.Namespace) -> int:
         comparison = (a.compare_a, a.compare_b, cmp.compare_rows(
             select_rows(store, a.compare_a), select_rows(store, a.compare_b), a.factor))
     progress = Progress(0, enabled=True, name="report", each=False, unit="figure")
-    index = build(store, out, rows, comparison=comparison, progress=progress)
+    try:
+        index = build(store, out, rows, comparison=comparison, progress=progress)
+    except OSError as exc:
+        raise CommscopeError(f"cannot write the report in {out}: "
+                             f"{exc.strerror or exc}") from exc
     progress.close()
     print(f"report written to {index}")
     return 0

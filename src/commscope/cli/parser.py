@@ -159,10 +159,13 @@ def make_parser() -> Parser:
                     help="run the program with this settings file against its defaults, in "
                          "interleaved rounds: faster for this program only where the rounds' "
                          "interval says so (repeatable)")
-    pf.add_argument("--rounds", type=positive(int, 2, 1000), default=5,
+    pf.add_argument("--rounds", type=positive(int, 2, 1000), default=None,
                     help="rounds for --verify (default 5)")
     pf.add_argument("--check", help="a command run after each run (no shell; e.g. "
                     "'grep -q PASSED out.txt'): a setting under which it fails is no advice")
+    pf.add_argument("--fresh", action="append", metavar="FILE",
+                    help="a file the program appends to, removed before each run so that "
+                         "--check reads that run's (repeatable; inside the working folder)")
     pf.add_argument("program", nargs=argparse.REMAINDER,
                     help="-- then the program and its arguments, passed unchanged (no shell)")
 

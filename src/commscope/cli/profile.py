@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ from ..measure import profile as measure
 from ..measure import settings as settings_mod
 from ..measure.mpi import MpiImpl, environ
 from ..measure.procs import run_captured
+from ..store import outputs
 from ..store.db import Store
 from .common import command, listed
 
@@ -39,14 +42,18 @@ class Setup:
     np: int
     timeout: float
     check: list[str]
+    fresh: list[Path]
 
 
 def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
-         round_: int | None = None) -> tuple[int, measure.Profiled, bool | None]:
+         round_: int | None = None) -> tuple[int, measure.Profiled, bool | str | None]:
     """The program run once, profiled and stored (running first, so that a
-    hang or an interrupt is recorded); the user's check run after it."""
+    hang or an interrupt is recorded; whole before the user's check runs,
+    so that an interrupted check loses nothing of it)."""
+    for f in s.fresh:
+        f.unlink(missing_ok=True)
     pid = s.store.begin_profile({
-        "program": str(s.exe), "argv": json.dumps(s.args), "cwd": str(s.cwd),
+        "program": printable(str(s.exe)), "argv": json.dumps(s.args), "cwd": printable(str(s.cwd)),
         "mpi_name": s.impl.name, "mpi_family": s.impl.family, "np": s.np,
         "launch_argv": "[]", "settings": json.dumps(settings),
         "hostname": socket.gethostname(), "commscope_version": __version__,
@@ -59,15 +66,16 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
                                stdout_tail="", stderr_tail="", data=json.dumps({"ranks": []}),
                                launch_argv="[]")
         raise
-    checked = None
-    if s.check and got.status == "ok":
-        c = run_captured(s.check, timeout_s=CHECK_TIMEOUT_S, env=environ(), cwd=str(s.cwd))
-        checked = c.outcome.exit_code == 0
     s.store.finish_profile(pid, got.status, exit_code=got.outcome.exit_code,
                            signal=got.outcome.signal, wall_s=got.outcome.wall_s,
                            stdout_tail=got.out, stderr_tail=got.err,
                            data=json.dumps({"ranks": got.ranks, "why": got.why}),
-                           launch_argv=json.dumps(argv), checked=checked)
+                           launch_argv=json.dumps(argv))
+    checked: bool | str | None = None
+    if s.check and got.status == "ok":
+        c = run_captured(s.check, timeout_s=s.timeout, env=environ(), cwd=str(s.cwd))
+        checked = "timeout" if c.outcome.timed_out else c.outcome.exit_code == 0
+        s.store.set_checked(pid, checked is True)
     return pid, got, checked
 
 
@@ -81,27 +89,93 @@ def cmd_profile(a: argparse.Namespace) -> int:
                              "commscope profile --np 2 -- ./my_mpi_program ARGS")
     cwd = Path.cwd()
     exe = measure.program_path(args[0], cwd)
-    check = shlex.split(a.check) if a.check else []  # run as a list, never by a shell
-    if a.check and not check:
-        raise CommscopeError("--check was given no command")
-    files = {f: dict(settings_mod.parse_file(f)) for f in a.verify or []}
+    check = _check_argv(a.check, cwd)
+    fresh = _fresh(a.fresh or [], cwd, a.db)
+    if a.rounds is not None and not a.verify:
+        raise CommscopeError("--rounds goes with --verify (the rounds of settings against the "
+                             "defaults)")
+    files: dict[str, dict[str, str]] = {}
+    for f in a.verify or []:
+        if any(Path(f).resolve() == Path(g).resolve() for g in files):
+            raise CommscopeError(f"--verify {f} is given twice")
+        files[f] = dict(settings_mod.parse_file(f))
+    names = listed(a.mpi)
+    if a.mpi and len(names) != 1:
+        raise CommscopeError("--mpi names one implementation: the one the program is linked "
+                             "against (commscope mpi list)")
     impls = discovery.discover()
-    if a.mpi:
-        discovery.select(listed(a.mpi))  # an unknown name is refused, naming it
-    impl = measure.which_impl(exe, impls, listed(a.mpi)[0] if a.mpi else None)
+    if names:
+        discovery.select(names)  # an unknown name is refused, naming it
+    impl = measure.which_impl(exe, impls, names[0] if names else None)
     settings = dict(settings_mod.parse_file(a.settings)) if a.settings else {}
     s = Setup(Store(a.db), impl, measure.build(impl), exe, args[1:], cwd, a.np, a.timeout,
-              check)
+              check, fresh)
+    for note in measure.unseen(exe, impl):
+        print(f"note: {note}")
     if files:
-        return _verify(s, settings, files, a.rounds)
+        return _verify(s, settings, files, a.rounds or 5)
     pid, got, checked = _one(s, settings)
-    print(f"profile {pid}: {exe.name} under {impl.name}, {a.np} processes: {got.status}"
-          + (f" ({got.why})" if got.why else "") + f", {got.outcome.wall_s:.1f} s"
-          + ("" if checked is None else "; its check " + ("passed" if checked else "FAILED")))
+    print(f"profile {pid}: {printable(exe.name)} under {impl.name}, {a.np} processes: "
+          f"{got.status}" + (f" ({got.why})" if got.why else "")
+          + f", {got.outcome.wall_s:.1f} s"
+          + ("" if checked is None else "; its check " + checked_text(checked)))
+    tail = [x for x in got.out.strip().splitlines() if x.strip()][-5:]
+    if tail:
+        print("  its output ended: " + " | ".join(printable(x) for x in tail)[:400])
     if got.status in ("failed", "timeout") and got.err.strip():
-        print("  its last error lines: " + " | ".join(got.err.strip().splitlines()[-3:])[:300])
+        print("  its last error lines: "
+              + " | ".join(printable(x) for x in got.err.strip().splitlines()[-3:])[:300])
     print(prof.text(prof.summarize(got.ranks), a.top or 1 << 30), end="")
     return 0 if got.status == "ok" and checked is not False else 1
+
+
+def printable(text: str) -> str:
+    """What a program or its user wrote, fit for a terminal and a store:
+    bytes that are no UTF-8 as \\xNN, control characters escaped."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def checked_text(checked: bool | str) -> str:
+    return "passed" if checked is True else "timed out" if checked == "timeout" else "FAILED"
+
+
+def _check_argv(check: str | None, cwd: Path) -> list[str]:
+    """--check as a list (never given to a shell), refused in one line
+    before anything runs where it cannot be run."""
+    if check is None:
+        return []
+    try:
+        argv = shlex.split(check)
+    except ValueError as exc:
+        raise CommscopeError(f"--check {check!r}: {exc} (quote it as a shell would)") from None
+    if not argv:
+        raise CommscopeError("--check was given no command")
+    prog = argv[0]
+    path = (cwd / prog) if "/" in prog else None
+    found = str(path) if path is not None else shutil.which(prog)
+    if found is None or not Path(found).is_file() or not os.access(found, os.X_OK):
+        raise CommscopeError(f"--check: {prog!r} is no program that can be run here (give "
+                             "its path, or a command on PATH)")
+    return argv
+
+
+def _fresh(paths: list[str], cwd: Path, db: str) -> list[Path]:
+    """Files a program appends to (hpcc's hpccoutf.txt), removed before each
+    run so that --check reads this run's: inside the working folder, never a
+    folder, never a database."""
+    out = []
+    for f in paths:
+        p = (cwd / f).resolve()
+        if cwd.resolve() not in p.parents:
+            raise CommscopeError(f"--fresh {f}: only files inside the folder the program runs "
+                                 f"in ({cwd}) are removed")
+        if p.is_dir():
+            raise CommscopeError(f"--fresh {f} is a folder")
+        if p == Path(db).resolve() or (p.is_file() and outputs.is_store(p)):
+            raise CommscopeError(f"--fresh {f} is a database: commscope never removes one")
+        out.append(p)
+    return out
 
 
 def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
@@ -122,29 +196,18 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
             got[(r, name)] = (g, checked)
             print(f"round {r + 1}/{rounds}: {name or 'the defaults'}: {g.status}, "
                   f"{g.outcome.wall_s:.2f} s" + ("" if checked is None else
-                                                  ", check " + ("passed" if checked else
-                                                                "FAILED")))
-    if any(g.status != "ok" or c is False for (_, n), (g, c) in got.items() if not n):
+                                                  ", check " + checked_text(checked)))
+    if any(g.status != "ok" or c not in (None, True) for (_, n), (g, c) in got.items()
+           if not n):
         raise CommscopeError(f"the program did not run cleanly with its defaults (batch "
                              f"{batch}: commscope show --profile list): nothing to set a "
                              "setting against")
 
-    def mpi_s(g: measure.Profiled) -> float:
-        return sum(float(x.get("mpi_s") or 0.0) for x in g.ranks)  # type: ignore[arg-type]
+    def run(r: int, name: str) -> prof.Run:
+        g, c = got[(r, name)]
+        return g.status, None if c is None else c is True, g.ranks, g.outcome.wall_s
 
-    out = []
-    for f in files:
-        wall, mpi, failed, broke = [], [], 0, 0
-        for r in range(rounds):
-            (g, c), (d, _) = got[(r, f)], got[(r, "")]
-            if g.status != "ok":
-                failed += 1
-                continue
-            broke += c is False
-            wall.append(g.outcome.wall_s / d.outcome.wall_s)
-            if mpi_s(g) > 0 and mpi_s(d) > 0:
-                mpi.append(mpi_s(g) / mpi_s(d))
-        out.append(prof.Verified(f, tuple(wall), tuple(mpi), failed, broke))
+    out = [prof.verified(f, [(run(r, f), run(r, "")) for r in range(rounds)]) for f in files]
     print(f"verify batch {batch}: {s.exe.name} under {s.impl.name}, {s.np} processes")
     print(prof.verify_text(out, rounds), end="")
     return 0
@@ -153,7 +216,7 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
 def stored_text(row) -> str:
     """A stored profile, as `show --profile` prints it."""
     data = json.loads(row["data"] or "{}")
-    named = shlex.join([Path(row["program"]).name, *json.loads(row["argv"] or "[]")])
+    named = printable(shlex.join([Path(row["program"]).name, *json.loads(row["argv"] or "[]")]))
     head = (f"profile {row['id']}: {named} under {row['mpi_name']}, "
             f"{row['np']} processes, {row['started_at']}: {row['status']}"
             + (f" ({data['why']})" if data.get("why") else ""))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -67,30 +68,38 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
-def profile_row(store: Store, which: str, db: str):
-    """The stored profile `which` names: its id, or 'last'."""
+def profile_rows(store: Store, db: str) -> list:
     rows = store.profiles()
     if not rows:
         raise CommscopeError(f"no profile stored in {db} (commscope profile -- PROGRAM)")
+    return rows
+
+
+def profile_row(store: Store, which: str, db: str, listing: bool = False):
+    """The stored profile `which` names: its id, or 'last'."""
+    rows = profile_rows(store, db)
     if which == "last":
         return rows[-1]
     try:
         return next(r for r in rows if r["id"] == int(which))
     except (ValueError, StopIteration):
-        raise CommscopeError(f"--profile {which!r}: no such profile in {db} (ids "
-                             f"{rows[0]['id']}-{rows[-1]['id']}, 'last' or 'list')") from None
+        ids = str(rows[0]["id"]) if len(rows) == 1 else f"{rows[0]['id']} to {rows[-1]['id']}"
+        raise CommscopeError(f"--profile {which!r}: no such profile in {db} (its ids: {ids}; "
+                             + ("'last' or 'list')" if listing else "or 'last')")) from None
 
 
 def _show_profile(store: Store, which: str, db: str) -> int:
-    from .profile import stored_text
+    from .profile import printable, stored_text
 
     if which == "list":
-        for r in store.profiles():
+        for r in profile_rows(store, db):
+            named = printable(shlex.join([Path(r["program"]).name,
+                                          *json.loads(r["argv"] or "[]")]))
+            batch = f" verify batch {r['batch']} round {r['round'] + 1}" if r["batch"] else ""
             print(f"{r['id']:>4}  {r['started_at']}  {r['status']:<11} {r['mpi_name']:<10} "
-                  f"np={r['np']:<3} {Path(r['program']).name} "
-                  f"{' '.join(json.loads(r['argv'] or '[]'))}"[:150])
+                  f"np={r['np']:<3} {named}"[:150] + batch)
         return 0
-    print(stored_text(profile_row(store, which, db)), end="")
+    print(stored_text(profile_row(store, which, db, listing=True)), end="")
     return 0
 
 

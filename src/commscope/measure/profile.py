@@ -96,21 +96,67 @@ def which_impl(exe: Path, impls: list[MpiImpl], asked: str | None) -> MpiImpl:
                                      f"({prog}), not {asked}'s: run it with --mpi {impl.name}")
             return impl
     libs = {str(p) for p in theirs.values() if p is not None}
+    if not libs and asked:
+        # a script that starts the MPI program, or one that loads MPI itself
+        # (mpi4py): the preload reaches it if it runs under this implementation
+        return next(i for i in impls if i.name == asked)
     if not libs:
         raise CommscopeError(f"{exe.name} is not dynamically linked against an MPI library "
-                             "(ldd finds none): commscope profiles through the dynamic loader, "
-                             "so a statically linked or non-MPI program cannot be profiled")
+                             "(ldd finds none): a statically linked or non-MPI program cannot "
+                             "be profiled; a script that runs one, or a program that loads MPI "
+                             "itself, can be with --mpi NAME")
     raise CommscopeError(f"{exe.name} is linked against {', '.join(sorted(libs))}, which "
                          "belongs to no implementation commscope found (commscope mpi list; "
                          "commscope mpi add PATH/TO/mpicc adds one)")
 
 
+# The Fortran bindings' libraries, and whether their calls reach the C
+# wrappers: Open MPI's call PMPI_ directly (ompi/mpi/fortran/mpif-h/*_f.c),
+# MPICH's mpif.h and `use mpi` bindings call the C MPI_ functions, its
+# `use mpi_f08` ones only where they pass a buffer.
+FORTRAN = {r"libmpi_mpifh": "Open MPI's Fortran bindings call PMPI_ directly: its Fortran MPI "
+                            "calls are not counted",
+           r"libmpi_usempif08": "Open MPI's mpi_f08 bindings call PMPI_ directly: its Fortran "
+                                "MPI calls are not counted",
+           r"libmpichfort": "MPICH's Fortran bindings reach the profiled C calls for mpif.h "
+                            "and `use mpi`; under `use mpi_f08` the calls without a buffer "
+                            "(MPI_Init, MPI_Wait, MPI_Barrier...) are not counted"}
+
+
+def unseen(exe: Path, impl: MpiImpl) -> list[str]:
+    """What of the program's MPI calls the profiler cannot see, read from
+    the libraries it links (its Fortran bindings)."""
+    try:
+        out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
+                             env=environ(impl.env), check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [f"{exe.name} links {lib}: {said}" for lib, said in FORTRAN.items()
+            if re.search(rf"^\s*{lib}\.so", out, re.M)]
+
+
+def _tail(path: Path, limit: int = TAIL) -> str:
+    """The last `limit` characters of a file however long it grew (a program
+    may print gigabytes): read from its end, never whole."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 4 * limit))
+            data = f.read()
+    except OSError:
+        return ""
+    return data.decode("utf-8", "replace")[-limit:]
+
+
 def preload_flags(impl: MpiImpl, lib: Path) -> list[str]:
     """How the launcher hands the library to the ranks (and only to them:
     not preloaded into the launcher itself)."""
+    value = ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
+                                  if os.environ.get("LD_PRELOAD") else [])])  # theirs kept
     if impl.family == "openmpi":
-        return ["-x", f"LD_PRELOAD={lib}"]
-    return ["-genv", "LD_PRELOAD", str(lib)]
+        return ["-x", f"LD_PRELOAD={value}"]
+    return ["-genv", "LD_PRELOAD", value]
 
 
 @dataclass
@@ -137,8 +183,7 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
         env = environ(impl.env, settings, {"COMMSCOPE_PROFILE_DIR": str(into)})
         ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
                             stdout_path=Path(tmp) / "out", stderr_path=Path(tmp) / "err")
-        out = (Path(tmp) / "out").read_text(errors="replace")
-        err = (Path(tmp) / "err").read_text(errors="replace")
+        out, err = _tail(Path(tmp) / "out"), _tail(Path(tmp) / "err")
         ranks = []
         for f in sorted(into.glob("rank-*.json")):
             try:
@@ -152,8 +197,8 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
         why = (f"exited with {ended.exit_code}" if ended.exit_code is not None else
                f"killed by signal {ended.signal}")
     elif not any(r.get("calls") for r in ranks):
-        status, why = "no-mpi-seen", ("the program made no MPI call the profiler saw (the "
-                                      "Fortran bindings, a static link, or no MPI at all)")
+        status, why = "no-mpi-seen", ("it made no MPI call the profiler saw: the Fortran "
+                                      "bindings, a static link, or no MPI at all")
     else:
         status, why = "ok", ""
-    return argv, Profiled(status, ended, out[-TAIL:], err[-TAIL:], ranks, why)
+    return argv, Profiled(status, ended, out, err, ranks, why)

@@ -64,7 +64,8 @@ def _one(r, series: Mapping) -> dict[str, object]:
                        [(a.hot.call, a.hot.sizes, f"{a.per_rank:.0f}", f"{a.measured_us:.2f}",
                          f"{a.bench_us:.2f}" if a.bench_us else "-",
                          f"{a.ratio:.2f}" if a.ratio else "-",
-                         f"{a.verdict} ({a.bench}, {a.config})" if a.bench_us else a.missing)
+                         f"{a.verdict} ({a.bench}, {a.config})"
+                         + (f": {a.evidence}" if a.evidence else "") if a.bench_us else a.missing)
                         for a in ag[:12]], (2, 3, 4, 5))
     return {"title": f"{_name(r)} under {r['mpi_name']}, {r['np']} processes", "said": said,
             "hot": hot, "versus": versus, "verify": None}
@@ -79,27 +80,13 @@ def _batch(b: int, rs: list) -> dict[str, object]:
     base_key = min(by, key=len)  # the defaults: the fewest settings
     base = by[base_key]
 
-    def mpi_s(r) -> float:
-        return sum(float(x.get("mpi_s") or 0.0)
-                   for x in json.loads(r["data"] or "{}").get("ranks") or [])
+    def run(r) -> prof.Run:
+        return (r["status"], None if r["checked"] is None else bool(r["checked"]),
+                json.loads(r["data"] or "{}").get("ranks") or [], float(r["wall_s"] or 0.0))
 
-    vs = []
-    for key, runs in by.items():
-        if key == base_key:
-            continue
-        wall, mpi, failed, broke = [], [], 0, 0
-        for k, r in runs.items():
-            d = base.get(k)
-            if d is None or d["status"] != "ok":
-                continue
-            if r["status"] != "ok":
-                failed += 1
-                continue
-            broke += r["checked"] == 0
-            wall.append(r["wall_s"] / d["wall_s"])
-            if mpi_s(r) > 0 and mpi_s(d) > 0:
-                mpi.append(mpi_s(r) / mpi_s(d))
-        vs.append(prof.Verified(key, tuple(wall), tuple(mpi), failed, broke))
+    vs = [prof.verified(key, [(run(r), run(base[k])) for k, r in sorted(runs.items())
+                              if k in base])
+          for key, runs in by.items() if key != base_key]
     r0 = rs[0]
     return {"title": f"{_name(r0)} under {r0['mpi_name']}, {r0['np']} processes: settings "
                      f"verified (batch {b})",

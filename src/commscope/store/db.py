@@ -331,14 +331,17 @@ class Store:
 
     def finish_profile(self, profile_id: int, status: str, *, exit_code: int | None,
                        signal: int | None, wall_s: float, stdout_tail: str, stderr_tail: str,
-                       data: str, launch_argv: str, checked: bool | None = None) -> None:
+                       data: str, launch_argv: str) -> None:
         with self.tx() as db:
             db.execute("UPDATE profiles SET status=?, finished_at=?, exit_code=?, signal=?, "
-                       "wall_s=?, stdout_tail=?, stderr_tail=?, data=?, launch_argv=?, "
-                       "checked=? WHERE id=?",
+                       "wall_s=?, stdout_tail=?, stderr_tail=?, data=?, launch_argv=? "
+                       "WHERE id=?",
                        (status, now_iso(), exit_code, signal, wall_s, stdout_tail,
-                        stderr_tail, data, launch_argv,
-                        None if checked is None else int(checked), profile_id))
+                        stderr_tail, data, launch_argv, profile_id))
+
+    def set_checked(self, profile_id: int, passed: bool) -> None:
+        with self.tx() as db:
+            db.execute("UPDATE profiles SET checked=? WHERE id=?", (int(passed), profile_id))
 
     def profiles(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM profiles ORDER BY id").fetchall()

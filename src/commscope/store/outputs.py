@@ -40,16 +40,30 @@ def _same(a: Path, b: Path) -> bool:
         return False
 
 
-def target(path: str, what: str, db: str | None = None, folder: bool = False) -> Path:
+def target(path: str, what: str, db: str | None = None, folder: bool = False,
+           writes: tuple[str, ...] = ()) -> Path:
     """The path an output goes to, refused in one line when it is empty,
-    the store (--db, or any SQLite file), a folder where a file is meant
-    (or a file where a folder is), or in a folder that is missing or not
-    writable.  `what` names the option (e.g. "export --output")."""
+    the store (--db, its SQLite side files, or any SQLite file), a folder
+    where a file is meant (or a file where a folder is), or in a folder that
+    is missing or not writable.  `writes`: the files a folder output puts in
+    it, each judged as a file would be.  `what` names the option (e.g.
+    "export --output")."""
     if not path.strip():
         raise CommscopeError(f"{what}: give a path (an empty one is not the current folder)")
     p = Path(path)
-    if db is not None and (_same(p, Path(db)) or p.resolve() == Path(db).resolve()):
+    if db is not None and (_same(p, Path(db)) or p.resolve() == Path(db).resolve()
+                           or p.resolve() in {Path(db + x).resolve()
+                                              for x in ("-wal", "-shm", "-journal")}):
         raise CommscopeError(f"{what} {path} is the store itself (--db): choose another file")
+    for name in writes:
+        inside = p / name
+        if db is not None and (_same(inside, Path(db))
+                               or inside.resolve() == Path(db).resolve()):
+            raise CommscopeError(f"{what} {path} would write {inside}, the store itself (--db): "
+                                 "choose another folder")
+        if inside.is_file() and is_store(inside):
+            raise CommscopeError(f"{what} {path} would write {inside}, a database: commscope "
+                                 "never overwrites one")
     if p.is_file() and is_store(p):
         raise CommscopeError(f"{what} {path} is a database: commscope never overwrites one")
     if folder:
