@@ -795,3 +795,25 @@ def test_a_profiled_program_has_its_section_and_a_store_of_programs_alone_a_repo
     alone = (tmp_path / "rep2" / "index.html").read_text()
     assert "This store holds programs profiled" in alone and "<h2 id=programs>" in alone
     assert "no benchmark stored" in alone or "no bcast stored for openmpi" in alone
+
+
+def test_a_report_never_writes_over_a_store_in_its_folder(tmp_path, capsys):
+    """The audit: `report --db col/index.html --out col` wrote the page over
+    the store it read, and a store named figures.json in the folder became
+    '{}'.  Each is refused in one line, the stores whole."""
+    golden = Path(__file__).parent / "golden" / "first-run.sqlite"
+    col = tmp_path / "col"
+    col.mkdir()
+    shutil.copyfile(golden, col / "index.html")
+    before = (col / "index.html").read_bytes()
+    assert cli.main(["report", "--db", str(col / "index.html"), "--out", str(col)]) == 2
+    assert "the store itself" in capsys.readouterr().err
+    (col / "index.html").unlink()
+    shutil.copyfile(golden, col / "figures.json")
+    db = tmp_path / "s.db"
+    shutil.copyfile(golden, db)
+    assert cli.main(["report", "--db", str(db), "--out", str(col)]) == 2
+    assert "a database: commscope never overwrites one" in capsys.readouterr().err
+    assert (col / "figures.json").read_bytes() == before
+    assert cli.main(["report", "--db", str(db), "--out", str(db) + "-wal"]) == 2
+    assert "the store itself" in capsys.readouterr().err
