@@ -381,3 +381,12 @@ def test_the_diagnosis_settings_that_act_on_a_programs_hot_calls():
     part = prof.share([h for h in hot if h.call in ("MPI_Alltoall", "MPI_Isend")],
                       prof.summarize(ranks))
     assert part is not None and part[0] == pytest.approx((2e-4 + 2e-5) / 1.0)
+
+
+def test_the_missing_command_covers_empty_messages():
+    """A program's 0-byte broadcasts: the command that measures what is
+    missing starts at 0 B (it had started at 1 and never covered them)."""
+    h = prof.Hot("MPI_Bcast", 2, 0, 4, 2, 1e-5, 1e-6, 1e-5, 0)
+    a = prof.Against(h, "bcast", 0, 2, 2.5, None, missing="none stored")
+    assert prof.measure_command([a], "openmpi", "d.db").endswith(
+        "--bench bcast --sizes 0:2 --repeat 3 --no-advise")

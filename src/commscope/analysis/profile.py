@@ -256,7 +256,7 @@ def measure_command(rows: Sequence[Against], mpi: str, db: str) -> str | None:
     sized = [a.message for a in need if a.bench != "barrier"]
     sizes = []
     if sized:  # the powers of two around every message (a barrier has none)
-        lo = 1 << max(0, min(sized).bit_length() - 1)
+        lo = 0 if min(sized) == 0 else 1 << max(0, min(sized).bit_length() - 1)
         hi = 1 << max(1, (max(sized) - 1).bit_length())
         sizes = ["--sizes", f"{lo}:{hi}"]
     return shlex.join(["commscope", "run", "--db", db, "--mpi", mpi,
