@@ -20,7 +20,10 @@ So a diagnosis that does not establish the limit is run once more
 (said, with what it printed); where other processes used half a core or
 more during the second, the verdict is not asserted, only what the
 diagnosis is made of: the limit tried, and not called the cause.  Twice
-on a quiet machine is a failure."""
+on a quiet machine is a failure.  Its budget (240 s) leaves a busy machine
+room: at 120 s a busy suite run's check of the settings file paired only
+2 rounds; where other processes used half a core or more and the check
+still lacks rounds, no file may be handed over, and the reason is said."""
 
 from __future__ import annotations
 
@@ -73,7 +76,7 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     store = Store(db)
     for attempt in (1, 2):
         busy = _busy_while(lambda: cli.main(["diagnose", "--db", str(db), "--sweep", "1,2",
-                                             "--budget", "120", "--noise-max-cores", "2"]))
+                                             "--budget", "240", "--noise-max-cores", "2"]))
         out = capsys.readouterr().out
         d = dg.latest(store, [2])
         assert d is not None and d.status in ("complete", "partial"), out
@@ -99,6 +102,11 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     assert gaps, (out, [(o.gap.id, o.conf) for o in d.outcomes])
     assert trials and any(t.verdict == "closes" for t in trials), (out, trials)
     (fc,) = d.checks
+    if busy >= BUSY and not fc.passed and fc.reason.startswith("only "):
+        # beside other work the check of the file ran out of rounds (a busy suite run: "only
+        # 2 round(s) were paired" at a 120 s budget): then no file is handed over, and why
+        assert not fc.file and "round(s) were paired" in fc.reason, fc
+        return
     assert fc.passed and fc.file, fc
     handed = dict(settings.parse_file(fc.file))
     assert int(handed["OMPI_MCA_btl_vader_eager_limit"]) > 1024

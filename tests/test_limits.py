@@ -65,7 +65,7 @@ def test_each_figure_is_set_against_the_limit_of_its_own_reach(monkeypatch):
 def test_the_floor_is_the_jobs_own_and_the_probes_is_said_where_the_host_moved(monkeypatch):
     monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
     moved = limits.limits_text(limits.headline(_rows(), PROBE, probe_floor_ns=150.0))
-    assert "core to core 190 ns one way (the median of the floors the jobs" in moved
+    assert "core to core 190 ns one way (the median of the jobs' own floors" in moved
     assert "the probe read 150 ns at the sweep's start" in moved
     still = limits.limits_text(limits.headline(_rows(), PROBE, probe_floor_ns=185.0))
     assert "the probe read" not in still
@@ -121,7 +121,8 @@ def test_one_floor_figure_wherever_a_latency_is_set_against_it(monkeypatch):
         "openmpi: 1 B latency 400 ns, 2.1x the core-to-core floor (190 ns, the floor its jobs "
         "measured); MPI adds 210 ns"]
     note = limits.limits_text(h)
-    assert "core to core 190 ns one way" in note and "190-260 ns in the middle 80%" in note
+    assert "core to core 190 ns one way (the median of the jobs' own floors" in note
+    assert "190-260 ns in the middle 80%" in note
     assert "the probe read 140 ns" in note
     # without floors in the records: the probe's, said so
     bare = [{**r, "floor_ns": None} for r in rows]

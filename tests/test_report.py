@@ -727,8 +727,8 @@ def test_the_floor_is_one_figure_in_the_terminal_the_findings_and_the_report(tmp
     assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
     page = " ".join((tmp_path / "rep" / "index.html").read_text().split())
     header = page[page.index("Without MPI"):][:600]  # the report's facts, its first lines
-    said = re.compile(r"core to core (\d+) ns one way \(the median of the floors the jobs "
-                      r"measured beside their figures, (\d+)-(\d+) ns in the middle 80%")
+    said = re.compile(r"core to core (\d+) ns one way \(the median of the jobs' own floors, "
+                      r"(\d+)-(\d+) ns in the middle 80%")
     texts = (brief, found, header, page)
     figures = {said.search(t).groups() for t in texts if said.search(t)}
     assert len(figures) == 1 and all(said.search(t) for t in texts), [

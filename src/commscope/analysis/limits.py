@@ -136,12 +136,11 @@ def floor_words(floor: float, spread: tuple[float, float] | None,
                 probe_floor_ns: float | None) -> str:
     """The floor, named the same wherever it is said (the headline's note,
     the report's header, the findings)."""
-    lo_hi = (f", {spread[0]:.0f}-{spread[1]:.0f} ns in the middle 80% of them"
+    lo_hi = (f", {spread[0]:.0f}-{spread[1]:.0f} ns in the middle 80%"
              if spread and spread[1] > spread[0] else "")
-    return (f"core to core {floor:.0f} ns one way (the median of the floors the jobs measured "
-            f"beside their figures{lo_hi}"
-            + (f"; the probe read {probe_floor_ns:.0f} ns at the sweep's start, and the host "
-               "moves" if probe_floor_ns and abs(probe_floor_ns - floor) > 0.1 * floor else "")
+    return (f"core to core {floor:.0f} ns one way (the median of the jobs' own floors{lo_hi}"
+            + (f"; the probe read {probe_floor_ns:.0f} ns at the sweep's start"
+               if probe_floor_ns and abs(probe_floor_ns - floor) > 0.1 * floor else "")
             + ")")
 
 

@@ -157,6 +157,7 @@ class Against:
     missing: str = ""  # why there is no benchmark figure
     bench_lo: float | None = None  # the benchmark's interval between runs there
     bench_hi: float | None = None
+    busy: bool = False  # the benchmark's figure only from records taken beside other work
 
     @property
     def ratio(self) -> float | None:
@@ -197,21 +198,23 @@ class Against:
         return "; ".join(said)
 
 
-def _at(series, size: int) -> tuple[float, float, float] | None:
-    """The series' median time at `size` and its interval: measured there,
-    or interpolated linearly between the two measured sizes around it;
-    None outside."""
+def _at(series, size: int) -> tuple[float, float, float, bool] | None:
+    """The series' median time at `size`, its interval, and whether only
+    records taken beside other work stand behind it: measured there, or
+    interpolated linearly between the two measured sizes around it; None
+    outside."""
     if size in series:
         p = series[size]
-        return float(p.median), float(p.lo), float(p.hi)
+        return float(p.median), float(p.lo), float(p.hi), bool(p.flagged)
     below = [s for s in series if s < size]
     above = [s for s in series if s > size]
     if not below or not above:
         return None
     a, b = series[max(below)], series[min(above)]
     w = (size - max(below)) / (min(above) - max(below))
-    return tuple(float(x) + (float(y) - float(x)) * w  # type: ignore[return-value]
+    m, lo, hi = (float(x) + (float(y) - float(x)) * w
                  for x, y in ((a.median, b.median), (a.lo, b.lo), (a.hi, b.hi)))
+    return m, lo, hi, bool(a.flagged or b.flagged)
 
 
 def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
@@ -241,7 +244,8 @@ def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
         out.append(Against(h, bench, msg, per_rank, h.mean_us, t[0] if t else None, cfg.mpi,
                            missing="" if t is not None else
                            f"{bench} not measured around {human_bytes(msg)}",
-                           bench_lo=t[1] if t else None, bench_hi=t[2] if t else None))
+                           bench_lo=t[1] if t else None, bench_hi=t[2] if t else None,
+                           busy=bool(t and t[3])))
     return out
 
 
@@ -270,7 +274,8 @@ def against_text(rows: Sequence[Against], top: int = 10) -> str:
              f"{'bench us':>9} {'ratio':>6}  verdict (benchmark)"]
     for a in rows[:top]:
         h = a.hot
-        bench = (f"{a.bench_us:>9.2f} {a.ratio:>6.2f}  {a.verdict} ({a.bench}, {a.config})"
+        bench = (f"{a.bench_us:>9.2f} {a.ratio:>6.2f}  {a.verdict} ({a.bench}, {a.config}"
+                 + (", measured beside other work" if a.busy else "") + ")"
                  + (f": {a.evidence}" if a.evidence else "")
                  if a.bench_us else f"{'-':>9} {'-':>6}  {a.missing}")
         lines.append(f"{h.call:<16} {h.comm_size or '-':>4} {h.sizes:>10} {a.per_rank:>10.0f} "

@@ -89,7 +89,7 @@ def _facts(store, rows: Sequence[sqlite3.Row], run_ids: set[int],
         if isinstance(cma, dict) and cma.get("gbs_4mib") is not None:
             bits.append(f"single copy (process_vm_readv) {cma['gbs_4mib']:.1f} GB/s at 4 MiB")
         if bits:
-            out.append(("Without MPI", "; ".join(bits) + " (copies: the probe; details below)"))
+            out.append(("Without MPI", "; ".join(bits) + " (details below)"))
     # each configuration with the library version its runs reported (its
     # first line, up to the first comma: "Open MPI v4.1.4")
     version_of = {r["id"]: " ".join((r["mpi_version"] or "").strip().split("\n")[0]
@@ -210,7 +210,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     meta = f"{now} · commscope {__version__} · store {store.path}"
     made_of = sections.behind(store, rows)
-    progs = programs.section(store, series)
+    progs = programs.section(store, collect(rows, keep_flagged=True))
     counts = made_of.text() + (f" {flagged} of the points were measured while the machine "
                                "was busy (marked in the tables of commscope show)."
                                if flagged else "")

@@ -64,7 +64,8 @@ def _one(r, series: Mapping) -> dict[str, object]:
                        [(a.hot.call, a.hot.sizes, f"{a.per_rank:.0f}", f"{a.measured_us:.2f}",
                          f"{a.bench_us:.2f}" if a.bench_us else "-",
                          f"{a.ratio:.2f}" if a.ratio else "-",
-                         f"{a.verdict} ({a.bench}, {a.config})"
+                         f"{a.verdict} ({a.bench}, {a.config}"
+                         + (", measured beside other work" if a.busy else "") + ")"
                          + (f": {a.evidence}" if a.evidence else "") if a.bench_us else a.missing)
                         for a in ag[:12]], (2, 3, 4, 5))
     return {"title": f"{_name(r)} under {r['mpi_name']}, {r['np']} processes", "said": said,
