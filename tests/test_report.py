@@ -725,7 +725,9 @@ def test_the_floor_is_one_figure_in_the_terminal_the_findings_and_the_report(tmp
     assert cli.main(["show", "--db", str(db), "--bench", "latency"]) == 0
     shown = capsys.readouterr().out
     assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
-    page = " ".join((tmp_path / "rep" / "index.html").read_text().split())
+    import html as html_mod
+
+    page = html_mod.unescape(" ".join((tmp_path / "rep" / "index.html").read_text().split()))
     header = page[page.index("Without MPI"):][:600]  # the report's facts, its first lines
     said = re.compile(r"core to core (\d+) ns one way \(the median of the jobs' own floors, "
                       r"(\d+)-(\d+) ns in the middle 80%")
