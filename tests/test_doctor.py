@@ -90,7 +90,9 @@ def test_a_node_whose_link_is_down(capsys, three, cores):
     assert rc == 1
     tcp = by(checks, "tcp")
     n0, n1, n2 = (n.hostname for n in three.nodes)
-    assert tcp[f"{n0}-{n1}"]["status"] == "ok"
+    # the pair whose link is up: ok, or (the healthy cluster's noise policy) a start-up
+    # that hung once and got through on a second try (a busy suite run met it)
+    assert healthy(tcp[f"{n0}-{n1}"]), tcp[f"{n0}-{n1}"]
     for pair in (f"{n0}-{n2}", f"{n1}-{n2}"):
         assert tcp[pair]["status"] == "fail" and "firewall" in tcp[pair]["fix"], tcp[pair]
     # the agent still reaches it (it is a namespace of this machine): only TCP fails
