@@ -41,9 +41,8 @@ def launch(core, lib: Path | None, args: list[str], tmp: Path, profile_dir: Path
     spec = mpi_mod.LaunchSpec(np=2, cores=provenance.n_cores(), root=os.geteuid() == 0)
     out = tmp / "records.jsonl"
     out.unlink(missing_ok=True)
-    argv = [impl.launcher, "-n", "2", *mpi_mod.launcher_flags(impl, spec),
-            *(prof.preload_flags(impl, lib) if lib else []), str(core.exe), *args,
-            "--output", str(out)]
+    argv = mpi_mod.launch_argv(impl, spec, str(core.exe), [*args, "--output", str(out)],
+                               prof.preload_flags(impl, lib) if lib else ())
     env = mpi_mod.environ(impl.env, {"COMMSCOPE_PROFILE_DIR": str(profile_dir)}
                           if profile_dir else {})
     t0 = time.monotonic()

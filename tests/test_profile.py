@@ -399,3 +399,11 @@ def test_the_missing_command_covers_empty_messages():
     a = prof.Against(h, "bcast", 0, 2, 2.5, None, missing="none stored")
     assert prof.measure_command([a], "openmpi", "d.db").endswith(
         "--bench bcast --sizes 0:2 --repeat 3 --no-advise")
+
+
+def test_a_profiled_program_is_named_printably_everywhere():
+    """Arguments reach the program as given (bytes that are no UTF-8, an
+    escape sequence); shown, in the terminal, show --profile and the report,
+    they are quoted and escaped (the report had failed on them)."""
+    row = {"program": "/some/where/pt", "argv": json.dumps(["ok", "a b", "\udcff\x1b[31m"])}
+    assert prof.named(row) == "pt ok 'a b' '\\xff\\x1b[31m'"

@@ -101,19 +101,20 @@ def beside_latency(rows: Sequence[Mapping[str, object]],
                    probe_floor_ns: float | None) -> list[str]:
     """For each implementation's smallest-message latency between two ranks
     of this machine: against the core-to-core floor, and how much MPI adds."""
+    mine = [r for r in rows if _ok(r)]  # the records the headline table reads
     by: dict[str, list[Mapping[str, object]]] = {}
-    for r in rows:
-        if _ok(r) and r["bench"] == "latency" and int(r["size_bytes"]) >= 1:  # type: ignore[call-overload]
+    for r in mine:
+        if r["bench"] == "latency" and int(r["size_bytes"]) >= 1:  # type: ignore[call-overload]
             by.setdefault(what(r), []).append(r)
     out = []
     for name, recs in sorted(by.items()):
         r = min(recs, key=lambda x: int(x["size_bytes"]))  # type: ignore[call-overload]
         ns = float(r["median_us"]) * 1000  # type: ignore[arg-type]
-        f = latency_floor_ns(recs, rows, probe_floor_ns)
+        f = latency_floor_ns(recs, mine, probe_floor_ns)
         if f is None:
             continue
         whose = ("the floor its jobs measured" if jobs_floor_ns(recs) else
-                 "the floor the sweep's jobs measured" if jobs_floor_ns(rows) else
+                 "the floor the sweep's jobs measured" if jobs_floor_ns(mine) else
                  "the probe's floor")
         out.append(f"{name}: {human_bytes(int(r['size_bytes']))} latency {ns:.0f} ns, "  # type: ignore[call-overload]
                    f"{ns / f:.1f}x the core-to-core floor ({f:.0f} ns, {whose}); MPI adds "

@@ -4,10 +4,27 @@ bucket, the hottest first, with each rank's share of its time in MPI."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..store.sizes import human_bytes
+
+
+def printable(text: str) -> str:
+    """What a program or its user wrote, fit for a terminal, a page and a
+    store: bytes that are no UTF-8 as \\xNN, control characters escaped."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def named(row: Mapping[str, object]) -> str:
+    """A stored profile's program and its arguments, as a shell would take
+    them, printable (the terminal, show --profile list, the report)."""
+    argv = json.loads(str(row["argv"] or "[]"))
+    return printable(shlex.join([Path(str(row["program"])).name, *argv]))
 
 
 @dataclass(frozen=True)
@@ -198,6 +215,12 @@ class Against:
         return "; ".join(said)
 
 
+def ratio_text(r: float) -> str:
+    """A ratio from one profiled run: two significant figures beyond 10
+    (hpcc's 4 B broadcast read 495 on one run and 1065 on the next, busy)."""
+    return f"{r:.2f}" if r < 10 else f"{r:.3g}" if r < 100 else f"{r:.0f}"
+
+
 def _at(series, size: int) -> tuple[float, float, float, bool] | None:
     """The series' median time at `size`, its interval, and whether only
     records taken beside other work stand behind it: measured there, or
@@ -274,7 +297,8 @@ def against_text(rows: Sequence[Against], top: int = 10) -> str:
              f"{'bench us':>9} {'ratio':>6}  verdict (benchmark)"]
     for a in rows[:top]:
         h = a.hot
-        bench = (f"{a.bench_us:>9.2f} {a.ratio:>6.2f}  {a.verdict} ({a.bench}, {a.config}"
+        bench = (f"{a.bench_us:>9.2f} {ratio_text(a.ratio):>6}  {a.verdict} ({a.bench}, "
+                 f"{a.config}"
                  + (", measured beside other work" if a.busy else "") + ")"
                  + (f": {a.evidence}" if a.evidence else "")
                  if a.bench_us else f"{'-':>9} {'-':>6}  {a.missing}")

@@ -67,7 +67,7 @@ def cmd_findings(a: argparse.Namespace) -> int:
     store, rows = matching(a)
     diag = conclude.of_rows(store, rows)
     if a.brief:  # what `run` ended with, again
-        print(screen.headline(store, rows), end="")
+        print(screen.headline(store, rows).removeprefix("\n"), end="")
         if diag is not None:
             print("\n" + screen.conclusions(diag, screen.width()), end="")
         return 0

@@ -53,7 +53,8 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
     for f in s.fresh:
         f.unlink(missing_ok=True)
     pid = s.store.begin_profile({
-        "program": printable(str(s.exe)), "argv": json.dumps(s.args), "cwd": printable(str(s.cwd)),
+        "program": prof.printable(str(s.exe)), "argv": json.dumps(s.args),
+        "cwd": prof.printable(str(s.cwd)),
         "mpi_name": s.impl.name, "mpi_family": s.impl.family, "np": s.np,
         "launch_argv": "[]", "settings": json.dumps(settings),
         "hostname": socket.gethostname(), "commscope_version": __version__,
@@ -115,25 +116,18 @@ def cmd_profile(a: argparse.Namespace) -> int:
     if files:
         return _verify(s, settings, files, a.rounds or 5)
     pid, got, checked = _one(s, settings)
-    print(f"profile {pid}: {printable(exe.name)} under {impl.name}, {a.np} processes: "
+    print(f"profile {pid}: {prof.printable(exe.name)} under {impl.name}, {a.np} processes: "
           f"{got.status}" + (f" ({got.why})" if got.why else "")
           + f", {got.outcome.wall_s:.1f} s"
           + ("" if checked is None else "; its check " + checked_text(checked)))
     tail = [x for x in got.out.strip().splitlines() if x.strip()][-5:]
     if tail:
-        print("  its output ended: " + " | ".join(printable(x) for x in tail)[:400])
+        print("  its output ended: " + " | ".join(prof.printable(x) for x in tail)[:400])
     if got.status in ("failed", "timeout") and got.err.strip():
         print("  its last error lines: "
-              + " | ".join(printable(x) for x in got.err.strip().splitlines()[-3:])[:300])
+              + " | ".join(prof.printable(x) for x in got.err.strip().splitlines()[-3:])[:300])
     print(prof.text(prof.summarize(got.ranks), a.top or 1 << 30), end="")
     return 0 if got.status == "ok" and checked is not False else 1
-
-
-def printable(text: str) -> str:
-    """What a program or its user wrote, fit for a terminal and a store:
-    bytes that are no UTF-8 as \\xNN, control characters escaped."""
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 def checked_text(checked: bool | str) -> str:
@@ -216,8 +210,7 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
 def stored_text(row) -> str:
     """A stored profile, as `show --profile` prints it."""
     data = json.loads(row["data"] or "{}")
-    named = printable(shlex.join([Path(row["program"]).name, *json.loads(row["argv"] or "[]")]))
-    head = (f"profile {row['id']}: {named} under {row['mpi_name']}, "
+    head = (f"profile {row['id']}: {prof.named(row)} under {row['mpi_name']}, "
             f"{row['np']} processes, {row['started_at']}: {row['status']}"
             + (f" ({data['why']})" if data.get("why") else ""))
     return head.rstrip() + "\n" + prof.text(prof.summarize(data.get("ranks") or []), 1 << 30)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
-import shlex
 import sys
-from pathlib import Path
 
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
@@ -89,15 +86,14 @@ def profile_row(store: Store, which: str, db: str, listing: bool = False):
 
 
 def _show_profile(store: Store, which: str, db: str) -> int:
-    from .profile import printable, stored_text
+    from ..analysis.profile import named
+    from .profile import stored_text
 
     if which == "list":
         for r in profile_rows(store, db):
-            named = printable(shlex.join([Path(r["program"]).name,
-                                          *json.loads(r["argv"] or "[]")]))
             batch = f" verify batch {r['batch']} round {r['round'] + 1}" if r["batch"] else ""
             print(f"{r['id']:>4}  {r['started_at']}  {r['status']:<11} {r['mpi_name']:<10} "
-                  f"np={r['np']:<3} {named}"[:150] + batch)
+                  f"np={r['np']:<3} {named(r)}"[:150] + batch)
         return 0
     print(stored_text(profile_row(store, which, db, listing=True)), end="")
     return 0

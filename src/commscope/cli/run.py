@@ -126,8 +126,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                 print(tables(agg), end="")
             else:
                 print(f"the sweep's tables: commscope show --db {shlex.quote(str(a.db))}")
-            head = screen.headline(store, agg)
-            print(("\n" if head.startswith("Headline") else "") + head, end="")
+            print(screen.headline(store, agg), end="")
     if not a.no_advise:
         _advise(a, store, outcomes, cores, opts, policy)
     # a path asked for by name must run; one from 'all' may be skipped

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -192,6 +193,8 @@ def launcher_flags(impl: MpiImpl, spec: LaunchSpec) -> list[str]:
     return flags
 
 
-def launch_argv(impl: MpiImpl, spec: LaunchSpec, exe: str, args: list[str]) -> list[str]:
-    """The whole command line, as a list: never a shell string."""
-    return [impl.launcher, "-n", str(spec.np), *launcher_flags(impl, spec), exe, *args]
+def launch_argv(impl: MpiImpl, spec: LaunchSpec, exe: str, args: list[str],
+                extra: Sequence[str] = ()) -> list[str]:
+    """The whole command line, as a list: never a shell string.  `extra`:
+    launcher flags of the caller's (the profiler's preload)."""
+    return [impl.launcher, "-n", str(spec.np), *launcher_flags(impl, spec), *extra, exe, *args]

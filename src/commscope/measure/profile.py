@@ -12,6 +12,7 @@ rank that ended without MPI_Finalize marked so."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -39,8 +40,6 @@ def source() -> Path:
 def build(impl: MpiImpl, force: bool = False) -> Path:
     """The interposition library for `impl` (built with its wrapper, or
     reused where its source and the implementation are unchanged)."""
-    import hashlib
-
     src = source()
     digest = hashlib.sha256(src.read_bytes()).hexdigest()[:12]
     out_dir = cache_dir() / "build" / f"profile-{impl.name}-{identity(impl)[:12]}-{digest}"
@@ -178,8 +177,7 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
     with tempfile.TemporaryDirectory(prefix="commscope-profile-") as tmp:
         into = Path(tmp) / "ranks"
         into.mkdir()
-        argv = [impl.launcher, "-n", str(np_), *mpi_mod.launcher_flags(impl, spec),
-                *preload_flags(impl, lib), str(exe), *args]
+        argv = mpi_mod.launch_argv(impl, spec, str(exe), args, preload_flags(impl, lib))
         env = environ(impl.env, settings, {"COMMSCOPE_PROFILE_DIR": str(into)})
         ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
                             stdout_path=Path(tmp) / "out", stderr_path=Path(tmp) / "err")

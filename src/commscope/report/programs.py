@@ -6,9 +6,7 @@ on it (--verify)."""
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Mapping
-from pathlib import Path
 
 from ..analysis import profile as prof
 from ..store.db import Store
@@ -32,10 +30,6 @@ def section(store: Store, series: Mapping) -> list[dict[str, object]]:
     for b, rs in sorted(batches.items()):
         out.append(_batch(b, rs))
     return out
-
-
-def _name(r) -> str:
-    return shlex.join([Path(r["program"]).name, *json.loads(r["argv"] or "[]")])
 
 
 def _one(r, series: Mapping) -> dict[str, object]:
@@ -63,12 +57,12 @@ def _one(r, series: Mapping) -> dict[str, object]:
                         "verdict"),
                        [(a.hot.call, a.hot.sizes, f"{a.per_rank:.0f}", f"{a.measured_us:.2f}",
                          f"{a.bench_us:.2f}" if a.bench_us else "-",
-                         f"{a.ratio:.2f}" if a.ratio else "-",
+                         prof.ratio_text(a.ratio) if a.ratio else "-",
                          f"{a.verdict} ({a.bench}, {a.config}"
                          + (", measured beside other work" if a.busy else "") + ")"
                          + (f": {a.evidence}" if a.evidence else "") if a.bench_us else a.missing)
                         for a in ag[:12]], (2, 3, 4, 5))
-    return {"title": f"{_name(r)} under {r['mpi_name']}, {r['np']} processes", "said": said,
+    return {"title": f"{prof.named(r)} under {r['mpi_name']}, {r['np']} processes", "said": said,
             "hot": hot, "versus": versus, "verify": None}
 
 
@@ -89,7 +83,7 @@ def _batch(b: int, rs: list) -> dict[str, object]:
                               if k in base])
           for key, runs in by.items() if key != base_key]
     r0 = rs[0]
-    return {"title": f"{_name(r0)} under {r0['mpi_name']}, {r0['np']} processes: settings "
+    return {"title": f"{prof.named(r0)} under {r0['mpi_name']}, {r0['np']} processes: settings "
                      f"verified (batch {b})",
             "said": prof.verify_text(vs, len(base)).strip(), "hot": None, "versus": None,
             "verify": None}
