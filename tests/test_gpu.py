@@ -605,6 +605,11 @@ def test_mps_is_told_from_the_processes_running(tmp_path):
     assert not mps_running(tmp_path)
     (tmp_path / "4242").mkdir()
     (tmp_path / "4242" / "comm").write_text("nvidia-cuda-mps\n")  # comm keeps 15 characters
+    (tmp_path / "4242" / "stat").write_text("4242 (nvidia-cuda-mps) Z 1 4242 4242 0 -1\n")
+    assert not mps_running(tmp_path), "a daemon that quit and was not reaped serves nobody"
+    (tmp_path / "4243").mkdir()
+    (tmp_path / "4243" / "comm").write_text("nvidia-cuda-mps\n")
+    (tmp_path / "4243" / "stat").write_text("4243 (nvidia-cuda-mps) S 1 4243 4243 0 -1\n")
     assert mps_running(tmp_path)
 
 
