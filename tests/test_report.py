@@ -824,3 +824,30 @@ def test_a_report_never_writes_over_a_store_in_its_folder(tmp_path, capsys):
     assert (col / "figures.json").read_bytes() == before
     assert cli.main(["report", "--db", str(db), "--out", str(db) + "-wal"]) == 2
     assert "the store itself" in capsys.readouterr().err
+
+
+def test_settings_every_job_ran_with_are_the_defaults_a_setting_is_set_against(tmp_path):
+    """Fixed store, from the second H200 lease (docs/gpu.md): the machine's
+    image set OMPI_MCA_btl_vader_single_copy_mechanism=none for every job;
+    the host path ran with it alone, with vader and CMA, and with vader
+    without.  The settings section sets each against the image's defaults
+    (before, every configuration carried a setting and none was compared)
+    and names CMA faster where the findings do; a store of GPU paths only,
+    all with the image's settings, has no settings section."""
+    import re
+
+    lease = Path(__file__).parents[1] / "docs" / "gpu-h200" / "lease2"
+    db = tmp_path / "cma.db"
+    shutil.copyfile(lease / "host-cma-and-mps.db", db)
+    assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    sec = page.split("<h2 id=tuning>")[1].split("<h2")[0]
+    rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in tr.split("</td>")[:-1]]
+            for tr in sec.split("<tr>")[2:]]
+    cma = "OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=cma"
+    assert ["openmpi-cuda", "latency", cma, "faster with it", "64K-256K"] in [r[:5] for r in rows]
+    assert all("single_copy_mechanism=none" not in r[2] for r in rows), rows  # the defaults'
+    db2 = tmp_path / "mps.db"
+    shutil.copyfile(lease / "seeds-mps.db", db2)
+    assert cli.main(["report", "--db", str(db2), "--out", str(tmp_path / "rep2")]) == 0
+    assert "<h2 id=tuning>" not in (tmp_path / "rep2" / "index.html").read_text()

@@ -554,8 +554,10 @@ def gpu_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
 
 
 def tuned_impls(rows: Sequence[sqlite3.Row]) -> list[str]:
-    """The implementations measured with runtime settings."""
-    return sorted({_impl(r) for r in rows if _settings(r)})
+    """The implementations measured with runtime settings of their own
+    beside their defaults (beyond what every configuration of it ran with)."""
+    base = _base_settings(rows)
+    return sorted({_impl(r) for r in rows if frozenset(_settings(r).items()) != base[_impl(r)]})
 
 
 def _same_impl(found: Sequence[findings.Finding]):
@@ -614,7 +616,8 @@ def gpu_sharing(store, run_ids: set[int]) -> dict[str, int]:
 
 SHARED_NOTE = ("Ranks shared one GPU in {n} of the applications' runs: their compute phases "
                "and weak scaling measure how the device is shared, not scaling (on an H200, "
-               "gpu_jacobi's t(1)/t(2) was 0.14 without MPS and 0.52 with it; docs/gpu.md).")
+               "gpu_jacobi's t(1)/t(2) was 0.12-0.14 without MPS and 0.52-0.54 with it in "
+               "two leases; docs/gpu.md).")
 UNKNOWN_NOTE = ("Whether the ranks of {n} of the applications' runs shared a GPU was not "
                 "recorded (the core says so since 2026-11-27): where they did, compute and weak "
                 "scaling measure how the device is shared, not scaling (docs/gpu.md).")
@@ -652,6 +655,20 @@ def gpu(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Findin
     return out
 
 
+def _base_settings(rows: Sequence[sqlite3.Row]) -> dict[str, frozenset[tuple[str, str]]]:
+    """Per implementation, the settings of its configuration that set the
+    fewest: its defaults as this machine gives them (the H200's image set
+    OMPI_MCA_btl_vader_single_copy_mechanism=none for every job, so every
+    configuration there carries it)."""
+    out: dict[str, frozenset[tuple[str, str]]] = {}
+    for r in rows:
+        mine = frozenset(_settings(r).items())
+        impl = _impl(r)
+        if impl not in out or len(mine) < len(out[impl]):
+            out[impl] = mine
+    return out
+
+
 def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Finding],
            tick: Tick) -> list[Item]:
     """Configurations run with settings (commscope run --settings, the
@@ -672,17 +689,20 @@ def tuning(page: Page, rows: Sequence[sqlite3.Row], found: Sequence[findings.Fin
         return []
     rows_: list[tuple[object, ...]] = []
     elsewhere = 0
+    base = _base_settings(rows)
     for f, w, lo in _same_impl(found):
-        if bool(w.settings) == bool(lo.settings):
-            continue  # against the defaults only: one side set nothing
-        changed = sorted(set(w.settings) ^ set(lo.settings))
+        common = base.get(w.implementation, frozenset())
+        if w.buffer != lo.buffer or (set(w.settings) == common) == (set(lo.settings) == common):
+            continue  # against the defaults only: one side set nothing of its own
+        tried = lo if set(w.settings) == common else w
+        changed = sorted(set(tried.settings) - common)
         benches = f.benches or (f.bench,)
         if all(forced_collective(k) not in (None, *benches) for k, _ in changed):
             elsewhere += 1
             continue
         rows_.append((w.implementation, ", ".join(benches),
                       " ".join(f"{k}={v}" for k, v in changed),
-                      "faster with it" if w.settings else "slower with it", *_by_how_much(f)))
+                      "faster with it" if tried is w else "slower with it", *_by_how_much(f)))
     out.append(table(("implementation", "benchmark", "setting", "verdict", *RATIO_HEAD), rows_)
                if rows_ else
                Para("No setting is told apart from the defaults by the between-run "
