@@ -42,7 +42,9 @@ class Conclusion:
     headline: str  # one sentence: what to do, with the figure that carries it
     details: tuple[str, ...]  # what established it, and what was tried
     gain: float  # the share of a call's time acting on it saves, as measured
-    identity: tuple[str, ...]  # (call, slow implementation, fast side, cause): for run-to-run
+    # (call, slow implementation, fast side, cause): for run-to-run; a setting's
+    # fast side is '' (the setting is the conclusion, whichever gap it closed)
+    identity: tuple[str, ...]
     outcome: Outcome
     members: tuple[Conclusion, ...] = ()  # a line that groups several gaps: each one's
 
@@ -279,14 +281,15 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         sizes = span_text(best.sizes) if any(best.sizes) else ""
         head = (f"{slow} {_call(g.call)}{_sp(sizes)}: set {best.hypothesis.label} ({_r(med)} "
                 f"faster, at least {_least(least)}, {closes}; {why}) ({_scope(g)})")
+        # a setting is the same conclusion whichever gap it closed: another
+        # library's call, or the same library's hand-written equivalent
+        ident = (g.call, impl_slow, "", best.hypothesis.id)
         if handed:
-            return Conclusion("setting", head, tuple(details), best.gain,
-                              (*ident[:3], best.hypothesis.id), o)
+            return Conclusion("setting", head, tuple(details), best.gain, ident, o)
         # found, not handed over: said with why, above a library choice
         head += "; not handed over: " + file_text(fc, best.hypothesis.settings).split(
             ": ", 1)[-1]
-        return Conclusion("found", head, tuple(details), best.gain,
-                          (*ident[:3], best.hypothesis.id), o)
+        return Conclusion("found", head, tuple(details), best.gain, ident, o)
     gain = 1.0 - 1.0 / c.median
     # a setting that narrows the gap without closing it leaves the gap what
     # it is (the library choice, the hand-written equivalent): said beside it
@@ -413,20 +416,22 @@ def _grouped(kind: str, ms: list[Conclusion], d: Diagnosis) -> Conclusion:
                       (kind, slow, fast), lead.outcome, tuple(ms))
 
 
-ROBUST = 1.10  # the least a gap's rounds allow, for it to lead: 10% at every confirmed size
+ROBUST = 1.10  # what a gap's rounds allow at least, for it to lead: 10% at half its sizes
 
 
 def robust(c: Conclusion) -> bool:
     """Whether a conclusion is one the next run should repeat: a setting
     that wins surely by 5% (its interval's lower end), a gap whose interval
-    stays 10% above 1 at every size it holds at.  The others are true of
+    stays 10% above 1 at half the sizes it holds at or more (the call's gap,
+    not its noisiest size's: the lowest end over 15 sizes flipped lines
+    between two runs whose medians agreed to 3%).  The others are true of
     these rounds and said below the first screen: a flip between runs comes
     from them."""
     o = c.outcome
     if c.kind in ("setting", "found"):
         t = o.best_setting()
         return t is not None and t.speed()[1] >= MIN_FACTOR
-    return o.conf is not None and o.conf.least >= ROBUST
+    return o.conf is not None and o.conf.typical_least >= ROBUST
 
 
 def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
