@@ -111,6 +111,25 @@ def test_a_setting_that_changes_nothing_is_retracted_and_said_so():
     assert "not the device path MPICH takes for bcast" in said and "changed nothing" in said
 
 
+def test_a_setting_whose_rounds_could_not_tell_is_not_retracted():
+    """An experiment too noisy to decide is no refutation: one run's eager
+    limit read 1.32x [0.97, 2.03] on a 1.7x gap after 6 rounds (the other
+    run's closed it).  Its verdict is undecided, said with its interval,
+    never 'not the device path ...: changed nothing'."""
+    h = _hyp()
+    arm = dg.hyp_arm(_gap(), h)
+    base = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+    noisy = _rounds({arm: {s: 1.6 for s in SIZES}}, noise=0.6, seed=3)
+    base.figures[arm] = noisy.figures[arm]
+    c = dg.confirm(_gap(), base)
+    t = dg.judge(_gap(), c, h, base)
+    assert t.verdict == "undecided", [(x.size, x.lo, x.hi) for x in t.speedup]
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))]))
+    said = " ".join(cc.details)
+    assert "not the device path" not in said and "changed nothing" not in said, said
+    assert "not decided in 6 round(s)" in said and "holds both no change" in said, said
+
+
 def test_a_setting_that_closes_the_gap_is_its_cause_and_is_handed_over_once_checked():
     h = _hyp()
     arm = dg.hyp_arm(_gap(), h)
