@@ -592,3 +592,33 @@ def test_a_setting_is_one_conclusion_whichever_gap_it_closed():
         assert line.kind in ("setting", "found"), line.headline
         ids.append(conclude.identities([line]))
     assert ids[0] == ids[1] == {("bcast", "mpich", "", h.id)}
+
+
+def test_the_next_run_measures_again_what_the_last_diagnosis_confirmed(tmp_path):
+    """Fixed store (one make run): a later sweep of the same configurations
+    takes the gaps its diagnosis confirmed as candidates too, where its
+    screen did not pick them, and none it did not measure or picked itself.
+    A gap confirmed at 1.6x by one default run was no candidate of the next
+    run's screen, and its setting came and went from the first screen."""
+    import shutil
+    from pathlib import Path
+
+    from commscope.analysis.series import collect
+    from commscope.store.db import Store
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(Path(__file__).parent / "golden" / "first-run.sqlite", db)
+    s = Store(db)
+    series = collect(s.selection("sweep=1"))
+    confirmed = {o.gap.id for o in dg.latest(s, [1]).outcomes if o.confirmed}
+    assert len(confirmed) >= 5
+    again, configs = diagnose.prior_gaps(s, 2, series, set())
+    assert {g.id for g in again} == confirmed
+    assert set(configs) == {a for g in again for a in g.arms()}
+    assert diagnose.prior_gaps(s, 1, series, set()) == ([], {})  # nothing before sweep 1
+    picked = sorted(confirmed)[:3]
+    assert {g.id for g in diagnose.prior_gaps(s, 2, series, set(picked))[0]} == (
+        confirmed - set(picked))
+    no_bw = {k: v for k, v in series.items() if k[1] != "bw"}
+    left = diagnose.prior_gaps(s, 2, no_bw, set())[0]
+    assert left and all(t[1] != "bw" for g in left for p in g.points for t in (*p.slow, *p.fast))
