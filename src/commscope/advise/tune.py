@@ -90,13 +90,21 @@ def read_cvars(core: Core, timeout_s: float = 60.0,
     """Every control variable of the implementation with its value (and
     enumeration), read inside a 2-rank job on this machine, with these
     settings given (a configuration under study)."""
-    code, parsed, said = _short_job(core, {**dict(settings), "COMMSCOPE_CVARS": "*"}, timeout_s)
+    mv2 = core.impl.variant == "mvapich2"  # its channel's variables are no MPI_T ones
+    env = {**dict(settings), "COMMSCOPE_CVARS": "*", **({"MV2_SHOW_ENV_INFO": "2"} if mv2 else {})}
+    code, parsed, said = _short_job(core, env, timeout_s)
     if code != 0 or parsed.header is None or parsed.header.cvars is None:
         err = said.strip().splitlines()
         ours = [x for x in err if x.startswith("cs-core")] or err[-1:]
         raise CommscopeError(f"cannot read {core.impl.name}'s control variables: "
                              + (ours[0] if ours else f"exit {code}"))
-    return {k: v for k, v in parsed.header.cvars.items() if isinstance(v, dict)}
+    out = {k: v for k, v in parsed.header.cvars.items() if isinstance(v, dict)}
+    if mv2:
+        from ..measure.settings import mv2_params
+
+        out.update({k: {"value": v, "read": "MV2_SHOW_ENV_INFO"}
+                    for k, v in mv2_params(said).items()})
+    return out
 
 
 INTEL_MAX_ALG = 64  # the most algorithm numbers asked of Intel MPI (2021.18: 32 allreduce)

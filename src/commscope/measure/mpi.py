@@ -26,6 +26,9 @@ class MpiImpl:
     source: str  # debian | pypi | user
     env: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
     cc: str = ""  # the C compiler the wrapper is told to drive ('' for its own)
+    # a library of the family known by its own name: "mvapich2" (MPICH's
+    # launcher and ABI, its own channels and variables); '' for the family's own
+    variant: str = ""
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -98,6 +101,15 @@ def detect_family(mpicc: str, env: dict[str, str] | None = None) -> str:
                          "--showme nor -show)")
 
 
+def detect_variant(mpicc: str, family: str, env: dict[str, str] | None = None) -> str:
+    """A library of the MPICH family known by its own name: MVAPICH2's
+    wrapper says "mpicc for MVAPICH2 version 2.3.7-1" to -v."""
+    if family != "mpich":
+        return ""
+    rc, out = _run([mpicc, "-v"], env)
+    return "mvapich2" if "MVAPICH2" in out else ""
+
+
 def find_launcher(mpicc: str, family: str) -> str:
     """The launcher that sits beside the wrapper, with the same suffix."""
     p = Path(mpicc)
@@ -130,9 +142,10 @@ def describe_path(mpicc: str, name: str | None = None, source: str = "user") -> 
     path = os.path.abspath(path)
     env = _lib_env(Path(path)) if source == "pypi" else {}
     family = detect_family(path, env)
+    variant = detect_variant(path, family, env)
     launcher = find_launcher(path, family)
-    return MpiImpl(name=name or f"{family}-{source}", family=family, mpicc=path,
-                   launcher=launcher, source=source, env=env)
+    return MpiImpl(name=name or f"{variant or family}-{source}", family=family, mpicc=path,
+                   launcher=launcher, source=source, env=env, variant=variant)
 
 
 @dataclass(frozen=True)
@@ -181,6 +194,10 @@ def launcher_flags(impl: MpiImpl, spec: LaunchSpec) -> list[str]:
         else:
             flags += bind_flags("openmpi", spec.bind)
     elif impl.family == "mpich":
+        if impl.variant == "mvapich2":
+            # MVAPICH2 pins each rank itself by default (MV2_ENABLE_AFFINITY=1), over
+            # what Hydra bound: off, so that Hydra's binding is the one, as for MPICH
+            flags += ["-genv", "MV2_ENABLE_AFFINITY", "0"]
         if not spec.oversubscribed:
             flags += bind_flags("mpich", spec.bind)
     elif impl.family == "intel":

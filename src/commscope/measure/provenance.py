@@ -17,7 +17,7 @@ ENV_PREFIXES = ("OMPI_", "PMIX_", "PRTE_", "MPICH_", "MPIR_", "HYDRA_", "UCX_", 
 ENV_HIDE = ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM")
 # Of those, the ones a user sets to change behaviour: part of a run's
 # configuration (a job id or a launcher's private variable is not).
-SETTING_PREFIXES = ("OMPI_MCA_", "UCX_", "MPIR_CVAR_", "MPICH_", "I_MPI_", "FI_", "NCCL_",
+SETTING_PREFIXES = ("OMPI_MCA_", "UCX_", "MPIR_CVAR_", "MPICH_", "MV2_", "I_MPI_", "FI_", "NCCL_",
                     "COMMSCOPE_BIND")
 
 

@@ -148,6 +148,48 @@ def intel_ignored(said: str) -> dict[str, str]:
     return {f"I_MPI_ADJUST_{op}": kind for kind, op, _ in _IMPI_IGNORED.findall(said)}
 
 
+# MVAPICH2 (MV2_SHOW_ENV_INFO=2) prints every parameter of its channel at
+# start-up, one "\tMV2_SMP_EAGERSIZE              : 8193" a line, on rank 0's
+# stderr (ibv_param.c, mv2_show_all_params): its variables are no MPI_T ones
+_MV2_PARAM = re.compile(r"^\s*(MV2_[A-Z0-9_]+)\s+:\s+(.*?)\s*$", re.M)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def mv2_params(said: str) -> dict[str, str]:
+    """Each MVAPICH2 parameter it printed with its value (the first time)."""
+    out: dict[str, str] = {}
+    for name, value in _MV2_PARAM.findall(said):
+        out.setdefault(name, value)
+    return out
+
+
+def _bytes(v: str) -> int | None:
+    """A number as MVAPICH2 takes one: 8192, 8K, 1M."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", v)
+    return int(m.group(1)) * _UNITS[m.group(2).lower()] if m else None
+
+
+def mv2_refused(settings: Mapping[str, str], said: str) -> list[str]:
+    """MVAPICH2's variables against what it printed it runs with (a job
+    started with MV2_SHOW_ENV_INFO=2): a name it did not print is none of
+    its channel's; a value it holds otherwise was not taken."""
+    mine = {k: v for k, v in settings.items() if k.startswith("MV2_")}
+    if not mine:
+        return []
+    got = mv2_params(said)
+    if not got:
+        return [f"{k}: MVAPICH2 printed no parameters (MV2_SHOW_ENV_INFO=2): not read back"
+                for k in mine]
+    out = []
+    for key, want in mine.items():
+        if key not in got:
+            out.append(f"{key}: MVAPICH2 printed no such parameter (misspelled, or not one "
+                       "of its channel's)")
+        elif got[key] != want and (_bytes(want) is None or _bytes(want) != _bytes(got[key])):
+            out.append(f"{key}={want} was not taken: MVAPICH2 holds {key}={got[key]}")
+    return out
+
+
 def ignored_by_intel(settings: Mapping[str, str], said: str) -> list[str]:
     """The I_MPI_ADJUST settings Intel MPI said it ignores."""
     return [f"{key}={settings[key]} was not taken: Intel MPI says 'Incorrect {kind}' and "
@@ -288,6 +330,8 @@ def readback_env(settings: Mapping[str, str], env: Mapping[str, str],
         out["COMMSCOPE_CVARS"] = ",".join(names)
     if any(k.startswith("UCX_") for k in settings) and "UCX_LOG_LEVEL" not in env:
         out["UCX_LOG_LEVEL"] = "info"
+    if any(k.startswith("MV2_") for k in settings):
+        out["MV2_SHOW_ENV_INFO"] = "2"  # MVAPICH2 prints what it runs with
     if protocols:
         out["UCX_PROTO_INFO"] = "y"
     return out
@@ -307,6 +351,7 @@ def read_back(settings: Mapping[str, str], header: Header | None, said: str, *, 
     only for a job that finished)."""
     refusals = refused(settings, header.cvars if header else None)
     refusals += ignored_by_intel(settings, said)
+    refusals += mv2_refused(settings, said)
     notes: list[str] = []
     if (bind := settings.get("COMMSCOPE_BIND")) and finished:
         refusals += binding_refused(bind, header.cpus if header else (), cores, oversubscribed)

@@ -68,6 +68,11 @@ class Cluster:
     def check(self, impl: MpiImpl, place: Placement) -> None:
         if (why := self.cannot_launch(impl)) is not None:
             raise CommscopeError(why)
+        if impl.variant == "mvapich2" and place.nodes > 1:
+            raise CommscopeError(
+                f"{impl.name}: MVAPICH2's mrail device reaches another node only through an "
+                "InfiniBand adapter (on one node it runs its shared-memory channel alone); "
+                f"{self.label} joins its nodes by TCP: run it on one node")
         n = self.size()
         if n is not None and place.nodes > n:
             raise CommscopeError(f"{self.label} has {n} node(s); cannot place ranks on "
