@@ -97,19 +97,27 @@ def test_help_has_examples(capsys):
         assert "example: commscope" in capsys.readouterr().out
 
 
-def _fake_mpi(tmp_path: Path) -> Path:
-    """An 'MPICH' whose compiler always fails, with a message of its own."""
-    bin_ = tmp_path / "fakempi" / "bin"
+def fake_wrapper(bin_: Path, says: str, show: str,
+                 otherwise: str = "exit 1") -> Path:
+    """An mpicc in `bin_` that answers -v with `says` and -show with
+    `show`, and does `otherwise` when asked to compile; an mpiexec beside
+    it that fails."""
     bin_.mkdir(parents=True)
     cc = bin_ / "mpicc"
-    cc.write_text('#!/bin/sh\ncase "$1" in\n  -v) echo "mpicc for MPICH version 9.9";'
-                  ' exit 0;;\n  -show|--version) echo "gcc -lmpich"; exit 0;;\nesac\n'
-                  'echo "fake.c:1:1: error: this compiler is broken on purpose" >&2\nexit 1\n')
+    cc.write_text(f'#!/bin/sh\ncase "$1" in\n  -v) echo "{says}"; exit 0;;\n'
+                  f'  -show|--version) echo "{show}"; exit 0;;\nesac\n{otherwise}\n')
     launcher = bin_ / "mpiexec"
     launcher.write_text("#!/bin/sh\nexit 1\n")
     for p in (cc, launcher):
         p.chmod(p.stat().st_mode | stat.S_IXUSR)
     return cc
+
+
+def _fake_mpi(tmp_path: Path) -> Path:
+    """An 'MPICH' whose compiler always fails, with a message of its own."""
+    return fake_wrapper(tmp_path / "fakempi" / "bin", "mpicc for MPICH version 9.9",
+                        "gcc -lmpich", 'echo "fake.c:1:1: error: this compiler is broken on '
+                        'purpose" >&2\nexit 1')
 
 
 def test_broken_mpicc_shows_the_compiler_message(capsys, tmp_path):

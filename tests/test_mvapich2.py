@@ -7,7 +7,6 @@ commscope's repository builds no MVAPICH2, docs/mvapich2.md)."""
 from __future__ import annotations
 
 import os
-import stat
 from pathlib import Path
 
 import pytest
@@ -18,19 +17,12 @@ from commscope.measure import mpi as mpi_mod
 from commscope.measure.cluster import Hostfile, Placement
 from commscope.measure.mpi import LaunchSpec, describe_path, launch_argv
 
+from .test_cli_errors import fake_wrapper
+
 
 def _wrapper(tmp_path: Path, says: str) -> Path:
     """An mpicc that answers -v as MVAPICH2's (or another MPICH's) does."""
-    bin_ = tmp_path / "bin"
-    bin_.mkdir(parents=True)
-    cc = bin_ / "mpicc"
-    cc.write_text(f'#!/bin/sh\ncase "$1" in\n  -v) echo "{says}"; exit 0;;\n'
-                  '  -show) echo "gcc -I/p/include -L/p/lib -lmpi"; exit 0;;\nesac\nexit 1\n')
-    launcher = bin_ / "mpiexec"
-    launcher.write_text("#!/bin/sh\nexit 1\n")
-    for p in (cc, launcher):
-        p.chmod(p.stat().st_mode | stat.S_IXUSR)
-    return cc
+    return fake_wrapper(tmp_path / "bin", says, "gcc -I/p/include -L/p/lib -lmpi")
 
 
 def test_mvapich2_is_told_by_its_wrapper_and_launched_with_hydras_binding_alone(tmp_path):
