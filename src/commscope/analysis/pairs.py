@@ -1,0 +1,111 @@
+"""Every pair of nodes: the schedule that measures them, and which node or
+link is slow (issue 40; mpiGraph's matrix, with a verdict and statistics).
+
+The schedule is a 1-factorisation of the complete graph on the nodes (the
+circle method): n - 1 rounds for n nodes (n rounds for odd n, one node idle
+in each), every round a set of disjoint pairs that can be measured at once,
+every pair in exactly one round.
+
+The verdict sets each pair's time against the cluster's typical pair: the
+median over nodes of each node's median pair, so that one bad node (every
+pair with it slow: half the pairs of a 4-node cluster) does not move the
+centre, as a median over pairs would.  A pair is slow where its between-run
+interval's lower end is SLOW times the typical time or more.  A node is
+named where every one of its pairs is slow and the pairs without it are
+not; a link where its pair is slow while both its nodes have a pair that
+is not."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SLOW = 1.2  # a pair surely this many times the typical time (its interval's lower end)
+
+
+def schedule(n: int) -> list[list[tuple[int, int]]]:
+    """Rounds of disjoint pairs (i < j) of nodes 0..n-1 covering every pair
+    once: the circle method, node 0 fixed and the others turning."""
+    if n < 2:
+        raise ValueError(f"{n} node(s): a pair needs 2")
+    m = n + n % 2  # odd: a dummy node, whose partner sits the round out
+    ring = list(range(m))
+    out = []
+    for _ in range(m - 1):
+        pairs = [(min(a, b), max(a, b)) for i in range(m // 2)
+                 if (a := ring[i]) < n and (b := ring[m - 1 - i]) < n]
+        out.append(sorted(pairs))
+        ring = [ring[0], ring[-1], *ring[1:-1]]
+    return out
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One pair's time (lower is better) over repeated runs: the median and
+    its between-run interval."""
+
+    a: str
+    b: str
+    median: float
+    lo: float
+    hi: float
+
+    def has(self, node: str) -> bool:
+        return node in (self.a, self.b)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    typical: float
+    ratios: dict[tuple[str, str], tuple[float, float, float]]  # median, lo, hi over typical
+    nodes: tuple[str, ...]  # every pair with it slow, the others not
+    links: tuple[str, ...]  # "a-b": slow, both nodes fine with another
+    lines: tuple[str, ...]  # what is said, one line each
+
+
+def _x(r: float) -> str:
+    return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
+
+
+def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
+    """Which node or link is slow, with the evidence, or that none stands
+    out; `what` names the figure ("time at 4 MiB")."""
+    names = sorted({p.a for p in pairs} | {p.b for p in pairs})
+    if len(names) < 3:
+        only = "; ".join(f"{p.a}-{p.b} {p.median:.3g}" for p in pairs)
+        return Verdict(0.0, {}, (), (), (f"{len(names)} node(s), one pair ({only}): nothing to "
+                                        "set it against; a slow node needs 3 nodes to be named",))
+    mine = {n: statistics.median(p.median for p in pairs if p.has(n)) for n in names}
+    typical = statistics.median(mine.values())
+    ratios = {(p.a, p.b): (p.median / typical, p.lo / typical, p.hi / typical) for p in pairs}
+    slow = {(p.a, p.b) for p in pairs if p.lo / typical >= SLOW}
+    bad = [n for n in names
+           if all((p.a, p.b) in slow for p in pairs if p.has(n))
+           and not all((p.a, p.b) in slow for p in pairs if not p.has(n))]
+    links = [f"{a}-{b}" for a, b in sorted(slow) if a not in bad and b not in bad
+             and any((p.a, p.b) not in slow for p in pairs if p.has(a))
+             and any((p.a, p.b) not in slow for p in pairs if p.has(b))]
+    lines = []
+    for n in bad:
+        rs = [ratios[(p.a, p.b)] for p in pairs if p.has(n)]
+        others = [ratios[(p.a, p.b)][0] for p in pairs if not p.has(n)]
+        lines.append(f"{n}: every pair with {n} takes {_x(statistics.median(r[0] for r in rs))} "
+                     f"[{_x(min(r[1] for r in rs))}, {_x(max(r[2] for r in rs))}] the cluster's "
+                     f"typical {what}; the other pairs {_x(min(others))}-{_x(max(others))}")
+    for link in links:
+        a, b = link.split("-", 1)
+        m, lo, hi = ratios[(a, b)]
+        lines.append(f"{link}: this pair takes {_x(m)} [{_x(lo)}, {_x(hi)}] the typical {what}, "
+                     f"while {a} and {b} are not slow with the others")
+    # slow pairs that are neither: more than one node's worth, said as such
+    rest = sorted(slow - {(p.a, p.b) for p in pairs if any(p.has(n) for n in bad)}
+                  - {tuple(x.split("-", 1)) for x in links})
+    if rest:
+        lines.append(f"{len(rest)} more slow pair(s) ({', '.join('-'.join(r) for r in rest)}) "
+                     "that no single node or link explains")
+    if not lines:
+        spread = [r[0] for r in ratios.values()]
+        lines.append(f"no node stands out: every pair within {_x(min(spread))}-{_x(max(spread))}"
+                     f" of the typical {what} (a pair is slow at {SLOW}x, surely)")
+    return Verdict(typical, ratios, tuple(bad), tuple(links), tuple(lines))

@@ -1,0 +1,69 @@
+"""Every pair of nodes (issue 40): the schedule is a 1-factorisation and the
+verdict names the node or link that was made slow, and nothing on a healthy
+cluster.  Fixed data."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from commscope.analysis import pairs
+
+
+@pytest.mark.parametrize("n", range(2, 18))
+def test_the_schedule_measures_every_pair_once_in_rounds_of_disjoint_pairs(n):
+    rounds = pairs.schedule(n)
+    assert len(rounds) == (n - 1 if n % 2 == 0 else n)
+    seen = [p for r in rounds for p in r]
+    assert sorted(seen) == list(itertools.combinations(range(n), 2))  # each exactly once
+    for r in rounds:
+        nodes = [x for p in r for x in p]
+        assert len(nodes) == len(set(nodes))  # disjoint: measured at once
+        assert len(r) == n // 2  # every node busy (one idle where n is odd)
+
+
+def test_fewer_than_two_nodes_has_no_schedule():
+    with pytest.raises(ValueError, match="a pair needs 2"):
+        pairs.schedule(1)
+
+
+def _cluster(n: int, slow: dict[tuple[str, str], float], seed: int = 1,
+             spread: float = 0.03) -> list[pairs.Pair]:
+    """Pairs of nodes n1..nN at 1.0 (times its own noise), some made slow."""
+    rng = random.Random(seed)
+    out = []
+    for i, j in itertools.combinations(range(1, n + 1), 2):
+        a, b = f"n{i}", f"n{j}"
+        m = slow.get((a, b), 1.0) * (1 + rng.uniform(-spread, spread))
+        out.append(pairs.Pair(a, b, m, m * 0.97, m * 1.03))
+    return out
+
+
+def test_a_node_degraded_tenfold_is_named_and_no_other():
+    slow = {p: 10.0 for p in (("n1", "n3"), ("n2", "n3"), ("n3", "n4"))}
+    v = pairs.verdict(_cluster(4, slow), "time at 4 MiB")
+    assert v.nodes == ("n3",) and v.links == ()
+    (line,) = v.lines
+    assert line.startswith("n3: every pair with n3 takes ") and "time at 4 MiB" in line, line
+    assert 9 < float(line.split("takes ")[1].split("x")[0]) < 11
+
+
+def test_a_single_slow_link_is_named_as_a_link_not_a_node():
+    v = pairs.verdict(_cluster(5, {("n1", "n2"): 3.0}))
+    assert v.nodes == () and v.links == ("n1-n2",)
+    assert v.lines[0].startswith("n1-n2: this pair takes ")
+    assert 2.6 < float(v.lines[0].split("takes ")[1].split("x")[0]) < 3.4
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_healthy_cluster_names_nothing(seed):
+    v = pairs.verdict(_cluster(6, {}, seed=seed, spread=0.08))
+    assert v.nodes == () and v.links == ()
+    assert v.lines[0].startswith("no node stands out"), v.lines
+
+
+def test_two_nodes_are_one_pair_with_nothing_to_set_it_against():
+    v = pairs.verdict(_cluster(2, {("n1", "n2"): 10.0}))
+    assert v.nodes == () and "needs 3 nodes" in v.lines[0]
