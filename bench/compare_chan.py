@@ -60,8 +60,16 @@ def floor_us(exe: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--mpi", action="append",
+                    help="implementations by name (default: Debian's), e.g. --mpi mvapich2")
     a = ap.parse_args()
-    impls = [m for m in discovery.discover() if m.source == "debian"] or discovery.discover()
+    found = discovery.discover()
+    impls = ([m for m in found if m.name in a.mpi] if a.mpi else
+             [m for m in found if m.source == "debian"] or found)
+    if a.mpi and len(impls) < len(set(a.mpi)):
+        missing = sorted(set(a.mpi) - {m.name for m in impls})
+        sys.exit(f"compare_chan: not found: {', '.join(missing)} (found: "
+                 f"{', '.join(m.name for m in found)})")
     cores = {m.name: build.build(m) for m in impls}
     boot = cores.get("openmpi") or next(iter(cores.values()))
     mark0, t0 = noise.mark(), os.times()
@@ -95,6 +103,9 @@ def main() -> int:
 
     print(f"the intra-node channel (Chai, Hartono and Panda) vs MPI, {a.rounds} alternating "
           "rounds, medians, 2 processes")
+    for m in impls:
+        version = cores[m.name].mpi_version
+        print(f"  {m.name}: {version.splitlines()[0] if version else m.family}")
     print(f"machine: {provenance.cpu_model()}, {provenance.n_cores()} cores")
     for n in order:
         print(f"  {n:<10} 8 B latency {med[n]['lat8']:.4f} us   4 MiB bw {med[n]['bw4m']:.0f} MB/s"
