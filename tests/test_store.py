@@ -83,6 +83,27 @@ def test_abandoned_running_becomes_failure_and_another_sweeps_job_stays_its_own(
     assert status == {mine: RUNNING, legacy: FAILED, elsewhere: RUNNING, killed: FAILED}
 
 
+PROFILE = {"program": "/bin/prog", "argv": "[]", "cwd": "/", "mpi_name": "openmpi",
+           "mpi_family": "openmpi", "np": 2, "launch_argv": "[]", "settings": "{}"}
+
+
+def test_a_profile_left_running_by_a_killed_commscope_becomes_interrupted(tmp_path):
+    """A profile begun by a process that is gone (SIGKILL: no handler ran)
+    is marked interrupted, said so; one this process profiles stays running."""
+    s = Store(tmp_path / "p.db")
+    mine = s.begin_profile(PROFILE)
+    code = ("import sys; from commscope.store.db import Store; from tests.test_store import "
+            "PROFILE; print(Store(sys.argv[1]).begin_profile(PROFILE))")
+    killed = int(subprocess.run([sys.executable, "-c", code, str(tmp_path / "p.db")],
+                                check=True, capture_output=True, text=True,
+                                cwd=Path(__file__).parents[1]).stdout)
+    assert s.abandon_profiles() == 1
+    rows = {r["id"]: r for r in s.profiles()}
+    assert rows[mine]["status"] == "running" and rows[killed]["status"] == "interrupted"
+    assert "commscope stopped while the program ran" in rows[killed]["stderr_tail"]
+    assert s.abandon_profiles() == 0
+
+
 def test_migration_from_version_1(tmp_path):
     path = tmp_path / "old.db"
     old = Store.__new__(Store)  # a store as version 1 of commscope left it

@@ -111,6 +111,9 @@ def cmd_profile(a: argparse.Namespace) -> int:
     settings = dict(settings_mod.parse_file(a.settings)) if a.settings else {}
     s = Setup(Store(a.db), impl, measure.build(impl), exe, args[1:], cwd, a.np, a.timeout,
               check, fresh)
+    if n := s.store.abandon_profiles():
+        print(f"note: {n} earlier profile(s) left running by a commscope that was killed "
+              "are marked interrupted")
     for note in measure.unseen(exe, impl):
         print(f"note: {note}")
     if files:

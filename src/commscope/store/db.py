@@ -324,10 +324,24 @@ class Store:
                 "settings", "hostname", "commscope_version", "batch", "round")
         with self.tx() as db:
             cur = db.execute(
-                f"INSERT INTO profiles(started_at, status, data, {', '.join(cols)}) "
-                f"VALUES (?, 'running', '{{}}', {', '.join('?' * len(cols))})",
-                (now_iso(), *(fields.get(c) for c in cols)))
+                f"INSERT INTO profiles(started_at, status, data, owner, {', '.join(cols)}) "
+                f"VALUES (?, 'running', '{{}}', ?, {', '.join('?' * len(cols))})",
+                (now_iso(), OWNER, *(fields.get(c) for c in cols)))
             return int(cur.lastrowid or 0)
+
+    def abandon_profiles(self) -> int:
+        """Profiles left 'running' by a commscope that was killed (SIGKILL:
+        no handler ran) become 'interrupted', said so; one another commscope
+        profiles now stays its own (as abandon_running does for runs)."""
+        with self.tx() as db:
+            gone = [r["id"] for r in db.execute(
+                "SELECT id, owner FROM profiles WHERE status='running'")
+                if not owner_alive(r["owner"])]
+            for pid in gone:
+                db.execute("UPDATE profiles SET status='interrupted', stderr_tail="
+                           "coalesce(stderr_tail, '') || 'interrupted: commscope stopped while "
+                           "the program ran' WHERE id=?", (pid,))
+            return len(gone)
 
     def finish_profile(self, profile_id: int, status: str, *, exit_code: int | None,
                        signal: int | None, wall_s: float, stdout_tail: str, stderr_tail: str,

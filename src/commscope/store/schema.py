@@ -217,6 +217,11 @@ MIGRATIONS: tuple[str, ...] = (
       data TEXT NOT NULL
     );
     """,
+    # 14: the process that profiles a program, as runs have it (12): a profile
+    # left 'running' by a commscope killed with SIGKILL is told from one that runs
+    """
+    ALTER TABLE profiles ADD COLUMN owner TEXT;
+    """,
 )
 
 
