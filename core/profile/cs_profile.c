@@ -335,8 +335,23 @@ int MPI_Bsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
 { TIMED(C_Bsend, c, bytes_of(n, t), PMPI_Bsend(b, n, t, d, tag, c)); }
 int MPI_Rsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
 { TIMED(C_Rsend, c, bytes_of(n, t), PMPI_Rsend(b, n, t, d, tag, c)); }
+/* a receive is counted at the size that arrived (its status, read after the
+ * clock stopped), not the room it posted; a status the program ignores is
+ * one of ours */
 int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status *st)
-{ TIMED(C_Recv, c, bytes_of(n, t), PMPI_Recv(b, n, t, s, tag, c, st)); }
+{
+    MPI_Status mine;
+    MPI_Status *use = st == MPI_STATUS_IGNORE ? &mine : st;
+    int slot = comm_slot(c);
+    double t0 = now();
+    int rc = PMPI_Recv(b, n, t, s, tag, c, use);
+    double dt = now() - t0;
+    int got = 0;
+    int known = rc == MPI_SUCCESS && PMPI_Get_count(use, t, &got) == MPI_SUCCESS &&
+                got != MPI_UNDEFINED;
+    note(C_Recv, slot, known ? bytes_of(got, t) : bytes_of(n, t), dt);
+    return rc;
+}
 int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int stag, void *rb, int rn,
                  MPI_Datatype rt, int s, int rtag, MPI_Comm c, MPI_Status *status)
 { TIMED(C_Sendrecv, c, bytes_of(sn, st),

@@ -46,10 +46,20 @@ int main(int argc, char **argv)
     double x[1024] = {0}, y[1024];
     int v[100] = {0};
     for (int i = 0; i < 10; i++) { /* 10 sends of 8 B: bucket 4 */
+        MPI_Status got;
         if (rank == 0)
             MPI_Send(x, 1, MPI_DOUBLE, 1, 0, MPI_COMM_WORLD);
-        else if (rank == 1)
-            MPI_Recv(y, 1, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        else if (rank == 1 && i % 2) /* room for 1024: counted at the 8 B that arrived */
+            MPI_Recv(y, 1024, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        else if (rank == 1) { /* the status the program asked for is still its own */
+            MPI_Recv(y, 1024, MPI_DOUBLE, 0, 0, MPI_COMM_WORLD, &got);
+            int n = -1;
+            MPI_Get_count(&got, MPI_DOUBLE, &n);
+            if (n != 1 || got.MPI_SOURCE != 0 || got.MPI_TAG != 0) {
+                fprintf(stderr, "profiled: status %d %d %d\n", n, got.MPI_SOURCE, got.MPI_TAG);
+                MPI_Abort(MPI_COMM_WORLD, 7);
+            }
+        }
     }
     if (!strcmp(mode, "crash") && rank == 1)
         abort();
