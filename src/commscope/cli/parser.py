@@ -311,7 +311,8 @@ def make_parser() -> Parser:
     ma = msub.add_parser("add", help="add an implementation by the path of its mpicc",
                          epilog="example: commscope mpi add /opt/mpich/bin/mpicc --name mpich42")
     ma.add_argument("mpicc", help="path of the implementation's mpicc")
-    ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user; mvapich2-user for MVAPICH2)")
+    ma.add_argument("--name", help="name to use in --mpi (default: FAMILY-user; "
+                    "mvapich2-user for MVAPICH2)")
     mi = msub.add_parser("install", help="install a PyPI build of an MPI, or build a "
                          "CUDA-aware Open MPI from Debian's source (openmpi-cuda, about 6 "
                          "minutes on 2 cores), into a prefix of its own and build the core "
