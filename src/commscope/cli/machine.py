@@ -63,7 +63,8 @@ def cmd_mpi_list(a: argparse.Namespace) -> int:
         return 0
     for e in rows:
         ver = str(e.get("version") or e.get("error") or "?").splitlines()[0]
-        print(f"{e['name']}  [{e['family']}, {e['source']}]")
+        family = f"{e['family']}: {e['variant']}" if e.get("variant") else e["family"]
+        print(f"{e['name']}  [{family}, {e['source']}]")
         print(f"  version   {ver}")
         print(f"  mpicc     {e['mpicc']}")
         print(f"  launcher  {e['launcher']}")
