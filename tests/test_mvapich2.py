@@ -100,3 +100,22 @@ def test_a_users_mvapich2_runs_validated_jobs_and_takes_a_setting(capsys, tmp_pa
     finally:
         os.environ.pop("COMMSCOPE_CONFIG", None)
     assert mpi_mod.detect_variant(str(BUILT), "mpich") == "mvapich2"
+
+
+def test_mvapich2s_slower_collective_is_not_given_mpichs_algorithm_variable():
+    """MVAPICH2 2.3.7 chooses its collectives from its own tuning tables and
+    has no MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM: a slower alltoall of it is
+    not sent to search that variable (its own 2-rank sweep here named it)."""
+    from commscope.analysis import causes
+    from commscope.analysis.series import Config
+
+    om = Config("openmpi", 2, "local", key="o", impl="openmpi")
+    mv = Config("mvapich2", 2, "local", key="m", impl="mvapich2")
+    mpich = Config("mpich", 2, "local", key="p", impl="mpich")
+    facts = {om: causes.Facts("openmpi"), mv: causes.Facts("mpich", {}, "mvapich2"),
+             mpich: causes.Facts("mpich")}
+    c = causes.of_faster(om, mv, (1, 1024), [1, 4, 16, 64, 256, 1024], facts, ("alltoall",))
+    assert c.kind == "unexplained" and "MVAPICH2's tuning tables" in c.text
+    assert "MPIR_CVAR" not in c.text
+    theirs = causes.of_faster(om, mpich, (1, 1024), [1, 4, 16], facts, ("alltoall",))
+    assert theirs.kind == "algorithm" and "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM" in theirs.text

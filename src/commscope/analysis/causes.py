@@ -63,6 +63,7 @@ class Facts:
 
     family: str = ""
     cvars: Mapping[str, object] = field(default_factory=dict, compare=False)
+    variant: str = ""  # a library of the family known by its own name: "mvapich2"
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,11 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
     if (br := (breaks or {}).get(loser)) is not None and br[1] == lo:
         return _break(loser, *br)
     family = facts.get(loser, Facts()).family
+    if len(benches) == 1 and benches[0] in CHOSEN and facts.get(loser, Facts()).variant:
+        # MVAPICH2 chooses from its own MV2_ tuning tables, not MPICH's variables
+        return Cause("unexplained", f"{loser.mpi}'s own choice of {benches[0]} algorithm (from "
+                     "MVAPICH2's tuning tables) may be it; commscope does not search MVAPICH2's "
+                     "algorithms")
     if len(benches) == 1 and benches[0] in CHOSEN and family in ALGORITHM_VARIABLE:
         # no protocol limit sits there: one collective slower than another
         # library's is first the algorithm this library chose for it
@@ -321,15 +327,16 @@ def facts_of(db: sqlite3.Connection, series: Mapping[tuple[Config, str], Series]
                 rid_of[cfg] = rid
     out: dict[Config, Facts] = {}
     for cfg, rid in rid_of.items():
-        row = db.execute("SELECT r.mpi_family, r.header FROM results x JOIN runs r "
-                         "ON r.id = x.run_id WHERE x.id = ?", (rid,)).fetchone()
+        row = db.execute("SELECT r.mpi_family, r.header, r.mpi_version FROM results x "
+                         "JOIN runs r ON r.id = x.run_id WHERE x.id = ?", (rid,)).fetchone()
         if row is None:
             continue
         try:
             cv = json.loads(row[1] or "{}").get("cvars") or {}
         except (ValueError, AttributeError):
             cv = {}
-        out[cfg] = Facts(str(row[0]), cv if isinstance(cv, dict) else {})
+        variant = "mvapich2" if "MVAPICH2" in str(row[2] or "") else ""
+        out[cfg] = Facts(str(row[0]), cv if isinstance(cv, dict) else {}, variant)
     return out
 
 
