@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 from commscope.advise import diagnose
 from commscope.analysis import conclude, findings, mechanisms
@@ -128,6 +129,29 @@ def test_a_setting_whose_rounds_could_not_tell_is_not_retracted():
     said = " ".join(cc.details)
     assert "not the device path" not in said and "changed nothing" not in said, said
     assert "not decided in 6 round(s)" in said and "holds both no change" in said, said
+    assert "its interval there" in said, said
+
+
+def test_racing_dropped_and_out_of_reach_settings_are_not_held_open():
+    """Undecided is for a setting measured over MIN_ROUNDS rounds at sizes
+    its mechanism reaches: one raced out after 2 rounds is said dropped, and
+    a noisy size the mechanism cannot act at holds nothing open."""
+    from dataclasses import replace
+
+    h = _hyp()
+    arm = dg.hyp_arm(_gap(), h)
+    base = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+    raced = _rounds({arm: {s: 1.6 for s in SIZES}}, n=2, noise=0.6, seed=3)
+    base.figures[arm] = raced.figures[arm]
+    c = dg.confirm(_gap(), base)
+    t = dg.judge(_gap(), c, h, base)
+    assert t.verdict == "nothing", [(x.size, x.n, x.lo, x.hi) for x in t.speedup]
+    assert "dropped after 2 round(s)" in conclude.phrase(t, dg.Outcome(_gap(), c, (t,)))
+    noisy = _rounds({arm: {s: 1.6 for s in SIZES}}, noise=0.6, seed=3)
+    base.figures[arm] = noisy.figures[arm]
+    far = replace(h, applies=(1 << 20, 1 << 30))  # acts above 1 MiB only
+    assert dg.judge(_gap(), c, far, base).verdict == "nothing"
+    assert dg.judge(_gap(), c, h, base).verdict == "undecided"
 
 
 def test_a_setting_that_closes_the_gap_is_its_cause_and_is_handed_over_once_checked():
@@ -612,13 +636,19 @@ def test_the_next_run_measures_again_what_the_last_diagnosis_confirmed(tmp_path)
     series = collect(s.selection("sweep=1"))
     confirmed = {o.gap.id for o in dg.latest(s, [1]).outcomes if o.confirmed}
     assert len(confirmed) >= 5
-    again, configs = diagnose.prior_gaps(s, 2, series, set())
-    assert {g.id for g in again} == confirmed
+    again, configs, n = diagnose.prior_gaps(s, 2, series, [])
+    assert {g.id for g in again} == confirmed and n == len(confirmed)
     assert set(configs) == {a for g in again for a in g.arms()}
-    assert diagnose.prior_gaps(s, 1, series, set()) == ([], {})  # nothing before sweep 1
-    picked = sorted(confirmed)[:3]
-    assert {g.id for g in diagnose.prior_gaps(s, 2, series, set(picked))[0]} == (
-        confirmed - set(picked))
+    assert diagnose.prior_gaps(s, 1, series, []) == ([], {}, 0)  # nothing before sweep 1
+    # this sweep's screen picked a gap at its first size only: the confirmed sizes come back
+    prev = {o.gap.id: o for o in dg.latest(s, [1]).outcomes if o.confirmed}
+    gid = max(prev, key=lambda k: len(prev[k].conf.sizes))
+    first = prev[gid].gap.points[:1]
+    picked = replace(prev[gid].gap, points=first)
+    merged, _, n = diagnose.prior_gaps(s, 2, series, [picked])
+    back = next(g for g in merged if g.id == gid)
+    assert {p.size for p in back.points} == {first[0].size, *prev[gid].conf.sizes}
+    assert len(merged) == len(confirmed) and n == len(confirmed)
     no_bw = {k: v for k, v in series.items() if k[1] != "bw"}
-    left = diagnose.prior_gaps(s, 2, no_bw, set())[0]
+    left = diagnose.prior_gaps(s, 2, no_bw, [])[0]
     assert left and all(t[1] != "bw" for g in left for p in g.points for t in (*p.slow, *p.fast))

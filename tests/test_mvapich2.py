@@ -43,34 +43,45 @@ def test_mvapich2_across_nodes_is_refused_in_one_line(tmp_path):
     hf.write_text("node1\nnode2\n")
     cluster = Hostfile(str(hf))
     cluster.check(impl, Placement(nodes=1, ppn=2))  # one node: its shared memory alone
-    with pytest.raises(CommscopeError, match="InfiniBand adapter") as ex:
+    with pytest.raises(CommscopeError, match="MVAPICH2 on one node only") as ex:
         cluster.check(impl, Placement(nodes=2, ppn=1))
     assert "\n" not in str(ex.value)
 
 
+# as MVAPICH2 2.3.7 prints with MV2_SHOW_ENV_INFO=2 (ibv_param.c: mv2_print_env_info,
+# then mv2_show_all_params, "\t%-35s : %d"), with the values this VM's build printed
 SAID = ("\n MVAPICH2-2.3.7 Parameters\n"
         "\tPROCESSOR ARCH NAME            : MV2_ARCH_INTEL_GENERIC\n"
-        "\tMV2_SMP_EAGERSIZE              : 8193\n"
+        "\tMV2_SMP_EAGERSIZE              : 65537\n"
         "\tMV2_SMP_QUEUE_LENGTH           : 262144\n"
         "\n MVAPICH2 All Parameters\n"
-        "\tMV2_SMP_EAGERSIZE                   : 8193\n"
-        "\tMV2_SMP_USE_CMA                     : 1\n")
+        f"\t{'MV2_SMP_EAGERSIZE':<35} : 65537\n"
+        f"\t{'MV2_SMP_RNDV_PROTOCOL':<35} : 4\n"
+        f"\t{'MV2_SMP_NUM_SEND_BUFFER':<35} : 256\n")
 
 
 def test_mvapich2s_variables_are_read_back_from_what_it_prints():
-    """Fixed text, as MVAPICH2 2.3.7 prints it with MV2_SHOW_ENV_INFO=2
-    (ibv_param.c): a setting it holds is taken (8K is 8192 bytes), one it
-    holds otherwise or does not print is refused in words."""
+    """Fixed text, as MVAPICH2 2.3.7 prints it: a setting it holds is taken
+    (256K is 262144 bytes; its eager size prints one above what was set, it
+    adds 1; a protocol prints as its number), one it holds otherwise is
+    refused in words, and one it does not print (MV2_SMP_USE_CMA: read with
+    getenv alone) is said not read back, neither taken nor refused."""
     from commscope.measure import settings as st
 
-    assert st.mv2_params(SAID) == {"MV2_SMP_EAGERSIZE": "8193",
-                                   "MV2_SMP_QUEUE_LENGTH": "262144", "MV2_SMP_USE_CMA": "1"}
-    assert st.mv2_refused({"MV2_SMP_EAGERSIZE": "8193", "OMPI_MCA_x": "1"}, SAID) == []
-    assert st.mv2_refused({"MV2_SMP_QUEUE_LENGTH": "256K"}, SAID) == []
-    (no,) = st.mv2_refused({"MV2_SMP_USE_CMA": "0"}, SAID)
-    assert no == "MV2_SMP_USE_CMA=0 was not taken: MVAPICH2 holds MV2_SMP_USE_CMA=1"
-    (typo,) = st.mv2_refused({"MV2_SMP_EAGER_SIZE": "4096"}, SAID)
-    assert "printed no such parameter" in typo
+    assert st.mv2_params(SAID) == {"MV2_SMP_EAGERSIZE": "65537", "MV2_SMP_QUEUE_LENGTH":
+                                   "262144", "MV2_SMP_RNDV_PROTOCOL": "4",
+                                   "MV2_SMP_NUM_SEND_BUFFER": "256"}
+    taken = {"MV2_SMP_EAGERSIZE": "65536", "MV2_SMP_QUEUE_LENGTH": "256K",
+             "MV2_SMP_RNDV_PROTOCOL": "RGET", "OMPI_MCA_x": "1"}
+    assert st.mv2_refused(taken, SAID) == []
+    (no,) = st.mv2_refused({"MV2_SMP_NUM_SEND_BUFFER": "128"}, SAID)
+    assert no == "MV2_SMP_NUM_SEND_BUFFER=128 was not taken: MVAPICH2 holds " \
+                 "MV2_SMP_NUM_SEND_BUFFER=256"
+    assert st.mv2_refused({"MV2_SMP_RNDV_PROTOCOL": "R3"}, SAID)
+    assert st.mv2_refused({"MV2_SMP_EAGERSIZE": "8192"}, SAID)
+    unread = {"MV2_SMP_USE_CMA": "0", "MV2_SMP_EAGER_SIZE": "4096"}
+    assert st.mv2_refused(unread, SAID) == []
+    assert st.mv2_unread(unread, SAID) == ["MV2_SMP_USE_CMA", "MV2_SMP_EAGER_SIZE"]
     assert st.readback_env({"MV2_SMP_USE_CMA": "0"}, {}, False)["MV2_SHOW_ENV_INFO"] == "2"
     assert "MV2_SHOW_ENV_INFO" not in st.readback_env({"MPIR_CVAR_X": "1"}, {}, False)
 

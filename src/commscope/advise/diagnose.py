@@ -604,27 +604,47 @@ def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
 
 # -- the whole diagnosis --------------------------------------------------------------------
 def prior_gaps(store: Store, sweep_id: int | None,
-               series: Mapping[tuple[Config, str], Series], have: set[str]
-               ) -> tuple[list[dg.Gap], dict[str, Config]]:
-    """The gaps the newest earlier diagnosis in this store confirmed that
-    this sweep's screen did not pick, where this sweep measured every figure
-    of them under the same configurations: measured again, so that a
-    conclusion does not come and go with one sweep's three repetitions
-    (Open MPI's bw gap at 4-8 KiB, confirmed at 1.6x by one default run, was
-    no candidate of the next run's screen)."""
+               series: Mapping[tuple[Config, str], Series], current: Sequence[dg.Gap]
+               ) -> tuple[list[dg.Gap], dict[str, Config], int]:
+    """This sweep's candidates with what the newest earlier diagnosis in this
+    store confirmed added, where this sweep measured every figure of it under
+    the same configurations: a gap its screen did not pick, and the confirmed
+    sizes of a gap it picked at other sizes (a gap is one call between two
+    configurations: its id names no size).  So a conclusion does not come and
+    go with one sweep's three repetitions (Open MPI's bw gap at 4-8 KiB,
+    confirmed at 1.6x by one default run, was no candidate of the next run's
+    screen).  Returns the candidates, the configurations the added ones
+    need, and how many gaps were added to or widened."""
+    out = list(current)
     if sweep_id is None:
-        return [], {}
+        return out, {}, 0
     ids = [int(r[0]) for r in store.db.execute(
         "SELECT id FROM sweeps WHERE id < ? AND purpose IS NULL", (sweep_id,))]
     prev = dg.latest(store, ids)
     if prev is None:
-        return [], {}
+        return out, {}, 0
     configs = {gaps_mod.arm_of(c): c for c, _ in series}
     measured = {(gaps_mod.arm_of(c), b, size) for (c, b), ser in series.items() for size in ser}
-    again = [o.gap for o in prev.outcomes if o.confirmed and o.gap.id not in have
-             and all((t[0], t[1], t[2]) in measured
-                     for p in o.gap.points for t in (*p.slow, *p.fast))]
-    return again, {a: configs[a] for g in again for a in g.arms()}
+    at = {g.id: i for i, g in enumerate(out)}
+    added: list[dg.Gap] = []
+    for o in prev.outcomes:
+        g, conf = o.gap, o.conf
+        if not o.confirmed or conf is None or not all(
+                (t[0], t[1], t[2]) in measured for p in g.points for t in (*p.slow, *p.fast)):
+            continue
+        held = [replace(p, screened=True) for p in g.points if p.size in set(conf.sizes)]
+        if g.id not in at:
+            out.append(g)
+            added.append(g)
+            continue
+        mine = out[at[g.id]]
+        have = {p.size for p in mine.points}
+        more = [p for p in held if p.size not in have]
+        if more:
+            out[at[g.id]] = replace(mine, points=tuple(sorted((*mine.points, *more),
+                                                              key=lambda p: p.size)))
+            added.append(g)
+    return out, {a: configs[a] for g in added for a in g.arms()}, len(added)
 
 
 def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
@@ -637,8 +657,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
     t0 = time.monotonic()
     sweep_id = max(sweeps) if sweeps else None
     gaps, configs = gaps_mod.candidates(found, series)
-    again, more = prior_gaps(store, sweep_id, series, {g.id for g in gaps})
-    gaps, configs = [*gaps, *again], {**more, **configs}
+    gaps, more, again = prior_gaps(store, sweep_id, series, gaps)
+    configs = {**more, **configs}
     options = {a: o for a, c in configs.items() if (o := _options(store, sweeps, c.key))}
     ctx = Context(store, sweep_id, cores, configs, options, policy, progress,
                   ex.Clock(t0 + budget_s), say)
@@ -646,8 +666,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
                      labels={a: c.mpi for a, c in configs.items()},
                      impls={a: c.implementation for a, c in configs.items()})
     if again:
-        d.notes.append(f"{len(again)} gap(s) the last diagnosis in this store confirmed were "
-                       "measured again though this sweep's screen did not pick them")
+        d.notes.append(f"{again} gap(s) the last diagnosis in this store confirmed were "
+                       "measured again where this sweep's screen did not pick them")
     usable = []
     for g in gaps:
         why = _usable(ctx, g)

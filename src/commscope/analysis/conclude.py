@@ -25,6 +25,7 @@ from .diagnosis import (
     Trial,
     runs_text,
     span_text,
+    still_open,
 )
 from .significance import MIN_FACTOR
 
@@ -106,11 +107,12 @@ def phrase(t: Trial, o: Outcome) -> str:
     if t.verdict == "nothing":
         return (f"changed nothing ({_r(_mid(sp))}, within the between-round interval)" if sp
                 else "changed nothing measurable")
-    if t.verdict == "undecided":
-        lo = min((r.lo for r in sp), default=1.0)
-        hi = max((r.hi for r in sp), default=1.0)
-        return (f"not decided in {n} round(s) ({_r(_mid(sp))}; its interval, {lo:.2f}-"
-                f"{hi:.2f}x, holds both no change and half the gap closed)")
+    if t.verdict == "undecided" and o.conf is not None:
+        # the size that holds it open, with its own interval
+        x = max(still_open(t.speedup, o.conf, t.hypothesis) or sp, key=lambda r: r.hi)
+        return (f"not decided in {x.n} round(s) ({_r(x.median)} at {human_bytes(x.size)}; its "
+                f"interval there, {x.lo:.2f}-{x.hi:.2f}x, holds both no change and half the "
+                "gap closed)")
     if t.verdict == "slower":
         return f"was {'faster' if fast else 'slower'}" + (f" ({_r(_mid(sp))})" if sp else "")
     if fast and t.verdict in ("helps", "closes"):

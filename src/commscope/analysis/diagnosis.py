@@ -336,7 +336,7 @@ class Confirmation:
         is the one noisiest size's: on two default runs it read 1.13 and
         1.02 for one gap whose median read 1.65 and 1.68 (docs/diagnosis.md)."""
         los = sorted(r.lo for r in self.ratios if r.size in set(self.sizes))
-        return statistics.median(los) if los else 1.0
+        return statistics.median_high(los) if los else 1.0  # half the sizes hold it, or more
 
     @property
     def most(self) -> float:
@@ -399,6 +399,18 @@ class Trial:
                 max(r.median for r in xs))
 
 
+def still_open(speedup: Sequence[Ratio], conf: Confirmation, hyp: Hypothesis) -> list[Ratio]:
+    """The setting's effects that do not yet rule out closing half the gap:
+    at a confirmed size where its mechanism can act, over MIN_ROUNDS rounds
+    at least (fewer is a setting dropped by racing, said as such), its
+    interval's upper end reaching half the gap there (in log ratio)."""
+    lo, hi = hyp.applies or (0, 1 << 62)
+    sizes = set(conf.sizes)
+    return [x for x in speedup if x.size in sizes and lo <= x.size <= hi
+            and x.n >= MIN_ROUNDS and (g := conf.at(x.size)) is not None and g.median > 1
+            and x.hi >= g.median ** CLOSES]
+
+
 def judge(gap: Gap, conf: Confirmation, hyp: Hypothesis, rounds: Rounds) -> Trial:
     """Did the setting close the gap, where the gap was confirmed?"""
     if hyp.untestable:
@@ -434,9 +446,7 @@ def judge(gap: Gap, conf: Confirmation, hyp: Hypothesis, rounds: Rounds) -> Tria
         # "nothing" is a retraction ("not the eager limit"): only where the rounds rule
         # out closing half the gap.  One run's eager limit read 1.32x [0.97, 2.03] on a
         # 1.7x bibw gap after 6 noisy rounds, the other's closed it: not decided, said so
-        sizes = set(conf.sizes)
-        open_ = [x for x in sp if x.size in sizes and (g := conf.at(x.size)) is not None
-                 and g.median > 1 and x.hi >= g.median ** CLOSES]
+        open_ = still_open(sp, conf, hyp)
         return Trial(hyp, "undecided" if open_ else "nothing", tuple(sp), tuple(af))
     shares: list[tuple[float, float, float]] = []
     for s in where:

@@ -213,10 +213,12 @@ PATHS = ("host", *GPU_PATHS)
 def mps_running(proc: Path = Path("/proc")) -> bool:
     """Whether NVIDIA's MPS control daemon runs here (nvidia-cuda-mps-control
     -d): CUDA processes then share the GPU through its server instead of
-    time-slicing their own contexts.  A daemon that was told to quit and
-    has exited but not been reaped (a zombie: on the H200's VM nothing
-    reaped it) still has its name in /proc: it serves nobody, and jobs run
-    then measured 150 us, as without MPS, not 14."""
+    time-slicing their own contexts.  A zombie of that name serves nobody
+    and is not counted: on the H200's VM one sat beside the running daemon
+    (left by its start-up, parent PID 1).  Whether that, or a daemon still
+    exiting one second after its quit, labelled four runs mps=on that
+    measured 150 us was not told apart (docs/gpu.md); a daemon still
+    exiting reads as running."""
     for comm in proc.glob("[0-9]*/comm"):
         try:
             if not comm.read_text().startswith("nvidia-cuda-mps"):

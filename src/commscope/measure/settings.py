@@ -169,10 +169,28 @@ def _bytes(v: str) -> int | None:
     return int(m.group(1)) * _UNITS[m.group(2).lower()] if m else None
 
 
+# what MVAPICH2 2.3.7 prints for a value given by name (MRAILI_Protocol_t)
+_MV2_PROTOCOLS = {"R3": "2", "RPUT": "3", "RGET": "4"}
+
+
+def _mv2_same(key: str, want: str, got: str) -> bool:
+    """Whether MVAPICH2 holds what was set: sizes in any unit, a protocol by
+    its name, and its shared-memory eager size one above what was set (it
+    adds 1 after reading it: ch3_smp_progress.c)."""
+    if got == want or _MV2_PROTOCOLS.get(want.upper()) == got:
+        return True
+    a, b = _bytes(want), _bytes(got)
+    if a is None or b is None:
+        return False
+    return a == b or (key == "MV2_SMP_EAGERSIZE" and b == a + 1)
+
+
 def mv2_refused(settings: Mapping[str, str], said: str) -> list[str]:
     """MVAPICH2's variables against what it printed it runs with (a job
-    started with MV2_SHOW_ENV_INFO=2): a name it did not print is none of
-    its channel's; a value it holds otherwise was not taken."""
+    started with MV2_SHOW_ENV_INFO=2): a value it holds otherwise was not
+    taken.  A name it did not print is not judged (mv2_unread): MVAPICH2
+    2.3.7 reads some 500 of its variables with getenv alone, MV2_SMP_USE_CMA
+    among them, and prints only those of its parameter table."""
     mine = {k: v for k, v in settings.items() if k.startswith("MV2_")}
     if not mine:
         return []
@@ -180,14 +198,15 @@ def mv2_refused(settings: Mapping[str, str], said: str) -> list[str]:
     if not got:
         return [f"{k}: MVAPICH2 printed no parameters (MV2_SHOW_ENV_INFO=2): not read back"
                 for k in mine]
-    out = []
-    for key, want in mine.items():
-        if key not in got:
-            out.append(f"{key}: MVAPICH2 printed no such parameter (misspelled, or not one "
-                       "of its channel's)")
-        elif got[key] != want and (_bytes(want) is None or _bytes(want) != _bytes(got[key])):
-            out.append(f"{key}={want} was not taken: MVAPICH2 holds {key}={got[key]}")
-    return out
+    return [f"{key}={want} was not taken: MVAPICH2 holds {key}={got[key]}"
+            for key, want in mine.items() if key in got and not _mv2_same(key, want, got[key])]
+
+
+def mv2_unread(settings: Mapping[str, str], said: str) -> list[str]:
+    """The MV2_ settings MVAPICH2 printed nothing of, where it printed its
+    parameters: taken or misspelled, it does not say."""
+    got = mv2_params(said)
+    return [k for k in settings if k.startswith("MV2_") and got and k not in got]
 
 
 def ignored_by_intel(settings: Mapping[str, str], said: str) -> list[str]:
@@ -363,4 +382,7 @@ def read_back(settings: Mapping[str, str], header: Header | None, said: str, *, 
             notes.append(f"UCX lanes to the other ranks: {' '.join(lanes) or 'none reported'}")
     if protocols:
         notes += [f"UCX protocols, {p}" for p in ucx_protocols(said)]
+    notes += [f"{k}: not read back (MVAPICH2 prints only its parameter table; it reads this "
+              "one, or a misspelling of another, with getenv alone)"
+              for k in mv2_unread(settings, said)]
     return ReadBack(refusals, notes)

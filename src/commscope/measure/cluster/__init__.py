@@ -70,9 +70,10 @@ class Cluster:
             raise CommscopeError(why)
         if impl.variant == "mvapich2" and place.nodes > 1:
             raise CommscopeError(
-                f"{impl.name}: MVAPICH2's mrail device reaches another node only through an "
-                "InfiniBand adapter (on one node it runs its shared-memory channel alone); "
-                f"{self.label} joins its nodes by TCP: run it on one node")
+                f"{impl.name}: commscope runs MVAPICH2 on one node only (there its mrail "
+                "device needs no adapter; between nodes it needs an InfiniBand one, which "
+                f"commscope neither sets up nor checks): not on {place.nodes} nodes of "
+                f"{self.label}")
         n = self.size()
         if n is not None and place.nodes > n:
             raise CommscopeError(f"{self.label} has {n} node(s); cannot place ranks on "
