@@ -632,14 +632,14 @@ def prior_gaps(store: Store, sweep_id: int | None,
         if not o.confirmed or conf is None or not all(
                 (t[0], t[1], t[2]) in measured for p in g.points for t in (*p.slow, *p.fast)):
             continue
-        held = [replace(p, screened=True) for p in g.points if p.size in set(conf.sizes)]
         if g.id not in at:
             out.append(g)
             added.append(g)
             continue
         mine = out[at[g.id]]
-        have = {p.size for p in mine.points}
-        more = [p for p in held if p.size not in have]
+        have, confirmed = {p.size for p in mine.points}, set(conf.sizes)
+        more = [replace(p, screened=True) for p in g.points
+                if p.size in confirmed and p.size not in have]
         if more:
             out[at[g.id]] = replace(mine, points=tuple(sorted((*mine.points, *more),
                                                               key=lambda p: p.size)))

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..errors import CommscopeError
 from ..store.outputs import read_user_text
 from ..store.records import Header
+from ..store.sizes import parse_size
 from .mpi import BIND
 from .provenance import SETTING_PREFIXES
 
@@ -152,7 +153,6 @@ def intel_ignored(said: str) -> dict[str, str]:
 # start-up, one "\tMV2_SMP_EAGERSIZE              : 8193" a line, on rank 0's
 # stderr (ibv_param.c, mv2_show_all_params): its variables are no MPI_T ones
 _MV2_PARAM = re.compile(r"^\s*(MV2_[A-Z0-9_]+)\s+:\s+(.*?)\s*$", re.M)
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def mv2_params(said: str) -> dict[str, str]:
@@ -164,9 +164,11 @@ def mv2_params(said: str) -> dict[str, str]:
 
 
 def _bytes(v: str) -> int | None:
-    """A number as MVAPICH2 takes one: 8192, 8K, 1M."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", v)
-    return int(m.group(1)) * _UNITS[m.group(2).lower()] if m else None
+    """A number as MVAPICH2 takes one (8192, 8K, 1M), read as --sizes reads one."""
+    try:
+        return parse_size(v)
+    except CommscopeError:
+        return None
 
 
 # what MVAPICH2 2.3.7 prints for a value given by name (MRAILI_Protocol_t)
