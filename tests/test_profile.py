@@ -226,8 +226,11 @@ def test_a_check_interrupted_or_terminated_keeps_the_profile(impls, tmp_path, ca
     cmd = [sys.executable, "-m", "commscope.cli", "profile", "--db", str(db), "--check",
            "sleep 60", "--", str(exe)]
     for n, sig in enumerate((signal.SIGINT, signal.SIGTERM), 1):
+        # Ctrl-C's own disposition: a suite started in the background by a
+        # shell (`make test &`) hands SIG_IGN down, and Python then keeps it
         p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 150  # beside other work the profile takes longer
         rows: list = []
         while time.monotonic() < deadline:  # until this run's check is running
