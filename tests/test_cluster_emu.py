@@ -134,10 +134,12 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
     """64 x 1 MiB take 0.57 s over 1 Gbit/s, and a size must fit five samples
     into its 0.25 s cap: the window narrows from the size where it would not."""
     m = sorted(cores)[0]
-    # Noise policy: MPICH's job between two emulated nodes has hung before its
-    # first record about once in 50 launches here (the doctor's ping and this
-    # test, each once; the next launch ran in 14 s).  A job killed at its
-    # timeout before it wrote any record is launched once more; the window
+    # Noise policy: Debian's MPICH (ch4:ucx, UCX over TCP) between two emulated
+    # nodes hangs now and then: before its first record (about once in 50
+    # launches), or in MPI_Finalize after its last (4 of 126 launches with both
+    # cores busy, none of 25 idle: one rank blocked reading the PMI socket, the
+    # other in ucp_worker_progress under MPI_Finalize: a UCX TCP hang of the
+    # kind openucx/ucx#8738 reports).  A job killed at its timeout is launched once more; the window
     # rule is what this test is about, and a second hang fails it.
     for attempt in (1, 2):
         db = tmp_path / f"slow{attempt}.db"
@@ -147,7 +149,7 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
                        "--bench", "bw", "--sizes", "4K:1M", "--factor", "4", "--mpi", m,
                        "--timeout", "60", "--quiet"])
         runs = Store(db).runs()
-        if rc == 0 or attempt == 2 or runs[-1]["status"] != "timeout" or Store(db).result_rows():
+        if rc == 0 or attempt == 2 or runs[-1]["status"] != "timeout":
             break
     assert rc == 0
     assert time.monotonic() - t0 < 60
@@ -163,16 +165,16 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
 
 def test_both_applications_across_two_emulated_nodes(two, cores, tmp_path):
     # Noise policy, as the slow-link test's: MPICH's job between two emulated nodes
-    # hangs before its first record about once in 50 launches (a busy suite run met
-    # it here); a sweep whose only failures are such timeouts is launched once more
+    # hangs now and then, before its first record or in MPI_Finalize after its last
+    # (a busy suite run met both); a sweep whose only failures are such timeouts is
+    # launched once more
     for attempt in (1, 2):
         db = tmp_path / f"apps{attempt}.db"
         rc = cli.main(["run", "--no-advise", "--db", str(db), "--cluster", f"emu:{two}",
                        "--np", "2", "--bench", "matmul,jacobi", "--param", "N=96", "--timeout",
                        "120", *[x for m in cores for x in ("--mpi", m)], *FAST])
         bad = [r for r in runs_of(db) if r["status"] != "ok"]
-        hung = bool(bad) and all(r["status"] == "timeout" for r in bad) and not any(
-            x["run_id"] in {r["id"] for r in bad} for x in Store(db).result_rows(latest=False))
+        hung = bool(bad) and all(r["status"] == "timeout" for r in bad)
         if rc == 0 or attempt == 2 or not hung:
             break
     assert rc == 0
