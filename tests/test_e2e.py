@@ -209,6 +209,17 @@ def test_the_python_side_benchmarks_are_the_cores_own_table(cores):
             f"src/commscope/core_benches.json is stale against {core.exe} --list --json")
 
 
+def test_the_python_side_exit_statuses_are_the_cores_own(cores):
+    """core_facts.json holds the core's exit statuses (enum cs_status, by the
+    names main.c gives them in --list --json); the runner reads 'invalid' and
+    'skip' from it.  Regenerate it from `cs-core --list --json` when they change."""
+    from commscope.store import benches
+
+    for core in cores.values():
+        assert dict(core.statuses) == benches.statuses(), (
+            f"src/commscope/core_facts.json is stale against {core.exe} --list --json")
+
+
 def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_path):
     db = tmp_path / "x.db"
     for args, says in ((["--dtype", "float"], "--dtype must be int or double"),

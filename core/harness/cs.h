@@ -377,6 +377,8 @@ void cs_opts_defaults(cs_opts *o);
 int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e);
 void cs_opts_usage(FILE *f);
 void cs_opts_json(FILE *f);
+/* The names --path takes, in order (path.c); NULL-terminated. */
+extern const char *const cs_path_names[];
 int cs_parse_size(const char *s, size_t *out);
 int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e);
 MPI_Datatype cs_dtype(const cs_opts *o);

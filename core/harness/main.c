@@ -7,6 +7,15 @@
 #include "cs.h"
 #include "cs_gpu.h"
 
+/* The exit statuses (enum cs_status), by the names Python reads them by
+ * (core_facts.json is a copy of this part of --list --json). */
+static const struct {
+  const char *name;
+  int code;
+} STATUSES[] = {{"ok", CS_OK},   {"usage", CS_EUSAGE}, {"invalid", CS_EINVALID},
+                {"nomem", CS_ENOMEM}, {"mpi", CS_EMPI},   {"io", CS_EIO},
+                {"skip", CS_ESKIP}};
+
 static void list_benches(int json) {
   int n;
   const cs_bench *const *all = cs_bench_all(&n);
@@ -23,7 +32,10 @@ static void list_benches(int json) {
   if (json) {
     fputs("],\"options\":", stdout);
     cs_opts_json(stdout);
-    fputs("}\n", stdout);
+    fputs(",\"statuses\":{", stdout);
+    for (size_t i = 0; i < sizeof STATUSES / sizeof STATUSES[0]; i++)
+      printf("%s\"%s\":%d", i ? "," : "", STATUSES[i].name, STATUSES[i].code);
+    fputs("}}\n", stdout);
   }
 }
 

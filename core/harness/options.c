@@ -22,13 +22,23 @@ typedef struct opt_def {
   size_t len; /* for OPT_STR: capacity */
   double lo, hi;
   enum opt_scope scope;
+  const char *const *choices; /* for OPT_STR: the values it takes, where they are few */
   const char *help;
 } opt_def;
 
-#define STR(f, sc) OPT_STR, #f, offsetof(cs_opts, f), sizeof(((cs_opts *)0)->f), 0, 0, sc
-#define LNG(f, lo, hi, sc) OPT_LONG, #f, offsetof(cs_opts, f), 0, lo, hi, sc
-#define DBL(f, lo, hi, sc) OPT_DOUBLE, #f, offsetof(cs_opts, f), 0, lo, hi, sc
-#define FLG(f, sc) OPT_FLAG, #f, offsetof(cs_opts, f), 0, 0, 0, sc
+/* The values of the options that take one of a few words: the parser
+ * refuses any other, and --list --json states them (Python reads them from
+ * core_options.json, never from a list of its own). */
+static const char *const TRANSPORTS[] = {"mpi", "chan", "chan-cma", NULL};
+static const char *const DTYPES[] = {"int", "double", NULL};
+static const char *const BUFFERS[] = {"hot", "cold", "evicted", NULL};
+
+#define STR(f, sc) OPT_STR, #f, offsetof(cs_opts, f), sizeof(((cs_opts *)0)->f), 0, 0, sc, NULL
+#define ONE_OF(f, sc, ch) \
+  OPT_STR, #f, offsetof(cs_opts, f), sizeof(((cs_opts *)0)->f), 0, 0, sc, ch
+#define LNG(f, lo, hi, sc) OPT_LONG, #f, offsetof(cs_opts, f), 0, lo, hi, sc, NULL
+#define DBL(f, lo, hi, sc) OPT_DOUBLE, #f, offsetof(cs_opts, f), 0, lo, hi, sc, NULL
+#define FLG(f, sc) OPT_FLAG, #f, offsetof(cs_opts, f), 0, 0, 0, sc, NULL
 
 static const opt_def OPTS[] = {
     {"bench", STR(bench, CORE), "benchmarks, comma-separated, each with sizes of its own after "
@@ -53,7 +63,7 @@ static const opt_def OPTS[] = {
     {"window", LNG(window, 1, 4096, RUN), "messages in flight for bw and bibw (e.g. 16)"},
     {"root", LNG(root, 0, 1 << 30, RUN), "root rank of rooted collectives (e.g. --root 1)"},
     {"rotate-root", FLG(rotate_root, RUN), "rotate the root over the ranks, one per sample"},
-    {"buffers", STR(buffers, RUN),
+    {"buffers", ONE_OF(buffers, RUN, BUFFERS),
      "hot: every repetition reuses one buffer, in cache (OSU's way) | cold: rotate over pools "
      "larger than the last-level cache (IMB's off-cache way), every slot checked | evicted: "
      "before each timed operation, alone, every rank streams over memory larger than the "
@@ -62,7 +72,8 @@ static const opt_def OPTS[] = {
     {"cold-pool", LNG(cold_pool, 0, 1L << 40, HIDDEN),
      "with --buffers cold: bytes of each pool; with evicted: bytes each rank streams (0: twice "
      "the last-level cache)"},
-    {"dtype", STR(dtype, RUN), "element type of reductions: int or double (e.g. --dtype double)"},
+    {"dtype", ONE_OF(dtype, RUN, DTYPES),
+     "element type of reductions: int or double (e.g. --dtype double)"},
     {"loggp-n", LNG(loggp_n, 2, 4096, RUN), "messages per PRTT(n,d,s) train of the loggp "
      "benchmarks"},
     {"loggp-delay-us", DBL(loggp_delay_us, 0.0, 1e6, RUN),
@@ -75,9 +86,9 @@ static const opt_def OPTS[] = {
     {"info", FLG(info, CORE), "print the MPI library identity as JSON and exit"},
     {"gpu-info", FLG(gpu_info, CORE),
      "print whether this core has CUDA and the GPUs it sees (or why none) as JSON and exit"},
-    {"transport", STR(transport, CORE),
+    {"transport", ONE_OF(transport, CORE, TRANSPORTS),
      "what moves the timed data: mpi, chan or chan-cma (the intra-node channel)"},
-    {"path", STR(path, CORE),
+    {"path", ONE_OF(path, CORE, cs_path_names),
      "where the buffers live and what moves them: host, staged, staged-pageable, "
      "staged-pipelined (device memory through host memory, whole or in chunks), cuda-aware "
      "(device pointers to MPI), ipc (CUDA IPC) or nccl"},
@@ -100,6 +111,22 @@ static const opt_def OPTS[] = {
     {"help", FLG(help, CORE), "this text"},
 };
 #define NOPTS ((int)(sizeof OPTS / sizeof OPTS[0]))
+
+/* An option with choices holds one of them: else "--NAME must be a, b or c,
+ * got 'x'", the list read from the table. */
+static int check_choice(const cs_opts *o, const opt_def *d, cs_err *e) {
+  if (!d->choices) return CS_OK;
+  const char *v = (const char *)o + d->off;
+  int n = 0;
+  for (; d->choices[n]; n++)
+    if (!strcmp(v, d->choices[n])) return CS_OK;
+  char list[256] = "";
+  size_t at = 0;
+  for (int i = 0; i < n && at < sizeof list; i++)
+    at += (size_t)snprintf(list + at, sizeof list - at, "%s%s",
+                           i == 0 ? "" : i == n - 1 ? " or " : ", ", d->choices[i]);
+  return CS_FAIL(e, CS_EUSAGE, "--%s must be %s, got '%s'", d->name, list, v);
+}
 
 void cs_opts_defaults(cs_opts *o) {
   memset(o, 0, sizeof *o);
@@ -246,14 +273,10 @@ int cs_opts_parse(cs_opts *o, int argc, char **argv, cs_err *e) {
                    "bad --inject '%s' (use hang@SIZE, crash@SIZE, corrupt@SIZE, gpufail@SIZE or "
                    "hang@exit)",
                    o->inject);
-  if (strcmp(o->transport, "mpi") && strcmp(o->transport, "chan") &&
-      strcmp(o->transport, "chan-cma"))
-    return CS_FAIL(e, CS_EUSAGE, "--transport must be mpi, chan or chan-cma, got '%s'",
-                   o->transport);
-  if (strcmp(o->dtype, "int") && strcmp(o->dtype, "double"))
-    return CS_FAIL(e, CS_EUSAGE, "--dtype must be int or double, got '%s'", o->dtype);
-  if (strcmp(o->buffers, "hot") && strcmp(o->buffers, "cold") && strcmp(o->buffers, "evicted"))
-    return CS_FAIL(e, CS_EUSAGE, "--buffers must be hot, cold or evicted, got '%s'", o->buffers);
+  for (int i = 0; i < NOPTS; i++) {
+    int rc = check_choice(o, &OPTS[i], e);
+    if (rc) return rc;
+  }
   if (!strcmp(o->buffers, "cold") && o->rotate_root)
     return CS_FAIL(e, CS_EUSAGE, "--buffers cold keeps one root per size: a rotating root "
                    "would overwrite the pool's slots with another root's data");
@@ -294,6 +317,11 @@ void cs_opts_json(FILE *f) {
       case OPT_LONG: fprintf(f, "%ld", *(const long *)p); break;
       case OPT_DOUBLE: fprintf(f, "%.17g", *(const double *)p); break;
       case OPT_FLAG: fputs(*(const int *)p ? "true" : "false", f); break;
+    }
+    if (o->choices) {
+      fputs(",\"choices\":[", f);
+      for (int k = 0; o->choices[k]; k++) fprintf(f, "%s\"%s\"", k ? "," : "", o->choices[k]);
+      fputc(']', f);
     }
     if (o->off == offsetof(cs_opts, sizes)) /* a sweep's limits (main.c holds runs to them) */
       fprintf(f, ",\"max_size\":%zu,\"max_sizes\":%d", CS_MAX_SIZE, CS_MAX_SIZES);

@@ -34,9 +34,11 @@
 #define TAG_CHUNK 12
 #define MAX_REGIONS 8
 
-enum { P_HOST, P_STAGED, P_PAGEABLE, P_AWARE, P_IPC, P_NCCL, P_PIPE };
-static const char *const NAMES[] = {"host", "staged", "staged-pageable", "cuda-aware", "ipc",
-                                    "nccl", "staged-pipelined", NULL};
+/* The paths, in the order people read them (--list --json states them as
+ * --path's choices, and options.c refuses any other name). */
+enum { P_HOST, P_STAGED, P_PAGEABLE, P_PIPE, P_AWARE, P_IPC, P_NCCL };
+const char *const cs_path_names[] = {"host", "staged", "staged-pageable", "staged-pipelined",
+                                     "cuda-aware", "ipc", "nccl", NULL};
 
 typedef struct region {
   char *base, *host, *peer; /* device memory, its host mirror (staged), the peer's (ipc) */
@@ -64,16 +66,15 @@ typedef struct cs_path {
 } cs_path;
 
 static int kind_of(const char *name) {
-  for (int k = 0; NAMES[k]; k++)
-    if (!strcmp(name, NAMES[k])) return k;
+  for (int k = 0; cs_path_names[k]; k++)
+    if (!strcmp(name, cs_path_names[k])) return k;
   return -1;
 }
 
 int cs_path_check(const cs_opts *o, const cs_bench *const *benches, int nb, cs_err *e) {
   int k = kind_of(o->path);
-  if (k < 0)
-    return CS_FAIL(e, CS_EUSAGE, "--path must be host, staged, staged-pageable, "
-                   "staged-pipelined, cuda-aware, ipc or nccl, got '%s'", o->path);
+  if (k < 0) /* refused by the option table's choices before this */
+    return CS_FAIL(e, CS_EUSAGE, "unknown --path '%s'", o->path);
   for (int i = 0; k == P_HOST && i < nb; i++)
     if (benches[i]->gpu_only)
       return CS_FAIL(e, CS_EUSAGE, "benchmark %s runs on a GPU path (--path staged, "

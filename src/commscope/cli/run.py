@@ -36,6 +36,7 @@ from ..measure.plan import (
 from ..measure.progress import Progress
 from ..measure.runner import NoisePolicy, run_sweep
 from ..report.tables import tables
+from ..store.benches import choices as option_choices
 from ..store.benches import listing as bench_listing
 from ..store.db import Store
 from ..store.sizes import expand_sizes
@@ -85,8 +86,9 @@ def cmd_run(a: argparse.Namespace) -> int:
                                            *replace(jobs[0].opts, param=pv).argv()])
     transports = listed(a.transport) or ["mpi"]
     for t in transports:
-        if t not in ("mpi", "chan", "chan-cma"):
-            raise CommscopeError(f"unknown transport '{t}' (mpi, chan or chan-cma)")
+        if t not in option_choices("transport"):
+            raise CommscopeError(f"unknown transport '{t}' "
+                                 f"({', '.join(option_choices('transport'))})")
     if any(p != "host" for p, _ in paths) and transports != ["mpi"]:
         raise CommscopeError("the GPU paths move data themselves: not with --transport "
                              + ",".join(t for t in transports if t != "mpi"))

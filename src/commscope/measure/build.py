@@ -171,6 +171,7 @@ class Core:
     info: dict[str, object]
     benches: tuple[dict[str, object], ...]
     options: tuple[dict[str, object], ...] = ()  # the core's option table
+    statuses: tuple[tuple[str, int], ...] = ()  # its exit statuses: (name, code)
 
     @property
     def mpi_version(self) -> str:
@@ -335,7 +336,8 @@ def build(impl: MpiImpl, force: bool = False, without: tuple[str, ...] = ()) -> 
     if not force and exe.exists() and meta.exists():
         data = json.loads(meta.read_text())
         return Core(impl, exe, ident, data["info"], tuple(data["benches"]),
-                    tuple(data.get("options", ())))
+                    tuple(data.get("options", ())),
+                    tuple(data.get("statuses", {}).items()))
     out_dir.mkdir(parents=True, exist_ok=True)
     core = core_dir()
     fd, tmp = tempfile.mkstemp(prefix="cs-core.", dir=out_dir)
@@ -373,11 +375,12 @@ def build(impl: MpiImpl, force: bool = False, without: tuple[str, ...] = ()) -> 
     _check_compiler(impl, str(info.get("compiler") or ""), exe)
     table = _query(exe, impl, ["--list", "--json"])
     assert isinstance(info, dict) and isinstance(table, dict)
-    benches, options = table["benchmarks"], table["options"]
+    benches, options, statuses = table["benchmarks"], table["options"], table["statuses"]
     meta.write_text(json.dumps({"info": info, "benches": benches, "options": options,
-                                "identity": ident, "source_hash": src, "argv": argv,
-                                "cuda": cuda}, indent=1))
-    return Core(impl, exe, ident, info, tuple(benches), tuple(options))
+                                "statuses": statuses, "identity": ident, "source_hash": src,
+                                "argv": argv, "cuda": cuda}, indent=1))
+    return Core(impl, exe, ident, info, tuple(benches), tuple(options),
+                tuple(statuses.items()))
 
 
 def gpu_info(core: Core) -> dict[str, object]:

@@ -206,8 +206,8 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
 
 # Where a benchmark's buffers live and what moves them: host memory over
 # MPI, or device memory by one of the GPU paths (core/harness/path.c).
-GPU_PATHS = ("staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl")
-PATHS = ("host", *GPU_PATHS)
+PATHS = benches.choices("path")  # host first, then the GPU paths (the core's table)
+GPU_PATHS = PATHS[1:]
 
 
 def mps_running(proc: Path = Path("/proc")) -> bool:

@@ -1,9 +1,10 @@
 """What the core says about its benchmarks and options: the one source of
 those facts on the Python side.
 
-core_benches.json and core_options.json are copies of `cs-core --list
---json` (its benchmarks and its option table); tests/test_e2e.py holds both
-against every core built.  Analysis and report ask here which group a
+core_benches.json, core_options.json and core_facts.json are copies of
+`cs-core --list --json` (its benchmarks, its option table with the values
+an option of a few words takes, and its exit statuses); tests/test_e2e.py
+holds them against every core built.  Analysis and report ask here which group a
 benchmark is in, which figure it plots, which unit its table shows, how
 many bytes one operation moves and which options change what it measures,
 instead of keeping lists of benchmark names of their own."""
@@ -112,6 +113,19 @@ def options() -> tuple[dict[str, object], ...]:
 
 def option(field: str) -> dict[str, object]:
     return next(o for o in options() if o["field"] == field)
+
+
+def choices(field: str) -> tuple[str, ...]:
+    """The values an option of a few words takes (--path: host, staged ...),
+    in the core's order."""
+    return tuple(str(x) for x in option(field)["choices"])  # type: ignore[union-attr]
+
+
+@cache
+def statuses() -> dict[str, int]:
+    """The core's exit statuses by name (ok 0, usage 2, invalid 3, skip 7 ...)."""
+    return {str(k): int(v) for k, v in
+            json.loads((_HERE / "core_facts.json").read_text())["statuses"].items()}
 
 
 def default(field: str) -> object:
