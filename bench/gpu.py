@@ -81,14 +81,14 @@ from pathlib import Path
 from commscope.analysis import apps
 from commscope.analysis.repeats import aggregate
 from commscope.errors import CommscopeError
-from commscope.measure import build, discovery
+from commscope.measure import build, discovery, plan
 from commscope.measure.mpi import MpiImpl
 from commscope.measure.plan import gpu_standin
 from commscope.report.sections import gpu_sharing
 from commscope.store.config import config_of
 from commscope.store.db import Store
 
-PATHS = ["host", "staged", "staged-pageable", "staged-pipelined", "cuda-aware", "ipc", "nccl"]
+PATHS = list(plan.PATHS)  # the core's own list (core_options.json)
 APP_PATHS = "staged,staged-pipelined,cuda-aware"
 
 

@@ -220,6 +220,36 @@ def test_the_python_side_exit_statuses_are_the_cores_own(cores):
             f"src/commscope/core_facts.json is stale against {core.exe} --list --json")
 
 
+SIZE_SPECS = ("8", "0", "0:8", "1:4M", "64K", "64k", "64KiB", "64kib", "64KB", "4Mi", "8Kb",
+              "8B", "8iB", " 8", "8 ", "1:1536M", "1:2G", "2G", "1G", "1:1G", "4M:1", "", ":",
+              "1:", "1:2:3", "x", "-1", "+1", "1.5K", "0x10", "\u0663", "1T", "1:1099511627776",
+              "99999999999999999999999", "1024:1024")
+
+
+def test_the_python_side_size_grammar_is_the_cores(cores):
+    """store/sizes.py refuses what the core refuses and expands what it
+    expands, asked of the core itself (`cs-core --expand-sizes`, no MPI)."""
+    from commscope.errors import CommscopeError
+    from commscope.measure.mpi import environ
+    from commscope.store.sizes import expand_sizes
+
+    core = next(iter(cores.values()))
+    differ = []
+    for spec in SIZE_SPECS:
+        for factor in (2, 3):
+            p = subprocess.run([str(core.exe), "--expand-sizes", "--sizes", spec, "--factor",
+                                str(factor)], capture_output=True, text=True, timeout=30,
+                               env=environ(core.impl.env), check=False)
+            theirs = json.loads(p.stdout)["sizes"] if p.returncode == 0 else None
+            try:
+                ours = expand_sizes(spec, factor)
+            except CommscopeError:
+                ours = None
+            if ours != theirs:
+                differ.append((spec, factor, ours, theirs, p.stderr.strip()))
+    assert not differ, differ
+
+
 def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_path):
     db = tmp_path / "x.db"
     for args, says in ((["--dtype", "float"], "--dtype must be int or double"),

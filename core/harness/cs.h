@@ -99,6 +99,7 @@ typedef struct cs_opts {
   int raw;               /* include raw per-sample times in records */
   int table;             /* print a human table on stdout */
   int list;              /* list benchmarks and exit */
+  int expand_sizes;      /* print the sizes of --sizes/--factor as JSON and exit */
   int json;              /* with --list: JSON */
   int info;              /* print MPI library info as JSON and exit */
   int gpu_info;          /* print the GPUs this core sees as JSON and exit */

@@ -145,8 +145,6 @@ static int resolve(const cs_opts *o, const cs_bench **out, cs_opts *own, int *n,
         return CS_FAIL(e, CS_EUSAGE, "sizes of %s too long: %s", t, at + 1);
       strcpy(own[*n].sizes, at + 1);
       if (cs_sizes_expand(&own[*n], sizes, CS_MAX_SIZES, &k, e)) return CS_EUSAGE;
-      if (sizes[k - 1] > CS_MAX_SIZE)
-        return CS_FAIL(e, CS_EUSAGE, "sizes of %s above 1 GiB are not supported", t);
     }
     out[(*n)++] = b;
   }
@@ -368,6 +366,18 @@ int main(int argc, char **argv) {
   }
   if (o.list) {
     list_benches(o.json);
+    return 0;
+  }
+  if (o.expand_sizes) { /* no MPI: the grammar's verdict alone */
+    size_t sizes[CS_MAX_SIZES];
+    int n;
+    if (cs_sizes_expand(&o, sizes, CS_MAX_SIZES, &n, &e)) {
+      fprintf(stderr, "cs-core: %s\n", e.msg);
+      return CS_EUSAGE;
+    }
+    fputs("{\"sizes\":[", stdout);
+    for (int i = 0; i < n; i++) printf("%s%zu", i ? "," : "", sizes[i]);
+    fputs("]}\n", stdout);
     return 0;
   }
   if (o.gpu_info) {

@@ -106,6 +106,9 @@ static const opt_def OPTS[] = {
      "testing: make the last rank hang|crash|corrupt|gpufail at a size (crash@64)"},
     {"plan-np", LNG(plan_np, 0, 1 << 20, HIDDEN),
      "with --info: judge every application size at this many processes before a launch"},
+    {"expand-sizes", FLG(expand_sizes, HIDDEN),
+     "print the sizes --sizes and --factor give as JSON and exit (or refuse them as a run "
+     "would): the one size grammar, which Python's store/sizes.py is held to"},
     {"plan-mem", FLG(plan_mem, HIDDEN),
      "with --plan-np: every process runs on this machine; refuse what its memory cannot hold"},
     {"help", FLG(help, CORE), "this text"},
@@ -203,6 +206,8 @@ int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e) {
     out[(*n)++] = s;
   }
   if (*n == 0) return CS_FAIL(e, CS_EUSAGE, "size range %s is empty", o->sizes);
+  if (out[*n - 1] > CS_MAX_SIZE)
+    return CS_FAIL(e, CS_EUSAGE, "size %s is above the 1 GiB limit", o->sizes);
   return CS_OK;
 }
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..analysis.causes import CHOSEN
 from ..analysis.repeats import between, same_mode
 from ..analysis.series import lone_is_no_claim, runs
 from ..analysis.significance import MIN_FACTOR
@@ -43,7 +44,7 @@ from ..store.sizes import expand_sizes
 
 PRUNE_AFTER = 3  # rounds before a sure loser stops running
 
-COLLS = ("bcast", "allreduce", "reduce", "alltoall")
+COLLS = CHOSEN  # the collectives whose algorithm a library lets a user choose
 # MPICH algorithms a single-node search leaves out: smp splits the job by
 # node, ccl hands the collective to an external library
 MPICH_SKIP = ("smp", "ccl")

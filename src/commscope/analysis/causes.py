@@ -174,7 +174,7 @@ def _raise_to(limit: Limit, hi: int) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
-# collectives whose algorithm an implementation lets a user choose (tune.COLLS)
+# collectives whose algorithm an implementation lets a user choose (tune searches them)
 CHOSEN = ("bcast", "allreduce", "reduce", "alltoall")
 ALGORITHM_VARIABLE = {"openmpi": "coll_tuned_{}_algorithm",
                       "mpich": "MPIR_CVAR_{}_INTRA_ALGORITHM"}

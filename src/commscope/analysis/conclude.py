@@ -102,7 +102,7 @@ def phrase(t: Trial, o: Outcome) -> str:
     n = max((r.n for r in sp), default=0)
     fast = t.hypothesis.side == "fast"
     if t.verdict == "nothing" and sp and n < MIN_ROUNDS:
-        return (f"dropped after {n} round(s): no size 5% "
+        return (f"dropped after {n} round(s): no size {MIN_FACTOR - 1:.0%} "
                 f"{'slower' if fast else 'faster'} ({_r(_mid(sp))})")
     if t.verdict == "nothing":
         return (f"changed nothing ({_r(_mid(sp))}, within the between-round interval)" if sp

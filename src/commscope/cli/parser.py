@@ -245,7 +245,7 @@ def make_parser() -> Parser:
     rp.add_argument("--compare-a", help="add a comparison: set A (e.g. mpi=openmpi)")
     rp.add_argument("--compare-b", help="and set B (e.g. mpi=mpich)")
     rp.add_argument("--factor", type=positive(float, 1.0, 100.0), default=MIN_FACTOR,
-                    help="minimum change factor of the comparison (default 1.05)")
+                    help=f"minimum change factor of the comparison (default {MIN_FACTOR:g})")
     cp = sub.add_parser("compare", help="compare two runs or sets; exit 1 on a regression",
                         epilog="example: commscope compare --db my.db --a run=3 --b run=7")
     cp.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")

@@ -166,7 +166,7 @@ def mv2_params(said: str) -> dict[str, str]:
 def _bytes(v: str) -> int | None:
     """A number as MVAPICH2 takes one (8192, 8K, 1M), read as --sizes reads one."""
     try:
-        return parse_size(v)
+        return parse_size(v.strip())
     except CommscopeError:
         return None
 
