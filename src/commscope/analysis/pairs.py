@@ -17,8 +17,9 @@ is not."""
 
 from __future__ import annotations
 
+import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 SLOW = 1.2  # a pair surely this many times the typical time (its interval's lower end)
@@ -65,6 +66,7 @@ class Verdict:
 
 
 def _x(r: float) -> str:
+    r = round(r, 2)  # 9.996 reads 10.0x, never 10.00x
     return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
 
@@ -83,9 +85,10 @@ def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
     bad = [n for n in names
            if all((p.a, p.b) in slow for p in pairs if p.has(n))
            and not all((p.a, p.b) in slow for p in pairs if not p.has(n))]
-    links = [f"{a}-{b}" for a, b in sorted(slow) if a not in bad and b not in bad
-             and any((p.a, p.b) not in slow for p in pairs if p.has(a))
-             and any((p.a, p.b) not in slow for p in pairs if p.has(b))]
+    odd = [(a, b) for a, b in sorted(slow) if a not in bad and b not in bad
+           and any((p.a, p.b) not in slow for p in pairs if p.has(a))
+           and any((p.a, p.b) not in slow for p in pairs if p.has(b))]
+    links = [f"{a}-{b}" for a, b in odd]
     lines = []
     for n in bad:
         rs = [ratios[(p.a, p.b)] for p in pairs if p.has(n)]
@@ -93,14 +96,13 @@ def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
         lines.append(f"{n}: every pair with {n} takes {_x(statistics.median(r[0] for r in rs))} "
                      f"[{_x(min(r[1] for r in rs))}, {_x(max(r[2] for r in rs))}] the cluster's "
                      f"typical {what}; the other pairs {_x(min(others))}-{_x(max(others))}")
-    for link in links:
-        a, b = link.split("-", 1)
+    for (a, b), link in zip(odd, links, strict=True):
         m, lo, hi = ratios[(a, b)]
         lines.append(f"{link}: this pair takes {_x(m)} [{_x(lo)}, {_x(hi)}] the typical {what}, "
                      f"while {a} and {b} are not slow with the others")
     # slow pairs that are neither: more than one node's worth, said as such
     rest = sorted(slow - {(p.a, p.b) for p in pairs if any(p.has(n) for n in bad)}
-                  - {tuple(x.split("-", 1)) for x in links})
+                  - set(odd))
     if rest:
         lines.append(f"{len(rest)} more slow pair(s) ({', '.join('-'.join(r) for r in rest)}) "
                      "that no single node or link explains")
@@ -109,3 +111,71 @@ def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
         lines.append(f"no node stands out: every pair within {_x(min(spread))}-{_x(max(spread))}"
                      f" of the typical {what} (a pair is slow at {SLOW}x, surely)")
     return Verdict(typical, ratios, tuple(bad), tuple(links), tuple(lines))
+
+
+def pair_of(row: Mapping[str, object]) -> tuple[str, str] | None:
+    """The two nodes a record's configuration names (commscope matrix's
+    jobs: extra pair=a/b), or None."""
+    try:
+        extra = dict(json.loads(str(row["config"])).get("extra") or {})
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    got = extra.get("pair")
+    if not isinstance(got, str) or "/" not in got:
+        return None
+    a, _, b = got.partition("/")  # host names hold '-', never '/'
+    return (a, b) if a and b else None
+
+
+def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
+             ) -> dict[tuple[str, str], list[float]]:
+    """Each pair's time at `size` in `bench`, one value a repetition (us:
+    the median latency, or for bandwidth the time one message took at the
+    narrowest window the pair was measured at, so that every pair is read
+    at the window the sweep measured them all again at)."""
+    best: dict[tuple[tuple[str, str], int], Mapping[str, object]] = {}
+    for r in rows:
+        pair = pair_of(r)
+        if pair is None or r["bench"] != bench or int(r["size_bytes"]) != size:  # type: ignore[call-overload]
+            continue
+        if not r["valid"]:
+            continue
+        k = (pair, int(r["repetition"] or 1))  # type: ignore[call-overload]
+        if k not in best or int(r["window"] or 0) < int(best[k]["window"] or 0):  # type: ignore[call-overload]
+            best[k] = r
+    out: dict[tuple[str, str], list[float]] = {}
+    for (pair, _), r in sorted(best.items()):
+        if bench in ("bw", "bibw"):
+            rate = float(r["mb_per_s"] or 0)  # type: ignore[arg-type]
+            if rate > 0:
+                out.setdefault(pair, []).append(size / rate)  # bytes / (MB/s) = us
+        elif r["median_us"]:
+            out.setdefault(pair, []).append(float(r["median_us"]))  # type: ignore[arg-type]
+    return out
+
+
+def pairs_from(times: Mapping[tuple[str, str], Sequence[float]]) -> list[Pair]:
+    """Each pair's median over its repetitions, with the between-run interval."""
+    from .repeats import between
+
+    out = []
+    for (a, b), xs in sorted(times.items()):
+        if xs:
+            bt = between(xs)
+            out.append(Pair(a, b, bt.median, bt.lo, bt.hi))
+    return out
+
+
+def matrix_text(names: Sequence[str], v: Verdict) -> str:
+    """The matrix as text: each pair's median over the typical pair (1.00x:
+    typical; '-' the diagonal, '?' a pair not measured)."""
+    short = [n.rsplit("-", 1)[-1] for n in names]
+    w = max(6, *(len(s) for s in short))
+    lines = [" " * w + "".join(f"{s:>{w + 1}}" for s in short)]
+    for i, a in enumerate(names):
+        cells = []
+        for j, b in enumerate(names):
+            r = v.ratios.get((a, b)) or v.ratios.get((b, a))
+            cells.append("-" if i == j else "?" if r is None else _x(r[0]))
+        lines.append(f"{short[i]:<{w}}" + "".join(f"{c:>{w + 1}}" for c in cells))
+    return "\n".join(lines) + "\n"

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from ..errors import CommscopeError
-from . import analyze, clusters, compare, diagnose, machine, profile, results, run, tune  # noqa: F401 (they register)
+from . import analyze, clusters, compare, diagnose, machine, matrix, profile, results, run, tune  # noqa: F401 (they register)
 from .common import COMMANDS, no_empty_values
 from .parser import make_parser
 

@@ -47,12 +47,13 @@ def cmd_doctor(a: argparse.Namespace) -> int:
 def cmd_cluster_up(a: argparse.Namespace) -> int:
     name = a.name or next(f"emu{i}" for i in range(1, 1000)
                           if not (emu_mod.STATE_ROOT / emu_mod.prefix(f"emu{i}")).exists())
-    c = emu_mod.up(name, a.nodes, a.link)
+    c = emu_mod.up(name, a.nodes, a.link, a.degrade)
     p = emu_mod.PROFILES[c.link]
     print(f"emulated cluster {c.name}: {len(c.nodes)} node(s), link {p.name} ({p.what}), "
           f"subnet {c.subnet}")
     for n in c.nodes:
-        print(f"  {n.hostname:<16} {n.address:<12} netns {n.netns}")
+        own = f"  degraded: link {n.link} ({emu_mod.PROFILES[n.link].what})" if n.link else ""
+        print(f"  {n.hostname:<16} {n.address:<12} netns {n.netns}{own}")
     print(f"use it with: commscope run --cluster emu:{c.name} ...   remove it with: "
           f"commscope cluster down {c.name}")
     return 0
@@ -76,8 +77,9 @@ def cmd_cluster_list(a: argparse.Namespace) -> int:
     if not found:
         print("no emulated cluster (commscope cluster up --nodes 2 --link 1gbit makes one)")
     for c in found:
+        slow = ", ".join(f"{n.hostname} {n.link}" for n in c.nodes if n.link)
         print(f"{c.name:<12} {len(c.nodes)} node(s)  link {c.link:<9} subnet {c.subnet}  "
-              f"prefix {c.prefix}")
+              f"prefix {c.prefix}" + (f"  degraded: {slow}" if slow else ""))
     stray = emu_mod.stray_namespaces()
     if stray:
         print(f"namespaces left by an interrupted `cluster up`: {', '.join(stray)} "

@@ -343,6 +343,25 @@ def make_parser() -> Parser:
                     help="seconds each remote command and each ping may take (default 20)")
     dr.add_argument("--json", action="store_true", help="the checks as JSON")
 
+    mx = sub.add_parser("matrix", help="latency and bandwidth between every pair of nodes: "
+                        "the slow node or link named", formatter_class=fmt,
+                        epilog="example: commscope matrix --cluster emu:a --repeat 3")
+    mx.add_argument("--cluster", required=True,
+                    help="emu:NAME or hostfile:PATH (one rank on each node of a pair)")
+    mx.add_argument("--mpi", action="append", help="the implementation (default: the first "
+                                                   "found that the cluster launches)")
+    mx.add_argument("--repeat", type=positive(int, 1, 100), default=3,
+                    help="rounds over every pair, for each pair's between-run interval "
+                         "(default 3)")
+    mx.add_argument("--latency-size", default="8", help="latency's message size (default 8)")
+    mx.add_argument("--bw-size", default="1M", help="bandwidth's message size (default 1M)")
+    mx.add_argument("--timeout", type=positive(float, 1.0, 86400.0),
+                    help="seconds a pair may take before it is killed and named (default: "
+                         "from the sizes)")
+    mx.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
+    mx.add_argument("--quiet", action="store_true", help="no progress lines")
+    mx.set_defaults(cc=None)
+
     cl = sub.add_parser("cluster", help="emulated clusters of this machine (root)",
                         formatter_class=fmt)
     clsub = cl.add_subparsers(dest="clcmd", metavar="ACTION", parser_class=Parser)
@@ -354,6 +373,9 @@ def make_parser() -> Parser:
                     help="link profile (default unshaped)")
     cu.add_argument("--name", help="cluster name: a letter, then letters or digits "
                                    "(default emu1, emu2, ...)")
+    cu.add_argument("--degrade", action="append", metavar="NODE:PROFILE",
+                    help="give one node a link of another profile, both ways (e.g. "
+                         "n3:100mbit; repeatable): a bad node for `commscope matrix` to find")
     cd = clsub.add_parser("down", help="kill what runs inside, delete the namespaces",
                           epilog="example: commscope cluster down a")
     cd.add_argument("names", nargs="+", metavar="NAME")

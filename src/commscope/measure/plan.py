@@ -110,6 +110,7 @@ class Job:
             extra += (("mps", "on"),)
         if self.opts.path == "staged-pipelined":  # the chunk changes what is measured
             extra += (("stage_chunk", self.opts.stage_chunk or "256K"),)
+        extra += self.cluster.config_extra()  # a pair of nodes (commscope matrix)
         return Configuration(mpi=self.core.impl.name, mpi_identity=self.core.identity,
                              transport=self.opts.transport, buffer=self.opts.path,
                              params=params_of(opts), settings=self.settings,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ...errors import CommscopeError
@@ -95,6 +95,21 @@ class Cluster:
         """Bytes on each used node's network interface, where this machine
         can read them."""
         return None
+
+    def node_names(self) -> list[str]:
+        """The nodes, in order, where this kind of cluster names them here."""
+        return []
+
+    def pair(self, i: int, j: int) -> Cluster:
+        """The same cluster restricted to its nodes i and j (in that order):
+        what `commscope matrix` launches one pair's job on."""
+        raise CommscopeError(f"{self.label}: commscope matrix runs on an emulated cluster or "
+                             "a hostfile's hosts")
+
+    def config_extra(self) -> tuple[tuple[str, object], ...]:
+        """What a job's configuration says of where it ran beyond the label
+        and the placement (a pair view: which two nodes)."""
+        return ()
 
 
 MAX_PER_CORE = 64  # local oversubscription: beyond it a run only exhausts the machine
@@ -187,7 +202,30 @@ class Hostfile(Cluster):
         return Launch(argv, files={"hostfile": text})
 
     def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "path": str(self.path), "hosts": [h for h, _ in self.hosts]}
+        d: dict[str, object] = {"kind": self.kind, "path": str(self.path),
+                                "hosts": [h for h, _ in self.hosts]}
+        if self.between:
+            d["pair"] = list(self.between)
+        return d
+
+    between: tuple[str, str] | None = None  # a pair view: its two hosts
+
+    def node_names(self) -> list[str]:
+        return [h for h, _ in self.hosts]
+
+    def pair(self, i: int, j: int) -> Cluster:
+        names = self.node_names()
+        if len(set(names)) != len(names):
+            dup = next(h for h in names if names.count(h) > 1)
+            raise CommscopeError(f"{self.label} names host {dup} twice: a pair of it with "
+                                 "itself is no pair of nodes")
+        view = Hostfile.__new__(Hostfile)
+        view.path, view.hosts = self.path, [self.hosts[i], self.hosts[j]]
+        view.between = (names[i], names[j])
+        return view
+
+    def config_extra(self) -> tuple[tuple[str, object], ...]:
+        return (("pair", "/".join(self.between)),) if self.between else ()
 
 
 # srun's PMI plugin for each family (Debian: Open MPI through PMIx, MPICH
@@ -266,6 +304,8 @@ class Emulated(Cluster):
     def size(self) -> int | None:
         return len(self.c.nodes)
 
+    full: emu_mod.EmuCluster | None = None  # a pair view: the whole cluster
+
     def cannot_launch(self, impl: MpiImpl) -> str | None:
         if impl.family not in ("openmpi", "mpich"):
             return f"emulated clusters launch Open MPI and MPICH; not {impl.family}"
@@ -310,9 +350,29 @@ class Emulated(Cluster):
 
     def describe(self) -> dict[str, object]:
         p = emu_mod.PROFILES[self.c.link]
-        return {"kind": self.kind, "name": self.c.name, "link": p.name, "rate_bps": p.rate_bps,
-                "nodes": len(self.c.nodes), "subnet": self.c.subnet,
-                "tbf": p.tbf_args() if p.rate_bps else None}
+        d: dict[str, object] = {
+            "kind": self.kind, "name": self.c.name, "link": p.name, "rate_bps": p.rate_bps,
+            "nodes": len(self.c.nodes), "subnet": self.c.subnet,
+            "tbf": p.tbf_args() if p.rate_bps else None}
+        if slow := {n.hostname: n.link for n in (self.full or self.c).nodes if n.link}:
+            d["degraded"] = slow  # nodes given another link (cluster up --degrade)
+        if self.between:
+            d["pair"] = list(self.between)
+        return d
+
+    between: tuple[str, str] | None = None  # a pair view: its two nodes
+
+    def node_names(self) -> list[str]:
+        return [n.hostname for n in self.c.nodes]
+
+    def pair(self, i: int, j: int) -> Cluster:
+        view = Emulated(state=replace(self.c, nodes=(self.c.nodes[i], self.c.nodes[j])))
+        view.full = self.c
+        view.between = (self.c.nodes[i].hostname, self.c.nodes[j].hostname)
+        return view
+
+    def config_extra(self) -> tuple[tuple[str, object], ...]:
+        return (("pair", "/".join(self.between)),) if self.between else ()
 
     def link_bytes(self, place: Placement) -> dict[str, int] | None:
         return self.c.link_bytes(place.nodes)

@@ -87,6 +87,7 @@ class Node:
     netns: str
     uts: str
     ipc: str
+    link: str = ""  # its own link profile where degraded (--degrade), else the cluster's
 
     def nsenter(self) -> list[str]:
         """The argv prefix that runs a command inside this node."""
@@ -256,7 +257,29 @@ def _shape(netns: str, dev: str, profile: LinkProfile) -> None:
              "shaping a link")
 
 
-def up(name: str, nodes: int, link: str) -> EmuCluster:
+def parse_degrade(specs: list[str], nodes: int) -> dict[int, str]:
+    """--degrade n3:100mbit (repeatable): node index -> its link profile.
+    A node that does not exist, a profile that is unknown or a node named
+    twice is refused, before anything is made."""
+    out: dict[int, str] = {}
+    for spec in specs:
+        node, sep, profile = spec.partition(":")
+        m = re.fullmatch(r"n([0-9]{1,3})", node)
+        if not sep or not m:
+            raise CommscopeError(f"bad --degrade '{spec}' (NODE:PROFILE, e.g. n3:100mbit)")
+        i = int(m.group(1))
+        if i >= nodes:
+            raise CommscopeError(f"--degrade {spec}: no node n{i} (the nodes are n0-n{nodes - 1})")
+        if profile not in PROFILES:
+            raise CommscopeError(f"--degrade {spec}: unknown link profile '{profile}' (choose "
+                                 f"from {', '.join(PROFILES)})")
+        if i in out:
+            raise CommscopeError(f"--degrade names n{i} twice")
+        out[i] = profile
+    return out
+
+
+def up(name: str, nodes: int, link: str, degrade: list[str] | None = None) -> EmuCluster:
     require_root("cluster up")
     validate_name(name)
     if not 1 <= nodes <= MAX_NODES:
@@ -264,6 +287,7 @@ def up(name: str, nodes: int, link: str) -> EmuCluster:
     if link not in PROFILES:
         raise CommscopeError(f"unknown link profile '{link}' (choose from "
                              f"{', '.join(PROFILES)})")
+    slow = parse_degrade(degrade or [], nodes)
     pre = prefix(name)
     if _state_file(name).exists() or any(
             p.name.startswith(pre + "-") for p in NETNS_DIR.glob("*")):
@@ -273,7 +297,8 @@ def up(name: str, nodes: int, link: str) -> EmuCluster:
     state.mkdir(parents=True, exist_ok=True)
     node_list = tuple(
         Node(index=i, hostname=f"{name}-n{i}", address=f"10.77.0.{i + 1}",
-             netns=f"{pre}-n{i}", uts=str(state / f"n{i}.uts"), ipc=str(state / f"n{i}.ipc"))
+             netns=f"{pre}-n{i}", uts=str(state / f"n{i}.uts"), ipc=str(state / f"n{i}.ipc"),
+             link=slow.get(i, ""))
         for i in range(nodes))
     c = EmuCluster(name=name, prefix=pre, link=link, subnet=SUBNET, bridge_netns=f"{pre}-br",
                    nodes=node_list, agent=str(state / "agent"), created_at=time.time())
@@ -292,8 +317,9 @@ def up(name: str, nodes: int, link: str) -> EmuCluster:
             _ip(["-n", n.netns, "addr", "add", f"{n.address}/24", "dev", "eth0"], "wiring a node")
             _ip(["-n", n.netns, "link", "set", "eth0", "up"], "wiring a node")
             _ip(["-n", n.netns, "link", "set", "lo", "up"], "wiring a node")
-            _shape(n.netns, "eth0", profile)
-            _shape(c.bridge_netns, port, profile)
+            own = PROFILES[n.link] if n.link else profile  # a degraded node: both directions
+            _shape(n.netns, "eth0", own)
+            _shape(c.bridge_netns, port, own)
         Path(c.agent).write_text(agent_script(c))
         os.chmod(c.agent, 0o755)
         (state / "state.json").write_text(json.dumps(c.to_json(), indent=1) + "\n")

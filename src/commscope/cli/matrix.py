@@ -1,0 +1,96 @@
+"""commscope matrix: latency and bandwidth between every pair of nodes, and
+which node or link is slow (issue 40; analysis/pairs.py holds the schedule
+and the verdict)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+
+from ..analysis import pairs
+from ..errors import CommscopeError
+from ..measure import build as build_mod
+from ..measure import cluster as cluster_mod
+from ..measure.plan import CoreOptions, Job
+from ..measure.progress import Progress
+from ..measure.runner import NoisePolicy, default_timeout, run_sweep
+from ..store.db import Store
+from ..store.sizes import human_bytes, parse_size
+from .common import command, named_impls
+
+
+def _impl(a: argparse.Namespace, cl: cluster_mod.Cluster):
+    impls = named_impls(a)
+    if a.mpi and len(impls) != 1:
+        raise CommscopeError("commscope matrix: --mpi names one implementation")
+    fit = [m for m in impls if cl.cannot_launch(m) is None]
+    if not fit:
+        raise CommscopeError(f"{cl.label} launches none of {', '.join(m.name for m in impls)}: "
+                             f"{cl.cannot_launch(impls[0])}")
+    return fit[0]
+
+
+def jobs(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat: int
+         ) -> list[Job]:
+    """One two-rank job per pair of nodes (latency at `lat`, bw at the
+    options' size), in the schedule's rounds: every pair once, one at a
+    time (each job alone on the cluster: a slow pair is the pair's, not
+    another pair's traffic)."""
+    n = len(cl.node_names())
+    return [Job(core, f"latency@{lat},bw", cluster_mod.Placement(2, 1), opts,
+                cluster=cl.pair(i, j))
+            for rnd in pairs.schedule(n) for i, j in rnd]
+
+
+@command("matrix")
+def cmd_matrix(a: argparse.Namespace) -> int:
+    cl = cluster_mod.parse(a.cluster)
+    names = cl.node_names()
+    if cl.kind not in ("emu", "hostfile"):
+        cl.pair(0, 1)  # says which clusters it runs on
+    if len(names) < 2:
+        raise CommscopeError(f"{cl.label} has {len(names)} node(s): a matrix needs 2 or more")
+    if len(set(names)) != len(names):
+        cl.pair(0, 1)  # names the duplicated host
+    lat, size = parse_size(a.latency_size), parse_size(a.bw_size)
+    impl = _impl(a, cl)
+    cl.check(impl, cluster_mod.Placement(len(names), 1))
+    core = build_mod.build(impl)
+    opts = CoreOptions(sizes=str(size))  # type: ignore[call-arg]
+    planned = jobs(core, cl, opts, lat)
+    limit = a.timeout or default_timeout(opts, 1, 2)
+    store = Store(a.db)
+    t0 = time.monotonic()
+    outcomes = run_sweep(planned, store, argv=sys.argv, resume=False, timeout_s=limit,
+                         policy=NoisePolicy(),
+                         progress=Progress(len(planned) * a.repeat, enabled=not a.quiet,
+                                           name="matrix"),
+                         repeat=a.repeat)
+    took = time.monotonic() - t0
+    ids = [o.run_id for o in outcomes]
+    rows = store.result_rows(run_ids=ids, narrowed=True)
+    store.close()
+    print(f"{cl.label}: {len(names)} nodes, {len(planned)} pairs x {a.repeat} rounds, "
+          f"{impl.name}, one pair at a time, in {took:.0f} s")
+    for o in outcomes:
+        if o.status != "ok":
+            pair = "-".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
+            what = f"no answer within {limit:.0f} s" if o.status == "timeout" else o.status
+            print(f"  {pair}: {what}" + (f" ({o.message[:160]})" if o.message else ""))
+    for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
+                            ("latency", lat, f"latency at {human_bytes(lat)}")):
+        found = pairs.pairs_from(pairs.per_pair(rows, bench, at))
+        if not found:
+            print(f"{what}: no pair measured")
+            continue
+        v = pairs.verdict(found, what)
+        print(f"\n{what} ({bench}), each pair over the cluster's typical pair "
+              f"({v.typical:.4g} us):")
+        if v.ratios:
+            print(pairs.matrix_text(names, v), end="")
+        for line in v.lines:
+            print(f"  {line}")
+    print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")
+    return 1 if any(o.status != "ok" for o in outcomes) else 0

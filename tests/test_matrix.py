@@ -1,0 +1,87 @@
+"""commscope matrix on emulated clusters, for real: every pair of four nodes
+measured, a node given a slower link (cluster up --degrade) named and no
+other; and what it refuses before anything is launched.  Needs root."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from commscope import cli
+from commscope.measure.cluster import emu
+from commscope.store.db import Store
+
+from .conftest import mpi_processes
+
+TOOLS = ("ip", "tc", "nsenter", "unshare", "ethtool")
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="emulated clusters need root (namespaces)"),
+    pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
+                       reason=f"needs {', '.join(TOOLS)} (`make test` installs them)"),
+]
+TAG = f"m{os.getpid() % 100000}"
+
+
+def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path):
+    for args, says in (
+            (["--degrade", "n4:100mbit"], "no node n4 (the nodes are n0-n3)"),
+            (["--degrade", "n1:56k"], "unknown link profile '56k'"),
+            (["--degrade", "n1"], "bad --degrade 'n1'"),
+            (["--degrade", "node1:100mbit"], "bad --degrade"),
+            (["--degrade", "n1:100mbit", "--degrade", "n1:10gbit"], "names n1 twice")):
+        rc = cli.main(["cluster", "up", "--nodes", "4", "--name", f"{TAG}x", *args])
+        err = capsys.readouterr().err
+        assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
+        assert not [p for p in emu.NETNS_DIR.glob(f"{emu.prefix(TAG + 'x')}*")]  # nothing made
+    hosts = tmp_path / "hosts"
+    hosts.write_text("nodeA\nnodeB\nnodeA\n")
+    one = f"{TAG}o"
+    assert cli.main(["cluster", "up", "--nodes", "1", "--name", one]) == 0
+    try:
+        for cluster, says in ((f"emu:{one}", "has 1 node(s): a matrix needs 2 or more"),
+                              (f"hostfile:{hosts}", "names host nodeA twice"),
+                              ("local", "runs on an emulated cluster or a hostfile")):
+            db = tmp_path / "m.db"
+            capsys.readouterr()
+            rc = cli.main(["matrix", "--cluster", cluster, "--db", str(db)])
+            err = capsys.readouterr().err
+            assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (cluster, err)
+            assert not db.exists()  # nothing launched, nothing stored
+    finally:
+        emu.down(one)
+
+
+@pytest.mark.mpi
+def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
+    """Four nodes on Gigabit, n2 on 100 Mbit/s: every pair with n2 takes about
+    ten times the typical time of a 1 MiB message.  Noise policy: a tenfold
+    gap against a 1.2x cut survives a busy machine; latency at 8 B (which a
+    token bucket's burst lets through at full speed) is not asserted."""
+    name = f"{TAG}d"
+    assert cli.main(["cluster", "up", "--nodes", "4", "--link", "1gbit", "--name", name,
+                     "--degrade", "n2:100mbit"]) == 0
+    db = tmp_path / "m.db"
+    try:
+        capsys.readouterr()
+        rc = cli.main(["matrix", "--cluster", f"emu:{name}", "--db", str(db), "--quiet",
+                       "--mpi", "openmpi"])
+        out = capsys.readouterr().out
+    finally:
+        emu.down(name)
+    assert rc == 0, out
+    bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
+    named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
+    assert named == [f"{name}-n2"], bw
+    assert "that no single node or link explains" not in bw and "this pair takes" not in bw, bw
+    # every pair, three rounds, stored as ordinary records naming their pair
+    runs = Store(db, create=False).db.execute("SELECT config, status FROM runs").fetchall()
+    pairs = [json.loads(r["config"])["extra"]["pair"] for r in runs]
+    assert {p for p in pairs} == {f"{name}-n{i}/{name}-n{j}" for i in range(4)
+                                  for j in range(i + 1, 4)}
+    assert all(pairs.count(p) >= 3 for p in set(pairs)) and {r["status"] for r in runs} == {"ok"}
+    assert json.loads(Store(db, create=False).db.execute(
+        "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
+    assert not mpi_processes()
