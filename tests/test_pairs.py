@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +68,42 @@ def test_a_healthy_cluster_names_nothing(seed):
 def test_two_nodes_are_one_pair_with_nothing_to_set_it_against():
     v = pairs.verdict(_cluster(2, {("n1", "n2"): 10.0}))
     assert v.nodes == () and "needs 3 nodes" in v.lines[0]
+
+
+# -- from stored records: commscope matrix's runs (docs/clusters/, bench/matrix.py) ----
+STORES = Path(__file__).parents[1] / "docs" / "clusters"
+
+
+def test_the_stored_matrix_names_the_degraded_node_and_the_report_draws_it(tmp_path):
+    """Four emulated nodes on Gigabit, bm1619-n2 on 100 Mbit/s (a run of
+    bench/matrix.py): each pair is read from its records, n2 is named in the
+    bandwidth figure and nothing in latency; the report has the section and
+    a heat map for each."""
+    from commscope.report import matrix as rmatrix
+    from commscope.store.db import Store
+
+    rows = Store(STORES / "matrix-degraded.db", create=False).result_rows()
+    times = pairs.per_pair(rows, "bw", 1 << 20)
+    assert len(times) == 6 and all(len(x) == 3 for x in times.values())
+    got = {what: v for _, what, _, v in rmatrix.matrices(rows)}
+    assert got["time of one 1 MiB message"].nodes == ("bm1619-n2",)
+    assert got["latency at 8 B"].nodes == () and got["latency at 8 B"].links == ()
+    healthy = Store(STORES / "matrix-healthy.db", create=False).result_rows()
+    assert all(not v.nodes and not v.links for *_, v in rmatrix.matrices(healthy))
+    (tmp_path / "fig").mkdir()
+    entries = rmatrix.section(tmp_path, rows)
+    assert [e["title"] for e in entries] == ["emu:bm1619: time of one 1 MiB message",
+                                             "emu:bm1619: latency at 8 B"]
+    assert entries[0]["lines"][0].startswith("bm1619-n2: every pair with bm1619-n2 takes 10.0x")
+    for e in entries:
+        assert (tmp_path / "fig" / f"{e['fig']}.svg").read_text().startswith("<?xml")
+
+
+def test_a_record_names_its_pair_or_none():
+    import json as _json
+
+    row = {"config": _json.dumps({"extra": {"pair": "a-n0/a-n3"}})}
+    assert pairs.pair_of(row) == ("a-n0", "a-n3")
+    for bad in ({"config": "{}"}, {"config": "not json"}, {},
+                {"config": _json.dumps({"extra": {"pair": "a-n0"}})}):
+        assert pairs.pair_of(bad) is None

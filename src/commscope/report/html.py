@@ -24,7 +24,7 @@ from ..analysis.series import collect
 from ..analysis.significance import MIN_CHANGE
 from ..measure import probe as probe_mod
 from ..store.config import place, what
-from . import applications, focus, programs, sections
+from . import applications, focus, matrix, programs, sections
 from .figures import Figure, lines_for
 from .page import FigRef, Page
 from .tables import n_used
@@ -211,6 +211,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
     meta = f"{now} · commscope {__version__} · store {store.path}"
     made_of = sections.behind(store, rows)
     progs = programs.section(store, collect(rows, keep_flagged=True))
+    pairs = matrix.section(out_dir, rows)
     counts = made_of.text() + (f" {flagged} of the points were measured while the machine "
                                "was busy (marked in the tables of commscope show)."
                                if flagged else "")
@@ -219,6 +220,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
              ("p2p", "point-to-point", bool(p2p)), ("collectives", "collectives", bool(colls)),
              ("applications", "applications", bool(appl)), ("gpu", "GPU buffers", bool(gpu)),
              ("tuning", "settings", bool(settings)), ("programs", "your programs", bool(progs)),
+             ("pairs", "every pair of nodes", bool(pairs)),
              ("crossover", "collectives against sends", bool(xsec)),
              ("provenance", "runs", True), ("failures", "failures", True),
              ("terms", "terms", True)]
@@ -235,7 +237,7 @@ def build(store, out_dir: Path, rows: Sequence[sqlite3.Row], *,
         runs=sections.runs_section(store, made_of), chose=sections.library_choices(store, run_ids),
         failures=fails, p2p=p2p,
         collectives=colls, applications=appl, crossover=xsec, gpu=gpu, tuning=settings,
-        loggp=sections.loggp_table(store, run_ids), programs=progs,
+        loggp=sections.loggp_table(store, run_ids), programs=progs, pairs=pairs,
         programs_only=not rows and bool(progs),
         compare=sections.comparison(*comparison) if comparison else None)
     index = out_dir / "index.html"

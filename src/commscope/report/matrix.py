@@ -1,0 +1,90 @@
+"""The report's section on every pair of nodes (`commscope matrix`): for each
+cluster whose records name pairs, the verdict (which node or link is slow)
+and a heat map of each pair over the cluster's typical pair."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..analysis import pairs
+from ..store.sizes import human_bytes
+
+# what each benchmark's matrix reads: the largest bandwidth size, the smallest latency
+FIGURES = (("bw", max, "time of one {size} message"), ("latency", min, "latency at {size}"))
+
+
+def matrices(rows: Sequence[Mapping[str, object]]
+             ) -> list[tuple[str, str, list[str], pairs.Verdict]]:
+    """(cluster, what, its nodes, the verdict) for each cluster and figure
+    whose records name pairs of nodes."""
+    out = []
+    clusters = sorted({str(r["cluster"]) for r in rows if pairs.pair_of(r) is not None})
+    for cl in clusters:
+        mine = [r for r in rows if r["cluster"] == cl and pairs.pair_of(r) is not None]
+        for bench, pick, words in FIGURES:
+            sizes = {int(r["size_bytes"]) for r in mine if r["bench"] == bench}  # type: ignore[call-overload]
+            if not sizes:
+                continue
+            size = pick(sizes)
+            found = pairs.pairs_from(pairs.per_pair(mine, bench, size))
+            if not found:
+                continue
+            names = sorted({p.a for p in found} | {p.b for p in found})
+            what = words.format(size=human_bytes(size))
+            out.append((cl, what, names, pairs.verdict(found, what)))
+    return out
+
+
+def heat_map_svg(names: Sequence[str], v: pairs.Verdict, title: str) -> str:
+    """Nodes x nodes, each pair's median over the typical pair on a log
+    scale, centred on 1: a diverging palette read by the colour-blind
+    (ColorBrewer's PuOr), each cell's ratio written in it, the diagonal
+    and any pair not measured left grey."""
+    from .figures import _pyplot, _svg
+
+    plt = _pyplot()
+    n = len(names)
+    grid = [[math.nan] * n for _ in range(n)]
+    for i, a in enumerate(names):
+        for j, b in enumerate(names):
+            r = v.ratios.get((a, b)) or v.ratios.get((b, a))
+            if i != j and r is not None:
+                grid[i][j] = math.log2(r[0])
+    span = max([abs(x) for row in grid for x in row if not math.isnan(x)] + [math.log2(1.5)])
+    side = min(8.0, 2.0 + 0.6 * n)
+    f, ax = plt.subplots(figsize=(side + 1.2, side), dpi=100)
+    cmap = plt.get_cmap("PuOr_r").with_extremes(bad="#dddddd")
+    im = ax.imshow(grid, cmap=cmap, vmin=-span, vmax=span)
+    short = [x.rsplit("-", 1)[-1] for x in names]
+    ax.set_xticks(range(n), short, fontsize=8)
+    ax.set_yticks(range(n), short, fontsize=8)
+    if n <= 16:
+        for i in range(n):
+            for j in range(n):
+                if not math.isnan(grid[i][j]):
+                    r = round(2 ** grid[i][j], 2)
+                    ax.text(j, i, f"{r:.2f}" if r < 10 else f"{r:.1f}", ha="center",
+                            va="center", fontsize=7,
+                            color="white" if abs(grid[i][j]) > 0.6 * span else "black")
+    bar = f.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    ticks = [t for t in (-4, -3, -2, -1, 0, 1, 2, 3, 4) if abs(t) <= span] or [0]
+    bar.set_ticks(ticks, labels=[f"{2 ** t:g}x" for t in ticks])
+    bar.ax.tick_params(labelsize=7)
+    ax.set_title(title, fontsize=9)
+    f.tight_layout()
+    return _svg(f)
+
+
+def section(out: Path, rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """One entry a cluster and figure: its title, the verdict's lines and
+    the heat map's file (written under out/fig)."""
+    entries = []
+    for k, (cl, what, names, v) in enumerate(matrices(rows)):
+        fig_id = f"fig-matrix-{k}"
+        title = f"{cl}: {what}, each pair over the typical pair"
+        (out / "fig" / f"{fig_id}.svg").write_text(heat_map_svg(names, v, title))
+        entries.append({"title": f"{cl}: {what}", "lines": list(v.lines), "fig": fig_id,
+                        "typical": f"{v.typical:.4g} us", "nodes": len(names)})
+    return entries
