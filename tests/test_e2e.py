@@ -235,18 +235,19 @@ def test_the_python_side_size_grammar_is_the_cores(cores):
 
     core = next(iter(cores.values()))
     differ = []
-    for spec in SIZE_SPECS:
-        for factor in (2, 3):
-            p = subprocess.run([str(core.exe), "--expand-sizes", "--sizes", spec, "--factor",
-                                str(factor)], capture_output=True, text=True, timeout=30,
-                               env=environ(core.impl.env), check=False)
-            theirs = json.loads(p.stdout)["sizes"] if p.returncode == 0 else None
-            try:
-                ours = expand_sizes(spec, factor)
-            except CommscopeError:
-                ours = None
-            if ours != theirs:
-                differ.append((spec, factor, ours, theirs, p.stderr.strip()))
+    # and a factor that wrapped the core's size_t around past its limit (16 GiB + 1, then 1 GiB)
+    for spec, factor in [*((s, f) for s in SIZE_SPECS for f in (2, 3)),
+                         ("17179869185:1099511627776", 1 << 30), ("1:1G", 1 << 30)]:
+        p = subprocess.run([str(core.exe), "--expand-sizes", "--sizes", spec, "--factor",
+                            str(factor)], capture_output=True, text=True, timeout=30,
+                           env=environ(core.impl.env), check=False)
+        theirs = json.loads(p.stdout)["sizes"] if p.returncode == 0 else None
+        try:
+            ours = expand_sizes(spec, factor)
+        except CommscopeError:
+            ours = None
+        if ours != theirs:
+            differ.append((spec, factor, ours, theirs, p.stderr.strip()))
     assert not differ, differ
 
 

@@ -53,8 +53,8 @@ def test_a_node_degraded_tenfold_is_named_and_no_other():
 
 def test_a_single_slow_link_is_named_as_a_link_not_a_node():
     v = pairs.verdict(_cluster(5, {("n1", "n2"): 3.0}))
-    assert v.nodes == () and v.links == ("n1-n2",)
-    assert v.lines[0].startswith("n1-n2: this pair takes ")
+    assert v.nodes == () and v.links == ("n1/n2",)
+    assert v.lines[0].startswith("n1/n2: this pair takes ")
     assert 2.6 < float(v.lines[0].split("takes ")[1].split("x")[0]) < 3.4
 
 
@@ -75,7 +75,7 @@ STORES = Path(__file__).parents[1] / "docs" / "clusters"
 
 
 def test_the_stored_matrix_names_the_degraded_node_and_the_report_draws_it(tmp_path):
-    """Four emulated nodes on Gigabit, bm1619-n2 on 100 Mbit/s (a run of
+    """Four emulated nodes on Gigabit, bm7607-n2 on 100 Mbit/s (a run of
     bench/matrix.py): each pair is read from its records, n2 is named in the
     bandwidth figure and nothing in latency; the report has the section and
     a heat map for each."""
@@ -84,17 +84,19 @@ def test_the_stored_matrix_names_the_degraded_node_and_the_report_draws_it(tmp_p
 
     rows = Store(STORES / "matrix-degraded.db", create=False).result_rows()
     times = pairs.per_pair(rows, "bw", 1 << 20)
-    assert len(times) == 6 and all(len(x) == 3 for x in times.values())
-    got = {what: v for _, what, _, v in rmatrix.matrices(rows)}
-    assert got["time of one 1 MiB message"].nodes == ("bm1619-n2",)
+    assert len(times) == 12 and all(len(x) == 3 for x in times.values())  # both ways
+    got = {what: v for _, what, _, _, v in rmatrix.matrices(rows)}
+    assert got["time of one 1 MiB message"].nodes == ("bm7607-n2",)
+    assert "bm7607-n2: slow both when it sends and when it receives" in got[
+        "time of one 1 MiB message"].lines
     assert got["latency at 8 B"].nodes == () and got["latency at 8 B"].links == ()
     healthy = Store(STORES / "matrix-healthy.db", create=False).result_rows()
     assert all(not v.nodes and not v.links for *_, v in rmatrix.matrices(healthy))
     (tmp_path / "fig").mkdir()
     entries = rmatrix.section(tmp_path, rows)
-    assert [e["title"] for e in entries] == ["emu:bm1619: time of one 1 MiB message",
-                                             "emu:bm1619: latency at 8 B"]
-    assert entries[0]["lines"][0].startswith("bm1619-n2: every pair with bm1619-n2 takes 10.0x")
+    assert [e["title"] for e in entries] == ["emu:bm7607: time of one 1 MiB message",
+                                             "emu:bm7607: latency at 8 B"]
+    assert entries[0]["lines"][0].startswith("bm7607-n2: every pair with bm7607-n2 takes 10.0x")
     for e in entries:
         assert (tmp_path / "fig" / f"{e['fig']}.svg").read_text().startswith("<?xml")
 
@@ -107,3 +109,37 @@ def test_a_record_names_its_pair_or_none():
     for bad in ({"config": "{}"}, {"config": "not json"}, {},
                 {"config": _json.dumps({"extra": {"pair": "a-n0"}})}):
         assert pairs.pair_of(bad) is None
+
+
+def test_a_node_in_no_measured_pair_is_named_as_such():
+    """Every pair with n3 failed: the verdict says so, never 'no node stands
+    out' over the pairs that remain."""
+    ok = [pairs.Pair(a, b, 10.0, 9.8, 10.2) for a, b in (("n0", "n1"), ("n0", "n2"),
+                                                        ("n1", "n2"))]
+    v = pairs.verdict(ok, "time", ["n0", "n1", "n2", "n3"])
+    assert v.silent == ("n3",) and v.lines[0].startswith("n3: no pair with n3 was measured")
+    assert not any(x.startswith("no node stands out") for x in v.lines)
+    assert pairs.verdict(ok, "time", ["n0", "n1", "n2"]).silent == ()
+
+
+def test_short_names_stay_apart():
+    assert pairs.short_names(["emu-n0", "emu-n1", "emu-n10"]) == ["n0", "n1", "n10"]
+    assert pairs.short_names(["rack1-n0", "rack2-n0", "rack3-n0"]) == [
+        "rack1-n0", "rack2-n0", "rack3-n0"]  # not three columns all headed n0
+    assert pairs.short_names(["node1.lan", "node2.lan"]) == ["node1.lan", "node2.lan"]
+    assert pairs.short_names(["a.x.org", "a.y.org"]) == ["x.org", "y.org"]
+
+
+def test_a_node_slow_one_way_is_named_with_its_direction():
+    """bw from n2 is ten times slower, to n2 it is not: n2 is named, and the
+    direction said (each two nodes are judged by their slower direction)."""
+    names = ["n0", "n1", "n2", "n3"]
+    found = [pairs.Pair(a, b, 100.0 if a == "n2" else 10.0, 98.0 if a == "n2" else 9.8,
+                        102.0 if a == "n2" else 10.2)
+             for a in names for b in names if a != b]
+    v = pairs.verdict(pairs.unordered(found), "time", names)
+    assert v.nodes == ("n2",)
+    assert pairs.directions(found, v) == ["n2: slow when it sends, not when it receives"]
+    text = pairs.matrix_text(names, v.typical, found).splitlines()
+    assert text[3].split()[1:] == ["10.0x", "10.0x", "-", "10.0x"]  # row n2: it sends
+    assert text[1].split()[1:] == ["-", "1.00x", "1.00x", "1.00x"]  # row n0: to n2 as well

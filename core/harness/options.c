@@ -106,7 +106,7 @@ static const opt_def OPTS[] = {
      "testing: make the last rank hang|crash|corrupt|gpufail at a size (crash@64)"},
     {"plan-np", LNG(plan_np, 0, 1 << 20, HIDDEN),
      "with --info: judge every application size at this many processes before a launch"},
-    {"expand-sizes", FLG(expand_sizes, HIDDEN),
+    {"expand-sizes", FLG(expand_sizes, CORE),
      "print the sizes --sizes and --factor give as JSON and exit (or refuse them as a run "
      "would): the one size grammar, which Python's store/sizes.py is held to"},
     {"plan-mem", FLG(plan_mem, HIDDEN),
@@ -201,9 +201,11 @@ int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e) {
     out[(*n)++] = 0;
     s = 1;
   }
-  for (; s <= hi; s *= (size_t)o->factor) {
+  while (s <= hi) {
     if (*n >= max) return CS_FAIL(e, CS_EUSAGE, "too many sizes in %s", o->sizes);
     out[(*n)++] = s;
+    if (s > hi / (size_t)o->factor) break; /* the next would pass hi (or wrap around) */
+    s *= (size_t)o->factor;
   }
   if (*n == 0) return CS_FAIL(e, CS_EUSAGE, "size range %s is empty", o->sizes);
   if (out[*n - 1] > CS_MAX_SIZE)

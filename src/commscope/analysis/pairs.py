@@ -18,6 +18,7 @@ is not."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,8 +62,9 @@ class Verdict:
     typical: float
     ratios: dict[tuple[str, str], tuple[float, float, float]]  # median, lo, hi over typical
     nodes: tuple[str, ...]  # every pair with it slow, the others not
-    links: tuple[str, ...]  # "a-b": slow, both nodes fine with another
+    links: tuple[str, ...]  # "a/b": slow, both nodes fine with another
     lines: tuple[str, ...]  # what is said, one line each
+    silent: tuple[str, ...] = ()  # nodes of the cluster in no pair that was measured
 
 
 def _x(r: float) -> str:
@@ -70,10 +72,20 @@ def _x(r: float) -> str:
     return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
 
-def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
+def verdict(pairs: Sequence[Pair], what: str = "time",
+            nodes: Sequence[str] = ()) -> Verdict:
     """Which node or link is slow, with the evidence, or that none stands
-    out; `what` names the figure ("time at 4 MiB")."""
+    out; `what` names the figure ("time at 4 MiB"); `nodes`: the cluster's
+    nodes, so that one in no measured pair (every pair with it failed) is
+    named as such rather than left out of the verdict."""
     names = sorted({p.a for p in pairs} | {p.b for p in pairs})
+    silent = tuple(n for n in nodes if n not in names)
+    if silent:
+        v = verdict(pairs, what)
+        gone = [f"{n}: no pair with {n} was measured (each failed or timed out)"
+                for n in silent]
+        keep = [x for x in v.lines if not x.startswith("no node stands out")]
+        return Verdict(v.typical, v.ratios, v.nodes, v.links, (*gone, *keep), silent)
     if len(names) < 3:
         only = "; ".join(f"{p.a}-{p.b} {p.median:.3g}" for p in pairs)
         return Verdict(0.0, {}, (), (), (f"{len(names)} node(s), one pair ({only}): nothing to "
@@ -88,7 +100,7 @@ def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
     odd = [(a, b) for a, b in sorted(slow) if a not in bad and b not in bad
            and any((p.a, p.b) not in slow for p in pairs if p.has(a))
            and any((p.a, p.b) not in slow for p in pairs if p.has(b))]
-    links = [f"{a}-{b}" for a, b in odd]
+    links = [f"{a}/{b}" for a, b in odd]
     lines = []
     for n in bad:
         rs = [ratios[(p.a, p.b)] for p in pairs if p.has(n)]
@@ -104,7 +116,7 @@ def verdict(pairs: Sequence[Pair], what: str = "time") -> Verdict:
     rest = sorted(slow - {(p.a, p.b) for p in pairs if any(p.has(n) for n in bad)}
                   - set(odd))
     if rest:
-        lines.append(f"{len(rest)} more slow pair(s) ({', '.join('-'.join(r) for r in rest)}) "
+        lines.append(f"{len(rest)} more slow pair(s) ({', '.join('/'.join(r) for r in rest)}) "
                      "that no single node or link explains")
     if not lines:
         spread = [r[0] for r in ratios.values()]
@@ -129,10 +141,11 @@ def pair_of(row: Mapping[str, object]) -> tuple[str, str] | None:
 
 def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
              ) -> dict[tuple[str, str], list[float]]:
-    """Each pair's time at `size` in `bench`, one value a repetition (us:
-    the median latency, or for bandwidth the time one message took at the
-    narrowest window the pair was measured at, so that every pair is read
-    at the window the sweep measured them all again at)."""
+    """Each pair's time at `size` in `bench`, one value a repetition: the
+    record's median_us (latency: half a round trip; bw: one message; bibw:
+    one message each way at once), at the narrowest window the pair was
+    measured at (where the sweep measured every pair again at a common
+    window, that one)."""
     best: dict[tuple[tuple[str, str], int], Mapping[str, object]] = {}
     for r in rows:
         pair = pair_of(r)
@@ -145,17 +158,14 @@ def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
             best[k] = r
     out: dict[tuple[str, str], list[float]] = {}
     for (pair, _), r in sorted(best.items()):
-        if bench in ("bw", "bibw"):
-            rate = float(r["mb_per_s"] or 0)  # type: ignore[arg-type]
-            if rate > 0:
-                out.setdefault(pair, []).append(size / rate)  # bytes / (MB/s) = us
-        elif r["median_us"]:
+        if r["median_us"]:
             out.setdefault(pair, []).append(float(r["median_us"]))  # type: ignore[arg-type]
     return out
 
 
 def pairs_from(times: Mapping[tuple[str, str], Sequence[float]]) -> list[Pair]:
-    """Each pair's median over its repetitions, with the between-run interval."""
+    """Each pair's median over its repetitions, with the between-run
+    interval; a pair as stored (for bandwidth: sender, receiver)."""
     from .repeats import between
 
     out = []
@@ -166,16 +176,73 @@ def pairs_from(times: Mapping[tuple[str, str], Sequence[float]]) -> list[Pair]:
     return out
 
 
-def matrix_text(names: Sequence[str], v: Verdict) -> str:
-    """The matrix as text: each pair's median over the typical pair (1.00x:
-    typical; '-' the diagonal, '?' a pair not measured)."""
-    short = [n.rsplit("-", 1)[-1] for n in names]
+def unordered(found: Sequence[Pair]) -> list[Pair]:
+    """One pair for each two nodes (a < b), the slower of its two
+    directions where both were measured: what the verdict judges."""
+    best: dict[tuple[str, str], Pair] = {}
+    for p in found:
+        a, b = sorted((p.a, p.b))
+        if (a, b) not in best or p.median > best[(a, b)].median:
+            best[(a, b)] = Pair(a, b, p.median, p.lo, p.hi)
+    return [best[k] for k in sorted(best)]
+
+
+def directions(found: Sequence[Pair], v: Verdict) -> list[str]:
+    """For each node named, whether its pairs are slow when it sends, when
+    it receives, or both (messages one way: bw from a to b)."""
+    out = []
+    for n in v.nodes:
+        sends = [p.lo / v.typical for p in found if p.a == n]
+        gets = [p.lo / v.typical for p in found if p.b == n]
+        if not sends or not gets:
+            continue
+        slow_s, slow_g = min(sends) >= SLOW, min(gets) >= SLOW
+        how = ("both when it sends and when it receives" if slow_s and slow_g
+               else "when it sends, not when it receives" if slow_s
+               else "when it receives, not when it sends" if slow_g
+               else "in neither direction alone, surely")
+        out.append(f"{n}: slow {how}")
+    return out
+
+
+def short_names(names: Sequence[str]) -> list[str]:
+    """The names less the words they all begin with, up to a '-', '.' or
+    '_' (emu-n0, emu-n1: n0, n1), where that leaves them apart; else the
+    names."""
+    head = os.path.commonprefix(list(names)) if len(names) > 1 else ""
+    cut = max(head.rfind(c) for c in "-._") + 1
+    short = [n[cut:] or n for n in names]
+    return short if len(set(short)) == len(short) else list(names)
+
+
+def matrix_text(names: Sequence[str], typical: float, found: Sequence[Pair]) -> str:
+    """The matrix as text: each pair's median over the typical pair (row:
+    the sender, column: the receiver, where the pairs were measured one way
+    each; a pair measured one way only fills both cells), '-' the diagonal,
+    '?' a pair not measured."""
+    short = short_names(names)
     w = max(6, *(len(s) for s in short))
+    got = {(p.a, p.b): p.median for p in found}
     lines = [" " * w + "".join(f"{s:>{w + 1}}" for s in short)]
     for i, a in enumerate(names):
         cells = []
         for j, b in enumerate(names):
-            r = v.ratios.get((a, b)) or v.ratios.get((b, a))
-            cells.append("-" if i == j else "?" if r is None else _x(r[0]))
+            m = got.get((a, b), got.get((b, a)))
+            cells.append("-" if i == j else "?" if m is None or typical <= 0
+                         else _x(m / typical))
         lines.append(f"{short[i]:<{w}}" + "".join(f"{c:>{w + 1}}" for c in cells))
     return "\n".join(lines) + "\n"
+
+
+def judge(rows: Sequence[Mapping[str, object]], bench: str, size: int, what: str,
+          nodes: Sequence[str] = ()) -> tuple[list[Pair], Verdict] | None:
+    """The pairs of `bench` at `size` as measured (each direction its own)
+    and the verdict on them (each two nodes by their slower direction, with
+    which direction a named node is slow in); None where no pair was."""
+    found = pairs_from(per_pair(rows, bench, size))
+    if not found:
+        return None
+    v = verdict(unordered(found), what, nodes)
+    if v.typical > 0 and (more := directions(found, v)):
+        v = Verdict(v.typical, v.ratios, v.nodes, v.links, (*v.lines, *more), v.silent)
+    return found, v

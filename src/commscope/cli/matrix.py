@@ -34,14 +34,16 @@ def _impl(a: argparse.Namespace, cl: cluster_mod.Cluster):
 
 def jobs(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat: int
          ) -> list[Job]:
-    """One two-rank job per pair of nodes (latency at `lat`, bw at the
-    options' size), in the schedule's rounds: every pair once, one at a
-    time (each job alone on the cluster: a slow pair is the pair's, not
-    another pair's traffic)."""
+    """Two-rank jobs over every pair of nodes, planned in the schedule's
+    rounds, one at a time (each job alone on the cluster: a slow pair is
+    the pair's, not another pair's traffic): latency at `lat` and bandwidth
+    at the options' size from the first node to the second, then bandwidth
+    the other way (a link slow one way shows which node sends)."""
     n = len(cl.node_names())
-    return [Job(core, f"latency@{lat},bw", cluster_mod.Placement(2, 1), opts,
-                cluster=cl.pair(i, j))
-            for rnd in pairs.schedule(n) for i, j in rnd]
+    one = cluster_mod.Placement(2, 1)
+    return [job for rnd in pairs.schedule(n) for i, j in rnd
+            for job in (Job(core, f"latency@{lat},bw", one, opts, cluster=cl.pair(i, j)),
+                        Job(core, "bw", one, opts, cluster=cl.pair(j, i)))]
 
 
 @command("matrix")
@@ -55,6 +57,10 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         cl.pair(0, 1)  # names the duplicated host
     lat, size = parse_size(a.latency_size), parse_size(a.bw_size)
+    for flag, v in (("--latency-size", lat), ("--bw-size", size)):
+        if v < 1:
+            raise CommscopeError(f"{flag} must be 1 byte or more: a message of 0 bytes "
+                                 "tells nothing of a link")
     impl = _impl(a, cl)
     cl.check(impl, cluster_mod.Placement(len(names), 1))
     core = build_mod.build(impl)
@@ -72,24 +78,31 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     ids = [o.run_id for o in outcomes]
     rows = store.result_rows(run_ids=ids, narrowed=True)
     store.close()
-    print(f"{cl.label}: {len(names)} nodes, {len(planned)} pairs x {a.repeat} rounds, "
+    print(f"{cl.label}: {len(names)} nodes, {len(planned)} jobs (each pair, bw both ways) x "
+          f"{a.repeat} rounds, "
           f"{impl.name}, one pair at a time, in {took:.0f} s")
     for o in outcomes:
         if o.status != "ok":
-            pair = "-".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
-            what = f"no answer within {limit:.0f} s" if o.status == "timeout" else o.status
-            print(f"  {pair}: {what}" + (f" ({o.message[:160]})" if o.message else ""))
+            pair = " and ".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
+            kept = "every record was written" in (o.stderr_tail + o.message)
+            what = ("its records written, then it did not exit: killed, its records kept"
+                    if kept else f"no answer within {limit:.0f} s" if o.status == "timeout"
+                    else o.status)
+            print(f"  {pair}: {what}"
+                  + (f" ({o.message[:160]})" if o.message and not kept else ""))
     for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
-        found = pairs.pairs_from(pairs.per_pair(rows, bench, at))
-        if not found:
-            print(f"{what}: no pair measured")
+        got = pairs.judge(rows, bench, at, what, names)
+        if got is None:
+            print(f"\n{what}: no pair measured")
             continue
-        v = pairs.verdict(found, what)
-        print(f"\n{what} ({bench}), each pair over the cluster's typical pair "
-              f"({v.typical:.4g} us):")
-        if v.ratios:
-            print(pairs.matrix_text(names, v), end="")
+        found, v = got
+        typical = f" ({v.typical:.4g} us)" if v.typical > 0 else ""
+        rows_are = ", rows send, columns receive" if bench == "bw" else ""
+        print(f"\n{what} ({bench}), each pair over the cluster's typical pair{typical}"
+              f"{rows_are}:")
+        if v.typical > 0:
+            print(pairs.matrix_text(names, v.typical, found), end="")
         for line in v.lines:
             print(f"  {line}")
     print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")

@@ -120,8 +120,10 @@ class Job:
     @property
     def label(self) -> str:
         c = self.config
+        pair = dict(c.extra).get("pair")  # commscope matrix: which two nodes
         where = "" if self.cluster.kind == "local" else (
-            f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})")
+            f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})"
+            + (f" {pair}" if pair else ""))
         what = " ".join(v for k, v in c.parts().items()
                         if v and k in ("mpi", "transport", "buffer", "params", "settings"))
         rep = f" #{self.rep}" if self.rep > 1 else ""

@@ -16,9 +16,9 @@ FIGURES = (("bw", max, "time of one {size} message"), ("latency", min, "latency 
 
 
 def matrices(rows: Sequence[Mapping[str, object]]
-             ) -> list[tuple[str, str, list[str], pairs.Verdict]]:
-    """(cluster, what, its nodes, the verdict) for each cluster and figure
-    whose records name pairs of nodes."""
+             ) -> list[tuple[str, str, list[str], list[pairs.Pair], pairs.Verdict]]:
+    """(cluster, what, its nodes, the pairs as measured, the verdict) for
+    each cluster and figure whose records name pairs of nodes."""
     out = []
     clusters = sorted({str(r["cluster"]) for r in rows if pairs.pair_of(r) is not None})
     for cl in clusters:
@@ -28,16 +28,18 @@ def matrices(rows: Sequence[Mapping[str, object]]
             if not sizes:
                 continue
             size = pick(sizes)
-            found = pairs.pairs_from(pairs.per_pair(mine, bench, size))
-            if not found:
-                continue
-            names = sorted({p.a for p in found} | {p.b for p in found})
             what = words.format(size=human_bytes(size))
-            out.append((cl, what, names, pairs.verdict(found, what)))
+            got = pairs.judge(mine, bench, size, what)
+            if got is None:
+                continue
+            found, v = got
+            names = sorted({p.a for p in found} | {p.b for p in found})
+            out.append((cl, what, names, found, v))
     return out
 
 
-def heat_map_svg(names: Sequence[str], v: pairs.Verdict, title: str) -> str:
+def heat_map_svg(names: Sequence[str], found: Sequence[pairs.Pair], typical: float,
+                 title: str) -> str:
     """Nodes x nodes, each pair's median over the typical pair on a log
     scale, centred on 1: a diverging palette read by the colour-blind
     (ColorBrewer's PuOr), each cell's ratio written in it, the diagonal
@@ -46,18 +48,19 @@ def heat_map_svg(names: Sequence[str], v: pairs.Verdict, title: str) -> str:
 
     plt = _pyplot()
     n = len(names)
+    got = {(p.a, p.b): p.median for p in found}
     grid = [[math.nan] * n for _ in range(n)]
     for i, a in enumerate(names):
         for j, b in enumerate(names):
-            r = v.ratios.get((a, b)) or v.ratios.get((b, a))
-            if i != j and r is not None:
-                grid[i][j] = math.log2(r[0])
+            m = got.get((a, b), got.get((b, a)))  # row sends, column receives
+            if i != j and m is not None and typical > 0:
+                grid[i][j] = math.log2(m / typical)
     span = max([abs(x) for row in grid for x in row if not math.isnan(x)] + [math.log2(1.5)])
     side = min(8.0, 2.0 + 0.6 * n)
     f, ax = plt.subplots(figsize=(side + 1.2, side), dpi=100)
     cmap = plt.get_cmap("PuOr_r").with_extremes(bad="#dddddd")
     im = ax.imshow(grid, cmap=cmap, vmin=-span, vmax=span)
-    short = [x.rsplit("-", 1)[-1] for x in names]
+    short = pairs.short_names(names)
     ax.set_xticks(range(n), short, fontsize=8)
     ax.set_yticks(range(n), short, fontsize=8)
     if n <= 16:
@@ -73,6 +76,8 @@ def heat_map_svg(names: Sequence[str], v: pairs.Verdict, title: str) -> str:
     bar.set_ticks(ticks, labels=[f"{2 ** t:g}x" for t in ticks])
     bar.ax.tick_params(labelsize=7)
     ax.set_title(title, fontsize=9)
+    ax.set_ylabel("from (rank 0)", fontsize=8)
+    ax.set_xlabel("to", fontsize=8)
     f.tight_layout()
     return _svg(f)
 
@@ -81,10 +86,12 @@ def section(out: Path, rows: Sequence[Mapping[str, object]]) -> list[dict[str, o
     """One entry a cluster and figure: its title, the verdict's lines and
     the heat map's file (written under out/fig)."""
     entries = []
-    for k, (cl, what, names, v) in enumerate(matrices(rows)):
+    for k, (cl, what, names, found, v) in enumerate(matrices(rows)):
+        if v.typical <= 0:  # two nodes: one pair, nothing to set it against
+            continue
         fig_id = f"fig-matrix-{k}"
         title = f"{cl}: {what}, each pair over the typical pair"
-        (out / "fig" / f"{fig_id}.svg").write_text(heat_map_svg(names, v, title))
+        (out / "fig" / f"{fig_id}.svg").write_text(heat_map_svg(names, found, v.typical, title))
         entries.append({"title": f"{cl}: {what}", "lines": list(v.lines), "fig": fig_id,
                         "typical": f"{v.typical:.4g} us", "nodes": len(names)})
     return entries

@@ -225,7 +225,7 @@ class Hostfile(Cluster):
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return (("pair", "/".join(self.between)),) if self.between else ()
+        return (("pair", "/".join(self.between)),) if self.between else ()  # rank 0 on the first
 
 
 # srun's PMI plugin for each family (Debian: Open MPI through PMIx, MPICH
@@ -372,7 +372,7 @@ class Emulated(Cluster):
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return (("pair", "/".join(self.between)),) if self.between else ()
+        return (("pair", "/".join(self.between)),) if self.between else ()  # rank 0 on the first
 
     def link_bytes(self, place: Placement) -> dict[str, int] | None:
         return self.c.link_bytes(place.nodes)

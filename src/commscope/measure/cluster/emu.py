@@ -257,14 +257,14 @@ def _shape(netns: str, dev: str, profile: LinkProfile) -> None:
              "shaping a link")
 
 
-def parse_degrade(specs: list[str], nodes: int) -> dict[int, str]:
+def parse_degrade(specs: list[str], nodes: int, link: str) -> dict[int, str]:
     """--degrade n3:100mbit (repeatable): node index -> its link profile.
     A node that does not exist, a profile that is unknown or a node named
     twice is refused, before anything is made."""
     out: dict[int, str] = {}
     for spec in specs:
         node, sep, profile = spec.partition(":")
-        m = re.fullmatch(r"n([0-9]{1,3})", node)
+        m = re.fullmatch(r"n(0|[1-9][0-9]{0,2})", node)
         if not sep or not m:
             raise CommscopeError(f"bad --degrade '{spec}' (NODE:PROFILE, e.g. n3:100mbit)")
         i = int(m.group(1))
@@ -275,6 +275,10 @@ def parse_degrade(specs: list[str], nodes: int) -> dict[int, str]:
                                  f"from {', '.join(PROFILES)})")
         if i in out:
             raise CommscopeError(f"--degrade names n{i} twice")
+        own, base = PROFILES[profile].rate_bps, PROFILES[link].rate_bps
+        if own is None or (base is not None and own >= base):
+            raise CommscopeError(f"--degrade {spec}: {profile} is no slower than the cluster's "
+                                 f"{link}")
         out[i] = profile
     return out
 
@@ -287,7 +291,7 @@ def up(name: str, nodes: int, link: str, degrade: list[str] | None = None) -> Em
     if link not in PROFILES:
         raise CommscopeError(f"unknown link profile '{link}' (choose from "
                              f"{', '.join(PROFILES)})")
-    slow = parse_degrade(degrade or [], nodes)
+    slow = parse_degrade(degrade or [], nodes, link)
     pre = prefix(name)
     if _state_file(name).exists() or any(
             p.name.startswith(pre + "-") for p in NETNS_DIR.glob("*")):
