@@ -31,7 +31,10 @@ def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path):
             (["--degrade", "n1:56k"], "unknown link profile '56k'"),
             (["--degrade", "n1"], "bad --degrade 'n1'"),
             (["--degrade", "node1:100mbit"], "bad --degrade"),
-            (["--degrade", "n1:100mbit", "--degrade", "n1:10gbit"], "names n1 twice")):
+            (["--degrade", "n1:100mbit", "--degrade", "n1:10gbit"], "names n1 twice"),
+            (["--degrade", "n01:100mbit"], "bad --degrade"),
+            (["--degrade", "n1:unshaped"], "unshaped is no slower than the cluster's unshaped"),
+            (["--link", "100mbit", "--degrade", "n1:1gbit"], "no slower than the cluster's")):
         rc = cli.main(["cluster", "up", "--nodes", "4", "--name", f"{TAG}x", *args])
         err = capsys.readouterr().err
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
