@@ -652,3 +652,39 @@ def test_the_next_run_measures_again_what_the_last_diagnosis_confirmed(tmp_path)
     no_bw = {k: v for k, v in series.items() if k[1] != "bw"}
     left = diagnose.prior_gaps(s, 2, no_bw, [])[0]
     assert left and all(t[1] != "bw" for g in left for p in g.points for t in (*p.slow, *p.fast))
+    # the gaps whose cause (or the faster side's lead) it established: explained first next
+    settled = diagnose.settled_before(s, 2)
+    assert settled and settled == {o.gap.id for o in dg.latest(s, [1]).outcomes
+                                   if o.cause() is not None or o.lead() is not None}
+    assert settled < confirmed and diagnose.settled_before(s, 1) == frozenset()
+
+
+def test_what_the_last_diagnosis_established_is_explained_first(monkeypatch):
+    """Two confirmed gaps, the wider (allreduce 3x) first by worth; the one
+    whose cause the last diagnosis in the store established (bcast 2x) goes
+    first when named, so that a budget too short for both leaves out the
+    same gap on every run rather than the one the last run explained."""
+    from commscope.advise import experiment as ex
+
+    times = {SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}}
+    wide = _gap(call="allreduce")
+    rounds = _rounds(times)
+    for arm in (SLOW, FAST):  # allreduce 3x: the same rounds, the slow side slower
+        for by in rounds.figures[arm].values():
+            by.update({("allreduce", s): (v[0] * (1.5 if arm == SLOW else 1.0), *v[1:])
+                       for (b, s), v in list(by.items()) if b == "bcast"})
+    outs = [dg.Outcome(g, dg.confirm(g, rounds)) for g in (_gap(), wide)]
+    assert all(o.confirmed for o in outs)
+    seen: list[list[str]] = []
+    monkeypatch.setattr(diagnose, "hypotheses_for", lambda *a: [_hyp()])
+    monkeypatch.setattr(diagnose, "_arms", lambda *a: [])
+    monkeypatch.setattr(diagnose, "_wave", lambda ctx, d, wave, *a: seen.append(
+        [o.gap.call for o in wave]))
+    for first, want in ((frozenset(), ["allreduce", "bcast"]),
+                        (frozenset({_gap().id}), ["bcast", "allreduce"])):
+        seen.clear()
+        d = _diag(outs)
+        d.rounds = rounds
+        ctx = diagnose.Context(None, 1, {}, {}, {}, None, None, ex.Clock(1e18), lambda m: None)
+        diagnose.explain(ctx, d, 60.0, {}, first=first)
+        assert seen == [want], (first, seen)

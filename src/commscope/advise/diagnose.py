@@ -296,12 +296,17 @@ def _arms(ctx: Context, want: Want) -> list[ex.Arm]:
 
 
 def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dict],
-            reserve: Callable[[], float] = lambda: 0.0) -> None:
+            reserve: Callable[[], float] = lambda: 0.0,
+            first: frozenset[str] = frozenset()) -> None:
     """Every hypothesis on the confirmed gaps, the largest gaps first, in
     waves as long as the budget lasts: each wave as many gaps as it holds,
     every hypothesis of them for RACE rounds, then those still open for up
     to EXPLAIN_ROUNDS.  `reserve()`: what the check of the settings found so
-    far will take (asked before each wave, as settings are found)."""
+    far will take (asked before each wave, as settings are found).  `first`:
+    gaps whose cause the last diagnosis in the store established, explained
+    before the rest, so that the budget does not leave out this run what
+    the last one found (their every hypothesis still races: a cause that
+    no longer closes the gap is retracted as any other)."""
     t_end = time.monotonic() + budget_s
     # a library's call against another's first (a setting there is the first
     # screen's lead), then a collective against its sends, then the rest;
@@ -316,7 +321,8 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
         arms = 2 + sum(1 for h in hyps[o.gap.id] if not h.untestable)
         return math.log(o.conf.median if o.conf else 1.0) / arms
 
-    todo = sorted(confirmed, key=lambda o: (order.get(o.gap.kind, 2), -worth(o), o.gap.id))
+    todo = sorted(confirmed, key=lambda o: (o.gap.id not in first, order.get(o.gap.kind, 2),
+                                            -worth(o), o.gap.id))
     plans: dict[str, list[dg.Hypothesis]] = {}
     lo, hi = EXPLAIN_ROUNDS
     tried = 0
@@ -603,6 +609,23 @@ def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
 
 
 # -- the whole diagnosis --------------------------------------------------------------------
+def _previous(store: Store, sweep_id: int | None) -> dg.Diagnosis | None:
+    """The newest diagnosis of an earlier sweep in this store, or None."""
+    if sweep_id is None:
+        return None
+    ids = [int(r[0]) for r in store.db.execute(
+        "SELECT id FROM sweeps WHERE id < ? AND purpose IS NULL", (sweep_id,))]
+    return dg.latest(store, ids)
+
+
+def settled_before(store: Store, sweep_id: int | None) -> frozenset[str]:
+    """The gaps whose cause, or the faster side's lead, the last diagnosis
+    in this store established (a setting of it closed the gap)."""
+    prev = _previous(store, sweep_id)
+    return frozenset() if prev is None else frozenset(
+        o.gap.id for o in prev.outcomes if o.cause() is not None or o.lead() is not None)
+
+
 def prior_gaps(store: Store, sweep_id: int | None,
                series: Mapping[tuple[Config, str], Series], current: Sequence[dg.Gap]
                ) -> tuple[list[dg.Gap], dict[str, Config], int]:
@@ -616,11 +639,7 @@ def prior_gaps(store: Store, sweep_id: int | None,
     screen).  Returns the candidates, the configurations the added ones
     need, and how many gaps were added to or widened."""
     out = list(current)
-    if sweep_id is None:
-        return out, {}, 0
-    ids = [int(r[0]) for r in store.db.execute(
-        "SELECT id FROM sweeps WHERE id < ? AND purpose IS NULL", (sweep_id,))]
-    prev = dg.latest(store, ids)
+    prev = _previous(store, sweep_id)
     if prev is None:
         return out, {}, 0
     configs = {gaps_mod.arm_of(c): c for c, _ in series}
@@ -686,7 +705,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
             _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
                 explain(ctx, d, ctx.clock.left(), cache,
-                        reserve=lambda: CHECK_SLACK_S + check_cost(ctx, d, swept))
+                        reserve=lambda: CHECK_SLACK_S + check_cost(ctx, d, swept),
+                        first=settled_before(store, sweep_id))
                 _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
                 check(ctx, d, ctx.clock.left(), out_dir, swept)
