@@ -144,7 +144,11 @@ static int resolve(const cs_opts *o, const cs_bench **out, cs_opts *own, int *n,
       if (strlen(at + 1) >= sizeof o->sizes)
         return CS_FAIL(e, CS_EUSAGE, "sizes of %s too long: %s", t, at + 1);
       strcpy(own[*n].sizes, at + 1);
-      if (cs_sizes_expand(&own[*n], sizes, CS_MAX_SIZES, &k, e)) return CS_EUSAGE;
+      if (cs_sizes_expand(&own[*n], sizes, CS_MAX_SIZES, &k, e)) {
+        char why[CS_ERRLEN];
+        snprintf(why, sizeof why, "%s", e->msg);
+        return CS_FAIL(e, CS_EUSAGE, "benchmark %s: %s", t, why);
+      }
     }
     out[(*n)++] = b;
   }

@@ -209,7 +209,8 @@ int cs_sizes_expand(const cs_opts *o, size_t *out, int max, int *n, cs_err *e) {
   }
   if (*n == 0) return CS_FAIL(e, CS_EUSAGE, "size range %s is empty", o->sizes);
   if (out[*n - 1] > CS_MAX_SIZE)
-    return CS_FAIL(e, CS_EUSAGE, "size %s is above the 1 GiB limit", o->sizes);
+    return CS_FAIL(e, CS_EUSAGE, "sizes %s: above 1 GiB, the largest the core takes",
+                   o->sizes);
   return CS_OK;
 }
 
