@@ -117,8 +117,8 @@ def test_hot_calls_are_set_against_the_benchmark_at_their_message():
 
 def _built(impl, tmp_path: Path) -> Path:
     exe = tmp_path / f"profiled-{impl.name}"
-    subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(ROOT / "tests" / "c" / "profiled.c")],
-                   check=True, capture_output=True)
+    subprocess.run([impl.mpicc, "-O2", "-g", "-o", str(exe),
+                    str(ROOT / "tests" / "c" / "profiled.c")], check=True, capture_output=True)
     return exe
 
 
@@ -161,6 +161,14 @@ def test_the_known_sequence_is_counted_under_each_mpi(impls, tmp_path, capsys, m
             assert r[("MPI_Waitall", 0)] == (2, 0)
             assert r[("MPI_Init", 0)] == (1, 0)
         assert "MPI_Allreduce" in out and "time inside MPI" in out
+        # where the program made them: the source lines of its calls (built with -g)
+        src = (ROOT / "tests" / "c" / "profiled.c").read_text().splitlines()
+        line = {c: next(i for i, x in enumerate(src, 1) if f"{c}(" in x)
+                for c in ("MPI_Send", "MPI_Allreduce", "MPI_Bcast")}
+        sites = {(x.call, x.calls, x.ranks) for x in prof.sites(ranks)}
+        assert {("MPI_Send", 10, 1), ("MPI_Allreduce", 10, 2), ("MPI_Bcast", 6, 2)} <= sites
+        for c, n in line.items():
+            assert re.search(rf"main \(profiled\.c:{n}\)\s+{c}\s", out), (c, n, out)
         assert cli.main(["show", "--db", str(db), "--profile", "last"]) == 0
         shown = capsys.readouterr().out
         assert shown.startswith("profile 1: profiled-") and "MPI_Bcast" in shown
@@ -417,3 +425,25 @@ def test_a_profiled_program_is_named_printably_everywhere():
     they are quoted and escaped (the report had failed on them)."""
     row = {"program": "/some/where/pt", "argv": json.dumps(["ok", "a b", "\udcff\x1b[31m"])}
     assert prof.named(row) == "pt ok 'a b' '\\xff\\x1b[31m'"
+
+
+def test_call_sites_sum_over_ranks_and_say_where_unresolved():
+    """Fixed rank files: a site is a call at one place of one object, summed
+    over the ranks that made it; one with no debugging information is named
+    by its object and offset; a site the profiler had no room for is said."""
+    ranks = [{"rank": 0, "sites_lost": 2, "sites": [
+                 {"call": "MPI_Send", "object": "/x/app", "offset": 4660, "n": 3, "bytes": 24,
+                  "total_s": 0.002},
+                 {"call": "MPI_Bcast", "object": "/x/app", "offset": 4700, "n": 1, "bytes": 8,
+                  "total_s": 0.001}]},
+             {"rank": 1, "sites": [
+                 {"call": "MPI_Send", "object": "/x/app", "offset": 4660, "n": 2, "bytes": 16,
+                  "total_s": 0.003}]},
+             {"rank": 2}]  # an older profiler's file: no sites
+    found = prof.sites(ranks)
+    assert [(s.call, s.calls, s.ranks, round(s.total_s, 6)) for s in found] == [
+        ("MPI_Send", 5, 2, 0.005), ("MPI_Bcast", 1, 1, 0.001)]
+    text = prof.sites_text(found, {("/x/app", 4700): "main (app.c:9)"}, 0.006, lost=2)
+    assert "app+0x1234" in text and "main (app.c:9)" in text and "83.3%" in text
+    assert "2 call(s) found no room" in text
+    assert prof.sites_text([], {}, 1.0) == ""

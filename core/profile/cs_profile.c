@@ -11,7 +11,10 @@
  * MPI_Finalize's call (or the end), and mpi_s is the time inside the other
  * calls in that span (mpiP's application and MPI times).
  *
- * The cost a call adds is two clock reads and one table update: no lock, no
+ * Each call is also counted at its call site (the wrapper's return address),
+ * and the sites are written with the object and offset they fall in.
+ *
+ * The cost a call adds is two clock reads and two table updates: no lock, no
  * allocation, no I/O until the end (bench/profile_overhead.py measures it).  Non-blocking calls are counted as the
  * time of the call itself; the time a program waits for them is its
  * MPI_Wait/Waitall/Test calls', counted as such (mpiP's convention).
@@ -153,6 +156,104 @@ static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
     return s;
 }
 
+/* Call sites: where in the program each call was made (the wrapper's return
+ * address), per call, in an open-addressed table of NSITES; a site that finds
+ * no room within PROBES slots is counted as lost.  mpiP's call sites. */
+#define NSITES 4096
+#define PROBES 64
+struct site {
+    uintptr_t pc;
+    int call;
+    uint64_t n, bytes;
+    double total;
+};
+static struct site sites[NSITES];
+static uint64_t sites_lost;
+
+static void note_site(int call, const void *pc, uint64_t bytes, double t)
+{
+    uintptr_t a = (uintptr_t)pc;
+    if (!a)
+        return;
+    size_t h = (size_t)(((a >> 2) ^ ((uintptr_t)call * 2654435761u)) & (NSITES - 1));
+    for (int i = 0; i < PROBES; i++, h = (h + 1) & (NSITES - 1)) {
+        struct site *x = &sites[h];
+        if (x->n == 0) {
+            x->pc = a;
+            x->call = call;
+        }
+        if (x->pc == a && x->call == call) {
+            x->n++;
+            x->bytes += bytes;
+            x->total += t;
+            return;
+        }
+    }
+    sites_lost++;
+}
+
+/* The executable mappings as /proc/self/maps gave them at MPI_Init (read
+ * then, with open/read: nothing at the end but parsing memory, which a
+ * signal handler may do), to turn a site's address into an object and an
+ * offset in it that addr2line reads. */
+static char maps[1 << 16];
+static size_t maps_len;
+
+static void read_maps(void)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n;
+    while (maps_len < sizeof maps - 1 &&
+           (n = read(fd, maps + maps_len, sizeof maps - 1 - maps_len)) > 0)
+        maps_len += (size_t)n;
+    maps[maps_len] = 0;
+    close(fd);
+}
+
+static uint64_t hex(const char **p)
+{
+    uint64_t v = 0;
+    for (;; (*p)++) {
+        char c = **p;
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return v;
+        v = v * 16 + (uint64_t)d;
+    }
+}
+
+/* The object holding pc and pc's offset in its file; 0 where none does. */
+static int where(uintptr_t pc, const char **obj, size_t *obj_len, uint64_t *off)
+{
+    const char *p = maps, *end = maps + maps_len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol)
+            eol = end;
+        const char *q = p;
+        uint64_t lo = hex(&q);
+        q++;
+        uint64_t hi = hex(&q);
+        q++; /* perms */
+        int exec = q + 2 < eol && q[2] == 'x';
+        q += 5;
+        uint64_t file_off = hex(&q);
+        if (exec && pc >= lo && pc < hi) {
+            const char *path = memchr(q, '/', (size_t)(eol - q));
+            if (!path)
+                return 0;
+            *obj = path;
+            *obj_len = (size_t)(eol - path);
+            *off = pc - lo + file_off;
+            return 1;
+        }
+        p = eol + 1;
+    }
+    return 0;
+}
+
 static void note(int call, int slot, uint64_t bytes, double t)
 {
     struct cell *c = &table[call][slot][bucket(bytes)];
@@ -243,6 +344,24 @@ static void write_out(int finalized, int sig)
                         spt * x->min, spt * x->max);
                 first = 0;
             }
+    out_put("], \"sites_lost\": %llu, \"sites\": [", (unsigned long long)sites_lost);
+    first = 1;
+    for (int i = 0; i < NSITES; i++) {
+        const struct site *x = &sites[i];
+        const char *obj;
+        size_t len;
+        uint64_t off;
+        if (!x->n || !where(x->pc, &obj, &len, &off))
+            continue;
+        out_put("%s\n {\"call\": \"%s\", \"object\": \"", first ? "" : ",", names[x->call]);
+        for (size_t k = 0; k < len && k < 400; k++) /* a path as JSON: no quote, no control */
+            if (obj[k] >= 32 && obj[k] != '"' && obj[k] != '\\')
+                out_put("%c", obj[k]);
+        out_put("\", \"offset\": %llu, \"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f}",
+                (unsigned long long)off, (unsigned long long)x->n,
+                (unsigned long long)x->bytes, spt * x->total);
+        first = 0;
+    }
     out_put("]}\n");
     out_flush();
     close(out_fd);
@@ -280,6 +399,7 @@ static void started(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &world);
     PMPI_Get_library_version(library, &len);
     PMPI_Query_thread(&thread_level);
+    read_maps();
     atexit(at_exit);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -297,7 +417,9 @@ static void started(void)
         int slot_ = comm_slot(comm); \
         double t0_ = now(); \
         int rc_ = (expr); \
-        note(call, slot_, by_, now() - t0_); \
+        double dt_ = now() - t0_; \
+        note(call, slot_, by_, dt_); \
+        note_site(call, __builtin_return_address(0), by_, dt_); \
         return rc_; \
     } while (0)
 
@@ -350,6 +472,7 @@ int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Sta
     int known = rc == MPI_SUCCESS && PMPI_Get_count(use, t, &got) == MPI_SUCCESS &&
                 got != MPI_UNDEFINED;
     note(C_Recv, slot, known ? bytes_of(got, t) : bytes_of(n, t), dt);
+    note_site(C_Recv, __builtin_return_address(0), known ? bytes_of(got, t) : bytes_of(n, t), dt);
     return rc;
 }
 int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int stag, void *rb, int rn,

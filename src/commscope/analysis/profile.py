@@ -461,3 +461,54 @@ def touching(hot: Sequence[Hot], mpi: str, found: Sequence[Established]
             if lo <= below <= hi or lo <= above <= hi or (e.bench == "barrier" and not m):
                 out.append((h, e))
     return out
+
+
+# -- call sites: where in the program the time was spent (mpiP's call sites) -----------
+@dataclass(frozen=True)
+class Site:
+    call: str
+    object: str  # the file the call was made from (the program, or a library of it)
+    offset: int  # the return address's offset in that file
+    calls: int
+    ranks: int
+    total_s: float
+    bytes: int
+
+
+def sites(ranks: Sequence[Mapping[str, object]]) -> list[Site]:
+    """Every call site the ranks recorded, summed over ranks, the most time
+    first (a rank's file holds them from the profiler of 2026-11-27 on; an
+    older one has none)."""
+    got: dict[tuple[str, str, int], list] = {}
+    for r in ranks:
+        for x in r.get("sites") or []:  # type: ignore[union-attr]
+            key = (str(x["call"]), str(x["object"]), int(x["offset"]))
+            v = got.setdefault(key, [0, set(), 0.0, 0])
+            v[0] += int(x["n"])
+            v[1].add(int(r.get("rank", -1)))  # type: ignore[call-overload]
+            v[2] += float(x["total_s"])
+            v[3] += int(x["bytes"])
+    out = [Site(c, o, off, v[0], len(v[1]), v[2], v[3]) for (c, o, off), v in got.items()]
+    out.sort(key=lambda s: (-s.total_s, s.call, s.object, s.offset))
+    return out
+
+
+def sites_text(found: Sequence[Site], places: Mapping[tuple[str, int], str],
+               mpi_total_s: float, top: int = 10, lost: int = 0) -> str:
+    """The hottest call sites as a table: the call, where it was made (the
+    function and file:line `places` gives, else the object and offset)."""
+    if not found:
+        return ""
+    lines = [f"{'call site':<44} {'call':<16} {'ranks':>5} {'calls':>9} {'total ms':>10} "
+             f"{'of MPI':>7}"]
+    for s in found[:top]:
+        where = places.get((s.object, s.offset)) or f"{Path(s.object).name}+{s.offset:#x}"
+        lines.append(f"{printable(where)[:44]:<44} {s.call:<16} {s.ranks:>5} {s.calls:>9} "
+                     f"{1e3 * s.total_s:>10.3f} "
+                     f"{100 * s.total_s / mpi_total_s if mpi_total_s else 0:>6.1f}%")
+    if len(found) > top:
+        lines.append(f"... and {len(found) - top} more site(s)")
+    if lost:
+        lines.append(f"({lost} call(s) found no room in the profiler's table of sites: "
+                     "counted above, not here)")
+    return "\n".join(lines) + "\n"

@@ -129,7 +129,16 @@ def cmd_profile(a: argparse.Namespace) -> int:
     if got.status in ("failed", "timeout") and got.err.strip():
         print("  its last error lines: "
               + " | ".join(prof.printable(x) for x in got.err.strip().splitlines()[-3:])[:300])
-    print(prof.text(prof.summarize(got.ranks), a.top or 1 << 30), end="")
+    summary = prof.summarize(got.ranks)
+    print(prof.text(summary, a.top or 1 << 30), end="")
+    found = prof.sites(got.ranks)
+    if found:
+        shown = found[:a.top or len(found)]
+        places = measure.resolve_sites([(x.object, x.offset) for x in shown])
+        lost = sum(int(r.get("sites_lost") or 0) for r in got.ranks)  # type: ignore[call-overload]
+        print("where the program made them (call sites, summed over ranks; a file:line "
+              "where the program was built with -g):")
+        print(prof.sites_text(found, places, summary.total_s, a.top or 1 << 30, lost), end="")
     return 0 if got.status == "ok" and checked is not False else 1
 
 

@@ -200,3 +200,36 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
     else:
         status, why = "ok", ""
     return argv, Profiled(status, ended, out, err, ranks, why)
+
+
+def resolve_sites(where: list[tuple[str, int]], timeout_s: float = 30.0
+                  ) -> dict[tuple[str, int], str]:
+    """(object, offset) -> "function (file:line)" as addr2line reads the
+    object's debugging information (the line of the call: the return
+    address less one); an object without it, or gone, or no addr2line:
+    left out (the caller shows the object and the offset)."""
+    tool = shutil.which("addr2line")
+    out: dict[tuple[str, int], str] = {}
+    if tool is None:
+        return out
+    by: dict[str, list[int]] = {}
+    for obj, off in where:
+        by.setdefault(obj, []).append(off)
+    for obj, offs in by.items():
+        if not Path(obj).is_file():
+            continue
+        try:
+            p = subprocess.run([tool, "-f", "-C", "-e", obj,
+                                *(f"{max(o - 1, 0):#x}" for o in offs)],
+                               capture_output=True, text=True, timeout=timeout_s, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        got = p.stdout.splitlines()
+        if p.returncode != 0 or len(got) != 2 * len(offs):
+            continue
+        for k, off in enumerate(offs):
+            fn, loc = got[2 * k], got[2 * k + 1].split(" (discriminator")[0]
+            if loc.startswith("??"):
+                continue
+            out[(obj, off)] = (f"{fn} ({Path(loc).name})" if fn != "??" else Path(loc).name)
+    return out
