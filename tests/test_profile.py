@@ -172,6 +172,10 @@ def test_the_known_sequence_is_counted_under_each_mpi(impls, tmp_path, capsys, m
         assert cli.main(["show", "--db", str(db), "--profile", "last"]) == 0
         shown = capsys.readouterr().out
         assert shown.startswith("profile 1: profiled-") and "MPI_Bcast" in shown
+        assert f"main (profiled.c:{line['MPI_Send']})" in shown  # the stored sites, shown
+        assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / f"r-{name}")]) == 0
+        page = (tmp_path / f"r-{name}" / "index.html").read_text()
+        assert f"<td>main (profiled.c:{line['MPI_Allreduce']})</td><td>MPI_Allreduce" in page
         # asking for the other implementation is refused, naming the right one
         other = next((n for n in impls if n != name), None)
         if other:

@@ -131,15 +131,21 @@ def cmd_profile(a: argparse.Namespace) -> int:
               + " | ".join(prof.printable(x) for x in got.err.strip().splitlines()[-3:])[:300])
     summary = prof.summarize(got.ranks)
     print(prof.text(summary, a.top or 1 << 30), end="")
-    found = prof.sites(got.ranks)
-    if found:
-        shown = found[:a.top or len(found)]
-        places = measure.resolve_sites([(x.object, x.offset) for x in shown])
-        lost = sum(int(r.get("sites_lost") or 0) for r in got.ranks)  # type: ignore[call-overload]
-        print("where the program made them (call sites, summed over ranks; a file:line "
-              "where the program was built with -g):")
-        print(prof.sites_text(found, places, summary.total_s, a.top or 1 << 30, lost), end="")
+    print(_sites(got.ranks, summary, a.top or 1 << 30), end="")
     return 0 if got.status == "ok" and checked is not False else 1
+
+
+def _sites(ranks, summary: prof.Summary, top: int) -> str:
+    """The hottest call sites, resolved to file:line where the objects are
+    still there and were built with -g; '' where the ranks recorded none."""
+    found = prof.sites(ranks)
+    if not found:
+        return ""
+    places = measure.resolve_sites([(x.object, x.offset) for x in found[:top]])
+    lost = sum(int(r.get("sites_lost") or 0) for r in ranks)
+    return ("where the program made them (call sites, summed over ranks; a file:line where "
+            "the program was built with -g):\n"
+            + prof.sites_text(found, places, summary.total_s, top, lost))
 
 
 def checked_text(checked: bool | str) -> str:
@@ -225,4 +231,6 @@ def stored_text(row) -> str:
     head = (f"profile {row['id']}: {prof.named(row)} under {row['mpi_name']}, "
             f"{row['np']} processes, {row['started_at']}: {row['status']}"
             + (f" ({data['why']})" if data.get("why") else ""))
-    return head.rstrip() + "\n" + prof.text(prof.summarize(data.get("ranks") or []), 1 << 30)
+    ranks = data.get("ranks") or []
+    summary = prof.summarize(ranks)
+    return head.rstrip() + "\n" + prof.text(summary, 1 << 30) + _sites(ranks, summary, 20)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 
 from ..analysis import profile as prof
+from ..measure.profile import resolve_sites
 from ..store.db import Store
 from .page import Table, table
 
@@ -63,7 +65,24 @@ def _one(r, series: Mapping) -> dict[str, object]:
                          + (f": {a.evidence}" if a.evidence else "") if a.bench_us else a.missing)
                         for a in ag[:12]], (2, 3, 4, 5))
     return {"title": f"{prof.named(r)} under {r['mpi_name']}, {r['np']} processes", "said": said,
-            "hot": hot, "versus": versus, "verify": None}
+            "hot": hot, "versus": versus, "sites": _sites(data.get("ranks") or [], s),
+            "verify": None}
+
+
+def _sites(ranks, s: prof.Summary) -> Table | None:
+    """The hottest call sites: where the program made its calls (file:line
+    where it was built with -g, else the object and offset)."""
+    found = prof.sites(ranks)[:12]
+    if not found:
+        return None
+    places = resolve_sites([(x.object, x.offset) for x in found])
+    total = s.total_s
+    return table(("call site", "call", "ranks", "calls", "total ms", "of MPI"),
+                 [(prof.printable(places.get((x.object, x.offset))
+                                  or f"{Path(x.object).name}+{x.offset:#x}"), x.call, x.ranks,
+                   x.calls, f"{1e3 * x.total_s:.3f}",
+                   f"{100 * x.total_s / total:.1f}%" if total else "") for x in found],
+                 (2, 3, 4, 5))
 
 
 def _batch(b: int, rs: list) -> dict[str, object]:
