@@ -451,3 +451,23 @@ def test_call_sites_sum_over_ranks_and_say_where_unresolved():
     assert "app+0x1234" in text and "main (app.c:9)" in text and "83.3%" in text
     assert "2 call(s) found no room" in text
     assert prof.sites_text([], {}, 1.0) == ""
+    gone = [prof.Site("MPI_Send", "/x/app (deleted)", 16, 1, 1, 0.001, 8)]
+    text = prof.sites_text(gone, {}, 0.001, unmapped=3)
+    assert "app (replaced since)+0x10" in text and "3 call(s) made from code in no file" in text
+
+
+def test_call_sites_resolve_in_a_program_linked_without_pie(impls, tmp_path, capsys,
+                                                            monkeypatch):
+    """Linked at 0x400000 (-no-pie, common in HPC builds): a site's offset in
+    the file is not the address addr2line reads; through the program's
+    loadable segments the lines still resolve."""
+    monkeypatch.chdir(tmp_path)
+    impl = impls.get("openmpi") or next(iter(impls.values()))
+    exe = tmp_path / "nopie"
+    subprocess.run([impl.mpicc, "-O2", "-g", "-no-pie", "-o", str(exe),
+                    str(ROOT / "tests" / "c" / "profiled.c")], check=True, capture_output=True)
+    src = (ROOT / "tests" / "c" / "profiled.c").read_text().splitlines()
+    n = next(i for i, x in enumerate(src, 1) if "MPI_Allreduce(" in x)
+    rc, out, err = _profile(capsys, tmp_path / "np.db", "--np", "2", "--", str(exe))
+    assert rc == 0, (out, err)
+    assert re.search(rf"main \(profiled\.c:{n}\)\s+MPI_Allreduce\s", out), out

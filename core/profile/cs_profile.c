@@ -11,16 +11,20 @@
  * MPI_Finalize's call (or the end), and mpi_s is the time inside the other
  * calls in that span (mpiP's application and MPI times).
  *
- * Each call is also counted at its call site (the wrapper's return address),
- * and the sites are written with the object and offset they fall in.
+ * Each call is also counted at its call site (the wrapper's return address:
+ * the program's line for C and C++ callers; for MPICH's Fortran bindings the
+ * binding's, in libmpichfort; for a call a library makes, the library's),
+ * and the sites are written with the object and offset they fall in.  Under
+ * MPI_THREAD_MULTIPLE two threads may claim one slot of the site table at
+ * once: the counts stay, a site's attribution may not.
  *
  * The cost a call adds is two clock reads and two table updates: no lock, no
  * allocation, no I/O until the end (bench/profile_overhead.py measures it).  Non-blocking calls are counted as the
  * time of the call itself; the time a program waits for them is its
  * MPI_Wait/Waitall/Test calls', counted as such (mpiP's convention).
- * One-sided calls and the Fortran bindings are not intercepted: a program
- * whose calls never reach these wrappers writes no calls, and commscope
- * says so rather than storing no communication. */
+ * One-sided calls and Open MPI's Fortran bindings are not intercepted: a
+ * program whose calls never reach these wrappers writes no calls, and
+ * commscope says so rather than storing no communication. */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <fcntl.h>
@@ -192,15 +196,18 @@ static void note_site(int call, const void *pc, uint64_t bytes, double t)
     sites_lost++;
 }
 
-/* The executable mappings as /proc/self/maps gave them at MPI_Init (read
- * then, with open/read: nothing at the end but parsing memory, which a
- * signal handler may do), to turn a site's address into an object and an
- * offset in it that addr2line reads. */
-static char maps[1 << 16];
+/* The mappings as /proc/self/maps gives them when the profile is written
+ * (open and read only: a signal handler may call them), to turn a site's
+ * address into an object and the offset in its file.  Lines past the
+ * buffer are not read; a site in none of the lines read is counted as
+ * unmapped, never dropped unsaid. */
+static char maps[1 << 18];
 static size_t maps_len;
+static uint64_t sites_unmapped;
 
 static void read_maps(void)
 {
+    maps_len = 0;
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return;
@@ -231,7 +238,7 @@ static int where(uintptr_t pc, const char **obj, size_t *obj_len, uint64_t *off)
     while (p < end) {
         const char *eol = memchr(p, '\n', (size_t)(end - p));
         if (!eol)
-            eol = end;
+            return 0; /* a line the buffer cut: not read */
         const char *q = p;
         uint64_t lo = hex(&q);
         q++;
@@ -344,7 +351,17 @@ static void write_out(int finalized, int sig)
                         spt * x->min, spt * x->max);
                 first = 0;
             }
-    out_put("], \"sites_lost\": %llu, \"sites\": [", (unsigned long long)sites_lost);
+    read_maps();
+    sites_unmapped = 0;
+    for (int i = 0; i < NSITES; i++) {
+        const char *obj;
+        size_t len;
+        uint64_t off;
+        if (sites[i].n && !where(sites[i].pc, &obj, &len, &off))
+            sites_unmapped += sites[i].n;
+    }
+    out_put("], \"sites_lost\": %llu, \"sites_unmapped\": %llu, \"sites\": [",
+            (unsigned long long)sites_lost, (unsigned long long)sites_unmapped);
     first = 1;
     for (int i = 0; i < NSITES; i++) {
         const struct site *x = &sites[i];
@@ -354,9 +371,13 @@ static void write_out(int finalized, int sig)
         if (!x->n || !where(x->pc, &obj, &len, &off))
             continue;
         out_put("%s\n {\"call\": \"%s\", \"object\": \"", first ? "" : ",", names[x->call]);
-        for (size_t k = 0; k < len && k < 400; k++) /* a path as JSON: no quote, no control */
-            if (obj[k] >= 32 && obj[k] != '"' && obj[k] != '\\')
-                out_put("%c", obj[k]);
+        for (size_t k = 0; k < len; k++) { /* a path as JSON: quotes escaped, no control */
+            unsigned char ch = (unsigned char)obj[k];
+            if (ch == '"' || ch == '\\')
+                out_put("\\%c", ch);
+            else if (ch >= 32)
+                out_put("%c", ch);
+        }
         out_put("\", \"offset\": %llu, \"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f}",
                 (unsigned long long)off, (unsigned long long)x->n,
                 (unsigned long long)x->bytes, spt * x->total);
@@ -399,7 +420,6 @@ static void started(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &world);
     PMPI_Get_library_version(library, &len);
     PMPI_Query_thread(&thread_level);
-    read_maps();
     atexit(at_exit);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

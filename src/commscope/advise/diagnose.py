@@ -619,11 +619,11 @@ def _previous(store: Store, sweep_id: int | None) -> dg.Diagnosis | None:
 
 
 def settled_before(store: Store, sweep_id: int | None) -> frozenset[str]:
-    """The gaps whose cause, or the faster side's lead, the last diagnosis
-    in this store established (a setting of it closed the gap)."""
+    """The gaps whose cause the last diagnosis in this store established (a
+    setting of the slower side closed the gap)."""
     prev = _previous(store, sweep_id)
     return frozenset() if prev is None else frozenset(
-        o.gap.id for o in prev.outcomes if o.cause() is not None or o.lead() is not None)
+        o.gap.id for o in prev.outcomes if o.cause() is not None)
 
 
 def prior_gaps(store: Store, sweep_id: int | None,

@@ -494,15 +494,18 @@ def sites(ranks: Sequence[Mapping[str, object]]) -> list[Site]:
 
 
 def sites_text(found: Sequence[Site], places: Mapping[tuple[str, int], str],
-               mpi_total_s: float, top: int = 10, lost: int = 0) -> str:
+               mpi_total_s: float, top: int = 10, lost: int = 0, unmapped: int = 0) -> str:
     """The hottest call sites as a table: the call, where it was made (the
-    function and file:line `places` gives, else the object and offset)."""
+    function and file:line `places` gives, else the object and the return
+    address's offset in it: addr2line wants one less)."""
     if not found:
         return ""
     lines = [f"{'call site':<44} {'call':<16} {'ranks':>5} {'calls':>9} {'total ms':>10} "
              f"{'of MPI':>7}"]
     for s in found[:top]:
-        where = places.get((s.object, s.offset)) or f"{Path(s.object).name}+{s.offset:#x}"
+        name = Path(s.object.removesuffix(" (deleted)")).name + (
+            " (replaced since)" if s.object.endswith(" (deleted)") else "")
+        where = places.get((s.object, s.offset)) or f"{name}+{s.offset:#x}"
         lines.append(f"{printable(where)[:44]:<44} {s.call:<16} {s.ranks:>5} {s.calls:>9} "
                      f"{1e3 * s.total_s:>10.3f} "
                      f"{100 * s.total_s / mpi_total_s if mpi_total_s else 0:>6.1f}%")
@@ -511,4 +514,7 @@ def sites_text(found: Sequence[Site], places: Mapping[tuple[str, int], str],
     if lost:
         lines.append(f"({lost} call(s) found no room in the profiler's table of sites: "
                      "counted above, not here)")
+    if unmapped:
+        lines.append(f"({unmapped} call(s) made from code in no file the process had mapped "
+                     "when the profile was written: counted above, not here)")
     return "\n".join(lines) + "\n"

@@ -143,9 +143,10 @@ def _sites(ranks, summary: prof.Summary, top: int) -> str:
         return ""
     places = measure.resolve_sites([(x.object, x.offset) for x in found[:top]])
     lost = sum(int(r.get("sites_lost") or 0) for r in ranks)
+    unmapped = sum(int(r.get("sites_unmapped") or 0) for r in ranks)
     return ("where the program made them (call sites, summed over ranks; a file:line where "
             "the program was built with -g):\n"
-            + prof.sites_text(found, places, summary.total_s, top, lost))
+            + prof.sites_text(found, places, summary.total_s, top, lost, unmapped))
 
 
 def checked_text(checked: bool | str) -> str:

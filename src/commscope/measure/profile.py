@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import struct
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -202,12 +203,39 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
     return argv, Profiled(status, ended, out, err, ranks, why)
 
 
+def link_address(obj: str, off: int) -> int | None:
+    """The link-time address of a file offset of an ELF object (what
+    addr2line reads): through the loadable segment that holds it, so that a
+    program linked at 0x400000 (no PIE) or by a linker that sets addresses
+    apart from offsets resolves as a PIE does; None where the file is no
+    64-bit ELF or no segment holds the offset."""
+    try:
+        with open(obj, "rb") as f:
+            head = f.read(64)
+            if head[:5] != b"\x7fELF\x02" or len(head) < 64:
+                return None
+            end = "<" if head[5] == 1 else ">"
+            phoff, = struct.unpack_from(end + "Q", head, 32)
+            phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return None
+    for i in range(phnum):
+        kind, _, p_offset, p_vaddr, _, p_filesz = struct.unpack_from(
+            end + "IIQQQQ", table, i * phentsize)
+        if kind == 1 and p_offset <= off < p_offset + p_filesz:  # PT_LOAD
+            return off - p_offset + p_vaddr
+    return None
+
+
 def resolve_sites(where: list[tuple[str, int]], timeout_s: float = 30.0
                   ) -> dict[tuple[str, int], str]:
     """(object, offset) -> "function (file:line)" as addr2line reads the
-    object's debugging information (the line of the call: the return
-    address less one); an object without it, or gone, or no addr2line:
-    left out (the caller shows the object and the offset)."""
+    object's debugging information (at the link-time address of the call:
+    the return address less one); an object without it, replaced since
+    (" (deleted)"), gone, or no addr2line: left out (the caller shows the
+    object and the offset)."""
     tool = shutil.which("addr2line")
     out: dict[tuple[str, int], str] = {}
     if tool is None:
@@ -218,9 +246,12 @@ def resolve_sites(where: list[tuple[str, int]], timeout_s: float = 30.0
     for obj, offs in by.items():
         if not Path(obj).is_file():
             continue
+        at = {o: link_address(obj, max(o - 1, 0)) for o in offs}
+        offs = [o for o in offs if at[o] is not None]
+        if not offs:
+            continue
         try:
-            p = subprocess.run([tool, "-f", "-C", "-e", obj,
-                                *(f"{max(o - 1, 0):#x}" for o in offs)],
+            p = subprocess.run([tool, "-f", "-C", "-e", obj, *(f"{at[o]:#x}" for o in offs)],
                                capture_output=True, text=True, timeout=timeout_s, check=False)
         except (OSError, subprocess.TimeoutExpired):
             continue
