@@ -471,3 +471,27 @@ def test_call_sites_resolve_in_a_program_linked_without_pie(impls, tmp_path, cap
     rc, out, err = _profile(capsys, tmp_path / "np.db", "--np", "2", "--", str(exe))
     assert rc == 0, (out, err)
     assert re.search(rf"main \(profiled\.c:{n}\)\s+MPI_Allreduce\s", out), out
+
+
+def test_analyze_app_measure_runs_what_the_calls_miss(impls, tmp_path, capsys, monkeypatch):
+    """A store with a profile and no benchmark: analyze app names the run
+    that would measure what the hot calls miss; with --measure it runs it
+    into the same store and sets every call against a benchmark figure."""
+    monkeypatch.chdir(tmp_path)
+    impl = impls.get("openmpi") or next(iter(impls.values()))
+    exe = _built(impl, tmp_path)
+    db = tmp_path / "m.db"
+    assert _profile(capsys, db, "--np", "2", "--", str(exe))[0] == 0
+    assert cli.main(["analyze", "app", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "to measure what is missing: commscope run" in out and "--measure" in out
+    assert cli.main(["analyze", "app", "--db", str(db), "--measure"]) == 0
+    out = capsys.readouterr().out
+    assert "measuring what is missing: commscope run" in out
+    assert "to measure what is missing" not in out.split("its hottest calls")[1]
+    table = out.split("its hottest calls")[1]
+    for call in ("MPI_Allreduce", "MPI_Bcast", "MPI_Send", "MPI_Barrier"):
+        line = next(x for x in table.splitlines() if x.startswith(call))
+        assert "benchmarked" in line, line  # a figure to set it against, either way
+    assert {r["bench"] for r in Store(db, create=False).result_rows()} >= {
+        "allreduce", "bcast", "latency", "barrier"}

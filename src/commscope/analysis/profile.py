@@ -274,11 +274,17 @@ def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
 
 def measure_command(rows: Sequence[Against], mpi: str, db: str) -> str | None:
     """The one `commscope run` that measures every benchmark the rows miss."""
+    import shlex
+
+    argv = measure_argv(rows, mpi, db)
+    return shlex.join(argv) if argv else None
+
+
+def measure_argv(rows: Sequence[Against], mpi: str, db: str) -> list[str] | None:
+    """That command as a list (commscope, run, its options), or None."""
     need = [a for a in rows if a.bench and a.bench_us is None]
     if not need:
         return None
-    import shlex
-
     nps = sorted({a.hot.comm_size for a in need})
     sized = [a.message for a in need if a.bench != "barrier"]
     sizes = []
@@ -286,10 +292,9 @@ def measure_command(rows: Sequence[Against], mpi: str, db: str) -> str | None:
         lo = 0 if min(sized) == 0 else 1 << max(0, min(sized).bit_length() - 1)
         hi = 1 << max(1, (max(sized) - 1).bit_length())
         sizes = ["--sizes", f"{lo}:{hi}"]
-    return shlex.join(["commscope", "run", "--db", db, "--mpi", mpi,
-                       "--np", ",".join(map(str, nps)),
-                       "--bench", ",".join(sorted({a.bench for a in need})),
-                       *sizes, "--repeat", "3", "--no-advise"])
+    return ["commscope", "run", "--db", db, "--mpi", mpi, "--np", ",".join(map(str, nps)),
+            "--bench", ",".join(sorted({a.bench for a in need})), *sizes, "--repeat", "3",
+            "--no-advise"]
 
 
 def against_text(rows: Sequence[Against], top: int = 10) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 
 from ..analysis import limits
@@ -120,13 +122,25 @@ def cmd_app(a: argparse.Namespace) -> int:
     # machine is a figure, marked, not one that was never measured
     series = collect(aggregate(store.result_rows(), mode="dominant"), keep_flagged=True)
     rows = prof.against(s, str(row["mpi_name"]), series)
+    need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db)
+    if need and a.measure:  # the missing benchmarks measured now, then set against again
+        from .common import COMMANDS
+        from .parser import make_parser
+
+        print(f"measuring what is missing: {shlex.join(need)}")
+        if COMMANDS["run"](make_parser().parse_args([*need[1:], "--quiet"])) != 0:
+            print("commscope: the run did not finish cleanly: what it measured is set "
+                  "against the program below", file=sys.stderr)
+        series = collect(aggregate(store.result_rows(), mode="dominant"), keep_flagged=True)
+        rows = prof.against(s, str(row["mpi_name"]), series)
+        need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db)
     print(f"profile {row['id']}: {Path(row['program']).name} under {row['mpi_name']}, "
           f"{row['np']} processes ({row['status']}); its hottest calls against the "
           "benchmarks:")
     print(prof.against_text(rows, a.top or 1 << 30), end="")
-    cmd = prof.measure_command(rows[:a.top or None], str(row["mpi_name"]), a.db)
-    if cmd:
-        print(f"to measure what is missing: {cmd}")
+    if need:
+        print(f"to measure what is missing: {shlex.join(need)}"
+              + ("" if a.measure else " (or: analyze app --measure)"))
     found = _established(store)
     mine = [e for e in found if e.mpi == row["mpi_name"]]
     hits = prof.touching(s.hot, str(row["mpi_name"]), mine)  # every call, not the top ones

@@ -215,6 +215,9 @@ def make_parser() -> Parser:
                     help="the profile (commscope profile): its id, or 'last' (default)")
     aa.add_argument("--top", type=positive(int, 0, 100000), default=10,
                     help="the N hottest calls (default 10; 0: all)")
+    aa.add_argument("--measure", action="store_true",
+                    help="measure the benchmarks the hottest calls miss (one `commscope "
+                         "run` into the same store), then set the calls against them")
     ft = sub.add_parser("fit", help="fit Hockney and LogGP models and store them",
                         epilog="example: commscope fit --db my.db --model hockney --bench latency")
     _filters(ft)
