@@ -484,7 +484,9 @@ def test_analyze_app_measure_runs_what_the_calls_miss(impls, tmp_path, capsys, m
     assert _profile(capsys, db, "--np", "2", "--", str(exe))[0] == 0
     assert cli.main(["analyze", "app", "--db", str(db)]) == 0
     out = capsys.readouterr().out
-    assert "to measure what is missing: commscope run" in out and "--measure" in out
+    cmd = next(x for x in out.splitlines() if x.startswith("to measure what is missing: "))
+    assert shlex.split(cmd.split(": ", 1)[1])[-1] == "--no-advise"  # the command alone
+    assert "analyze app --measure" in out
     assert cli.main(["analyze", "app", "--db", str(db), "--measure"]) == 0
     out = capsys.readouterr().out
     assert "measuring what is missing: commscope run" in out

@@ -138,9 +138,10 @@ def cmd_app(a: argparse.Namespace) -> int:
           f"{row['np']} processes ({row['status']}); its hottest calls against the "
           "benchmarks:")
     print(prof.against_text(rows, a.top or 1 << 30), end="")
-    if need:
-        print(f"to measure what is missing: {shlex.join(need)}"
-              + ("" if a.measure else " (or: analyze app --measure)"))
+    if need:  # the command alone on its line: a user copies it
+        print(f"to measure what is missing: {shlex.join(need)}")
+        if not a.measure:
+            print("(or let analyze app --measure run it)")
     found = _established(store)
     mine = [e for e in found if e.mpi == row["mpi_name"]]
     hits = prof.touching(s.hot, str(row["mpi_name"]), mine)  # every call, not the top ones
