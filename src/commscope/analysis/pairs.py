@@ -21,7 +21,7 @@ import json
 import os
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SLOW = 1.2  # a pair surely this many times the typical time (its interval's lower end)
 
@@ -85,7 +85,7 @@ def verdict(pairs: Sequence[Pair], what: str = "time",
         gone = [f"{n}: no pair with {n} was measured (each failed or timed out)"
                 for n in silent]
         keep = [x for x in v.lines if not x.startswith("no node stands out")]
-        return Verdict(v.typical, v.ratios, v.nodes, v.links, (*gone, *keep), silent)
+        return replace(v, lines=(*gone, *keep), silent=silent)
     if len(names) < 3:
         only = "; ".join(f"{p.a}-{p.b} {p.median:.3g}" for p in pairs)
         return Verdict(0.0, {}, (), (), (f"{len(names)} node(s), one pair ({only}): nothing to "
@@ -215,6 +215,22 @@ def short_names(names: Sequence[str]) -> list[str]:
     return short if len(set(short)) == len(short) else list(names)
 
 
+def grid(names: Sequence[str], typical: float, found: Sequence[Pair]
+         ) -> list[list[float | None]]:
+    """Each pair's median over the typical pair, row i sending to column j
+    (a pair measured one way only fills both cells); None on the diagonal
+    and where no pair was measured."""
+    got = {(p.a, p.b): p.median for p in found}
+    out: list[list[float | None]] = []
+    for i, a in enumerate(names):
+        row: list[float | None] = []
+        for j, b in enumerate(names):
+            m = got.get((a, b), got.get((b, a)))
+            row.append(None if i == j or m is None or typical <= 0 else m / typical)
+        out.append(row)
+    return out
+
+
 def matrix_text(names: Sequence[str], typical: float, found: Sequence[Pair]) -> str:
     """The matrix as text: each pair's median over the typical pair (row:
     the sender, column: the receiver, where the pairs were measured one way
@@ -222,14 +238,9 @@ def matrix_text(names: Sequence[str], typical: float, found: Sequence[Pair]) -> 
     '?' a pair not measured."""
     short = short_names(names)
     w = max(6, *(len(s) for s in short))
-    got = {(p.a, p.b): p.median for p in found}
     lines = [" " * w + "".join(f"{s:>{w + 1}}" for s in short)]
-    for i, a in enumerate(names):
-        cells = []
-        for j, b in enumerate(names):
-            m = got.get((a, b), got.get((b, a)))
-            cells.append("-" if i == j else "?" if m is None or typical <= 0
-                         else _x(m / typical))
+    for i, row in enumerate(grid(names, typical, found)):
+        cells = ["-" if i == j else "?" if r is None else _x(r) for j, r in enumerate(row)]
         lines.append(f"{short[i]:<{w}}" + "".join(f"{c:>{w + 1}}" for c in cells))
     return "\n".join(lines) + "\n"
 
@@ -244,5 +255,5 @@ def judge(rows: Sequence[Mapping[str, object]], bench: str, size: int, what: str
         return None
     v = verdict(unordered(found), what, nodes)
     if v.typical > 0 and (more := directions(found, v)):
-        v = Verdict(v.typical, v.ratios, v.nodes, v.links, (*v.lines, *more), v.silent)
+        v = replace(v, lines=(*v.lines, *more))
     return found, v

@@ -48,13 +48,8 @@ def heat_map_svg(names: Sequence[str], found: Sequence[pairs.Pair], typical: flo
 
     plt = _pyplot()
     n = len(names)
-    got = {(p.a, p.b): p.median for p in found}
-    grid = [[math.nan] * n for _ in range(n)]
-    for i, a in enumerate(names):
-        for j, b in enumerate(names):
-            m = got.get((a, b), got.get((b, a)))  # row sends, column receives
-            if i != j and m is not None and typical > 0:
-                grid[i][j] = math.log2(m / typical)
+    grid = [[math.nan if r is None else math.log2(r) for r in row]  # row sends, column receives
+            for row in pairs.grid(names, typical, found)]
     span = max([abs(x) for row in grid for x in row if not math.isnan(x)] + [math.log2(1.5)])
     side = min(8.0, 2.0 + 0.6 * n)
     f, ax = plt.subplots(figsize=(side + 1.2, side), dpi=100)
