@@ -851,3 +851,29 @@ def test_settings_every_job_ran_with_are_the_defaults_a_setting_is_set_against(t
     shutil.copyfile(lease / "seeds-mps.db", db2)
     assert cli.main(["report", "--db", str(db2), "--out", str(tmp_path / "rep2")]) == 0
     assert "<h2 id=tuning>" not in (tmp_path / "rep2" / "index.html").read_text()
+
+
+def test_a_job_that_crashed_in_a_sweep_of_its_own_is_a_failure_of_the_report(tmp_path):
+    """Fixed store, from the third H200 lease (docs/gpu.md): a script called
+    `commscope run` once a configuration and round, so every job was a sweep
+    of its own; the cuda-aware jobs with OMPI_MCA_btl=self,vader died of
+    SIGSEGV and stored no record.  The failures section said every job
+    finished cleanly (it listed only the failed jobs of sweeps with records);
+    it lists the jobs started while the report's records were taken, their
+    configuration, and the signal behind exit code 139."""
+    import re
+
+    lease = Path(__file__).parents[1] / "docs" / "gpu-h200" / "lease3"
+    db = tmp_path / "extra.db"
+    shutil.copyfile(lease / "extra.db", db)
+    for extra in ([], ["--all"]):
+        out = tmp_path / f"rep{len(extra)}"
+        assert cli.main(["report", "--db", str(db), "--out", str(out), *extra]) == 0
+        page = (out / "index.html").read_text()
+        sec = page.split("<h2 id=failures>")[1].split("<h2")[0]
+        rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in tr.split("</td>")[:-1]]
+                for tr in sec.split("<tr>")[2:]]
+        assert [r[0] for r in rows] == ["26", "32", "38"], rows
+        for r in rows:
+            assert "cuda-aware OMPI_MCA_btl=self,vader" in r[2], r
+            assert r[5] == "exit code 139 (SIGSEGV)", r

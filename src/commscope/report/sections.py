@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -438,18 +439,34 @@ def _label(r: sqlite3.Row) -> str:
 
 
 def _first_line(r: sqlite3.Row) -> str:
-    return (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else ""
+    """The first line of the job's stderr, with the signal named where the
+    exit status is a shell's 128 + signal (139: SIGSEGV) and the line says
+    no more than the number."""
+    line = (r["stderr_tail"] or "").strip().splitlines()[0][:160] if r["stderr_tail"] else ""
+    code = r["exit_code"]
+    if isinstance(code, int) and 128 < code < 160 and line in ("", f"exit code {code}"):
+        try:
+            line = f"exit code {code} ({signal.Signals(code - 128).name})"
+        except ValueError:
+            pass
+    return line
 
 
 def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
     """Jobs that failed, and apart from them the GPU paths this machine
     could not run (skipped, with the driver's reason: not a failure).  The
-    jobs are those of the sweeps the report's records came from, so that a
-    job that stored no record (a skip, a crash at start) is listed too."""
+    jobs are those of the sweeps the report's records came from, and every
+    job started while they were taken: a job that stored no record (a skip,
+    a crash at start) is listed too, and so is one of a sweep of its own
+    (`commscope run` called once a round, as the lease scripts of
+    docs/gpu.md do: the third lease's crashed jobs were not)."""
     runs = store.runs()
     sweeps = {r["sweep_id"] for r in runs if r["id"] in run_ids and r["sweep_id"] is not None}
-    mine = [r for r in runs if (r["id"] in run_ids or r["sweep_id"] in sweeps)
-            and r["status"] != "ok"]
+    began = sorted(str(r["started_at"]) for r in runs
+                   if (r["id"] in run_ids or r["sweep_id"] in sweeps) and r["started_at"])
+    mine = [r for r in runs if (r["id"] in run_ids or r["sweep_id"] in sweeps or (
+        began and r["started_at"] and began[0] <= str(r["started_at"]) <= began[-1]))
+        and r["status"] != "ok"]
     bad = [r for r in mine if r["status"] != "skipped"]
     skipped = [r for r in mine if r["status"] == "skipped"]
     return {
@@ -457,8 +474,9 @@ def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
                          [(r["id"], r["mpi_name"], cfg.buffer if (cfg := config_of(r)) else "",
                            r["bench"], _first_line(r)) for r in skipped],
                          (0,)) if skipped else None,
-        "bad": table(("run", "status", "MPI", "benchmark", "processes", "first line of stderr"),
-                     [(r["id"], r["status"], r["mpi_name"], r["bench"], r["np"],
+        "bad": table(("run", "status", "configuration", "benchmark", "processes",
+                      "first line of stderr"),
+                     [(r["id"], r["status"], _label(r), r["bench"], r["np"],
                        _first_line(r)) for r in bad], (0, 4)) if bad else None,
     }
 
@@ -616,8 +634,8 @@ def gpu_sharing(store, run_ids: set[int]) -> dict[str, int]:
 
 SHARED_NOTE = ("Ranks shared one GPU in {n} of the applications' runs: their compute phases "
                "and weak scaling measure how the device is shared, not scaling (on an H200, "
-               "gpu_jacobi's t(1)/t(2) was 0.12-0.14 without MPS and 0.52-0.54 with it in "
-               "two leases; docs/gpu.md).")
+               "gpu_jacobi's t(1)/t(2) was 0.11-0.14 without MPS and 0.51-0.54 with it in "
+               "three leases; docs/gpu.md).")
 UNKNOWN_NOTE = ("Whether the ranks of {n} of the applications' runs shared a GPU was not "
                 "recorded (the core says so since 2026-11-27): where they did, compute and weak "
                 "scaling measure how the device is shared, not scaling (docs/gpu.md).")
