@@ -432,10 +432,19 @@ def test_what_these_rounds_hold_only_narrowly_comes_after_what_they_hold_surely(
         figs_w.update({("reduce", s): v for (b, s), v in figs_s.items()})
     c1, c2 = dg.confirm(g1, wide), dg.confirm(g2, wide)
     assert c1.confirmed and c1.typical_least < conclude.ROBUST <= c2.typical_least
-    lines = conclude.conclusions(_diag([dg.Outcome(g1, c1, unsearched="none"),
-                                        dg.Outcome(g2, c2, unsearched="none")]))
+    d = _diag([dg.Outcome(g1, c1, unsearched="none"), dg.Outcome(g2, c2, unsearched="none")])
+    lines = conclude.conclusions(d, None)
     assert [x.outcome.gap.call for x in lines] == ["reduce", "bcast"]
     assert lines[1].headline.startswith("(narrowly held)")
+    # the first screen leads with what holds surely only, and counts the rest
+    assert [x.outcome.gap.call for x in conclude.conclusions(d)] == ["reduce"]
+    text = conclude.text(d)
+    assert "(narrowly held)" not in text, text
+    assert "... and 1 more, 1 of them narrowly held" in text, text
+    assert "... and 1 more, 1 of them narrowly held" in conclude.terminal(d, 100)
+    alone = _diag([dg.Outcome(g1, c1, unsearched="none")])
+    assert conclude.conclusions(alone) == []
+    assert conclude.text(alone).startswith("Nothing the diagnosis established holds surely:")
 
 
 def test_a_figure_flagged_noisy_is_left_out_of_the_rounds_and_the_reader_told():

@@ -446,7 +446,13 @@ def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
     handed over alone, each library choice one line (the calls it is the
     faster one for), each hand-written equivalent alone, the anomalies of
     one configuration one line; what these rounds hold only narrowly
-    (robust) after everything that holds surely, in lines of its own."""
+    (robust) after everything that holds surely, in lines of its own.
+
+    With a limit (the first screen), only what holds surely: a narrowly held
+    line is one the next run may not repeat, and two default runs led with
+    different screens through such lines (docs/diagnosis.md, "The first
+    screen"); they stay in the whole list (limit None), counted below the
+    screen."""
     out: list[Conclusion] = []
     groups: dict[tuple[str, str, str, bool], list[Conclusion]] = {}
     for c in items(d):
@@ -462,13 +468,29 @@ def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
     for (kind, _, _, sure), ms in groups.items():
         line = ms[0] if len(ms) == 1 else _grouped(kind, ms, d)
         if not sure:
-            line = replace(line, headline=f"(narrowly held) {line.headline}")
+            line = replace(line, headline=NARROW + line.headline)
         out.append(line)
     # gains a tenth apart rank as one, then by what they say: rounds move a gain a few
     # hundredths between runs, and the first screen's cut fell between such lines
-    out.sort(key=lambda c: (c.headline.startswith("(narrowly"), TIERS[c.kind],
-                            -round(c.gain, 1), c.identity))
-    return out if limit is None else out[:limit]
+    out.sort(key=lambda c: (narrow(c), TIERS[c.kind], -round(c.gain, 1), c.identity))
+    return out if limit is None else [c for c in out if not narrow(c)][:limit]
+
+
+NARROW = "(narrowly held) "
+
+
+def narrow(c: Conclusion) -> bool:
+    """A line these rounds hold only narrowly (marked so by conclusions)."""
+    return c.headline.startswith(NARROW)
+
+
+def _more(cs: Sequence[Conclusion], shown: Sequence[Conclusion]) -> str:
+    """What the screen leaves out: how many lines, and of them how many
+    narrowly held (left out whatever the room)."""
+    n = len(cs) - len(shown)
+    held = sum(1 for c in cs if narrow(c))
+    return f"  ... and {n} more" + (
+        f", {held} of them narrowly held (the next run may not repeat them)" if held else "")
 
 
 def not_confirmed(d: Diagnosis) -> list[Outcome]:
@@ -478,16 +500,16 @@ def not_confirmed(d: Diagnosis) -> list[Outcome]:
 
 def text(d: Diagnosis, limit: int | None = LIMIT, details: bool = False) -> str:
     cs = conclusions(d, None)
-    shown = cs if limit is None else cs[:limit]
+    shown = cs if limit is None else conclusions(d, limit)
     lines = ["What the diagnosis established:" if shown else
-             "The diagnosis confirmed no gap: " + _none_said(d)]
+             "The diagnosis confirmed no gap: " + _none_said(d) if not cs else
+             "Nothing the diagnosis established holds surely:"]
     for i, c in enumerate(shown, 1):
         lines.append(f"{i:>3}. {c.headline}")
         if details:
             lines += [f"       {x}" for x in c.details]
     if len(cs) > len(shown):
-        lines.append(f"  ... and {len(cs) - len(shown)} more (commscope analyze findings "
-                     "--limit 0)")
+        lines.append(_more(cs, shown) + " (commscope analyze findings --limit 0)")
     lines += _footer(d)
     return "\n".join(lines) + "\n"
 
@@ -533,15 +555,16 @@ def terminal(d: Diagnosis, width: int, limit: int = LIMIT) -> str:
     of `width`, each note one; everything else behind commscope analyze
     findings (--details)."""
     cs = conclusions(d, None)
-    shown = cs[:limit]
+    shown = conclusions(d, limit)
     out = ["What the diagnosis established:" if shown else
-           "The diagnosis confirmed no gap: " + _none_said(d)]
+           "The diagnosis confirmed no gap: " + _none_said(d) if not cs else
+           "Nothing the diagnosis established holds surely:"]
     for i, c in enumerate(shown, 1):
         first, *rest = brief(c.headline, width) or [""]
         out.append(f"{i:>3}. {first}")
         out += [f"     {x}" for x in rest]
     if len(cs) > len(shown):
-        out.append(f"  ... and {len(cs) - len(shown)} more")
+        out.append(_more(cs, shown))
     out += [fit_line(x, width) for x in _footer(d)]
     return "\n".join(out) + "\n"
 
