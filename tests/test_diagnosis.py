@@ -8,6 +8,8 @@ import math
 import random
 from dataclasses import replace
 
+import pytest
+
 from commscope.advise import diagnose
 from commscope.analysis import conclude, findings, mechanisms
 from commscope.analysis import diagnosis as dg
@@ -173,6 +175,13 @@ def test_a_setting_that_closes_the_gap_is_its_cause_and_is_handed_over_once_chec
     (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))], [checked]))
     assert cc.kind == "setting" and "set MPIR_CVAR_BCAST_DEVICE_COLLECTIVE=0" in cc.headline
     assert "the cause: the device path" in cc.headline and "closing 9" in cc.headline
+    # the screen names the file handed over, with what is in it (a narrowly held
+    # setting's line is off the first screen, its setting in the file)
+    written = replace(checked, file="/x/advice/mpich.env")
+    screen = conclude.terminal(_diag([dg.Outcome(_gap(), c, (t,))], [written]), 120)
+    assert ("   - settings file: /x/advice/mpich.env (MPIR_CVAR_BCAST_DEVICE_COLLECTIVE=0; "
+            "checked together, none slower)") in screen.splitlines(), screen
+    assert "settings file" not in conclude.text(_diag([dg.Outcome(_gap(), c, (t,))], [checked]))
 
 
 def test_a_small_win_on_a_large_gap_is_a_setting_that_helps_not_its_cause():
@@ -697,3 +706,39 @@ def test_what_the_last_diagnosis_established_is_explained_first(monkeypatch):
         ctx = diagnose.Context(None, 1, {}, {}, {}, None, None, ex.Clock(1e18), lambda m: None)
         diagnose.explain(ctx, d, 60.0, {}, first=first)
         assert seen == [want], (first, seen)
+
+
+def test_an_earlier_file_of_settings_the_latest_check_failed_is_withdrawn(tmp_path):
+    """Two MVAPICH2 runs into one folder: the first handed over
+    MV2_ALLTOALL_TUNING=1, the second's file of its settings slowed bcast
+    and was not handed over, and the first's file stayed, exporting what the
+    latest check did not.  It is withdrawn: its settings commented out, with
+    why; a file not written by commscope is left alone."""
+    from types import SimpleNamespace
+
+    from commscope.errors import CommscopeError
+    from commscope.measure import settings as settings_mod
+
+    old = ("# commscope: settings for mvapich2 (2 processes, local), measured 2026-11-27\n"
+           "# MV2_ALLTOALL_TUNING=1: alltoall 1.48x faster\nexport MV2_ALLTOALL_TUNING=1\n")
+    (tmp_path / "mvapich2.env").write_text(old)
+    (tmp_path / "mpich.env").write_text("export MPIR_CVAR_X=1\n")  # the user's own
+    said: list[str] = []
+    ctx = SimpleNamespace(configs={"m": SimpleNamespace(implementation="mvapich2"),
+                                   "p": SimpleNamespace(implementation="mpich")},
+                          say=said.append)
+    failed = [dg.FileCheck("mvapich2", "m", (("MV2_ALLTOALL_TUNING", "3"),), ("alltoall",),
+                           slower=(("bcast", 1, 32768),)),
+              dg.FileCheck("mpich", "p", (("MPIR_CVAR_Y", "2"),), ("bcast",), reason="budget")]
+    d = _diag([], failed)
+    diagnose._hand_over(d, tmp_path, ctx)
+    text = (tmp_path / "mvapich2.env").read_text()
+    assert text.startswith("# commscope: withdrawn "), text
+    assert "MV2_ALLTOALL_TUNING=3 together and with the whole file, bcast 1 B-32 KiB ran " \
+        "slower" in text
+    assert "# export MV2_ALLTOALL_TUNING=1" in text.splitlines()
+    with pytest.raises(CommscopeError, match="sets nothing"):  # read, it sets nothing
+        settings_mod.parse_text(text)
+    assert (tmp_path / "mpich.env").read_text() == "export MPIR_CVAR_X=1\n"
+    assert len(said) == 1 and "mvapich2.env withdrawn" in said[0]
+    assert [fc.file for fc in d.checks] == ["", ""]

@@ -116,7 +116,8 @@ def test_a_users_mvapich2_runs_validated_jobs_and_takes_a_setting(capsys, tmp_pa
 def test_mvapich2s_slower_collective_is_not_given_mpichs_algorithm_variable():
     """MVAPICH2 2.3.7 chooses its collectives from its own tuning tables and
     has no MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM: a slower alltoall of it is
-    not sent to search that variable (its own 2-rank sweep here named it)."""
+    not sent to search that variable (its own 2-rank sweep here named it),
+    but its own, MV2_ALLTOALL_TUNING."""
     from commscope.analysis import causes
     from commscope.analysis.series import Config
 
@@ -126,7 +127,41 @@ def test_mvapich2s_slower_collective_is_not_given_mpichs_algorithm_variable():
     facts = {om: causes.Facts("openmpi"), mv: causes.Facts("mpich", {}, "mvapich2"),
              mpich: causes.Facts("mpich")}
     c = causes.of_faster(om, mv, (1, 1024), [1, 4, 16, 64, 256, 1024], facts, ("alltoall",))
-    assert c.kind == "unexplained" and "MVAPICH2's tuning tables" in c.text
+    assert c.kind == "algorithm" and "MVAPICH2's tuning tables" in c.text
+    assert "MV2_ALLTOALL_TUNING" in c.text and c.coll == "alltoall"
     assert "MPIR_CVAR" not in c.text
     theirs = causes.of_faster(om, mpich, (1, 1024), [1, 4, 16], facts, ("alltoall",))
     assert theirs.kind == "algorithm" and "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM" in theirs.text
+
+
+def test_the_diagnosis_searches_mvapich2s_own_tables_and_nothing_of_mpichs():
+    """MVAPICH2's shared-memory collectives off first (a switch of every
+    collective), then each flat algorithm of the call's table by its
+    number (<call>_tuning.c); no MPICH variable, no UCX one, and nothing
+    for a call its tables do not cover or for point-to-point."""
+    from commscope.analysis import diagnosis as dg
+    from commscope.analysis import mechanisms
+
+    def gap(call: str) -> dg.Gap:
+        return dg.Gap(f"g-{call}", "implementation", call, "mv", "om", (), f"{call}: slower",
+                      2.0)
+
+    cv = {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": {"value": "auto"}}  # as if listed: not used
+    hs = mechanisms.hypotheses(gap("alltoall"), "mpich", cv, {"alltoall": ["pairwise"]},
+                               version="MPICH Device: ch3:mrail", variant="mvapich2")
+    assert [h.settings for h in hs] == [
+        (("MV2_USE_SHMEM_COLL", "0"),), *((("MV2_ALLTOALL_TUNING", v),) for v in "0123")]
+    assert set(hs[0].changes) == set(mechanisms.COLLECTIVES)  # a global switch
+    assert all(h.changes == ("alltoall",) for h in hs[1:])
+    reduce = mechanisms.hypotheses(gap("reduce"), "mpich", {}, {}, variant="mvapich2")
+    assert [h.settings[0][1] for h in reduce[1:]] == ["1", "2", "5", "8"]
+    assert all(k == "MV2_INTER_REDUCE_TUNING" for h in reduce[1:] for k, _ in h.settings)
+    barrier = mechanisms.hypotheses(gap("barrier"), "mpich", {}, {}, variant="mvapich2")
+    assert [h.id for h in barrier] == ["mv2-shmem-off:barrier"]
+    assert mechanisms.hypotheses(gap("latency"), "mpich", {}, {}, variant="mvapich2") == []
+    # and tune forces a collective with them, as it does with the others' variables
+    from commscope.advise.selection import forced_collective
+
+    assert forced_collective("MV2_INTER_ALLREDUCE_TUNING") == "allreduce"
+    assert forced_collective("MV2_ALLTOALL_TUNING") == "alltoall"
+    assert forced_collective("MV2_INTER_ALLREDUCE_TUNING_TWO_LEVEL") is None

@@ -167,8 +167,8 @@ def test_the_search_space_comes_from_the_implementations_variables(monkeypatch):
     monkeypatch.setattr(provenance, "n_cores", lambda: 2)
     bind = "COMMSCOPE_BIND=none"  # the launcher binds each rank to a core by default
 
-    def fake_core(family):
-        return SimpleNamespace(impl=SimpleNamespace(family=family, name=family),
+    def fake_core(family, variant=""):
+        return SimpleNamespace(impl=SimpleNamespace(family=family, name=family, variant=variant),
                                bench=lambda b: {"group": "p2p" if b == "bw" else "coll"})
     cv = {"btl_vader_single_copy_mechanism": {"value": "cma",
                                               "enum": ["cma", "emulated", "none"]},
@@ -193,6 +193,10 @@ def test_the_search_space_comes_from_the_implementations_variables(monkeypatch):
     got = [c.label for c in tune.space(fake_core("intel"), {}, ["bcast", "bw"],
                                        {"bcast": [1, 2, 3], "allreduce": [1, 2]})]
     assert got == ["I_MPI_ADJUST_BCAST=1", "I_MPI_ADJUST_BCAST=2", "I_MPI_ADJUST_BCAST=3", bind]
+    # MVAPICH2: its own tables' numbers, not MPICH's variables or UCX's, whatever it lists
+    got = [c.label for c in tune.space(fake_core("mpich", "mvapich2"), mp, ["alltoall", "bw"],
+                                       {"alltoall": ("pairwise",)})]
+    assert got == ["MV2_USE_SHMEM_COLL=0", *(f"MV2_ALLTOALL_TUNING={v}" for v in "0123"), bind]
     monkeypatch.setattr(provenance, "n_cores", lambda: 1)  # one core: nothing to bind
     assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == []
 
@@ -301,7 +305,7 @@ def test_a_selection_file_mpich_does_not_take_is_not_handed_over(capsys, tmp_pat
 
 
 def test_a_binding_winner_says_how_to_launch_with_it():
-    core = SimpleNamespace(impl=SimpleNamespace(family="openmpi", name="openmpi"))
+    core = SimpleNamespace(impl=SimpleNamespace(family="openmpi", name="openmpi", variant=""))
     w = tune.Outcome(tune.Candidate((("COMMSCOPE_BIND", "none"),)), effects=[
         tune.Effect("bw", s, 1.5, 1.3, 1.7, 5) for s in SIZES])
     text = tune_text.settings_text(w, core)

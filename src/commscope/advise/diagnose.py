@@ -235,7 +235,7 @@ def hypotheses_for(ctx: Context, gap: dg.Gap, cache: dict[str, dict]) -> list[dg
         gap, fam, _cvars(ctx, gap.slow_arm, cache),
         _algorithms(ctx, slow.implementation, cache), fam_fast if fast is not slow else "",
         _cvars(ctx, gap.fast_arm, cache) if fast is not slow else {},
-        ctx.cores[slow.implementation].mpi_version)
+        ctx.cores[slow.implementation].mpi_version, ctx.cores[slow.implementation].impl.variant)
 
 
 def _decided(t: dg.Trial, conf: dg.Confirmation, r: int) -> bool:
@@ -544,7 +544,7 @@ def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
 
 def settings_text(fc: dg.FileCheck, d: dg.Diagnosis, where: str) -> str:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    lines = [f"# commscope: settings for {fc.impl} ({where}), measured {when}",
+    lines = [f"{HEADER}{fc.impl} ({where}), measured {when}",
              "# read by `commscope run --settings FILE`, or sourced by a shell",
              f"# checked together against the defaults: {', '.join(fc.benches)} at "
              f"{fc.sizes} size(s) over {fc.rounds} rounds, none slower",
@@ -583,13 +583,28 @@ def _write(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+HEADER = "# commscope: settings for "
+
+
+def withdrawn_text(old: str, fc: dg.FileCheck, when: str) -> str:
+    """An earlier diagnosis's file, once this one's check of the same
+    implementation's settings failed: its exports commented out, and why.
+    Left as it was, it would hand over what the latest check did not (the
+    MVAPICH2 runs of 2026-11-27 left one from the run before)."""
+    from ..analysis.conclude import file_text
+
+    said = file_text(fc).removeprefix("not handed over: ")
+    lines = [f"# commscope: withdrawn {when}: the latest diagnosis checked "
+             + " ".join(f"{k}={v}" for k, v in fc.settings) + f" together and {said}",
+             "# what an earlier diagnosis wrote here, its settings commented out:"]
+    lines += [x if x.startswith("#") else f"# {x}" for x in old.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
 def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
     taken: set[Path] = set()
     out = []
     for fc in d.checks:
-        if not fc.passed:
-            out.append(fc)
-            continue
         base = fc.arm.split("|", 1)[0]
         cfg = ctx.configs[base]
         name = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cfg.implementation)
@@ -598,6 +613,18 @@ def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
             n += 1
             path = out_dir / f"{name}-{n}.env"
         taken.add(path)
+        if not fc.passed:
+            out.append(fc)
+            try:  # an earlier diagnosis's file of these settings is withdrawn
+                old = path.read_text() if path.is_file() else ""
+                if old.startswith(HEADER):
+                    when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+                    _write(path, withdrawn_text(old, fc, when))
+                    ctx.say(f"diagnosis: {path} withdrawn (its settings commented out): "
+                            "the latest check of them failed")
+            except (CommscopeError, OSError, UnicodeDecodeError):
+                pass  # not ours to touch, or not readable: left as it is
+            continue
         try:
             _write(path, settings_text(fc, d, f"{cfg.np} processes, {cfg.cluster}"))
         except (CommscopeError, OSError) as exc:

@@ -30,7 +30,7 @@ OMPI_COLL_ID = {"allgather": 0, "allreduce": 2, "alltoall": 3, "barrier": 6, "bc
 # rank) but the buffer itself for bcast, reduce and allreduce.
 OMPI_SIZE_PER_RANK = {"alltoall", "allgather"}
 _FORCED = re.compile(r"^(?:OMPI_MCA_coll_tuned_(\w+)_algorithm|I_MPI_ADJUST_(\w+)"
-                     r"|MPIR_CVAR_(\w+)_INTRA_ALGORITHM)$")
+                     r"|MPIR_CVAR_(\w+)_INTRA_ALGORITHM|MV2_INTER_(\w+?)_TUNING|MV2_(ALLTOALL)_TUNING)$")
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,8 @@ class Choice:
 def forced_collective(key: str) -> str | None:
     """The collective whose algorithm a setting chooses (Open MPI's
     coll_tuned_<op>_algorithm, Intel MPI's I_MPI_ADJUST_<OP>, MPICH's
-    MPIR_CVAR_<OP>_INTRA_ALGORITHM); None for a setting that may change
-    any benchmark."""
+    MPIR_CVAR_<OP>_INTRA_ALGORITHM, MVAPICH2's MV2_INTER_<OP>_TUNING and
+    MV2_ALLTOALL_TUNING); None for a setting that may change any benchmark."""
     m = _FORCED.match(key)
     return next((g.lower() for g in m.groups() if g), None) if m else None
 

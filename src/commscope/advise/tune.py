@@ -173,6 +173,15 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
                         out.append(Candidate(
                             (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
                              (f"OMPI_MCA_{name}", str(item))), f"{b} algorithm {item}"))
+    elif core.impl.variant == "mvapich2":  # its own tables, not MPICH's variables
+        from ..analysis.mechanisms import MV2_ALGORITHMS, MV2_SHMEM_OFF
+
+        if any(b in MV2_ALGORITHMS for b in benches):
+            out.append(Candidate(MV2_SHMEM_OFF, "MVAPICH2's collectives without shared memory"))
+        for b in benches:
+            var, algs = MV2_ALGORITHMS.get(b, ("", {}))
+            out.extend(Candidate(((var, v),), f"{b} algorithm {name}")
+                       for v, name in algs.items())
     elif fam == "intel":
         for b in benches:
             for k in (algorithms or {}).get(b, ()):
@@ -206,6 +215,9 @@ def algorithm_candidates(core: Core, coll: str) -> list[Candidate]:
     each to ask (`commscope tune` does that)."""
     if core.impl.family not in ("openmpi", "mpich") or coll not in COLLS:
         return []
+    if core.impl.variant == "mvapich2":
+        return [c for c in space(core, {}, [coll]) if not any(
+            k == "COMMSCOPE_BIND" for k, _ in c.settings)]
     algorithms = None
     if core.impl.family == "mpich":
         from . import selection

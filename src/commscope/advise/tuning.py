@@ -75,7 +75,8 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
     mpich = None
     if impl.family == "intel":
         algorithms = tune.intel_algorithms(core, [b for b in benches if b in tune.COLLS])
-    elif impl.family == "mpich" and any(b in tune.COLLS for b in benches):
+    elif (impl.family == "mpich" and impl.variant != "mvapich2"  # MVAPICH2: its own tables
+          and any(b in tune.COLLS for b in benches)):
         mpich = selection.mpich_library(core.exe, impl.env)
         algorithms = dict(mpich.algorithms)
     else:

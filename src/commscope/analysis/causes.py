@@ -250,9 +250,13 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
     family = facts.get(loser, Facts()).family
     if len(benches) == 1 and benches[0] in CHOSEN and facts.get(loser, Facts()).variant:
         # MVAPICH2 chooses from its own MV2_ tuning tables, not MPICH's variables
-        return Cause("unexplained", f"{loser.mpi}'s own choice of {benches[0]} algorithm (from "
-                     "MVAPICH2's tuning tables) may be it; commscope does not search MVAPICH2's "
-                     "algorithms")
+        from .mechanisms import MV2_ALGORITHMS
+
+        coll = benches[0]
+        var = MV2_ALGORITHMS[coll][0] if coll in MV2_ALGORITHMS else "MV2_USE_SHMEM_COLL"
+        return Cause("algorithm", f"{loser.mpi}'s own choice of {coll} algorithm (from "
+                     f"MVAPICH2's tuning tables; {var} unset), a candidate", loser, None,
+                     (lo, hi), coll=coll)
     if len(benches) == 1 and benches[0] in CHOSEN and family in ALGORITHM_VARIABLE:
         # no protocol limit sits there: one collective slower than another
         # library's is first the algorithm this library chose for it

@@ -581,7 +581,10 @@ def _none_said(d: Diagnosis) -> str:
 
 
 def _footer(d: Diagnosis) -> list[str]:
-    out = []
+    # the files handed over, named on the screen that holds their lines (a
+    # narrowly held setting is in its file, though off the first screen)
+    out = [f"   - settings file: {fc.file} (" + " ".join(f"{k}={v}" for k, v in fc.settings)
+           + "; checked together, none slower)" for fc in d.checks if fc.passed and fc.file]
     nc = not_confirmed(d)
     if nc:
         out.append("   - not confirmed when measured again (no conclusion): "

@@ -58,6 +58,36 @@ UCX_BCOPY = 8256
 
 Cvars = Mapping[str, Mapping[str, object]]  # name -> {"value": ..., "enum": [...]}
 
+# MVAPICH2 2.3.7 chooses each collective's algorithm from its own tuning
+# tables, not from MPICH's variables; a user's MV2_INTER_<CALL>_TUNING (for
+# alltoall MV2_ALLTOALL_TUNING) replaces the table with one algorithm at every
+# size (ch3_shmem_coll.c reads them; each <call>_tuning.c's
+# MV2_internode_<Call>_is_define maps the number to the function, through the
+# enums of common_tuning.h).  The flat algorithms only: the two-level ones,
+# multicast and zero-copy need several nodes or InfiniBand.
+MV2_ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
+    "allreduce": ("MV2_INTER_ALLREDUCE_TUNING",
+                  {"1": "recursive doubling", "2": "reduce-scatter then allgather",
+                   "9": "ring"}),
+    "bcast": ("MV2_INTER_BCAST_TUNING",
+              {"1": "binomial", "3": "scatter then recursive-doubling allgather",
+               "5": "scatter then ring allgather"}),
+    "reduce": ("MV2_INTER_REDUCE_TUNING",
+               {"1": "binomial", "2": "k-nomial", "5": "reduce-scatter then gather",
+                "8": "an allreduce"}),
+    "allgather": ("MV2_INTER_ALLGATHER_TUNING",
+                  {"2": "recursive doubling", "3": "Bruck's", "4": "ring", "5": "direct"}),
+    "alltoall": ("MV2_ALLTOALL_TUNING",
+                 {"0": "Bruck's", "1": "recursive doubling", "2": "scatter-destination",
+                  "3": "pairwise"}),
+    "gather": ("MV2_INTER_GATHER_TUNING", {"1": "binomial (MPICH's)", "2": "direct"}),
+    "scatter": ("MV2_INTER_SCATTER_TUNING", {"1": "binomial", "2": "direct"}),
+}
+# MVAPICH2's shared-memory collectives (a node's ranks through one shared
+# segment) answer before its tables for the calls they serve; off, every
+# collective goes by point-to-point algorithms: a switch of all of them
+MV2_SHMEM_OFF = (("MV2_USE_SHMEM_COLL", "0"),)
+
 
 def _value(cv: Cvars, name: str) -> str | None:
     v = cv.get(name, {}).get("value")
@@ -243,13 +273,32 @@ def fast_side(gap: Gap, family_fast: str, cv_fast: Cvars) -> list[Hypothesis]:
                        "changes)", (("OMPI_MCA_op", "^avx"),), REDUCING, side="fast")]
 
 
+def mvapich2(gap: Gap) -> list[Hypothesis]:
+    """MVAPICH2 2.3.7: its shared-memory collectives first (they decide
+    before the tables), then every flat algorithm of the call's table."""
+    if gap.call not in COLLECTIVES:
+        return []
+    out = [Hypothesis(f"mv2-shmem-off:{gap.call}",
+                      "MVAPICH2's shared-memory collectives (MV2_USE_SHMEM_COLL, on by default: "
+                      "ch3_shmem_coll.c)", MV2_SHMEM_OFF, COLLECTIVES)]
+    if gap.call in MV2_ALGORITHMS:
+        var, algs = MV2_ALGORITHMS[gap.call]
+        out += [Hypothesis(f"mv2-alg:{gap.call}:{v}",
+                           f"the {gap.call} algorithm MVAPICH2's tuning table chose (here "
+                           f"{name}: {var}={v})", ((var, v),), (gap.call,))
+                for v, name in algs.items()]
+    return out
+
+
 def hypotheses(gap: Gap, family: str, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
                family_fast: str = "", cv_fast: Cvars | None = None,
-               version: str = "") -> list[Hypothesis]:
+               version: str = "", variant: str = "") -> list[Hypothesis]:
     """Every mechanism the slow side's library could have here, with its
     setting; the device path and the library's own algorithms before all
     else, since they decide before anything a user could write."""
-    if family == "openmpi":
+    if variant == "mvapich2":
+        out = mvapich2(gap)
+    elif family == "openmpi":
         out = openmpi(gap, cv)
     elif family == "mpich":
         out = mpich(gap, cv, algorithms, mpich_device(version))
