@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -132,3 +133,27 @@ def test_a_hung_srun_job_is_killed_with_its_step(slurm, cores, tmp_path):
     while (squeue() or mpi_processes()) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert squeue() == "" and mpi_processes() == []
+
+
+def test_a_users_program_profiled_under_srun(slurm, cores, tmp_path, capsys, monkeypatch):
+    """commscope profile --cluster slurm: srun hands its own environment to
+    its tasks, the profiler's library with it; every rank's profile comes
+    back, and the store says where it ran.  Noise policy: correctness only."""
+    family = "mpich" if "mpich" in cores else sorted(cores)[0]
+    exe = tmp_path / "profiled"
+    subprocess.run([cores[family].impl.mpicc, "-O2", "-o", str(exe),
+                    str(Path(__file__).parent / "c" / "profiled.c")], check=True,
+                   capture_output=True)
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "p.db"
+    capsys.readouterr()
+    rc = cli.main(["profile", "--db", str(db), "--cluster", "slurm", "--np", "2", "--timeout",
+                   "120", "--", str(exe)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "2 processes on slurm (1 node): ok" in out, out
+    (p,) = Store(db).profiles()
+    assert json.loads(p["launch_argv"])[0] == "srun"
+    data = json.loads(p["data"])
+    assert data["cluster"] == "slurm" and len(data["ranks"]) == 2
+    assert all(r["calls"] for r in data["ranks"])

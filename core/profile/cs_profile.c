@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define CALLS(X) \
@@ -335,7 +336,18 @@ static void write_out(int finalized, int sig)
         if (*p >= 32 && *p != '"' && *p != '\\')
             lib[j++] = *p;
     lib[j] = 0;
-    out_put("%s\", \"calls\": [", lib);
+    /* the node the rank ran on (a cluster's profile: which node a rank's time is from);
+     * uname, not gethostname: this path may run in a signal handler */
+    struct utsname u;
+    char host[sizeof u.nodename] = "";
+    if (uname(&u) == 0) {
+        size_t h = 0;
+        for (const char *p = u.nodename; *p && h < sizeof host - 1; p++)
+            if (*p >= 32 && *p != '"' && *p != '\\')
+                host[h++] = *p;
+        host[h] = 0;
+    }
+    out_put("%s\", \"host\": \"%s\", \"calls\": [", lib, host);
     int first = 1;
     for (int k = 0; k < NCALLS; k++)
         for (int c = 0; c < NCOMM; c++)

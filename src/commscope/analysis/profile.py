@@ -75,6 +75,7 @@ class Summary:
     unfinished: tuple[int, ...]  # ranks that ended without MPI_Finalize
     wall_s: tuple[float, ...]  # per rank, MPI_Init to MPI_Finalize
     mpi_s: tuple[float, ...]  # per rank, inside MPI in that span
+    hosts: tuple[str, ...] = ()  # per rank, the node it ran on ("" where not recorded)
 
     @property
     def mpi_share(self) -> float | None:
@@ -109,7 +110,20 @@ def summarize(ranks: Sequence[Mapping[str, object]]) -> Summary:
                    tuple(sorted(int(r["rank"]) for r in good  # type: ignore[call-overload]
                                 if not r.get("finalized"))),
                    tuple(float(r.get("wall_s") or 0.0) for r in good),  # type: ignore[arg-type]
-                   tuple(float(r.get("mpi_s") or 0.0) for r in good))  # type: ignore[arg-type]
+                   tuple(float(r.get("mpi_s") or 0.0) for r in good),  # type: ignore[arg-type]
+                   tuple(str(r.get("host") or "") for r in good))
+
+
+def nodes_text(s: Summary) -> str:
+    """Each node's share of its ranks' time spent inside MPI: a node whose
+    ranks wait longer than the others' is where to look (its link, or the
+    others' work arriving late: the profile does not tell which)."""
+    by: dict[str, list[float]] = {}
+    for host, w, m in zip(s.hosts, s.wall_s, s.mpi_s, strict=True):
+        got = by.setdefault(host or "?", [0.0, 0.0, 0.0])
+        got[0], got[1], got[2] = got[0] + w, got[1] + m, got[2] + 1
+    return ", ".join(f"{h} {100 * m / w:.0f}% ({int(n)} rank{'s' if n > 1 else ''})"
+                     for h, (w, m, n) in sorted(by.items()) if w > 0)
 
 
 def text(s: Summary, top: int = 10) -> str:
@@ -121,6 +135,8 @@ def text(s: Summary, top: int = 10) -> str:
                         if w > 0)
         lines.append(f"{s.ranks} rank(s); time inside MPI between MPI_Init and MPI_Finalize: "
                      f"{100 * share:.1f}% (per rank {per})")
+    if len(set(s.hosts) - {""}) > 1:
+        lines.append("per node, time inside MPI: " + nodes_text(s))
     if s.unfinished:
         lines.append(f"ended without MPI_Finalize: rank(s) {', '.join(map(str, s.unfinished))} "
                      "(what they recorded until then is kept)")

@@ -148,6 +148,13 @@ def make_parser() -> Parser:
                     help="the implementation (default: the one the program is linked against)")
     pf.add_argument("--np", type=positive(int, 1, 1 << 20), default=2,
                     help="processes (default 2)")
+    pf.add_argument("--cluster", default="local",
+                    help="where the ranks run: local (default), emu:NAME, hostfile:PATH (run "
+                         "from a folder every node sees: the ranks write their profiles "
+                         "there), slurm or slurm:mpirun")
+    pf.add_argument("--nodes", type=positive(int, 1, 1 << 16), default=None,
+                    help="nodes the processes are spread over (default: as many as the "
+                         "cluster has, up to --np)")
     pf.add_argument("--timeout", type=positive(float, 1, 7 * 86400), default=600.0,
                     help="seconds before the program's whole process group is killed "
                          "(default 600)")

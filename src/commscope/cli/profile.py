@@ -19,9 +19,11 @@ from pathlib import Path
 from .. import __version__
 from ..analysis import profile as prof
 from ..errors import CommscopeError
+from ..measure import cluster as cluster_mod
 from ..measure import discovery, provenance
 from ..measure import profile as measure
 from ..measure import settings as settings_mod
+from ..measure.cluster import Cluster, Placement
 from ..measure.mpi import MpiImpl, environ
 from ..measure.procs import run_captured
 from ..store import outputs
@@ -43,6 +45,8 @@ class Setup:
     timeout: float
     check: list[str]
     fresh: list[Path]
+    cluster: Cluster | None = None  # None: this machine
+    nodes: int = 1
 
 
 def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
@@ -61,7 +65,7 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
         "batch": batch, "round": round_})
     try:
         argv, got = measure.launch(s.impl, s.lib, s.exe, s.args, s.np, provenance.n_cores(),
-                                   s.cwd, s.timeout, settings)
+                                   s.cwd, s.timeout, settings, s.cluster, s.nodes)
     except BaseException:
         s.store.finish_profile(pid, "interrupted", exit_code=None, signal=None, wall_s=0.0,
                                stdout_tail="", stderr_tail="", data=json.dumps({"ranks": []}),
@@ -70,7 +74,8 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
     s.store.finish_profile(pid, got.status, exit_code=got.outcome.exit_code,
                            signal=got.outcome.signal, wall_s=got.outcome.wall_s,
                            stdout_tail=got.out, stderr_tail=got.err,
-                           data=json.dumps({"ranks": got.ranks, "why": got.why}),
+                           data=json.dumps({"ranks": got.ranks, "why": got.why,
+                                            **_where(s)}),
                            launch_argv=json.dumps(argv))
     checked: bool | str | None = None
     if s.check and got.status == "ok":
@@ -78,6 +83,30 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
         checked = "timeout" if c.outcome.timed_out else c.outcome.exit_code == 0
         s.store.set_checked(pid, checked is True)
     return pid, got, checked
+
+
+def _where(s: Setup) -> dict[str, object]:
+    """Where the ranks ran, stored with the profile (nothing for this machine)."""
+    if s.cluster is None:
+        return {}
+    return {"cluster": s.cluster.label, "nodes": s.nodes, "ppn": s.np // s.nodes}
+
+
+def _placed(spec: str, nodes: int | None, np_: int, impl: MpiImpl
+            ) -> tuple[Cluster | None, int]:
+    """--cluster and --nodes, judged before the program runs."""
+    c = cluster_mod.parse(spec)
+    if c.kind == "local":
+        if nodes not in (None, 1):
+            raise CommscopeError("--nodes goes with --cluster (this machine is one node)")
+        return None, 1
+    n = nodes or min(c.default_nodes(np_), np_)
+    if np_ % n:
+        raise CommscopeError(f"--np {np_} does not spread evenly over {n} node(s)")
+    if why := c.cannot_launch(impl):
+        raise CommscopeError(f"--cluster {c.label}: {why}")
+    c.check(impl, Placement(n, np_ // n))
+    return c, n
 
 
 @command("profile")
@@ -109,8 +138,9 @@ def cmd_profile(a: argparse.Namespace) -> int:
         discovery.select(names)  # an unknown name is refused, naming it
     impl = measure.which_impl(exe, impls, names[0] if names else None)
     settings = dict(settings_mod.parse_file(a.settings)) if a.settings else {}
+    cluster, nodes = _placed(a.cluster, a.nodes, a.np, impl)
     s = Setup(Store(a.db), impl, measure.build(impl), exe, args[1:], cwd, a.np, a.timeout,
-              check, fresh)
+              check, fresh, cluster, nodes)
     if n := s.store.abandon_profiles():
         print(f"note: {n} earlier profile(s) left running by a commscope that was killed "
               "are marked interrupted")
@@ -119,7 +149,8 @@ def cmd_profile(a: argparse.Namespace) -> int:
     if files:
         return _verify(s, settings, files, a.rounds or 5)
     pid, got, checked = _one(s, settings)
-    print(f"profile {pid}: {prof.printable(exe.name)} under {impl.name}, {a.np} processes: "
+    on = f" on {cluster.label} ({nodes} node{'s' if nodes > 1 else ''})" if cluster else ""
+    print(f"profile {pid}: {prof.printable(exe.name)} under {impl.name}, {a.np} processes{on}: "
           f"{got.status}" + (f" ({got.why})" if got.why else "")
           + f", {got.outcome.wall_s:.1f} s"
           + ("" if checked is None else "; its check " + checked_text(checked)))
@@ -229,8 +260,10 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
 def stored_text(row) -> str:
     """A stored profile, as `show --profile` prints it."""
     data = json.loads(row["data"] or "{}")
+    n = data.get("nodes") or 1
+    on = f" on {data['cluster']} ({n} node{'s' if n > 1 else ''})" if data.get("cluster") else ""
     head = (f"profile {row['id']}: {prof.named(row)} under {row['mpi_name']}, "
-            f"{row['np']} processes, {row['started_at']}: {row['status']}"
+            f"{row['np']} processes{on}, {row['started_at']}: {row['status']}"
             + (f" ({data['why']})" if data.get("why") else ""))
     ranks = data.get("ranks") or []
     summary = prof.summarize(ranks)

@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -27,6 +28,7 @@ from ..errors import CommscopeError
 from . import mpi as mpi_mod
 from .build import compiled, core_dir, identity
 from .cache import cache_dir
+from .cluster import Cluster, Launch, Placement
 from .mpi import MpiImpl, environ
 from .procs import Outcome, run_bounded
 
@@ -171,15 +173,50 @@ class Profiled:
     why: str = ""
 
 
+def on_cluster(impl: MpiImpl, lib: Path, ln: Launch, exe: Path, args: list[str], into: Path,
+               srun: bool) -> tuple[list[str], dict[str, str]]:
+    """A cluster's launch of the program with the profiler on every rank:
+    the library and the folder the ranks write to handed to the ranks of
+    every node (mpirun -x, Hydra -genv: a remote rank does not inherit the
+    launcher's environment); srun passes its own environment to its tasks."""
+    argv = list(ln.argv)
+    at = len(argv) - 1 - len(args)
+    if argv[at] != str(exe):
+        raise CommscopeError(f"cannot place the profiler in this launch: {shlex.join(argv)}")
+    env = dict(ln.env)
+    if srun:
+        env["LD_PRELOAD"] = ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
+                                                 if os.environ.get("LD_PRELOAD") else [])])
+        return argv, env
+    where = (["-x", "COMMSCOPE_PROFILE_DIR"] if impl.family == "openmpi" else
+             ["-genv", "COMMSCOPE_PROFILE_DIR", str(into)])
+    return [*argv[:at], *preload_flags(impl, lib), *where, *argv[at:]], env
+
+
 def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores: int,
-           cwd: Path, timeout_s: float, settings: dict[str, str]) -> tuple[list[str], Profiled]:
-    """Run the program once, profiled; its launch argv and what it gave."""
+           cwd: Path, timeout_s: float, settings: dict[str, str],
+           cluster: Cluster | None = None, nodes: int = 1) -> tuple[list[str], Profiled]:
+    """Run the program once, profiled; its launch argv and what it gave.
+    On a cluster, the ranks write their profiles into a folder under the
+    program's own (a hostfile's nodes see it where that folder is shared;
+    an emulated cluster's and this machine's Slurm share this machine's)."""
     spec = mpi_mod.LaunchSpec(np=np_, cores=cores, root=os.geteuid() == 0)
-    with tempfile.TemporaryDirectory(prefix="commscope-profile-") as tmp:
+    local = cluster is None or cluster.kind == "local"
+    with tempfile.TemporaryDirectory(prefix=".commscope-profile-" if not local else
+                                     "commscope-profile-", dir=None if local else cwd) as tmp:
         into = Path(tmp) / "ranks"
         into.mkdir()
-        argv = mpi_mod.launch_argv(impl, spec, str(exe), args, preload_flags(impl, lib))
-        env = environ(impl.env, settings, {"COMMSCOPE_PROFILE_DIR": str(into)})
+        extra: dict[str, str] = {}
+        if cluster is None or local:
+            argv = mpi_mod.launch_argv(impl, spec, str(exe), args, preload_flags(impl, lib))
+        else:
+            ln = cluster.launch(impl, Placement(nodes, np_ // nodes), str(exe), args,
+                                Path(tmp), cores, spec.root)
+            for name, text in ln.files.items():
+                (Path(tmp) / name).write_text(text)
+            argv, extra = on_cluster(impl, lib, ln, exe, args, into,
+                                     getattr(cluster, "mode", "") == "srun")
+        env = environ(impl.env, settings, {**extra, "COMMSCOPE_PROFILE_DIR": str(into)})
         ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
                             stdout_path=Path(tmp) / "out", stderr_path=Path(tmp) / "err")
         out, err = _tail(Path(tmp) / "out"), _tail(Path(tmp) / "err")
