@@ -723,22 +723,28 @@ def test_an_earlier_file_of_settings_the_latest_check_failed_is_withdrawn(tmp_pa
            "# MV2_ALLTOALL_TUNING=1: alltoall 1.48x faster\nexport MV2_ALLTOALL_TUNING=1\n")
     (tmp_path / "mvapich2.env").write_text(old)
     (tmp_path / "mpich.env").write_text("export MPIR_CVAR_X=1\n")  # the user's own
+    (tmp_path / "openmpi.env").write_text(old.replace("mvapich2", "openmpi"))
     said: list[str] = []
     ctx = SimpleNamespace(configs={"m": SimpleNamespace(implementation="mvapich2"),
-                                   "p": SimpleNamespace(implementation="mpich")},
+                                   "p": SimpleNamespace(implementation="mpich"),
+                                   "o": SimpleNamespace(implementation="openmpi")},
                           say=said.append)
     failed = [dg.FileCheck("mvapich2", "m", (("MV2_ALLTOALL_TUNING", "3"),), ("alltoall",),
                            slower=(("bcast", 1, 32768),)),
-              dg.FileCheck("mpich", "p", (("MPIR_CVAR_Y", "2"),), ("bcast",), reason="budget")]
+              dg.FileCheck("mpich", "p", (("MPIR_CVAR_Y", "2"),), ("bcast",), slower=(
+                  ("bcast", 8, 8),)),
+              # not checked this time (the budget): the earlier file stays as it was
+              dg.FileCheck("openmpi", "o", (("OMPI_MCA_Z", "2"),), ("bcast",), reason="budget")]
     d = _diag([], failed)
     diagnose._hand_over(d, tmp_path, ctx)
     text = (tmp_path / "mvapich2.env").read_text()
     assert text.startswith("# commscope: withdrawn "), text
-    assert "MV2_ALLTOALL_TUNING=3 together and with the whole file, bcast 1 B-32 KiB ran " \
-        "slower" in text
+    assert "(MV2_ALLTOALL_TUNING=3), checked together: with the whole file, bcast 1 B-32 " \
+        "KiB ran slower; the settings below were not checked again" in text
     assert "# export MV2_ALLTOALL_TUNING=1" in text.splitlines()
     with pytest.raises(CommscopeError, match="sets nothing"):  # read, it sets nothing
         settings_mod.parse_text(text)
     assert (tmp_path / "mpich.env").read_text() == "export MPIR_CVAR_X=1\n"
+    assert (tmp_path / "openmpi.env").read_text() == old.replace("mvapich2", "openmpi")
     assert len(said) == 1 and "mvapich2.env withdrawn" in said[0]
-    assert [fc.file for fc in d.checks] == ["", ""]
+    assert [fc.file for fc in d.checks] == ["", "", ""]

@@ -154,8 +154,15 @@ def test_the_diagnosis_searches_mvapich2s_own_tables_and_nothing_of_mpichs():
     assert set(hs[0].changes) == set(mechanisms.COLLECTIVES)  # a global switch
     assert all(h.changes == ("alltoall",) for h in hs[1:])
     reduce = mechanisms.hypotheses(gap("reduce"), "mpich", {}, {}, variant="mvapich2")
-    assert [h.settings[0][1] for h in reduce[1:]] == ["1", "2", "5", "8"]
-    assert all(k == "MV2_INTER_REDUCE_TUNING" for h in reduce[1:] for k, _ in h.settings)
+    # with the intra variable set, so that the user table's two-level flag is set
+    # (reduce_tuning.c leaves it unset otherwise) and the algorithm runs flat
+    assert [h.settings for h in reduce[1:]] == [
+        (("MV2_INTER_REDUCE_TUNING", v), ("MV2_INTRA_REDUCE_TUNING", "1")) for v in "1258"]
+    assert reduce[-1].changes == ("reduce", "reduce_scatter")  # 8 rewrites that table too
+    # bcast and gather: on one node their tables do not decide; the switch alone
+    for call in ("bcast", "gather"):
+        hs = mechanisms.hypotheses(gap(call), "mpich", {}, {}, variant="mvapich2")
+        assert [h.id for h in hs] == [f"mv2-shmem-off:{call}"]
     barrier = mechanisms.hypotheses(gap("barrier"), "mpich", {}, {}, variant="mvapich2")
     assert [h.id for h in barrier] == ["mv2-shmem-off:barrier"]
     assert mechanisms.hypotheses(gap("latency"), "mpich", {}, {}, variant="mvapich2") == []

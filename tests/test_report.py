@@ -877,3 +877,10 @@ def test_a_job_that_crashed_in_a_sweep_of_its_own_is_a_failure_of_the_report(tmp
         for r in rows:
             assert "cuda-aware OMPI_MCA_btl=self,vader" in r[2], r
             assert r[5] == "exit code 139 (SIGSEGV)", r
+    # the same lease's rest.db: the crashed jobs came last, after every job with
+    # records had ended; configurations that only failed are listed all the same
+    db = tmp_path / "rest.db"
+    shutil.copyfile(lease / "rest.db", db)
+    assert cli.main(["report", "--db", str(db), "--out", str(tmp_path / "rest")]) == 0
+    sec = (tmp_path / "rest" / "index.html").read_text().split("<h2 id=failures>")[1]
+    assert ">7<" in sec.split("<h2")[0] and ">8<" in sec.split("<h2")[0], sec[:2000]

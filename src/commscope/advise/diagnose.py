@@ -594,8 +594,9 @@ def withdrawn_text(old: str, fc: dg.FileCheck, when: str) -> str:
     from ..analysis.conclude import file_text
 
     said = file_text(fc).removeprefix("not handed over: ")
-    lines = [f"# commscope: withdrawn {when}: the latest diagnosis checked "
-             + " ".join(f"{k}={v}" for k, v in fc.settings) + f" together and {said}",
+    lines = [f"# commscope: withdrawn {when}: the latest diagnosis's settings for this "
+             "implementation (" + " ".join(f"{k}={v}" for k, v in fc.settings)
+             + f"), checked together: {said}; the settings below were not checked again",
              "# what an earlier diagnosis wrote here, its settings commented out:"]
     lines += [x if x.startswith("#") else f"# {x}" for x in old.splitlines()]
     return "\n".join(lines) + "\n"
@@ -615,7 +616,9 @@ def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
         taken.add(path)
         if not fc.passed:
             out.append(fc)
-            try:  # an earlier diagnosis's file of these settings is withdrawn
+            if not fc.slower:
+                continue  # not checked (the budget, too few rounds): the earlier file stays
+            try:  # an earlier diagnosis's file for this implementation is withdrawn
                 old = path.read_text() if path.is_file() else ""
                 if old.startswith(HEADER):
                     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")

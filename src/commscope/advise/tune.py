@@ -174,14 +174,14 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
                             (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
                              (f"OMPI_MCA_{name}", str(item))), f"{b} algorithm {item}"))
     elif core.impl.variant == "mvapich2":  # its own tables, not MPICH's variables
-        from ..analysis.mechanisms import MV2_ALGORITHMS, MV2_SHMEM_OFF
+        from ..analysis.mechanisms import MV2_ALGORITHMS, MV2_SHMEM_OFF, MV2_WITH
 
-        if any(b in MV2_ALGORITHMS for b in benches):
+        if any(b in COLLS or b in MV2_ALGORITHMS for b in benches):
             out.append(Candidate(MV2_SHMEM_OFF, "MVAPICH2's collectives without shared memory"))
         for b in benches:
             var, algs = MV2_ALGORITHMS.get(b, ("", {}))
-            out.extend(Candidate(((var, v),), f"{b} algorithm {name}")
-                       for v, name in algs.items())
+            out.extend(Candidate(tuple(sorted(((var, v), *MV2_WITH.get(b, ())))),
+                                 f"{b} algorithm {name}") for v, name in algs.items())
     elif fam == "intel":
         for b in benches:
             for k in (algorithms or {}).get(b, ()):

@@ -253,10 +253,11 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
         from .mechanisms import MV2_ALGORITHMS
 
         coll = benches[0]
-        var = MV2_ALGORITHMS[coll][0] if coll in MV2_ALGORITHMS else "MV2_USE_SHMEM_COLL"
-        return Cause("algorithm", f"{loser.mpi}'s own choice of {coll} algorithm (from "
-                     f"MVAPICH2's tuning tables; {var} unset), a candidate", loser, None,
-                     (lo, hi), coll=coll)
+        said = (f"{loser.mpi}'s own choice of {coll} algorithm (from MVAPICH2's tuning "
+                f"tables; {MV2_ALGORITHMS[coll][0]} unset), a candidate" if coll in
+                MV2_ALGORITHMS else f"{loser.mpi}'s shared-memory {coll} (MV2_USE_SHMEM_COLL "
+                "on: on one node its table does not decide), a candidate")
+        return Cause("algorithm", said, loser, None, (lo, hi), coll=coll)
     if len(benches) == 1 and benches[0] in CHOSEN and family in ALGORITHM_VARIABLE:
         # no protocol limit sits there: one collective slower than another
         # library's is first the algorithm this library chose for it

@@ -62,16 +62,20 @@ Cvars = Mapping[str, Mapping[str, object]]  # name -> {"value": ..., "enum": [..
 # tables, not from MPICH's variables; a user's MV2_INTER_<CALL>_TUNING (for
 # alltoall MV2_ALLTOALL_TUNING) replaces the table with one algorithm at every
 # size (ch3_shmem_coll.c reads them; each <call>_tuning.c's
-# MV2_internode_<Call>_is_define maps the number to the function, through the
-# enums of common_tuning.h).  The flat algorithms only: the two-level ones,
-# multicast and zero-copy need several nodes or InfiniBand.
+# MV2_internode_<Call>_is_define maps the number to the function).  The flat
+# algorithms only: the two-level ones, multicast and zero-copy need several
+# nodes or InfiniBand.  Not bcast or gather: on one node their table's
+# function never decides (bcast_osu.c runs the inter-node step on a leader
+# communicator of one rank, then its shared-memory bcast, which the user
+# table sets at every size; gather_osu.c runs MPIR_Gather_intra for ranks
+# placed in blocks); the shared-memory switch below is tried for them.  For
+# reduce the intra variable is set too: without it the user table's
+# two-level flag is left unset (reduce_tuning.c), and only with it does the
+# named algorithm surely run alone.
 MV2_ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
     "allreduce": ("MV2_INTER_ALLREDUCE_TUNING",
                   {"1": "recursive doubling", "2": "reduce-scatter then allgather",
                    "9": "ring"}),
-    "bcast": ("MV2_INTER_BCAST_TUNING",
-              {"1": "binomial", "3": "scatter then recursive-doubling allgather",
-               "5": "scatter then ring allgather"}),
     "reduce": ("MV2_INTER_REDUCE_TUNING",
                {"1": "binomial", "2": "k-nomial", "5": "reduce-scatter then gather",
                 "8": "an allreduce"}),
@@ -80,9 +84,12 @@ MV2_ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
     "alltoall": ("MV2_ALLTOALL_TUNING",
                  {"0": "Bruck's", "1": "recursive doubling", "2": "scatter-destination",
                   "3": "pairwise"}),
-    "gather": ("MV2_INTER_GATHER_TUNING", {"1": "binomial (MPICH's)", "2": "direct"}),
     "scatter": ("MV2_INTER_SCATTER_TUNING", {"1": "binomial", "2": "direct"}),
 }
+# settings given with a call's algorithm, and what else the setting changes
+MV2_WITH = {"reduce": (("MV2_INTRA_REDUCE_TUNING", "1"),)}
+# MV2_INTER_REDUCE_TUNING=8 rewrites the reduce_scatter table too (reduce_tuning.c)
+MV2_ALSO = {("reduce", "8"): ("reduce_scatter",)}
 # MVAPICH2's shared-memory collectives (a node's ranks through one shared
 # segment) answer before its tables for the calls they serve; off, every
 # collective goes by point-to-point algorithms: a switch of all of them
@@ -285,7 +292,9 @@ def mvapich2(gap: Gap) -> list[Hypothesis]:
         var, algs = MV2_ALGORITHMS[gap.call]
         out += [Hypothesis(f"mv2-alg:{gap.call}:{v}",
                            f"the {gap.call} algorithm MVAPICH2's tuning table chose (here "
-                           f"{name}: {var}={v})", ((var, v),), (gap.call,))
+                           f"{name}: {var}={v})",
+                           tuple(sorted(((var, v), *MV2_WITH.get(gap.call, ())))),
+                           (gap.call, *MV2_ALSO.get((gap.call, v), ())))
                 for v, name in algs.items()]
     return out
 

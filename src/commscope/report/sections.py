@@ -455,18 +455,31 @@ def _first_line(r: sqlite3.Row) -> str:
 def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
     """Jobs that failed, and apart from them the GPU paths this machine
     could not run (skipped, with the driver's reason: not a failure).  The
-    jobs are those of the sweeps the report's records came from, and every
-    job started while they were taken: a job that stored no record (a skip,
-    a crash at start) is listed too, and so is one of a sweep of its own
-    (`commscope run` called once a round, as the lease scripts of
+    jobs are those of the sweeps the report's records came from, every job
+    started while they were taken, and every job of a configuration of
+    these implementations that only failed: a job that stored no record (a
+    skip, a crash at start) is listed too, and so is one of a sweep of its
+    own (`commscope run` called once a round, as the lease scripts of
     docs/gpu.md do: the third lease's crashed jobs were not)."""
     runs = store.runs()
     sweeps = {r["sweep_id"] for r in runs if r["id"] in run_ids and r["sweep_id"] is not None}
-    began = sorted(str(r["started_at"]) for r in runs
-                   if (r["id"] in run_ids or r["sweep_id"] in sweeps) and r["started_at"])
-    mine = [r for r in runs if (r["id"] in run_ids or r["sweep_id"] in sweeps or (
-        began and r["started_at"] and began[0] <= str(r["started_at"]) <= began[-1]))
-        and r["status"] != "ok"]
+    theirs = [r for r in runs if r["id"] in run_ids or r["sweep_id"] in sweeps]
+    began = sorted(str(r["started_at"]) for r in theirs if r["started_at"])
+    ended = sorted(str(r["finished_at"] or r["started_at"]) for r in theirs
+                   if r["finished_at"] or r["started_at"])
+    shown = {r["config_key"] for r in theirs if r["config_key"]}
+    mpis = {r["mpi_name"] for r in theirs}
+
+    def listed(r: sqlite3.Row) -> bool:
+        if r["id"] in run_ids or r["sweep_id"] in sweeps:
+            return True
+        at = str(r["started_at"] or "")
+        # started while the records were taken; or a configuration of these
+        # implementations that only failed (nothing else of it is in the report)
+        return bool(at and began and began[0] <= at <= ended[-1]) or (
+            r["mpi_name"] in mpis and r["config_key"] not in shown)
+
+    mine = [r for r in runs if r["status"] != "ok" and listed(r)]
     bad = [r for r in mine if r["status"] != "skipped"]
     skipped = [r for r in mine if r["status"] == "skipped"]
     return {
