@@ -57,6 +57,29 @@ def test_the_summary_sums_ranks_per_call_size_and_communicator():
     assert line.split()[1:4] == ["1", "-", "-"]  # one rank, no communicator, no bytes
 
 
+def test_each_node_s_share_inside_mpi_and_the_ranks_a_cluster_lost():
+    """Fixed ranks of a profile over three nodes: each node's share of its
+    ranks' time inside MPI; no line where the ranks ran on one node (or did
+    not say); ranks whose files did not come back are counted and said."""
+    from commscope.cli.profile import missing_note
+
+    ranks = [_rank(r, [("MPI_Send", 2, 4, 10, 80, share)]) for r, share in
+             ((0, 0.1), (1, 0.3), (2, 0.5), (3, 0.5))]
+    for r, host, mpi in zip(ranks, ("a-n0", "a-n0", "a-n1", "a-n2"), (0.2, 0.6, 1.0, 1.0),
+                            strict=True):
+        r["host"], r["mpi_s"] = host, mpi  # of 2 s each
+    text = prof.text(prof.summarize(ranks))
+    assert "per node, time inside MPI: a-n0 20% (2 ranks), a-n1 50% (1 rank), a-n2 50% " \
+        "(1 rank)" in text, text
+    for r in ranks:
+        r["host"] = "vm"
+    assert "per node" not in prof.text(prof.summarize(ranks))
+    assert missing_note(ranks, 4, Path("/shared/run")) == ""
+    assert missing_note(ranks[:1], 4, Path("/home/u/run")) == (
+        "note: 3 of 4 ranks wrote no profile: their node does not see /home/u/run (run from a "
+        "folder every node shares); the figures are of the others")
+
+
 def test_hot_calls_are_set_against_the_benchmark_at_their_message():
     """Fixed data: a program's allreduce of 6 KiB, interpolated between the
     benchmark's 4 and 8 KiB; a send that took 100x the latency: it waited;

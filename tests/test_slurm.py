@@ -153,7 +153,8 @@ def test_a_users_program_profiled_under_srun(slurm, cores, tmp_path, capsys, mon
     assert rc == 0, out
     assert "2 processes on slurm (1 node): ok" in out, out
     (p,) = Store(db).profiles()
-    assert json.loads(p["launch_argv"])[0] == "srun"
+    argv = json.loads(p["launch_argv"])
+    assert argv[0] == "srun" and any(x.startswith("--export=ALL,LD_PRELOAD=") for x in argv)
     data = json.loads(p["data"])
     assert data["cluster"] == "slurm" and len(data["ranks"]) == 2
     assert all(r["calls"] for r in data["ranks"])

@@ -588,7 +588,8 @@ HEADER = "# commscope: settings for "
 
 def withdrawn_text(old: str, fc: dg.FileCheck, when: str) -> str:
     """An earlier diagnosis's file, once this one's check of the same
-    implementation's settings failed: its exports commented out, and why.
+    implementation's settings found them slower: its exports commented
+    out, and why.
     Left as it was, it would hand over what the latest check did not (the
     MVAPICH2 runs of 2026-11-27 left one from the run before)."""
     from ..analysis.conclude import file_text
@@ -624,7 +625,7 @@ def _hand_over(d: dg.Diagnosis, out_dir: Path, ctx: Context) -> None:
                     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
                     _write(path, withdrawn_text(old, fc, when))
                     ctx.say(f"diagnosis: {path} withdrawn (its settings commented out): "
-                            "the latest check of them failed")
+                            "the latest check found its implementation's settings slower")
             except (CommscopeError, OSError, UnicodeDecodeError):
                 pass  # not ours to touch, or not readable: left as it is
             continue

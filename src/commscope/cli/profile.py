@@ -92,6 +92,17 @@ def _where(s: Setup) -> dict[str, object]:
     return {"cluster": s.cluster.label, "nodes": s.nodes, "ppn": s.np // s.nodes}
 
 
+def missing_note(ranks: list[dict[str, object]], np_: int, cwd: Path) -> str:
+    """On a cluster, ranks whose profile did not come back: a node that
+    does not see the folder the program ran in (a hostfile's machines
+    without a shared home) writes its ranks' files where nobody reads them."""
+    seen = {r.get("rank") for r in ranks if "rank" in r}
+    if len(seen) >= np_:
+        return ""
+    return (f"note: {np_ - len(seen)} of {np_} ranks wrote no profile: their node does not "
+            f"see {cwd} (run from a folder every node shares); the figures are of the others")
+
+
 def _placed(spec: str, nodes: int | None, np_: int, impl: MpiImpl
             ) -> tuple[Cluster | None, int]:
     """--cluster and --nodes, judged before the program runs."""
@@ -154,6 +165,9 @@ def cmd_profile(a: argparse.Namespace) -> int:
           f"{got.status}" + (f" ({got.why})" if got.why else "")
           + f", {got.outcome.wall_s:.1f} s"
           + ("" if checked is None else "; its check " + checked_text(checked)))
+    if cluster is not None and got.status == "ok" and (note := missing_note(got.ranks, a.np,
+                                                                            cwd)):
+        print(note)
     tail = [x for x in got.out.strip().splitlines() if x.strip()][-5:]
     if tail:
         print("  its output ended: " + " | ".join(prof.printable(x) for x in tail)[:400])

@@ -178,15 +178,19 @@ def on_cluster(impl: MpiImpl, lib: Path, ln: Launch, exe: Path, args: list[str],
     """A cluster's launch of the program with the profiler on every rank:
     the library and the folder the ranks write to handed to the ranks of
     every node (mpirun -x, Hydra -genv: a remote rank does not inherit the
-    launcher's environment); srun passes its own environment to its tasks."""
+    launcher's environment); srun is given the library for its tasks
+    alone (--export=ALL,LD_PRELOAD=...), not preloaded into itself."""
     argv = list(ln.argv)
     at = len(argv) - 1 - len(args)
     if argv[at] != str(exe):
         raise CommscopeError(f"cannot place the profiler in this launch: {shlex.join(argv)}")
     env = dict(ln.env)
     if srun:
-        env["LD_PRELOAD"] = ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
-                                                 if os.environ.get("LD_PRELOAD") else [])])
+        value = ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
+                                      if os.environ.get("LD_PRELOAD") else [])])
+        if "," not in value:  # to the tasks only, not into srun itself
+            return [*argv[:at], f"--export=ALL,LD_PRELOAD={value}", *argv[at:]], env
+        env["LD_PRELOAD"] = value  # --export cannot hold a comma: srun takes it too
         return argv, env
     where = (["-x", "COMMSCOPE_PROFILE_DIR"] if impl.family == "openmpi" else
              ["-genv", "COMMSCOPE_PROFILE_DIR", str(into)])
@@ -202,8 +206,14 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
     an emulated cluster's and this machine's Slurm share this machine's)."""
     spec = mpi_mod.LaunchSpec(np=np_, cores=cores, root=os.geteuid() == 0)
     local = cluster is None or cluster.kind == "local"
-    with tempfile.TemporaryDirectory(prefix=".commscope-profile-" if not local else
-                                     "commscope-profile-", dir=None if local else cwd) as tmp:
+    try:
+        folder = tempfile.TemporaryDirectory(prefix=".commscope-profile-" if not local else
+                                             "commscope-profile-", dir=None if local else cwd)
+    except OSError as exc:
+        raise CommscopeError(f"cannot make the folder the ranks write their profiles in, under "
+                             f"{cwd if not local else tempfile.gettempdir()}: "
+                             f"{exc.strerror or exc}") from None
+    with folder as tmp:
         into = Path(tmp) / "ranks"
         into.mkdir()
         extra: dict[str, str] = {}
