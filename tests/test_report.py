@@ -866,9 +866,13 @@ def test_a_job_that_crashed_in_a_sweep_of_its_own_is_a_failure_of_the_report(tmp
     lease = Path(__file__).parents[1] / "docs" / "gpu-h200" / "lease3"
     db = tmp_path / "extra.db"
     shutil.copyfile(lease / "extra.db", db)
+    import warnings
+
     for extra in ([], ["--all"]):
         out = tmp_path / f"rep{len(extra)}"
-        assert cli.main(["report", "--db", str(db), "--out", str(out), *extra]) == 0
+        with warnings.catch_warnings():  # its long labels once made matplotlib warn on stderr
+            warnings.simplefilter("error", UserWarning)
+            assert cli.main(["report", "--db", str(db), "--out", str(out), *extra]) == 0
         page = (out / "index.html").read_text()
         sec = page.split("<h2 id=failures>")[1].split("<h2")[0]
         rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in tr.split("</td>")[:-1]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 import sqlite3
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -16,6 +17,16 @@ from ..store.config import place, what
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
            "#000000")
+
+
+def tight(f, **kw) -> None:
+    """matplotlib's tight layout, where it fits: with very long legend labels
+    (a configuration with several settings) it cannot, says so on stderr,
+    and keeps the layout it had; the figure is drawn either way, and the
+    warning is no business of the report's reader."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Tight layout not applied")
+        f.tight_layout(**kw)
 
 
 @dataclass(frozen=True)
@@ -258,7 +269,7 @@ def render_svg(fig: Figure, colours: dict[str, str] | None = None) -> str:
     plt = _pyplot()
     f, ax = plt.subplots(figsize=fig.inches, dpi=100)
     _draw(ax, fig, _colours([fig], colours), legend=True, small=fig.inches[0] < 6)
-    f.tight_layout()
+    tight(f)
     return _svg(f)
 
 
@@ -294,7 +305,7 @@ def render_grid_svg(grid: Grid, colours: dict[str, str] | None = None) -> str:
     if shared and n_legend:
         handles, names = axes[0][0].get_legend_handles_labels()
         f.legend(handles, names, loc="lower center", fontsize=8, ncol=ncol, frameon=False)
-        f.tight_layout(rect=(0, legend_in / f.get_figheight(), 1, 1))
+        tight(f, rect=(0, legend_in / f.get_figheight(), 1, 1))
     else:
-        f.tight_layout()
+        tight(f)
     return _svg(f)

@@ -476,8 +476,8 @@ def failures(store: Store, run_ids: set[int]) -> dict[str, Table | None]:
         at = str(r["started_at"] or "")
         # started while the records were taken; or a configuration of these
         # implementations that only failed (nothing else of it is in the report)
-        return bool(at and began and began[0] <= at <= ended[-1]) or (
-            r["mpi_name"] in mpis and r["config_key"] not in shown)
+        return bool(at and began and began[0] <= at <= ended[-1]) or bool(
+            r["mpi_name"] in mpis and r["config_key"] and r["config_key"] not in shown)
 
     mine = [r for r in runs if r["status"] != "ok" and listed(r)]
     bad = [r for r in mine if r["status"] != "skipped"]
