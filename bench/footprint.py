@@ -57,8 +57,12 @@ def shared_segments(pids: list[int]) -> dict[tuple[int, int], tuple[int, int, st
             if len(parts) < 5 or "s" not in parts[1] or parts[4] == "0":
                 continue
             name = parts[5] if len(parts) > 5 else ""
-            try:
-                st = os.stat(f"/proc/{pid}/map_files/{parts[0]}")
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            try:  # map_files names carry no leading zeros
+                st = os.stat(f"/proc/{pid}/map_files/{lo:x}-{hi:x}")
+            except PermissionError:
+                sys.exit("footprint: /proc/PID/map_files needs root (CAP_SYS_ADMIN): run as "
+                         "root, or no shared segment is seen")
             except OSError:
                 continue
             key = (st.st_dev, st.st_ino)
@@ -68,11 +72,11 @@ def shared_segments(pids: list[int]) -> dict[tuple[int, int], tuple[int, int, st
 
 
 def pids_of(exe: Path) -> list[int]:
-    out = []
+    out, want = [], str(exe.resolve())
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if os.readlink(d / "exe") == str(exe):
+                if os.readlink(d / "exe") == want:
                     out.append(int(d.name))
             except OSError:
                 continue
@@ -113,8 +117,11 @@ def one(impl, exe: Path, np_: int, timeout_s: float = 240.0) -> dict[str, object
             pids = pids_of(exe)
             segs = shared_segments(pids)
             ranks, anon, shmem = rss(pids)
-            size, bad = ready.read_text().split()
-            row.update(ok=bad == "0" and int(size) == np_, segments=len(segs),
+            head, _, version = ready.read_text().partition("\n")
+            size, bad = head.split()
+            row["version"] = " ".join(version.split())
+            row.update(ok=bad == "0" and int(size) == np_ and ranks == np_ and bool(segs),
+                       segments=len(segs),
                        shm_alloc=sum(a for a, _, _ in segs.values()),
                        shm_size=sum(s for _, s, _ in segs.values()), ranks_seen=ranks,
                        rss_anon=anon, rss_shmem=shmem,
@@ -126,6 +133,9 @@ def one(impl, exe: Path, np_: int, timeout_s: float = 240.0) -> dict[str, object
             os.killpg(p.pid, 9)
             out, _ = p.communicate()
             row["killed"] = True
+        except BaseException:  # Ctrl-C: the ranks go with it
+            os.killpg(p.pid, 9)
+            raise
         row["exit"] = p.returncode
         if p.returncode or not ready.exists():
             row["said"] = out[-300:]

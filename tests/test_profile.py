@@ -520,3 +520,26 @@ def test_analyze_app_measure_runs_what_the_calls_miss(impls, tmp_path, capsys, m
         assert "benchmarked" in line, line  # a figure to set it against, either way
     assert {r["bench"] for r in Store(db, create=False).result_rows()} >= {
         "allreduce", "bcast", "latency", "barrier"}
+
+
+def test_a_cluster_profile_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    """--cluster slurm where no srun is on PATH, --nodes without a cluster,
+    --np that does not spread over the nodes, a cluster name mistyped: one
+    line each, before the store is touched (the review found an internal
+    error and a profile left 'interrupted' for the first)."""
+    from types import SimpleNamespace
+
+    from commscope.cli import profile as cli_profile
+    from commscope.errors import CommscopeError
+
+    impl = SimpleNamespace(family="mpich", name="mpich", variant="")
+    monkeypatch.setattr(cli_profile.shutil, "which", lambda name: None)
+    with pytest.raises(CommscopeError, match="no srun on this machine's PATH"):
+        cli_profile._placed("slurm", None, 2, impl, tmp_path)
+    with pytest.raises(CommscopeError, match="--nodes goes with --cluster"):
+        cli_profile._placed("local", 2, 2, impl, tmp_path)
+    monkeypatch.setenv("SLURM_JOB_NUM_NODES", "2")
+    with pytest.raises(CommscopeError, match="--np 3 does not spread evenly over 2 node"):
+        cli_profile._placed("slurm:mpirun", None, 3, impl, tmp_path)
+    with pytest.raises(CommscopeError, match="bad --cluster"):
+        cli_profile._placed("slurmm", None, 2, impl, tmp_path)

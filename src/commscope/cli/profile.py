@@ -96,14 +96,13 @@ def missing_note(ranks: list[dict[str, object]], np_: int, cwd: Path) -> str:
     """On a cluster, ranks whose profile did not come back: a node that
     does not see the folder the program ran in (a hostfile's machines
     without a shared home) writes its ranks' files where nobody reads them."""
-    seen = {r.get("rank") for r in ranks if "rank" in r}
-    if len(seen) >= np_:
+    if len(ranks) >= np_:  # a file each (one unreadable is said where it is summed)
         return ""
-    return (f"note: {np_ - len(seen)} of {np_} ranks wrote no profile: their node does not "
+    return (f"note: {np_ - len(ranks)} of {np_} ranks wrote no profile: their node does not "
             f"see {cwd} (run from a folder every node shares); the figures are of the others")
 
 
-def _placed(spec: str, nodes: int | None, np_: int, impl: MpiImpl
+def _placed(spec: str, nodes: int | None, np_: int, impl: MpiImpl, cwd: Path
             ) -> tuple[Cluster | None, int]:
     """--cluster and --nodes, judged before the program runs."""
     c = cluster_mod.parse(spec)
@@ -111,12 +110,17 @@ def _placed(spec: str, nodes: int | None, np_: int, impl: MpiImpl
         if nodes not in (None, 1):
             raise CommscopeError("--nodes goes with --cluster (this machine is one node)")
         return None, 1
+    if getattr(c, "mode", "") == "srun" and shutil.which("srun") is None:
+        raise CommscopeError("--cluster slurm: no srun on this machine's PATH")
     n = nodes or min(c.default_nodes(np_), np_)
     if np_ % n:
         raise CommscopeError(f"--np {np_} does not spread evenly over {n} node(s)")
     if why := c.cannot_launch(impl):
         raise CommscopeError(f"--cluster {c.label}: {why}")
     c.check(impl, Placement(n, np_ // n))
+    if not os.access(cwd, os.W_OK | os.X_OK):
+        raise CommscopeError(f"--cluster {c.label}: the ranks write their profiles under the "
+                             f"folder the program runs in, and {cwd} cannot be written")
     return c, n
 
 
@@ -129,6 +133,7 @@ def cmd_profile(a: argparse.Namespace) -> int:
         raise CommscopeError("commscope profile: name the program after --, e.g. "
                              "commscope profile --np 2 -- ./my_mpi_program ARGS")
     cwd = Path.cwd()
+    cluster_mod.parse(a.cluster)  # a typo said before anything is built
     exe = measure.program_path(args[0], cwd)
     check = _check_argv(a.check, cwd)
     fresh = _fresh(a.fresh or [], cwd, a.db)
@@ -149,7 +154,7 @@ def cmd_profile(a: argparse.Namespace) -> int:
         discovery.select(names)  # an unknown name is refused, naming it
     impl = measure.which_impl(exe, impls, names[0] if names else None)
     settings = dict(settings_mod.parse_file(a.settings)) if a.settings else {}
-    cluster, nodes = _placed(a.cluster, a.nodes, a.np, impl)
+    cluster, nodes = _placed(a.cluster, a.nodes, a.np, impl, cwd)
     s = Setup(Store(a.db), impl, measure.build(impl), exe, args[1:], cwd, a.np, a.timeout,
               check, fresh, cluster, nodes)
     if n := s.store.abandon_profiles():
@@ -255,6 +260,9 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
             print(f"round {r + 1}/{rounds}: {name or 'the defaults'}: {g.status}, "
                   f"{g.outcome.wall_s:.2f} s" + ("" if checked is None else
                                                   ", check " + checked_text(checked)))
+            if s.cluster is not None and g.status == "ok" and (
+                    note := missing_note(g.ranks, s.np, s.cwd)):
+                print("  " + note)
     if any(g.status != "ok" or c not in (None, True) for (_, n), (g, c) in got.items()
            if not n):
         raise CommscopeError(f"the program did not run cleanly with its defaults (batch "

@@ -12,6 +12,7 @@ rank that ended without MPI_Finalize marked so."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -165,7 +166,7 @@ def preload_flags(impl: MpiImpl, lib: Path) -> list[str]:
 class Profiled:
     """One profiled run: how it ended, what it printed, each rank's file."""
 
-    status: str  # ok | failed | timeout | no-mpi-seen
+    status: str  # ok | failed | timeout | no-mpi-seen | no-profiles (a cluster's folder unseen)
     outcome: Outcome
     out: str
     err: str
@@ -207,13 +208,17 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
     spec = mpi_mod.LaunchSpec(np=np_, cores=cores, root=os.geteuid() == 0)
     local = cluster is None or cluster.kind == "local"
     try:
-        folder = tempfile.TemporaryDirectory(prefix=".commscope-profile-" if not local else
-                                             "commscope-profile-", dir=None if local else cwd)
+        # the program's output stays on this machine's temporary space; only the
+        # ranks' files (and a hostfile) go where every node sees them
+        logs = tempfile.TemporaryDirectory(prefix="commscope-profile-")
+        folder = contextlib.nullcontext(None) if local else tempfile.TemporaryDirectory(
+            prefix=".commscope-profile-", dir=cwd, ignore_cleanup_errors=True)
     except OSError as exc:
         raise CommscopeError(f"cannot make the folder the ranks write their profiles in, under "
                              f"{cwd if not local else tempfile.gettempdir()}: "
                              f"{exc.strerror or exc}") from None
-    with folder as tmp:
+    with logs as log_dir, folder as shared:
+        tmp = shared or log_dir
         into = Path(tmp) / "ranks"
         into.mkdir()
         extra: dict[str, str] = {}
@@ -227,9 +232,13 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
             argv, extra = on_cluster(impl, lib, ln, exe, args, into,
                                      getattr(cluster, "mode", "") == "srun")
         env = environ(impl.env, settings, {**extra, "COMMSCOPE_PROFILE_DIR": str(into)})
-        ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
-                            stdout_path=Path(tmp) / "out", stderr_path=Path(tmp) / "err")
-        out, err = _tail(Path(tmp) / "out"), _tail(Path(tmp) / "err")
+        try:
+            ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
+                                stdout_path=Path(log_dir) / "out",
+                                stderr_path=Path(log_dir) / "err")
+        except OSError as exc:  # the launcher itself missing (no srun here)
+            raise CommscopeError(f"cannot start {argv[0]}: {exc.strerror or exc}") from None
+        out, err = _tail(Path(log_dir) / "out"), _tail(Path(log_dir) / "err")
         ranks = []
         for f in sorted(into.glob("rank-*.json")):
             try:
@@ -242,6 +251,9 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
         status = "failed"
         why = (f"exited with {ended.exit_code}" if ended.exit_code is not None else
                f"killed by signal {ended.signal}")
+    elif not local and not ranks:
+        status, why = "no-profiles", (f"no rank's profile came back: the nodes do not see "
+                                      f"{cwd} (run from a folder every node shares)")
     elif not any(r.get("calls") for r in ranks):
         status, why = "no-mpi-seen", ("it made no MPI call the profiler saw: the Fortran "
                                       "bindings, a static link, or no MPI at all")
