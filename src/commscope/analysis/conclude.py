@@ -473,7 +473,12 @@ def conclusions(d: Diagnosis, limit: int | None = LIMIT) -> list[Conclusion]:
     # gains a tenth apart rank as one, then by what they say: rounds move a gain a few
     # hundredths between runs, and the first screen's cut fell between such lines
     out.sort(key=lambda c: (narrow(c), TIERS[c.kind], -round(c.gain, 1), c.identity))
-    return out if limit is None else [c for c in out if not narrow(c)][:limit]
+    return out if limit is None else screen(out, limit)
+
+
+def screen(cs: Sequence[Conclusion], limit: int) -> list[Conclusion]:
+    """The first screen of the whole list: what holds surely, up to limit."""
+    return [c for c in cs if not narrow(c)][:limit]
 
 
 NARROW = "(narrowly held) "
@@ -500,7 +505,7 @@ def not_confirmed(d: Diagnosis) -> list[Outcome]:
 
 def text(d: Diagnosis, limit: int | None = LIMIT, details: bool = False) -> str:
     cs = conclusions(d, None)
-    shown = cs if limit is None else conclusions(d, limit)
+    shown = cs if limit is None else screen(cs, limit)
     lines = ["What the diagnosis established:" if shown else
              "The diagnosis confirmed no gap: " + _none_said(d) if not cs else
              "Nothing the diagnosis established holds surely:"]
@@ -555,7 +560,7 @@ def terminal(d: Diagnosis, width: int, limit: int = LIMIT) -> str:
     of `width`, each note one; everything else behind commscope analyze
     findings (--details)."""
     cs = conclusions(d, None)
-    shown = conclusions(d, limit)
+    shown = screen(cs, limit)
     out = ["What the diagnosis established:" if shown else
            "The diagnosis confirmed no gap: " + _none_said(d) if not cs else
            "Nothing the diagnosis established holds surely:"]

@@ -85,6 +85,11 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
     return pid, got, checked
 
 
+def _on(label: str, nodes: int) -> str:
+    """Where a profile's ranks ran, as its first line says it."""
+    return f" on {label} ({nodes} node{'s' if nodes > 1 else ''})"
+
+
 def _where(s: Setup) -> dict[str, object]:
     """Where the ranks ran, stored with the profile (nothing for this machine)."""
     if s.cluster is None:
@@ -165,7 +170,7 @@ def cmd_profile(a: argparse.Namespace) -> int:
     if files:
         return _verify(s, settings, files, a.rounds or 5)
     pid, got, checked = _one(s, settings)
-    on = f" on {cluster.label} ({nodes} node{'s' if nodes > 1 else ''})" if cluster else ""
+    on = _on(cluster.label, nodes) if cluster else ""
     print(f"profile {pid}: {prof.printable(exe.name)} under {impl.name}, {a.np} processes{on}: "
           f"{got.status}" + (f" ({got.why})" if got.why else "")
           + f", {got.outcome.wall_s:.1f} s"
@@ -282,8 +287,7 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
 def stored_text(row) -> str:
     """A stored profile, as `show --profile` prints it."""
     data = json.loads(row["data"] or "{}")
-    n = data.get("nodes") or 1
-    on = f" on {data['cluster']} ({n} node{'s' if n > 1 else ''})" if data.get("cluster") else ""
+    on = _on(data["cluster"], data.get("nodes") or 1) if data.get("cluster") else ""
     head = (f"profile {row['id']}: {prof.named(row)} under {row['mpi_name']}, "
             f"{row['np']} processes{on}, {row['started_at']}: {row['status']}"
             + (f" ({data['why']})" if data.get("why") else ""))

@@ -152,11 +152,16 @@ def _tail(path: Path, limit: int = TAIL) -> str:
     return data.decode("utf-8", "replace")[-limit:]
 
 
+def preload_value(lib: Path) -> str:
+    """LD_PRELOAD for the ranks: the profiler first, the user's own kept."""
+    return ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
+                                 if os.environ.get("LD_PRELOAD") else [])])
+
+
 def preload_flags(impl: MpiImpl, lib: Path) -> list[str]:
     """How the launcher hands the library to the ranks (and only to them:
     not preloaded into the launcher itself)."""
-    value = ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
-                                  if os.environ.get("LD_PRELOAD") else [])])  # theirs kept
+    value = preload_value(lib)
     if impl.family == "openmpi":
         return ["-x", f"LD_PRELOAD={value}"]
     return ["-genv", "LD_PRELOAD", value]
@@ -187,8 +192,7 @@ def on_cluster(impl: MpiImpl, lib: Path, ln: Launch, exe: Path, args: list[str],
         raise CommscopeError(f"cannot place the profiler in this launch: {shlex.join(argv)}")
     env = dict(ln.env)
     if srun:
-        value = ":".join([str(lib), *([os.environ["LD_PRELOAD"]]
-                                      if os.environ.get("LD_PRELOAD") else [])])
+        value = preload_value(lib)
         if "," not in value:  # to the tasks only, not into srun itself
             return [*argv[:at], f"--export=ALL,LD_PRELOAD={value}", *argv[at:]], env
         env["LD_PRELOAD"] = value  # --export cannot hold a comma: srun takes it too
