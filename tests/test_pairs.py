@@ -143,3 +143,25 @@ def test_a_node_slow_one_way_is_named_with_its_direction():
     text = pairs.matrix_text(names, v.typical, found).splitlines()
     assert text[3].split()[1:] == ["10.0x", "10.0x", "-", "10.0x"]  # row n2: it sends
     assert text[1].split()[1:] == ["-", "1.00x", "1.00x", "1.00x"]  # row n0: to n2 as well
+
+
+def test_a_pair_slow_only_beside_its_round_is_told_from_a_slow_link():
+    """--at-once: n1/n2 slow beside its round's pairs but not alone is
+    contention; n3/n4 slow alone too is the link; one not measured again
+    is said so; a pair surely slow neither way is said to be neither."""
+    slow = {("n1", "n2"): 3.0, ("n3", "n4"): 4.0, ("n1", "n5"): 2.5, ("n2", "n6"): 2.0}
+    v = pairs.verdict(_cluster(6, slow), "time at 4 MiB")
+    assert pairs.slow_pairs(v) == [("n1", "n2"), ("n1", "n5"), ("n2", "n6"), ("n3", "n4")]
+    t = v.typical
+    again = [pairs.Pair("n2", "n1", 1.02 * t, 0.99 * t, 1.05 * t),  # bw the other way too
+             pairs.Pair("n1", "n2", 0.98 * t, 0.95 * t, 1.01 * t),
+             pairs.Pair("n4", "n3", 3.9 * t, 3.8 * t, 4.1 * t),
+             pairs.Pair("n2", "n6", 1.3 * t, 1.0 * t, 1.6 * t)]
+    lines = pairs.alone(v, again, "time at 4 MiB")
+    assert len(lines) == 4, lines
+    said = dict(x.split(" alone: ", 1) for x in lines)
+    assert said["n1/n2"].startswith("1.02x [0.99x, 1.05x] the typical time at 4 MiB at once")
+    assert "slow only beside the other pairs of its round" in said["n1/n2"]
+    assert said["n3/n4"].endswith("slow alone too, the link or its nodes")
+    assert said["n1/n5"].startswith("not measured")
+    assert said["n2/n6"].endswith("alone neither surely slow nor surely not")

@@ -139,6 +139,15 @@ def pair_of(row: Mapping[str, object]) -> tuple[str, str] | None:
     return (a, b) if a and b else None
 
 
+def at_once(row: Mapping[str, object]) -> bool:
+    """Whether a pair's record was taken beside the other pairs of its
+    round (commscope matrix --at-once: extra pairs=at once)."""
+    try:
+        return dict(json.loads(str(row["config"])).get("extra") or {}).get("pairs") == "at once"
+    except (KeyError, IndexError, TypeError, ValueError):
+        return False
+
+
 def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
              ) -> dict[tuple[str, str], list[float]]:
     """Each pair's time at `size` in `bench`, one value a repetition: the
@@ -185,6 +194,40 @@ def unordered(found: Sequence[Pair]) -> list[Pair]:
         if (a, b) not in best or p.median > best[(a, b)].median:
             best[(a, b)] = Pair(a, b, p.median, p.lo, p.hi)
     return [best[k] for k in sorted(best)]
+
+
+def slow_pairs(v: Verdict) -> list[tuple[str, str]]:
+    """The two nodes (a < b) of every pair the verdict found surely slow."""
+    return sorted(k for k, (_, lo, _) in v.ratios.items() if v.typical > 0 and lo >= SLOW)
+
+
+def alone(v: Verdict, found_alone: Sequence[Pair], what: str) -> list[str]:
+    """What measuring the slow pairs of a matrix taken a round at a time
+    (--at-once) again, one pair at a time, says of each: slow alone too (the
+    link or its nodes), or only beside the other pairs of its round (they
+    share something: a switch, an uplink, the cores under emulated nodes).
+    Each pair alone is set against the typical pair at once."""
+    mine = {(p.a, p.b): p for p in unordered(found_alone)}
+    out = []
+    for a, b in slow_pairs(v):
+        m0 = v.ratios[(a, b)][0]
+        p = mine.get((a, b))
+        if p is None:
+            out.append(f"{a}/{b} alone: not measured (its jobs failed): slow beside its "
+                       f"round's pairs ({_x(m0)}), alone unknown")
+            continue
+        m, lo, hi = (x / v.typical for x in (p.median, p.lo, p.hi))
+        said = (f"{a}/{b} alone: {_x(m)} [{_x(lo)}, {_x(hi)}] the typical {what} at once "
+                f"({_x(m0)} beside its round's pairs): ")
+        if lo >= SLOW:
+            out.append(said + "slow alone too, the link or its nodes")
+        elif hi < SLOW:
+            out.append(said + "slow only beside the other pairs of its round: they share "
+                              "something (a switch, an uplink, or the cores under emulated "
+                              "nodes), not a slow link")
+        else:
+            out.append(said + "alone neither surely slow nor surely not")
+    return out
 
 
 def directions(found: Sequence[Pair], v: Verdict) -> list[str]:

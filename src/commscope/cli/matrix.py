@@ -15,7 +15,7 @@ from ..measure import build as build_mod
 from ..measure import cluster as cluster_mod
 from ..measure.plan import CoreOptions, Job
 from ..measure.progress import Progress
-from ..measure.runner import NoisePolicy, default_timeout, run_sweep
+from ..measure.runner import NoisePolicy, default_timeout, run_at_once, run_sweep
 from ..store.db import Store
 from ..store.sizes import human_bytes, parse_size
 from .common import command, named_impls
@@ -32,18 +32,26 @@ def _impl(a: argparse.Namespace, cl: cluster_mod.Cluster):
     return fit[0]
 
 
-def jobs(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat: int
-         ) -> list[Job]:
-    """Two-rank jobs over every pair of nodes, planned in the schedule's
-    rounds, one at a time (each job alone on the cluster: a slow pair is
-    the pair's, not another pair's traffic): latency at `lat` and bandwidth
-    at the options' size from the first node to the second, then bandwidth
-    the other way (a link slow one way shows which node sends)."""
+def waves(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat: int,
+          at_once: bool = False) -> list[list[Job]]:
+    """Two-rank jobs over every pair of nodes, in the schedule's rounds:
+    latency at `lat` and bandwidth at the options' size from the first node
+    to the second, then bandwidth the other way (a link slow one way shows
+    which node sends).  One pair at a time, each job is a wave of its own
+    (alone on the cluster: a slow pair is the pair's, not another pair's
+    traffic); `at_once`, a round's pairs make one wave each way."""
     n = len(cl.node_names())
     one = cluster_mod.Placement(2, 1)
-    return [job for rnd in pairs.schedule(n) for i, j in rnd
-            for job in (Job(core, f"latency@{lat},bw", one, opts, cluster=cl.pair(i, j)),
-                        Job(core, "bw", one, opts, cluster=cl.pair(j, i)))]
+    out: list[list[Job]] = []
+    for rnd in pairs.schedule(n):
+        there = [Job(core, f"latency@{lat},bw", one, opts, cluster=cl.pair(i, j, at_once))
+                 for i, j in rnd]
+        back = [Job(core, "bw", one, opts, cluster=cl.pair(j, i, at_once)) for i, j in rnd]
+        if at_once:
+            out += [there, back]
+        else:
+            out += [[a] for ab in zip(there, back, strict=True) for a in ab]
+    return out
 
 
 @command("matrix")
@@ -65,22 +73,27 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     cl.check(impl, cluster_mod.Placement(len(names), 1))
     core = build_mod.build(impl)
     opts = CoreOptions(sizes=str(size))  # type: ignore[call-arg]
-    planned = jobs(core, cl, opts, lat)
+    planned = waves(core, cl, opts, lat, a.at_once)
+    njobs = sum(len(w) for w in planned)
     limit = a.timeout or default_timeout(opts, 1, 2)
     store = Store(a.db)
     t0 = time.monotonic()
-    outcomes = run_sweep(planned, store, argv=sys.argv, resume=False, timeout_s=limit,
-                         policy=NoisePolicy(),
-                         progress=Progress(len(planned) * a.repeat, enabled=not a.quiet,
-                                           name="matrix"),
-                         repeat=a.repeat)
+    progress = Progress(njobs * a.repeat, enabled=not a.quiet, name="matrix")
+    if a.at_once:
+        outcomes = run_at_once(planned, store, argv=sys.argv, timeout_s=limit,
+                               policy=NoisePolicy(), progress=progress, repeat=a.repeat)
+    else:
+        outcomes = run_sweep([j for w in planned for j in w], store, argv=sys.argv,
+                             resume=False, timeout_s=limit, policy=NoisePolicy(),
+                             progress=progress, repeat=a.repeat)
     took = time.monotonic() - t0
     ids = [o.run_id for o in outcomes]
     rows = store.result_rows(run_ids=ids, narrowed=True)
     store.close()
-    print(f"{cl.label}: {len(names)} nodes, {len(planned)} jobs (each pair, bw both ways) x "
-          f"{a.repeat} rounds, "
-          f"{impl.name}, one pair at a time, in {took:.0f} s")
+    how = (f"each round's {len(names) // 2} pairs at once" if a.at_once
+           else "one pair at a time")
+    print(f"{cl.label}: {len(names)} nodes, {njobs} jobs (each pair, bw both ways) x "
+          f"{a.repeat} rounds, {impl.name}, {how}, in {took:.0f} s")
     for o in outcomes:
         if o.status != "ok":
             pair = " and ".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
@@ -105,5 +118,24 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             print(pairs.matrix_text(names, v.typical, found), end="")
         for line in v.lines:
             print(f"  {line}")
+        if a.at_once and (slow := pairs.slow_pairs(v)):
+            redo = [Job(core, f"latency@{lat},bw" if bench == "latency" else "bw",
+                        cluster_mod.Placement(2, 1), opts, cluster=cl.pair(*ij))
+                    for x, y in slow for ij in ((names.index(x), names.index(y)),
+                                                (names.index(y), names.index(x)))
+                    if bench == "bw" or ij[0] < ij[1]]
+            st = Store(a.db)
+            again = run_sweep(redo, st, argv=sys.argv, resume=False, timeout_s=limit,
+                              policy=NoisePolicy(), repeat=a.repeat,
+                              progress=Progress(len(redo) * a.repeat, enabled=not a.quiet,
+                                                name=f"{bench} of the slow pairs, alone"))
+            alone_rows = st.result_rows(run_ids=[o.run_id for o in again], narrowed=True)
+            st.close()
+            outcomes += again
+            print(f"  the {len(slow)} slow pair(s) measured again one pair at a time "
+                  f"({a.repeat} rounds):")
+            for line in pairs.alone(v, pairs.pairs_from(pairs.per_pair(alone_rows, bench, at)),
+                                    what):
+                print(f"  {line}")
     print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")
     return 1 if any(o.status != "ok" for o in outcomes) else 0

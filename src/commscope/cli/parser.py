@@ -368,6 +368,10 @@ def make_parser() -> Parser:
     mx.add_argument("--timeout", type=positive(float, 1.0, 86400.0),
                     help="seconds a pair may take before it is killed and named (default: "
                          "from the sizes)")
+    mx.add_argument("--at-once", action="store_true",
+                    help="run each round's pairs (disjoint) at the same time: n-1 rounds "
+                         "instead of n(n-1)/2 pairs, for many nodes; a pair slow only then "
+                         "shares something with another (default: one pair at a time)")
     mx.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
     mx.add_argument("--quiet", action="store_true", help="no progress lines")
     mx.set_defaults(cc=None)

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import functools
 import os
+import pickle
 import random
 import re
+import signal
 import sys
 import tempfile
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -424,3 +427,101 @@ def _run_planned(job: Job, store: Store, sweep_id: int, resume: bool, timeout_s:
         note += f" [{ok}{out.transport['verdict']}]"
     progress.end(job.label, out.status, note)
     return out
+
+
+def run_at_once(waves: Sequence[Sequence[Job]], store: Store, *, argv: Sequence[str],
+                timeout_s: float | None, policy: NoisePolicy, progress: Progress,
+                repeat: int = 1) -> list[JobOutcome]:
+    """Every wave's jobs started together, the next wave once all of them
+    have ended: `commscope matrix`'s rounds, whose pairs share no node.
+    The waves are repeated `repeat` times in rounds (the first as planned,
+    then shuffled as `rounds` does).  Each job runs in a process of its own
+    (forked: its children, its timeout, its exit status and its CPU are
+    its own; a thread's would reap a sibling's launcher), which stores it
+    through a connection of its own, as two `run`s into one store do.
+    Other jobs of the wave count as other processes in each job's noise.
+    A wave interrupted (Ctrl-C) interrupts every job of it; each keeps
+    what it measured."""
+    store.abandon_running()
+    plan_rounds = []
+    for r in range(1, repeat + 1):
+        order = [[replace(j, rep=r) for j in w] for w in waves]
+        if r > 1:
+            random.Random(1000 + r).shuffle(order)
+        plan_rounds.append(order)
+    plan = [{"mpi": j.core.impl.name, "config": j.config.key, "bench": j.bench, "np": j.np,
+             "cluster": j.cluster.label, "nodes": j.place.nodes, "rep": j.rep,
+             "key": j.plan_key(), "wave": k}
+            for rnd in plan_rounds for k, w in enumerate(rnd) for j in w]
+    sweep_id = store.begin_sweep(argv, plan)
+    outcomes: list[JobOutcome] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="commscope-wave-") as tmp:
+            for rnd in plan_rounds:
+                for pos, wave in enumerate(rnd):
+                    outcomes += _wave(wave, store.path, sweep_id, timeout_s, policy, progress,
+                                      pos, Path(tmp))
+        outcomes += _measure_again(equal_windows(outcomes), store, sweep_id, timeout_s,
+                                   policy, progress)
+    finally:
+        store.end_sweep(sweep_id)
+        progress.close()
+    return outcomes
+
+
+def _wave(wave: Sequence[Job], db: Path, sweep_id: int, timeout_s: float | None,
+          policy: NoisePolicy, progress: Progress, pos: int, tmp: Path) -> list[JobOutcome]:
+    kids: list[tuple[int, Job, Path]] = []
+    progress.start(" + ".join(j.label for j in wave))
+    try:
+        for k, job in enumerate(wave):
+            t = timeout_s or default_timeout(
+                job.opts, len(expand_sizes(job.opts.sizes, job.opts.factor)),
+                len(job.bench.split(",")))
+            back = tmp / f"{pos}-{k}-{os.getpid()}.pickle"
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:  # the job's own process: never returns
+                code = 1
+                try:
+                    own = Store(db)
+                    out = run_job(job, own, sweep_id, timeout_s=t, policy=policy,
+                                  round_pos=pos)
+                    own.close()
+                    back.write_bytes(pickle.dumps(  # the job stays the parent's
+                        (out.run_id, out.status, out.parsed, out.flags, out.message,
+                         out.transport, out.stderr_tail)))
+                    code = 0
+                except BaseException:  # said to the parent through the missing outcome
+                    back.with_suffix(".err").write_text(traceback.format_exc(limit=3))
+                finally:
+                    os._exit(code)
+            kids.append((pid, job, back))
+        for pid, _, _ in kids:
+            os.waitpid(pid, 0)
+    except BaseException:
+        for pid, _, _ in kids:  # each kills its job's family and stores what it had
+            try:
+                os.kill(pid, signal.SIGINT)
+            except ProcessLookupError:
+                pass
+        for pid, _, _ in kids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+        raise
+    outs = []
+    for _, job, back in kids:
+        if not back.exists():
+            err = back.with_suffix(".err")
+            why = err.read_text().strip().splitlines()[-1] if err.exists() else "no outcome"
+            raise CommscopeError(f"{job.label}: its process ended without an outcome ({why})")
+        out = JobOutcome(job, *pickle.loads(back.read_bytes()))
+        note = f" ({out.message})" if out.message else ""
+        if any(out.flags):
+            note += f" [{sum(out.flags)} record(s) taken beside other processes]"
+        progress.end(job.label, out.status, note)
+        outs.append(out)
+    return outs

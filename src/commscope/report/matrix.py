@@ -20,9 +20,12 @@ def matrices(rows: Sequence[Mapping[str, object]]
     """(cluster, what, its nodes, the pairs as measured, the verdict) for
     each cluster and figure whose records name pairs of nodes."""
     out = []
-    clusters = sorted({str(r["cluster"]) for r in rows if pairs.pair_of(r) is not None})
-    for cl in clusters:
-        mine = [r for r in rows if r["cluster"] == cl and pairs.pair_of(r) is not None]
+    # pairs measured one at a time and those measured beside their round's: two matrices
+    clusters = sorted({(str(r["cluster"]), pairs.at_once(r)) for r in rows
+                       if pairs.pair_of(r) is not None})
+    for cl, together in clusters:
+        mine = [r for r in rows if r["cluster"] == cl and pairs.at_once(r) == together
+                and pairs.pair_of(r) is not None]
         for bench, pick, words in FIGURES:
             sizes = {int(r["size_bytes"]) for r in mine if r["bench"] == bench}  # type: ignore[call-overload]
             if not sizes:
@@ -34,7 +37,8 @@ def matrices(rows: Sequence[Mapping[str, object]]
                 continue
             found, v = got
             names = sorted({p.a for p in found} | {p.b for p in found})
-            out.append((cl, what, names, found, v))
+            out.append((f"{cl}, each round's pairs at once" if together else cl, what,
+                        names, found, v))
     return out
 
 

@@ -100,9 +100,10 @@ class Cluster:
         """The nodes, in order, where this kind of cluster names them here."""
         return []
 
-    def pair(self, i: int, j: int) -> Cluster:
+    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
         """The same cluster restricted to its nodes i and j (in that order):
-        what `commscope matrix` launches one pair's job on."""
+        what `commscope matrix` launches one pair's job on (`at_once`: beside
+        the other pairs of its round, a configuration of its own)."""
         raise CommscopeError(f"{self.label}: commscope matrix runs on an emulated cluster or "
                              "a hostfile's hosts")
 
@@ -110,6 +111,15 @@ class Cluster:
         """What a job's configuration says of where it ran beyond the label
         and the placement (a pair view: which two nodes)."""
         return ()
+
+
+def pair_extra(between: tuple[str, str] | None, at_once: bool
+               ) -> tuple[tuple[str, object], ...]:
+    """A pair view's configuration: its two nodes, rank 0 on the first,
+    and whether the other pairs of its round ran beside it."""
+    if not between:
+        return ()
+    return (("pair", "/".join(between)),) + ((("pairs", "at once"),) if at_once else ())
 
 
 MAX_PER_CORE = 64  # local oversubscription: beyond it a run only exhausts the machine
@@ -209,11 +219,12 @@ class Hostfile(Cluster):
         return d
 
     between: tuple[str, str] | None = None  # a pair view: its two hosts
+    at_once = False  # ... measured beside the other pairs of its round
 
     def node_names(self) -> list[str]:
         return [h for h, _ in self.hosts]
 
-    def pair(self, i: int, j: int) -> Cluster:
+    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
         names = self.node_names()
         if len(set(names)) != len(names):
             dup = next(h for h in names if names.count(h) > 1)
@@ -222,10 +233,11 @@ class Hostfile(Cluster):
         view = Hostfile.__new__(Hostfile)
         view.path, view.hosts = self.path, [self.hosts[i], self.hosts[j]]
         view.between = (names[i], names[j])
+        view.at_once = at_once
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return (("pair", "/".join(self.between)),) if self.between else ()  # rank 0 on the first
+        return pair_extra(self.between, self.at_once)
 
 
 # srun's PMI plugin for each family (Debian: Open MPI through PMIx, MPICH
@@ -361,18 +373,20 @@ class Emulated(Cluster):
         return d
 
     between: tuple[str, str] | None = None  # a pair view: its two nodes
+    at_once = False  # ... measured beside the other pairs of its round
 
     def node_names(self) -> list[str]:
         return [n.hostname for n in self.c.nodes]
 
-    def pair(self, i: int, j: int) -> Cluster:
+    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
         view = Emulated(state=replace(self.c, nodes=(self.c.nodes[i], self.c.nodes[j])))
         view.full = self.c
         view.between = (self.c.nodes[i].hostname, self.c.nodes[j].hostname)
+        view.at_once = at_once
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return (("pair", "/".join(self.between)),) if self.between else ()  # rank 0 on the first
+        return pair_extra(self.between, self.at_once)
 
     def link_bytes(self, place: Placement) -> dict[str, int] | None:
         return self.c.link_bytes(place.nodes)
