@@ -1,10 +1,11 @@
 """commscope matrix on a 4-node emulated cluster (issue 40): three runs with
 one node degraded to 100 Mbit/s and three with every node on Gigabit, each
-run's matrix, verdict and time, then which nodes each run named.  Needs
-root; run it on an idle machine (the pairs run one at a time, and what
-else runs shares their cores).
+run's matrix, verdict and time, then which nodes each run named.  Each run
+measures the matrix one pair at a time and then with each round's pairs at
+once (--at-once), alternating which goes first.  Needs root; run it on an
+idle machine (what else runs shares the pairs' cores).
 
-    bench/matrix.py [--runs 3] [--mpi openmpi] [--keep DIR]
+    bench/matrix.py [--runs 3] [--mpi openmpi] [--modes one,at-once] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--mpi", default="openmpi")
+    ap.add_argument("--modes", default="one,at-once")
     ap.add_argument("--keep")
     a = ap.parse_args()
     if os.geteuid() != 0:
@@ -54,16 +56,21 @@ def main() -> int:
             return 1
         try:
             for r in range(1, a.runs + 1):
-                t0 = time.monotonic()
-                p = sh([*CS, "matrix", "--cluster", f"emu:{name}", "--mpi", a.mpi, "--quiet",
-                        "--db", str(where / f"{case.split()[0]}{r}.db")])
-                took = time.monotonic() - t0
-                print(f"== {case}, run {r} (exit {p.returncode}, {took:.0f} s)")
-                print(p.stdout + p.stderr)
-                bw = named(p.stdout, "message (bw)")
-                lat = named(p.stdout, "(latency)")
-                summary.append(f"{case}, run {r}: bw named {bw or 'nothing'}; latency named "
-                               f"{lat or 'nothing'}; {took:.0f} s")
+                modes = a.modes.split(",")
+                for mode in modes if r % 2 else modes[::-1]:
+                    t0 = time.monotonic()
+                    p = sh([*CS, "matrix", "--cluster", f"emu:{name}", "--mpi", a.mpi,
+                            "--quiet", *(["--at-once"] if mode == "at-once" else []),
+                            "--db", str(where / f"{case.split()[0]}-{mode}{r}.db")])
+                    took = time.monotonic() - t0
+                    print(f"== {case}, {mode}, run {r} (exit {p.returncode}, {took:.0f} s)")
+                    print(p.stdout + p.stderr)
+                    bw = named(p.stdout, "message (bw)")
+                    lat = named(p.stdout, "(latency)")
+                    alone = re.findall(r"^  (\S+) alone: .*?\): (.*)$", p.stdout, re.M)
+                    summary.append(f"{case}, {mode}, run {r}: bw named {bw or 'nothing'}; "
+                                   f"latency named {lat or 'nothing'}; {took:.0f} s"
+                                   + "".join(f"\n    {x} alone: {y}" for x, y in alone))
         finally:
             sh([*CS, "cluster", "down", name])
     print("\n".join(summary))

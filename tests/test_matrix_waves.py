@@ -13,13 +13,15 @@ import json
 import os
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from commscope import cli
 from commscope.cli import matrix
 from commscope.measure import runner
 from commscope.measure.build import Core
-from commscope.measure.cluster import Hostfile
+from commscope.measure.cluster import Cores, Hostfile, Placement
 from commscope.measure.mpi import MpiImpl
 from commscope.measure.plan import CoreOptions
 from commscope.measure.progress import Progress
@@ -69,16 +71,20 @@ def test_a_wave_at_once_is_disjoint_pairs_and_every_pair_is_measured_both_ways(t
     assert all("pairs" not in dict(w[0].config.extra) for w in alone)
 
 
-def standin(log: Path, fail: str | None = None):
-    """run_job as the forked child calls it: note start and end, sleep."""
+def standin(log: Path, fail: str | None = None, narrow: str | None = None):
+    """run_job as the forked child calls it: note start and end, sleep.
+    `narrow`: the pair whose first bw record the time bound narrowed to a
+    window of 2 (the others: 4), as a busy machine does."""
     def run_job(job, store, sweep_id, *, timeout_s, policy, attempt=1, workdir=None,
                 round_pos=None):
         t0 = time.monotonic()
         time.sleep(NAP_S)
         pair = "/".join(job.cluster.between)
         status = FAILED if pair == fail else OK
+        w = job.again_at[0] if job.again_at else 2 if (pair, job.rep) == (narrow, 1) else 4
         results = [] if status == FAILED else [
-            Result("bw", 1 << 20, 2, True, 5, 1, 5, *[10.0] * 9, 1.0, 1.0, True, "converged")]
+            Result("bw", 1 << 20, 2, True, 5, 1, 5, *[10.0] * 9, 1.0, 1.0, True, "converged",
+                   window=w)]
         info = RunInfo(plan_key=job.plan_key(), bench=job.bench, np=2, sizes="1048576",
                        mpi_name="openmpi", mpi_family="openmpi", mpi_version="v",
                        mpi_identity="id", cluster=job.cluster.label, launch_argv=[], env={},
@@ -89,7 +95,8 @@ def standin(log: Path, fail: str | None = None):
                          stderr_tail="", header=None, results=results,
                          flags=[False] * len(results), noise={})
         with open(log, "a") as f:
-            f.write(json.dumps({"pair": pair, "pid": os.getpid(), "t0": t0,
+            f.write(json.dumps({"pair": pair, "again": bool(job.again_at),
+                                "pid": os.getpid(), "t0": t0,
                                 "t1": time.monotonic()}) + "\n")
         return JobOutcome(job, rid, status, runner.Parsed(results=results),
                           [False] * len(results), "exit code 1" if status == FAILED else "")
@@ -122,6 +129,28 @@ def test_the_pairs_of_a_wave_run_at_once_and_the_waves_one_after_another(tmp_pat
     assert store.db.execute("SELECT finished_at IS NOT NULL FROM sweeps").fetchone()[0]
 
 
+def test_pairs_measured_again_at_a_narrower_window_are_measured_at_once_again(
+        tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setattr(runner, "run_job", standin(log, narrow="node0/node1"))
+    store = Store(tmp_path / "s.db")
+    outs = runner.run_at_once(planned(tmp_path, 4, at_once=True), store, argv=["matrix"],
+                              timeout_s=60, policy=NoisePolicy(),
+                              progress=Progress(12, enabled=False))
+    again = sorted((json.loads(x) for x in log.read_text().splitlines()
+                    if json.loads(x)["again"]), key=lambda g: g["t0"])
+    assert len(again) == 11 == len(outs) - 12  # every other pair and way, at window 2
+    overlapping = sum(b["t0"] < a["t1"] for a, b in zip(again, again[1:], strict=False))
+    assert overlapping >= 4, again  # 11 jobs of disjoint pairs: 6 waves at most
+    nodes = [set(g["pair"].split("/")) for g in again]
+    for i, a in enumerate(again):  # no node in two jobs at once
+        for j in range(i + 1, len(again)):
+            if again[j]["t0"] < a["t1"]:
+                assert not nodes[i] & nodes[j], (a, again[j])
+    narrowed = store.db.execute("SELECT COUNT(*) FROM results WHERE window=2").fetchone()[0]
+    assert narrowed == 12
+
+
 def test_a_job_whose_process_ends_without_an_outcome_is_said(tmp_path, monkeypatch):
     def dies(job, store, sweep_id, **kw):
         raise RuntimeError("the stand-in broke")
@@ -132,3 +161,136 @@ def test_a_job_whose_process_ends_without_an_outcome_is_said(tmp_path, monkeypat
         runner.run_at_once(planned(tmp_path, 2, True)[:1], store, argv=["matrix"],
                            timeout_s=60, policy=NoisePolicy(),
                            progress=Progress(1, enabled=False))
+
+
+# -- --within-node: the pairs are this machine's CPUs ---------------------------------
+
+def test_a_pair_of_cpus_is_pinned_by_the_core_and_named_as_its_pair(tmp_path):
+    cl = Cores([0, 3, 5])
+    assert cl.node_names() == ["cpu0", "cpu3", "cpu5"]
+    v = cl.pair(2, 0, at_once=True)
+    launch = v.launch(OMPI, Placement(1, 2), "/cs-core", ["--bench", "bw"], tmp_path, 8, True)
+    assert launch.env == {"COMMSCOPE_PIN": "cpus:5,0"}
+    assert launch.argv[launch.argv.index("--bind-to") + 1] == "none"  # the core pins, alone
+    assert dict(v.config_extra()) == {"pair": "cpu5/cpu0", "pairs": "at once"}
+    assert v.not_taken(SimpleNamespace(cpus=("5", "0"))) == ""
+    for cpus in (("0", "5"), ("0-7", "0-7"), ()):
+        assert v.not_taken(SimpleNamespace(cpus=cpus)).startswith(
+            f"its ranks ran on CPUs {'; '.join(cpus) or 'not reported'}, not on 5 and 0"), cpus
+    assert "not reported" in v.not_taken(None)
+    assert cl.not_taken(None) == ""  # not a pair: nothing asked
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("impl", ["openmpi", "mpich"])
+def test_every_pair_of_cpus_ran_on_its_two_cpus(capsys, tmp_path, impl):
+    """Two ranks pinned to each ordered pair of this machine's CPUs, as each
+    record's header says (each rank's allowed CPUs).  Noise policy: what is
+    asserted is where the ranks ran and what was stored, never a time."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: no pair")
+    cpus = cpus[:3]  # three CPUs at most: six jobs
+    db = tmp_path / "m.db"
+    rc = cli.main(["matrix", "--within-node", "--cpus", ",".join(map(str, cpus)), "--mpi", impl,
+                   "--repeat", "1", "--quiet", "--bw-size", "64K", "--db", str(db)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    rows = Store(db, create=False).db.execute("SELECT header, config, status FROM runs"
+                                              ).fetchall()
+    ran = {json.loads(r["config"])["extra"]["pair"]: json.loads(r["header"])["cpus"]
+           for r in rows}
+    assert ran == {f"cpu{a}/cpu{b}": [str(a), str(b)] for a in cpus for b in cpus if a != b}
+    assert {r["status"] for r in rows} == {"ok"}
+    assert f"local: {len(cpus)} CPUs" in out, out
+
+
+SLEEPER = '''
+import sys
+from pathlib import Path
+from commscope.measure import runner
+from commscope.measure.build import Core
+from commscope.measure.cluster import Cores, Launch
+from commscope.measure.mpi import MpiImpl
+from commscope.measure.plan import CoreOptions, Job
+from commscope.measure.cluster import Placement
+from commscope.measure.progress import Progress
+from commscope.store.db import Store
+
+class Sleeps(Cores):  # a pair whose job runs long: what a Ctrl-C cuts short
+    def launch(self, *a, **k):
+        return Launch(["sleep", "60"])
+
+    def pair(self, i, j, at_once=False):
+        v = Sleeps([self.cpus[i], self.cpus[j]])
+        v.between, v.at_once = (f"cpu{i}", f"cpu{j}"), at_once
+        return v
+
+impl = MpiImpl("openmpi", "openmpi", "/usr/bin/mpicc", "/usr/bin/mpirun", "debian")
+core = Core(impl, Path("/nonexistent/cs-core"), "id", {"mpi_library": "x"}, ())
+cl = Sleeps([0, 1, 2, 3])
+wave = [Job(core, "bw", Placement(1, 2), CoreOptions(sizes="8"), cluster=cl.pair(i, j, True))
+        for i, j in ((0, 1), (2, 3))]
+print("started", flush=True)
+runner.run_at_once([wave], Store(sys.argv[1]), argv=["matrix"], timeout_s=120,
+                   policy=runner.NoisePolicy(), progress=Progress(2, enabled=False))
+'''
+
+
+@pytest.mark.parametrize("who", ["group", "parent"])
+def test_an_interrupted_wave_stops_every_job_and_keeps_the_store(tmp_path, who):
+    """Ctrl-C at a terminal reaches the whole process group; a SIGINT to
+    commscope alone reaches only the parent, which tells each job's process.
+    Either way every job of the wave is killed within seconds and stored as
+    interrupted, and the store opens."""
+    import signal
+    import subprocess
+    import sys
+
+    db = tmp_path / "s.db"
+    p = subprocess.Popen([sys.executable, "-c", SLEEPER, str(db)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         # as from a terminal: a suite run in the background hands SIGINT
+                         # down ignored, and Python keeps an ignored SIGINT ignored
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert p.stdout.readline().strip() == "started"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # both jobs stored as running
+        if db.exists() and db.stat().st_size and Store(db, create=False).db.execute(
+                "SELECT COUNT(*) FROM runs").fetchone()[0] == 2:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    if who == "group":
+        os.killpg(p.pid, signal.SIGINT)
+    else:
+        os.kill(p.pid, signal.SIGINT)
+    p.wait(timeout=30)
+    took = time.monotonic() - t0
+    assert took < 12, took
+    rows = Store(db, create=False).db.execute("SELECT status, stderr_tail FROM runs").fetchall()
+    assert [(r["status"], r["stderr_tail"]) for r in rows] == [
+        (FAILED, "interrupted by the user")] * 2
+    left = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True, text=True).stdout
+    assert not left.strip(), left
+
+
+def test_what_within_node_refuses_is_one_line(capsys, tmp_path):
+    db = tmp_path / "m.db"
+    top = max(os.sched_getaffinity(0))
+    for args, says in ((["--cpus", "0-x"], "bad --cpus '0-x'"),
+                       (["--cpus", "3-1"], "bad --cpus '3-1'"),
+                       (["--cpus", "0,0"], "names a CPU twice"),
+                       (["--cpus", str(top + 1)], f"may not run on CPU {top + 1}"),
+                       (["--cpus", str(top)], f"--cpus '{top}' names 1 CPU"),
+                       (["--cluster", "emu:a"], "not of emu:a's nodes")):
+        rc = cli.main(["matrix", "--within-node", *args, "--db", str(db)])
+        err = capsys.readouterr().err
+        assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
+    for args, says in ((["--cpus", "0,1"], "--cpus chooses the CPUs of --within-node"),
+                       ([], "--cluster emu:NAME or hostfile:PATH")):
+        rc = cli.main(["matrix", *args, "--db", str(db)])
+        err = capsys.readouterr().err
+        assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
+    assert not db.exists()

@@ -1,4 +1,5 @@
 /* cs-core: one binary, a table of benchmarks, JSON Lines out. */
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,22 +214,48 @@ static MPI_Comm machine_comm(MPI_Comm world) {
 
 /* COMMSCOPE_PIN=machine: pin each rank to its own core, counted across
  * every rank on this kernel, so that the ranks of emulated nodes do not
- * all sit on the first core the launcher of each node would pick. */
+ * all sit on the first core the launcher of each node would pick.
+ * COMMSCOPE_PIN=cpus:A,B,...: the k-th rank on this kernel to CPU number
+ * k of the list (modulo its length): `commscope matrix --within-node`'s
+ * pair of cores, the same whatever the launcher's own binding syntax. */
+static void pin_to(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  if (sched_setaffinity(0, sizeof one, &one))
+    fprintf(stderr, "cs-core: cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+}
+
 static void pin_if_asked(MPI_Comm machine) {
   const char *how = getenv("COMMSCOPE_PIN");
-  if (!how || strcmp(how, "machine")) return;
-  cpu_set_t allowed, one;
-  if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
-  int mrank, ncpu = CPU_COUNT(&allowed);
+  if (!how) return;
+  int mrank;
   MPI_Comm_rank(machine, &mrank);
+  if (!strncmp(how, "cpus:", 5)) {
+    int list[CPU_SETSIZE], n = 0;
+    for (const char *p = how + 5; *p && n < CPU_SETSIZE;) {
+      char *end;
+      long v = strtol(p, &end, 10);
+      if (end == p || v < 0 || v >= CPU_SETSIZE || (*end && *end != ',')) {
+        fprintf(stderr, "cs-core: COMMSCOPE_PIN=%s: not a list of CPU numbers\n", how);
+        return; /* the record's cpus say the binding was not taken */
+      }
+      list[n++] = (int)v;
+      p = *end ? end + 1 : end;
+    }
+    if (n) pin_to(list[mrank % n]);
+    return;
+  }
+  if (strcmp(how, "machine")) return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed)) return;
+  int ncpu = CPU_COUNT(&allowed);
   if (ncpu <= 0) return;
   int want = mrank % ncpu, seen = 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
     if (seen++ == want) {
-      CPU_ZERO(&one);
-      CPU_SET(cpu, &one);
-      sched_setaffinity(0, sizeof one, &one);
+      pin_to(cpu);
       return;
     }
   }

@@ -5,6 +5,8 @@ and the verdict)."""
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import shlex
 import sys
 import time
@@ -41,7 +43,7 @@ def waves(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat:
     (alone on the cluster: a slow pair is the pair's, not another pair's
     traffic); `at_once`, a round's pairs make one wave each way."""
     n = len(cl.node_names())
-    one = cluster_mod.Placement(2, 1)
+    one = pair_place(cl)
     out: list[list[Job]] = []
     for rnd in pairs.schedule(n):
         there = [Job(core, f"latency@{lat},bw", one, opts, cluster=cl.pair(i, j, at_once))
@@ -54,11 +56,60 @@ def waves(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat:
     return out
 
 
+def cpu_list(spec: str) -> list[int]:
+    """--cpus "0-3,8": CPU numbers this process may run on, each once."""
+    allowed = os.sched_getaffinity(0)
+    out: list[int] = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"(\d{1,5})(?:-(\d{1,5}))?", part.strip())
+        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            raise CommscopeError(f"bad --cpus '{spec}': CPU numbers and ranges, as 0-3,8")
+        out += range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1)
+    if len(set(out)) != len(out):
+        raise CommscopeError(f"--cpus '{spec}' names a CPU twice")
+    if not_here := [c for c in out if c not in allowed]:
+        raise CommscopeError(f"--cpus: this process may not run on CPU {not_here[0]} (it may "
+                             f"on {len(allowed)}: {_ranges(sorted(allowed))})")
+    return out
+
+
+def _ranges(cpus: list[int]) -> str:
+    runs: list[list[int]] = []
+    for c in cpus:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def pair_place(cl: cluster_mod.Cluster) -> cluster_mod.Placement:
+    """A pair's placement: two nodes, a rank each, or two ranks of one node."""
+    return cluster_mod.Placement(1, 2) if isinstance(cl, cluster_mod.Cores) else (
+        cluster_mod.Placement(2, 1))
+
+
 @command("matrix")
 def cmd_matrix(a: argparse.Namespace) -> int:
-    cl = cluster_mod.parse(a.cluster)
+    if a.within_node:
+        if a.cluster not in (None, "local"):
+            raise CommscopeError(f"--within-node measures the CPUs of this machine, not of "
+                                 f"{a.cluster}'s nodes: leave --cluster out")
+        cl: cluster_mod.Cluster = cluster_mod.Cores(cpu_list(a.cpus) if a.cpus else None)
+        if len(cl.node_names()) < 2:
+            raise CommscopeError(
+                (f"--cpus '{a.cpus}' names 1 CPU" if a.cpus else "this process may run on 1 CPU")
+                + ": --within-node needs 2 or more (two ranks on one CPU measure its scheduler)")
+    elif a.cpus:
+        raise CommscopeError("--cpus chooses the CPUs of --within-node")
+    elif a.cluster is None:
+        raise CommscopeError("commscope matrix: --cluster emu:NAME or hostfile:PATH (every "
+                             "pair of nodes), or --within-node (every pair of this "
+                             "machine's CPUs)")
+    else:
+        cl = cluster_mod.parse(a.cluster)
     names = cl.node_names()
-    if cl.kind not in ("emu", "hostfile"):
+    if cl.kind not in ("emu", "hostfile") and not a.within_node:
         cl.pair(0, 1)  # says which clusters it runs on
     if len(names) < 2:
         raise CommscopeError(f"{cl.label} has {len(names)} node(s): a matrix needs 2 or more")
@@ -70,7 +121,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             raise CommscopeError(f"{flag} must be 1 byte or more: a message of 0 bytes "
                                  "tells nothing of a link")
     impl = _impl(a, cl)
-    cl.check(impl, cluster_mod.Placement(len(names), 1))
+    cl.check(impl, pair_place(cl) if a.within_node else cluster_mod.Placement(len(names), 1))
     core = build_mod.build(impl)
     opts = CoreOptions(sizes=str(size))  # type: ignore[call-arg]
     planned = waves(core, cl, opts, lat, a.at_once)
@@ -92,8 +143,8 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     store.close()
     how = (f"each round's {len(names) // 2} pairs at once" if a.at_once
            else "one pair at a time")
-    print(f"{cl.label}: {len(names)} nodes, {njobs} jobs (each pair, bw both ways) x "
-          f"{a.repeat} rounds, {impl.name}, {how}, in {took:.0f} s")
+    print(f"{cl.label}: {len(names)} {'CPUs' if a.within_node else 'nodes'}, {njobs} jobs "
+          f"(each pair, bw both ways) x {a.repeat} rounds, {impl.name}, {how}, in {took:.0f} s")
     for o in outcomes:
         if o.status != "ok":
             pair = " and ".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
@@ -120,7 +171,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
             print(f"  {line}")
         if a.at_once and (slow := pairs.slow_pairs(v)):
             redo = [Job(core, f"latency@{lat},bw" if bench == "latency" else "bw",
-                        cluster_mod.Placement(2, 1), opts, cluster=cl.pair(*ij))
+                        pair_place(cl), opts, cluster=cl.pair(*ij))
                     for x, y in slow for ij in ((names.index(x), names.index(y)),
                                                 (names.index(y), names.index(x)))
                     if bench == "bw" or ij[0] < ij[1]]

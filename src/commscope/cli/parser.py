@@ -356,8 +356,13 @@ def make_parser() -> Parser:
     mx = sub.add_parser("matrix", help="latency and bandwidth between every pair of nodes: "
                         "the slow node or link named", formatter_class=fmt,
                         epilog="example: commscope matrix --cluster emu:a --repeat 3")
-    mx.add_argument("--cluster", required=True,
+    mx.add_argument("--cluster",
                     help="emu:NAME or hostfile:PATH (one rank on each node of a pair)")
+    mx.add_argument("--within-node", action="store_true",
+                    help="every pair of this machine's CPUs instead, two ranks pinned to "
+                         "the pair's CPUs (a slow core, a far socket)")
+    mx.add_argument("--cpus", help="with --within-node: these CPUs only (e.g. 0-3,8; "
+                                   "default: every CPU this process may run on)")
     mx.add_argument("--mpi", action="append", help="the implementation (default: the first "
                                                    "found that the cluster launches)")
     mx.add_argument("--repeat", type=positive(int, 1, 100), default=3,

@@ -121,7 +121,7 @@ class Job:
     def label(self) -> str:
         c = self.config
         pair = dict(c.extra).get("pair")  # commscope matrix: which two nodes
-        where = "" if self.cluster.kind == "local" else (
+        where = (f" {pair}" if pair else "") if self.cluster.kind == "local" else (
             f" on {self.cluster.label} ({self.place.nodes}x{self.place.ppn})"
             + (f" {pair}" if pair else ""))
         what = " ".join(v for k, v in c.parts().items()

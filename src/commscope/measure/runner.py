@@ -13,6 +13,7 @@ import re
 import signal
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -241,6 +242,8 @@ def run_job(job: Job, store: Store, sweep_id: int | None, *, timeout_s: float,
                                     oversubscribed=job.cluster.oversubscribed(job.place, cores))
         refused = rb.refused
         tail += "".join(f"\n{x}" for x in rb.notes)
+        if status == OK and (astray := job.cluster.not_taken(parsed.header)):
+            status, msg = FAILED, astray  # its records are not of the placement asked
         if refused and job.strict and status == OK:
             status, msg = FAILED, "settings not taken: " + "; ".join(refused)
         elif refused:
@@ -461,12 +464,42 @@ def run_at_once(waves: Sequence[Sequence[Job]], store: Store, *, argv: Sequence[
                 for pos, wave in enumerate(rnd):
                     outcomes += _wave(wave, store.path, sweep_id, timeout_s, policy, progress,
                                       pos, Path(tmp))
-        outcomes += _measure_again(equal_windows(outcomes), store, sweep_id, timeout_s,
-                                   policy, progress)
+            # measured again at a common window as they were measured: beside their round's
+            outcomes += _again_at_once(equal_windows(outcomes), store, sweep_id, timeout_s,
+                                       policy, progress, Path(tmp))
     finally:
         store.end_sweep(sweep_id)
         progress.close()
     return outcomes
+
+
+def _again_at_once(todo: Sequence[tuple[JobOutcome, Job]], store: Store, sweep_id: int,
+                   timeout_s: float | None, policy: NoisePolicy, progress: Progress,
+                   tmp: Path) -> list[JobOutcome]:
+    """_measure_again for jobs of waves: in waves again, each job beside
+    others that share none of its nodes (as many as fit), so that a pair
+    measured at once is measured again at once."""
+    progress.total += len(todo)
+    waves: list[list[tuple[JobOutcome, Job]]] = []
+    for first, job in todo:
+        mine = set(getattr(job.cluster, "between", None) or ())
+        for w in waves:
+            if not any(mine & set(getattr(j.cluster, "between", None) or ()) for _, j in w):
+                w.append((first, job))
+                break
+        else:
+            waves.append([(first, job)])
+    outs: list[JobOutcome] = []
+    for k, w in enumerate(waves):
+        done = _wave([j for _, j in w], store.path, sweep_id, timeout_s, policy, progress,
+                     10_000 + k, tmp)
+        for (first, job), out in zip(w, done, strict=True):
+            window = job.again_at[0]  # type: ignore[index]
+            marks = [(r.bench, r.size_bytes) for r in out.parsed.results if r.window == window]
+            if out.status == OK and marks:
+                store.narrowed(first.run_id, marks, out.run_id)
+        outs += done
+    return outs
 
 
 def _wave(wave: Sequence[Job], db: Path, sweep_id: int, timeout_s: float | None,
@@ -501,15 +534,25 @@ def _wave(wave: Sequence[Job], db: Path, sweep_id: int, timeout_s: float | None,
         for pid, _, _ in kids:
             os.waitpid(pid, 0)
     except BaseException:
-        for pid, _, _ in kids:  # each kills its job's family and stores what it had
+        # A Ctrl-C at the terminal reached every job's process too: each kills
+        # its job's family and stores what it had.  Those still running after
+        # a while (the parent alone was interrupted) are told once: a second
+        # SIGINT could cut a job's store transaction short.
+        alive = {pid for pid, _, _ in kids}
+        until = time.monotonic() + 5.0
+        while alive and time.monotonic() < until:
+            for pid in list(alive):
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        alive.discard(pid)
+                except ChildProcessError:
+                    alive.discard(pid)
+            time.sleep(0.05)
+        for pid in alive:
             try:
                 os.kill(pid, signal.SIGINT)
-            except ProcessLookupError:
-                pass
-        for pid, _, _ in kids:
-            try:
                 os.waitpid(pid, 0)
-            except ChildProcessError:
+            except (ProcessLookupError, ChildProcessError):
                 pass
         raise
     outs = []

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ...errors import CommscopeError
 from ...store.outputs import read_user_text
+from ...store.records import Header
 from ..mpi import LaunchSpec, MpiImpl, launch_argv
 from . import emu as emu_mod
 
@@ -107,6 +109,11 @@ class Cluster:
         raise CommscopeError(f"{self.label}: commscope matrix runs on an emulated cluster or "
                              "a hostfile's hosts")
 
+    def not_taken(self, header: Header | None) -> str:
+        """Why a job that ended well did not run where this cluster placed it
+        (read from its records' header), or "" where it did or cannot tell."""
+        return ""
+
     def config_extra(self) -> tuple[tuple[str, object], ...]:
         """What a job's configuration says of where it ran beyond the label
         and the placement (a pair view: which two nodes)."""
@@ -135,6 +142,48 @@ class Local(Cluster):
             raise CommscopeError(f"--np {place.np} on this machine's {cores} cores is more than "
                                  f"{MAX_PER_CORE} processes a core (oversubscribed runs check "
                                  "correctness only; use a cluster for more)")
+
+
+class Cores(Local):
+    """This machine's CPUs as the nodes of a matrix (`commscope matrix
+    --within-node`): a pair view is a two-rank job whose ranks the core
+    pins to the pair's two CPUs (COMMSCOPE_PIN=cpus:A,B), whatever the
+    launcher's own syntax; the launcher binds nothing."""
+
+    def __init__(self, cpus: Sequence[int] | None = None) -> None:
+        self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else list(cpus)
+
+    between: tuple[str, str] | None = None
+    at_once = False
+
+    def node_names(self) -> list[str]:
+        return [f"cpu{c}" for c in self.cpus]
+
+    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
+        view = Cores([self.cpus[i], self.cpus[j]])
+        view.between, view.at_once = (f"cpu{self.cpus[i]}", f"cpu{self.cpus[j]}"), at_once
+        return view
+
+    def config_extra(self) -> tuple[tuple[str, object], ...]:
+        return pair_extra(self.between, self.at_once)
+
+    def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
+               workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
+        spec = LaunchSpec(np=place.np, cores=cores, root=root, bind="none")
+        return Launch(launch_argv(impl, spec, exe, args),
+                      env={"COMMSCOPE_PIN": "cpus:" + ",".join(map(str, self.cpus))})
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "cpus": list(self.cpus)}
+
+    def not_taken(self, header: Header | None) -> str:
+        """A pair's job whose ranks did not run on the pair's CPUs, one each
+        (the header's allowed CPUs of each rank)."""
+        cpus = list(header.cpus) if header else []
+        if not self.between or cpus == [str(c) for c in self.cpus]:
+            return ""
+        return (f"its ranks ran on CPUs {'; '.join(cpus) or 'not reported'}, not on "
+                f"{' and '.join(map(str, self.cpus))} (COMMSCOPE_PIN not taken)")
 
 
 def read_hostfile(path: Path) -> list[tuple[str, int | None]]:
