@@ -165,3 +165,13 @@ def test_a_pair_slow_only_beside_its_round_is_told_from_a_slow_link():
     assert said["n3/n4"].endswith("slow alone too, the link or its nodes")
     assert said["n1/n5"].startswith("not measured")
     assert said["n2/n6"].endswith("alone neither surely slow nor surely not")
+
+
+def test_the_cpus_of_one_machine_are_named_as_cpus():
+    """--within-node: the verdict speaks of CPUs and this machine."""
+    v = pairs.verdict(_cluster(4, {p: 3.0 for p in (("n1", "n3"), ("n2", "n3"), ("n3", "n4"))}),
+                      "latency at 8 B", word="CPU")
+    assert v.nodes == ("n3",) and "this machine's typical latency at 8 B" in v.lines[0]
+    assert pairs.verdict(_cluster(4, {}), word="CPU").lines[0].startswith("no CPU stands out")
+    two = pairs.verdict(_cluster(2, {}), word="CPU").lines[0]
+    assert two.startswith("2 CPUs, one pair (n1-n2 ") and "a slow CPU needs 3 CPUs" in two

@@ -73,7 +73,7 @@ def _x(r: float) -> str:
 
 
 def verdict(pairs: Sequence[Pair], what: str = "time",
-            nodes: Sequence[str] = ()) -> Verdict:
+            nodes: Sequence[str] = (), word: str = "node") -> Verdict:
     """Which node or link is slow, with the evidence, or that none stands
     out; `what` names the figure ("time at 4 MiB"); `nodes`: the cluster's
     nodes, so that one in no measured pair (every pair with it failed) is
@@ -81,15 +81,17 @@ def verdict(pairs: Sequence[Pair], what: str = "time",
     names = sorted({p.a for p in pairs} | {p.b for p in pairs})
     silent = tuple(n for n in nodes if n not in names)
     if silent:
-        v = verdict(pairs, what)
+        v = verdict(pairs, what, word=word)
         gone = [f"{n}: no pair with {n} was measured (each failed or timed out)"
                 for n in silent]
-        keep = [x for x in v.lines if not x.startswith("no node stands out")]
+        keep = [x for x in v.lines if not x.startswith(f"no {word} stands out")]
         return replace(v, lines=(*gone, *keep), silent=silent)
     if len(names) < 3:
-        only = "; ".join(f"{p.a}-{p.b} {p.median:.3g}" for p in pairs)
-        return Verdict(0.0, {}, (), (), (f"{len(names)} node(s), one pair ({only}): nothing to "
-                                        "set it against; a slow node needs 3 nodes to be named",))
+        only = "; ".join(f"{p.a}-{p.b} {p.median:.3g} us" for p in pairs)
+        return Verdict(0.0, {}, (), (), (f"{len(names)} {word}s, one pair ({only}): nothing to "
+                                        f"set it against; a slow {word} needs 3 {word}s to be "
+                                        "named",))
+    whose = "the cluster's" if word == "node" else "this machine's"
     mine = {n: statistics.median(p.median for p in pairs if p.has(n)) for n in names}
     typical = statistics.median(mine.values())
     ratios = {(p.a, p.b): (p.median / typical, p.lo / typical, p.hi / typical) for p in pairs}
@@ -106,7 +108,7 @@ def verdict(pairs: Sequence[Pair], what: str = "time",
         rs = [ratios[(p.a, p.b)] for p in pairs if p.has(n)]
         others = [ratios[(p.a, p.b)][0] for p in pairs if not p.has(n)]
         lines.append(f"{n}: every pair with {n} takes {_x(statistics.median(r[0] for r in rs))} "
-                     f"[{_x(min(r[1] for r in rs))}, {_x(max(r[2] for r in rs))}] the cluster's "
+                     f"[{_x(min(r[1] for r in rs))}, {_x(max(r[2] for r in rs))}] {whose} "
                      f"typical {what}; the other pairs {_x(min(others))}-{_x(max(others))}")
     for (a, b), link in zip(odd, links, strict=True):
         m, lo, hi = ratios[(a, b)]
@@ -117,10 +119,10 @@ def verdict(pairs: Sequence[Pair], what: str = "time",
                   - set(odd))
     if rest:
         lines.append(f"{len(rest)} more slow pair(s) ({', '.join('/'.join(r) for r in rest)}) "
-                     "that no single node or link explains")
+                     f"that no single {word} or link explains")
     if not lines:
         spread = [r[0] for r in ratios.values()]
-        lines.append(f"no node stands out: every pair within {_x(min(spread))}-{_x(max(spread))}"
+        lines.append(f"no {word} stands out: every pair within {_x(min(spread))}-{_x(max(spread))}"
                      f" of the typical {what} (a pair is slow at {SLOW}x, surely)")
     return Verdict(typical, ratios, tuple(bad), tuple(links), tuple(lines))
 
@@ -289,14 +291,14 @@ def matrix_text(names: Sequence[str], typical: float, found: Sequence[Pair]) -> 
 
 
 def judge(rows: Sequence[Mapping[str, object]], bench: str, size: int, what: str,
-          nodes: Sequence[str] = ()) -> tuple[list[Pair], Verdict] | None:
+          nodes: Sequence[str] = (), word: str = "node") -> tuple[list[Pair], Verdict] | None:
     """The pairs of `bench` at `size` as measured (each direction its own)
     and the verdict on them (each two nodes by their slower direction, with
     which direction a named node is slow in); None where no pair was."""
     found = pairs_from(per_pair(rows, bench, size))
     if not found:
         return None
-    v = verdict(unordered(found), what, nodes)
+    v = verdict(unordered(found), what, nodes, word)
     if v.typical > 0 and (more := directions(found, v)):
         v = replace(v, lines=(*v.lines, *more))
     return found, v

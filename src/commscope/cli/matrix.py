@@ -156,14 +156,15 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                   + (f" ({o.message[:160]})" if o.message and not kept else ""))
     for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
-        got = pairs.judge(rows, bench, at, what, names)
+        got = pairs.judge(rows, bench, at, what, names, "CPU" if a.within_node else "node")
         if got is None:
             print(f"\n{what}: no pair measured")
             continue
         found, v = got
         typical = f" ({v.typical:.4g} us)" if v.typical > 0 else ""
         rows_are = ", rows send, columns receive" if bench == "bw" else ""
-        print(f"\n{what} ({bench}), each pair over the cluster's typical pair{typical}"
+        whose = "this machine's" if a.within_node else "the cluster's"
+        print(f"\n{what} ({bench}), each pair over {whose} typical pair{typical}"
               f"{rows_are}:")
         if v.typical > 0:
             print(pairs.matrix_text(names, v.typical, found), end="")
