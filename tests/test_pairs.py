@@ -175,3 +175,41 @@ def test_the_cpus_of_one_machine_are_named_as_cpus():
     assert pairs.verdict(_cluster(4, {}), word="CPU").lines[0].startswith("no CPU stands out")
     two = pairs.verdict(_cluster(2, {}), word="CPU").lines[0]
     assert two.startswith("2 CPUs, one pair (n1-n2 ") and "a slow CPU needs 3 CPUs" in two
+
+
+def test_two_sockets_are_judged_apart_and_a_slow_cpu_within_one_is_named():
+    """Two sockets of four CPUs: a pair across them takes 1.8x one within.
+    Judged together, the typical pair is one across (each CPU's median
+    pair) and nothing is named; judged apart, the slow CPU is."""
+    sockets = {f"cpu{i}": i // 4 for i in range(8)}
+    found = []
+    for i, j in itertools.combinations(range(8), 2):
+        m = (1.0 if i // 4 == j // 4 else 1.8) * (3.0 if 2 in (i, j) and j // 4 == i // 4 else 1)
+        found.append(pairs.Pair(f"cpu{i}", f"cpu{j}", m, m * 0.98, m * 1.02))
+    together = pairs.verdict(found, word="CPU")
+    assert together.nodes == () and together.typical == 1.8  # what judging apart avoids
+    (within, keep_in), (across, keep_x) = pairs.classes(sockets)
+    assert (within, across) == ("within a socket", "across sockets")
+    v = pairs.verdict(pairs.unordered([p for p in found if keep_in(p)]), word="CPU")
+    assert v.nodes == ("cpu2",) and v.typical == 1.0, v.lines
+    x = pairs.verdict(pairs.unordered([p for p in found if keep_x(p)]), word="CPU")
+    assert x.nodes == () and x.typical == 1.8 and x.lines[0].startswith("no CPU stands out")
+    assert pairs.classes({"cpu0": 0, "cpu1": 0}) == [("", None)]
+
+
+def test_a_matrix_at_once_and_its_slow_pairs_alone_are_two_matrices_in_the_report():
+    """bench/matrix.py's run with --at-once (n2 on 100 Mbit/s): the pairs of
+    each round at once, then n2's three pairs alone, one cluster; the report
+    judges each set on its own (mixed, the alone pairs would stand in for the
+    same pairs at once)."""
+    from commscope.report import matrix as rmatrix
+    from commscope.store.db import Store
+
+    rows = Store(STORES / "matrix-degraded-at-once.db", create=False).result_rows()
+    got = {(cl, what): v for cl, what, _, _, v in rmatrix.matrices(rows)}
+    at_once = got[("emu:bm388, each round's pairs at once", "time of one 1 MiB message")]
+    assert at_once.nodes == ("bm388-n2",) and len(at_once.ratios) == 6
+    alone = got[("emu:bm388", "time of one 1 MiB message")]  # n2's pairs only: one node each
+    assert set(alone.ratios) == {("bm388-n0", "bm388-n2"), ("bm388-n1", "bm388-n2"),
+                                 ("bm388-n2", "bm388-n3")}
+    assert all(pairs.at_once(r) == ("pairs" in r["config"]) for r in rows)

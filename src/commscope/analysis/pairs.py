@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 SLOW = 1.2  # a pair surely this many times the typical time (its interval's lower end)
@@ -290,12 +290,27 @@ def matrix_text(names: Sequence[str], typical: float, found: Sequence[Pair]) -> 
     return "\n".join(lines) + "\n"
 
 
+def classes(sockets: Mapping[str, int]) -> list[tuple[str, Callable[[Pair], bool] | None]]:
+    """The classes of pairs judged apart: the CPUs of one machine within a
+    socket and across sockets, where it has several (across them a pair
+    crosses the link between the sockets: with two sockets, each CPU's
+    median pair is one across, and a verdict over all pairs would take that
+    for the typical pair and call the pairs within a socket fast); one class
+    otherwise."""
+    if len(set(sockets.values())) < 2:
+        return [("", None)]
+    return [("within a socket", lambda p: sockets.get(p.a) == sockets.get(p.b)),
+            ("across sockets", lambda p: sockets.get(p.a) != sockets.get(p.b))]
+
+
 def judge(rows: Sequence[Mapping[str, object]], bench: str, size: int, what: str,
-          nodes: Sequence[str] = (), word: str = "node") -> tuple[list[Pair], Verdict] | None:
+          nodes: Sequence[str] = (), word: str = "node",
+          keep: Callable[[Pair], bool] | None = None) -> tuple[list[Pair], Verdict] | None:
     """The pairs of `bench` at `size` as measured (each direction its own)
     and the verdict on them (each two nodes by their slower direction, with
-    which direction a named node is slow in); None where no pair was."""
-    found = pairs_from(per_pair(rows, bench, size))
+    which direction a named node is slow in); None where no pair was.
+    `keep`: the pairs judged together (one class of pairs: within a socket)."""
+    found = [p for p in pairs_from(per_pair(rows, bench, size)) if keep is None or keep(p)]
     if not found:
         return None
     v = verdict(unordered(found), what, nodes, word)

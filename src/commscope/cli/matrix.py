@@ -89,6 +89,30 @@ def pair_place(cl: cluster_mod.Cluster) -> cluster_mod.Placement:
         cluster_mod.Placement(2, 1))
 
 
+def _alone(a: argparse.Namespace, core: build_mod.Core, cl: cluster_mod.Cluster,
+           opts: CoreOptions, names: list[str], slow: list[tuple[str, str]], bench: str,
+           at: int, lat: int, limit: float, v: pairs.Verdict, what: str) -> list:
+    """The slow pairs of a matrix at once measured again one pair at a time,
+    and what that says of each (pairs.alone)."""
+    redo = [Job(core, f"latency@{lat},bw" if bench == "latency" else "bw", pair_place(cl),
+                opts, cluster=cl.pair(*ij))
+            for x, y in slow for ij in ((names.index(x), names.index(y)),
+                                        (names.index(y), names.index(x)))
+            if bench == "bw" or ij[0] < ij[1]]
+    st = Store(a.db)
+    again = run_sweep(redo, st, argv=sys.argv, resume=False, timeout_s=limit,
+                      policy=NoisePolicy(), repeat=a.repeat,
+                      progress=Progress(len(redo) * a.repeat, enabled=not a.quiet,
+                                        name=f"{bench} of the slow pairs, alone"))
+    alone_rows = st.result_rows(run_ids=[o.run_id for o in again], narrowed=True)
+    st.close()
+    print(f"  the {len(slow)} slow pair(s) measured again one pair at a time "
+          f"({a.repeat} rounds):")
+    for line in pairs.alone(v, pairs.pairs_from(pairs.per_pair(alone_rows, bench, at)), what):
+        print(f"  {line}")
+    return again
+
+
 @command("matrix")
 def cmd_matrix(a: argparse.Namespace) -> int:
     if a.within_node:
@@ -154,40 +178,34 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                     else o.status)
             print(f"  {pair}: {what}"
                   + (f" ({o.message[:160]})" if o.message and not kept else ""))
+    word = "CPU" if a.within_node else "node"
+    sockets = cl.sockets() if isinstance(cl, cluster_mod.Cores) else {}
     for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
-        got = pairs.judge(rows, bench, at, what, names, "CPU" if a.within_node else "node")
-        if got is None:
-            print(f"\n{what}: no pair measured")
-            continue
-        found, v = got
-        typical = f" ({v.typical:.4g} us)" if v.typical > 0 else ""
-        rows_are = ", rows send, columns receive" if bench == "bw" else ""
-        whose = "this machine's" if a.within_node else "the cluster's"
-        print(f"\n{what} ({bench}), each pair over {whose} typical pair{typical}"
-              f"{rows_are}:")
-        if v.typical > 0:
-            print(pairs.matrix_text(names, v.typical, found), end="")
-        for line in v.lines:
-            print(f"  {line}")
-        if a.at_once and (slow := pairs.slow_pairs(v)):
-            redo = [Job(core, f"latency@{lat},bw" if bench == "latency" else "bw",
-                        pair_place(cl), opts, cluster=cl.pair(*ij))
-                    for x, y in slow for ij in ((names.index(x), names.index(y)),
-                                                (names.index(y), names.index(x)))
-                    if bench == "bw" or ij[0] < ij[1]]
-            st = Store(a.db)
-            again = run_sweep(redo, st, argv=sys.argv, resume=False, timeout_s=limit,
-                              policy=NoisePolicy(), repeat=a.repeat,
-                              progress=Progress(len(redo) * a.repeat, enabled=not a.quiet,
-                                                name=f"{bench} of the slow pairs, alone"))
-            alone_rows = st.result_rows(run_ids=[o.run_id for o in again], narrowed=True)
-            st.close()
-            outcomes += again
-            print(f"  the {len(slow)} slow pair(s) measured again one pair at a time "
-                  f"({a.repeat} rounds):")
-            for line in pairs.alone(v, pairs.pairs_from(pairs.per_pair(alone_rows, bench, at)),
-                                    what):
+        first = True
+        for label, keep in pairs.classes(sockets):
+            got = pairs.judge(rows, bench, at, what, names if keep is None else (), word, keep)
+            if got is None:
+                print(f"\n{what}{', ' + label if label else ''}: no pair measured")
+                continue
+            found, v = got
+            if first:  # the matrix over the first class's typical pair, every pair in it
+                typical = f" ({v.typical:.4g} us)" if v.typical > 0 else ""
+                rows_are = ", rows send, columns receive" if bench == "bw" else ""
+                whose = "this machine's" if a.within_node else "the cluster's"
+                print(f"\n{what} ({bench}), each pair over {whose} typical pair"
+                      f"{' ' + label if label else ''}{typical}{rows_are}:")
+                if v.typical > 0:
+                    every = found if keep is None else pairs.pairs_from(
+                        pairs.per_pair(rows, bench, at))
+                    print(pairs.matrix_text(names, v.typical, every), end="")
+                first = False
+            if label:
+                print(f"  {label} (typical {v.typical:.4g} us):")
+            for line in v.lines:
                 print(f"  {line}")
+            if a.at_once and (slow := pairs.slow_pairs(v)):
+                outcomes += _alone(a, core, cl, opts, names, slow, bench, at, lat, limit, v,
+                                   what)
     print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")
     return 1 if any(o.status != "ok" for o in outcomes) else 0

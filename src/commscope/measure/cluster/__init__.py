@@ -159,6 +159,17 @@ class Cores(Local):
     def node_names(self) -> list[str]:
         return [f"cpu{c}" for c in self.cpus]
 
+    def sockets(self) -> dict[str, int]:
+        """Each CPU's socket (its physical package), where the kernel says."""
+        out = {}
+        for c in self.cpus:
+            try:
+                out[f"cpu{c}"] = int(Path(f"/sys/devices/system/cpu/cpu{c}/topology/"
+                                          "physical_package_id").read_text())
+            except (OSError, ValueError):
+                out[f"cpu{c}"] = 0
+        return out
+
     def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
         view = Cores([self.cpus[i], self.cpus[j]])
         view.between, view.at_once = (f"cpu{self.cpus[i]}", f"cpu{self.cpus[j]}"), at_once
