@@ -7,6 +7,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +32,8 @@ def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path):
     for args, says in (
             (["--degrade", "n4:100mbit"], "no node n4 (the nodes are n0-n3)"),
             (["--degrade", "n1:56k"], "unknown link profile '56k'"),
+            (["--degrade", "n1:gpu"], "or cpu)"),
+            (["--degrade", "n1:cpu", "--degrade", "n1:100mbit"], "names n1 twice"),
             (["--degrade", "n1"], "bad --degrade 'n1'"),
             (["--degrade", "node1:100mbit"], "bad --degrade"),
             (["--degrade", "n1:100mbit", "--degrade", "n1:10gbit"], "names n1 twice"),
@@ -90,3 +95,42 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     assert json.loads(Store(db, create=False).db.execute(
         "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
     assert not mpi_processes()
+
+
+def test_a_node_held_to_a_share_of_one_cpu_holds_everything_started_in_it(tmp_path):
+    """--degrade n1:cpu: a cgroup holds what the agent starts on n1 and what
+    runs on n1 as the first node of a job (the launcher's nsenter) to a
+    quarter of one CPU; other nodes are free; cluster down removes it."""
+    if emu.cpu_controller() is None:
+        pytest.skip("no cgroup cpu controller here")
+    name = f"{TAG}c"
+    assert cli.main(["cluster", "up", "--nodes", "3", "--name", name, "--degrade",
+                     "n1:cpu"]) == 0
+    try:
+        c = emu.load(name)
+        slow, free = c.nodes[1], c.nodes[0]
+        assert slow.cgroup and not free.cgroup and not slow.link
+        spin = "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; cat /proc/self/cgroup"
+        took = {}
+        for n in (free, slow):
+            t0 = time.monotonic()
+            agent = subprocess.run([c.agent, n.hostname, spin], capture_output=True, text=True,
+                                   timeout=120)
+            took[n.hostname] = time.monotonic() - t0
+            assert agent.returncode == 0, agent.stderr
+            assert (f"commscope-{n.netns}" in agent.stdout) == (n is slow), agent.stdout
+        first = subprocess.run([*slow.nsenter(), "cat", "/proc/self/cgroup"],
+                               capture_output=True, text=True, timeout=30)
+        assert f"commscope-{slow.netns}" in first.stdout, first
+        # a quarter of one CPU: the same loop takes about 4x as long (2x at the least)
+        assert took[slow.hostname] > 2 * took[free.hostname], took
+        placement = emu_placement(name)
+        assert placement["degraded"] == {slow.hostname: f"cpu {emu.CPU_SHARE}%"}
+    finally:
+        emu.down(name)
+    assert not Path(slow.cgroup).exists()
+
+
+def emu_placement(name: str) -> dict:
+    from commscope.measure.cluster import Emulated
+    return Emulated(name).pair(1, 0).describe()

@@ -52,7 +52,9 @@ def cmd_cluster_up(a: argparse.Namespace) -> int:
     print(f"emulated cluster {c.name}: {len(c.nodes)} node(s), link {p.name} ({p.what}), "
           f"subnet {c.subnet}")
     for n in c.nodes:
-        own = f"  degraded: link {n.link} ({emu_mod.PROFILES[n.link].what})" if n.link else ""
+        own = (f"  degraded: link {n.link} ({emu_mod.PROFILES[n.link].what})" if n.link else
+               f"  degraded: its processes held to {emu_mod.CPU_SHARE}% of one CPU"
+               if n.cgroup else "")
         print(f"  {n.hostname:<16} {n.address:<12} netns {n.netns}{own}")
     print(f"use it with: commscope run --cluster emu:{c.name} ...   remove it with: "
           f"commscope cluster down {c.name}")
@@ -77,7 +79,8 @@ def cmd_cluster_list(a: argparse.Namespace) -> int:
     if not found:
         print("no emulated cluster (commscope cluster up --nodes 2 --link 1gbit makes one)")
     for c in found:
-        slow = ", ".join(f"{n.hostname} {n.link}" for n in c.nodes if n.link)
+        slow = ", ".join(f"{n.hostname} {n.link or 'cpu'}" for n in c.nodes
+                         if n.link or n.cgroup)
         print(f"{c.name:<12} {len(c.nodes)} node(s)  link {c.link:<9} subnet {c.subnet}  "
               f"prefix {c.prefix}" + (f"  degraded: {slow}" if slow else ""))
     stray = emu_mod.stray_namespaces()

@@ -394,7 +394,8 @@ def make_parser() -> Parser:
                                    "(default emu1, emu2, ...)")
     cu.add_argument("--degrade", action="append", metavar="NODE:PROFILE",
                     help="give one node a link of another profile, both ways (e.g. "
-                         "n3:100mbit; repeatable): a bad node for `commscope matrix` to find")
+                         "n3:100mbit), or hold its processes to a quarter of one CPU "
+                         "(n3:cpu); repeatable: a bad node for `commscope matrix` to find")
     cd = clsub.add_parser("down", help="kill what runs inside, delete the namespaces",
                           epilog="example: commscope cluster down a")
     cd.add_argument("names", nargs="+", metavar="NAME")

@@ -426,7 +426,8 @@ class Emulated(Cluster):
             "kind": self.kind, "name": self.c.name, "link": p.name, "rate_bps": p.rate_bps,
             "nodes": len(self.c.nodes), "subnet": self.c.subnet,
             "tbf": p.tbf_args() if p.rate_bps else None}
-        if slow := {n.hostname: n.link for n in (self.full or self.c).nodes if n.link}:
+        if slow := {n.hostname: n.link or f"cpu {emu_mod.CPU_SHARE}%"
+                    for n in (self.full or self.c).nodes if n.link or n.cgroup}:
             d["degraded"] = slow  # nodes given another link (cluster up --degrade)
         if self.between:
             d["pair"] = list(self.between)

@@ -21,7 +21,7 @@ import re
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ...errors import CommscopeError
@@ -88,9 +88,19 @@ class Node:
     uts: str
     ipc: str
     link: str = ""  # its own link profile where degraded (--degrade), else the cluster's
+    # where degraded to a share of one CPU (--degrade NODE:cpu): its cgroup, which every
+    # process started in it joins (the agent, the launcher on it)
+    cgroup: str = ""
 
     def nsenter(self) -> list[str]:
-        """The argv prefix that runs a command inside this node."""
+        """The argv prefix that runs a command inside this node (in its CPU
+        group first, where it has one)."""
+        join = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', f"{self.cgroup}/cgroup.procs"
+                ] if self.cgroup else []
+        return [*join, *self.namespaces()]
+
+    def namespaces(self) -> list[str]:
+        """nsenter into this node's namespaces (not its CPU group)."""
         return ["nsenter", f"--net={NETNS_DIR / self.netns}", f"--uts={self.uts}",
                 f"--ipc={self.ipc}", "--"]
 
@@ -229,8 +239,9 @@ def agent_script(c: EmuCluster) -> str:
     """Only names and addresses commscope generated go into the script."""
     lines = [AGENT_HEAD.format(name=c.name)]
     for n in c.nodes:
-        ns = " ".join(n.nsenter())
-        lines.append(f"  {n.hostname}|{n.address}) exec {ns} /bin/sh -c \"$*\" ;;\n")
+        ns = " ".join(n.namespaces())
+        join = f"echo $$ > {n.cgroup}/cgroup.procs && " if n.cgroup else ""  # a CPU-held node
+        lines.append(f"  {n.hostname}|{n.address}) {join}exec {ns} /bin/sh -c \"$*\" ;;\n")
     lines.append('  *) echo "commscope agent: no node $host in cluster '
                  f'{c.name}" >&2; exit 255 ;;\nesac\n')
     return "".join(lines)
@@ -257,30 +268,77 @@ def _shape(netns: str, dev: str, profile: LinkProfile) -> None:
              "shaping a link")
 
 
+CPU_SHARE = 25  # --degrade NODE:cpu: the node's processes get this % of one CPU together
+CGROUP_V1 = Path("/sys/fs/cgroup/cpu")  # the cpu controller: v1 here, or the unified v2 tree
+CGROUP_V2 = Path("/sys/fs/cgroup")
+
+
 def parse_degrade(specs: list[str], nodes: int, link: str) -> dict[int, str]:
-    """--degrade n3:100mbit (repeatable): node index -> its link profile.
-    A node that does not exist, a profile that is unknown or a node named
-    twice is refused, before anything is made."""
+    """--degrade n3:100mbit or n3:cpu (repeatable): node index -> its link
+    profile, or "cpu" (its processes held to a share of one CPU).  A node
+    that does not exist, a profile that is unknown or a node named twice
+    is refused, before anything is made."""
     out: dict[int, str] = {}
     for spec in specs:
         node, sep, profile = spec.partition(":")
         m = re.fullmatch(r"n(0|[1-9][0-9]{0,2})", node)
         if not sep or not m:
-            raise CommscopeError(f"bad --degrade '{spec}' (NODE:PROFILE, e.g. n3:100mbit)")
+            raise CommscopeError(f"bad --degrade '{spec}' (NODE:PROFILE, e.g. n3:100mbit or "
+                                 "n3:cpu)")
         i = int(m.group(1))
         if i >= nodes:
             raise CommscopeError(f"--degrade {spec}: no node n{i} (the nodes are n0-n{nodes - 1})")
-        if profile not in PROFILES:
+        if profile != "cpu" and profile not in PROFILES:
             raise CommscopeError(f"--degrade {spec}: unknown link profile '{profile}' (choose "
-                                 f"from {', '.join(PROFILES)})")
+                                 f"from {', '.join(PROFILES)}, or cpu)")
         if i in out:
             raise CommscopeError(f"--degrade names n{i} twice")
-        own, base = PROFILES[profile].rate_bps, PROFILES[link].rate_bps
-        if own is None or (base is not None and own >= base):
-            raise CommscopeError(f"--degrade {spec}: {profile} is no slower than the cluster's "
-                                 f"{link}")
+        if profile != "cpu":
+            own, base = PROFILES[profile].rate_bps, PROFILES[link].rate_bps
+            if own is None or (base is not None and own >= base):
+                raise CommscopeError(f"--degrade {spec}: {profile} is no slower than the "
+                                     f"cluster's {link}")
         out[i] = profile
+    if "cpu" in out.values() and cpu_controller() is None:
+        raise CommscopeError("--degrade NODE:cpu needs the cgroup cpu controller (neither "
+                             f"{CGROUP_V1} nor a cpu.max under {CGROUP_V2} is here)")
     return out
+
+
+def cpu_controller() -> tuple[int, Path] | None:
+    """(cgroup version, the folder a node's group is made in), or None."""
+    if (CGROUP_V1 / "cpu.cfs_quota_us").exists():
+        return 1, CGROUP_V1
+    ctl = CGROUP_V2 / "cgroup.subtree_control"
+    if ctl.exists() and "cpu" in ctl.read_text().split():
+        return 2, CGROUP_V2
+    return None
+
+
+def _cpu_group(netns: str) -> str:
+    """A cgroup held to CPU_SHARE % of one CPU, for one node's processes."""
+    version, root = cpu_controller() or (0, Path())
+    if not version:
+        raise CommscopeError("the cgroup cpu controller went away")
+    d = root / f"commscope-{netns}"
+    d.mkdir(exist_ok=True)
+    period = 100_000
+    if version == 1:
+        (d / "cpu.cfs_period_us").write_text(str(period))
+        (d / "cpu.cfs_quota_us").write_text(str(period * CPU_SHARE // 100))
+    else:
+        (d / "cpu.max").write_text(f"{period * CPU_SHARE // 100} {period}")
+    return str(d)
+
+
+def _remove_groups(pre: str) -> None:
+    for root in (CGROUP_V1, CGROUP_V2):
+        if root.is_dir():
+            for d in root.glob(f"commscope-{pre}-*"):
+                try:
+                    d.rmdir()
+                except OSError:
+                    pass  # a process still in it: its killing failed, said by down()
 
 
 def up(name: str, nodes: int, link: str, degrade: list[str] | None = None) -> EmuCluster:
@@ -302,12 +360,16 @@ def up(name: str, nodes: int, link: str, degrade: list[str] | None = None) -> Em
     node_list = tuple(
         Node(index=i, hostname=f"{name}-n{i}", address=f"10.77.0.{i + 1}",
              netns=f"{pre}-n{i}", uts=str(state / f"n{i}.uts"), ipc=str(state / f"n{i}.ipc"),
-             link=slow.get(i, ""))
+             link=slow.get(i, "") if slow.get(i) != "cpu" else "")
         for i in range(nodes))
     c = EmuCluster(name=name, prefix=pre, link=link, subnet=SUBNET, bridge_netns=f"{pre}-br",
                    nodes=node_list, agent=str(state / "agent"), created_at=time.time())
     profile = PROFILES[link]
     try:
+        if any(v == "cpu" for v in slow.values()):
+            node_list = tuple(replace(n, cgroup=_cpu_group(n.netns)) if slow.get(n.index) == "cpu"
+                              else n for n in node_list)
+            c = replace(c, nodes=node_list)
         _ip(["netns", "add", c.bridge_netns], "creating the switch")
         _ip(["-n", c.bridge_netns, "link", "add", "br0", "type", "bridge"], "creating the switch")
         _ip(["-n", c.bridge_netns, "link", "set", "br0", "up"], "creating the switch")
@@ -382,6 +444,7 @@ def _teardown(pre: str) -> int:
     state = STATE_ROOT / pre
     for f in sorted(state.glob("*.uts")) + sorted(state.glob("*.ipc")):
         _umount(str(f))
+    _remove_groups(pre)
     for n in names:  # deleting a node's namespace deletes its veth pair too
         subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30, check=False)
     if state.is_dir():
