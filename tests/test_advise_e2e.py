@@ -108,6 +108,7 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
             or any(kv.startswith("OMPI_MCA_btl_vader_eager_limit=") for kv, _ in c.left_out)]
     assert len(mine) == 1, (out, d.checks)
     (fc,) = mine
+    assert all(c.arm != fc.arm for c in d.checks if c is not fc), d.checks  # others' own
     if busy >= BUSY and not fc.passed and fc.reason.startswith("only "):
         # beside other work the check of the file ran out of rounds (a busy suite run: "only
         # 2 round(s) were paired" at a 120 s budget): then no file is handed over, and why

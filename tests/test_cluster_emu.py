@@ -165,7 +165,9 @@ def test_a_slow_link_narrows_the_window_instead_of_running_into_the_timeout(two,
     # loop); what must hold is that the narrowing follows the size
     assert rows[4096]["window"] >= 32 and rows[4096]["window"] >= 4 * rows[1 << 20]["window"]
     assert rows[1 << 20]["window"] < 16
-    assert all(r["valid"] and r["mb_per_s"] > 50 for r in rows.values())  # a Gigabit link
+    # a Gigabit link where the link bounds it (1 MiB); a small size's rate is the cores'
+    # (beside two busy loops a 4 KiB window once fell under 50 MB/s), so only its data
+    assert all(r["valid"] for r in rows.values()) and rows[1 << 20]["mb_per_s"] > 50, rows
 
 
 def test_both_applications_across_two_emulated_nodes(two, cores, tmp_path):

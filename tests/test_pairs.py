@@ -146,25 +146,36 @@ def test_a_node_slow_one_way_is_named_with_its_direction():
 
 
 def test_a_pair_slow_only_beside_its_round_is_told_from_a_slow_link():
-    """--at-once: n1/n2 slow beside its round's pairs but not alone is
-    contention; n3/n4 slow alone too is the link; one not measured again
-    is said so; a pair surely slow neither way is said to be neither."""
+    """--at-once: each slow pair alone is set against the reference pairs
+    alone, not against the typical pair at once (which carries what the
+    pairs shared: here every pair at once took 1.4x its time alone).
+    n1/n2 no slower alone than the references is contention; n3/n4 slow
+    alone too is the link; one not measured again is said so; one surely
+    slow neither way is said to be neither."""
     slow = {("n1", "n2"): 3.0, ("n3", "n4"): 4.0, ("n1", "n5"): 2.5, ("n2", "n6"): 2.0}
     v = pairs.verdict(_cluster(6, slow), "time at 4 MiB")
     assert pairs.slow_pairs(v) == [("n1", "n2"), ("n1", "n5"), ("n2", "n6"), ("n3", "n4")]
-    t = v.typical
-    again = [pairs.Pair("n2", "n1", 1.02 * t, 0.99 * t, 1.05 * t),  # bw the other way too
+    refs = pairs.references(v)
+    assert len(refs) == 2 and not set(refs) & set(pairs.slow_pairs(v))
+    t = v.typical / 1.4  # a pair alone, when nothing is shared
+    again = [pairs.Pair(*refs[0], 1.01 * t, 0.99 * t, 1.03 * t),
+             pairs.Pair(*refs[1], 0.99 * t, 0.97 * t, 1.01 * t),
+             pairs.Pair("n2", "n1", 1.02 * t, 0.99 * t, 1.05 * t),  # bw the other way too
              pairs.Pair("n1", "n2", 0.98 * t, 0.95 * t, 1.01 * t),
-             pairs.Pair("n4", "n3", 3.9 * t, 3.8 * t, 4.1 * t),
+             pairs.Pair("n4", "n3", 1.45 * t, 1.4 * t, 1.5 * t),  # 1.45x alone: the link
              pairs.Pair("n2", "n6", 1.3 * t, 1.0 * t, 1.6 * t)]
-    lines = pairs.alone(v, again, "time at 4 MiB")
-    assert len(lines) == 4, lines
+    head, *lines = pairs.alone(v, again, refs, "time at 4 MiB")
+    assert head.startswith("alone, the typical pair (") and len(lines) == 4, lines
     said = dict(x.split(" alone: ", 1) for x in lines)
-    assert said["n1/n2"].startswith("1.02x [0.99x, 1.05x] the typical time at 4 MiB at once")
+    assert said["n1/n2"].startswith("1.02x [0.99x, 1.05x] the typical time at 4 MiB alone")
     assert "slow only beside the other pairs of its round" in said["n1/n2"]
-    assert said["n3/n4"].endswith("slow alone too, the link or its nodes")
+    # against the typical pair at once it would have read 1.04x: "not a slow link"
+    assert said["n3/n4"].startswith("1.45x") and said["n3/n4"].endswith(
+        "slow alone too, the link or its nodes")
     assert said["n1/n5"].startswith("not measured")
     assert said["n2/n6"].endswith("alone neither surely slow nor surely not")
+    none = pairs.alone(v, again[2:], refs, "time at 4 MiB")  # no reference came back
+    assert len(none) == 4 and all("no pair fine at once was measured alone" in x for x in none)
 
 
 def test_the_cpus_of_one_machine_are_named_as_cpus():
@@ -197,19 +208,29 @@ def test_two_sockets_are_judged_apart_and_a_slow_cpu_within_one_is_named():
     assert pairs.classes({"cpu0": 0, "cpu1": 0}) == [("", None)]
 
 
-def test_a_matrix_at_once_and_its_slow_pairs_alone_are_two_matrices_in_the_report():
+def test_a_matrix_at_once_is_its_own_and_its_pairs_alone_no_matrix_in_the_report():
     """bench/matrix.py's run with --at-once (n2 on 100 Mbit/s): the pairs of
     each round at once, then n2's three pairs alone, one cluster; the report
-    judges each set on its own (mixed, the alone pairs would stand in for the
-    same pairs at once)."""
+    judges the matrix at once on its own (mixed, the alone pairs would stand
+    in for the same pairs at once) and draws no matrix of the pairs alone
+    (three pairs round one node: judged as a matrix, "no node stands out")."""
     from commscope.report import matrix as rmatrix
     from commscope.store.db import Store
 
-    rows = Store(STORES / "matrix-degraded-at-once.db", create=False).result_rows()
+    rows = [dict(r) for r in Store(STORES / "matrix-degraded-at-once.db",
+                                   create=False).result_rows()]
     got = {(cl, what): v for cl, what, _, _, v in rmatrix.matrices(rows)}
     at_once = got[("emu:bm388, each round's pairs at once", "time of one 1 MiB message")]
     assert at_once.nodes == ("bm388-n2",) and len(at_once.ratios) == 6
-    alone = got[("emu:bm388", "time of one 1 MiB message")]  # n2's pairs only: one node each
-    assert set(alone.ratios) == {("bm388-n0", "bm388-n2"), ("bm388-n1", "bm388-n2"),
-                                 ("bm388-n2", "bm388-n3")}
-    assert all(pairs.at_once(r) == ("pairs" in r["config"]) for r in rows)
+    # n2's pairs measured alone after it (stored before they were marked as such, so
+    # marked here as the command marks them now): a check said by the command, no matrix
+    for r in rows:
+        if "pairs" not in r["config"]:
+            assert pairs.mode(r) == ""
+            r["config"] = r["config"].replace('"pair":', '"pairs": "alone after at once", '
+                                              '"pair":')
+            assert pairs.mode(r) == pairs.ALONE
+        else:
+            assert pairs.mode(r) == pairs.AT_ONCE
+    assert [cl for cl, *_ in rmatrix.matrices(rows)] == [
+        "emu:bm388, each round's pairs at once"] * 2

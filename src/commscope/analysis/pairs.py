@@ -18,6 +18,7 @@ is not."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
@@ -141,13 +142,17 @@ def pair_of(row: Mapping[str, object]) -> tuple[str, str] | None:
     return (a, b) if a and b else None
 
 
-def at_once(row: Mapping[str, object]) -> bool:
-    """Whether a pair's record was taken beside the other pairs of its
-    round (commscope matrix --at-once: extra pairs=at once)."""
+AT_ONCE, ALONE = "at once", "alone after at once"  # how a pair was measured (Cluster.pair)
+
+
+def mode(row: Mapping[str, object]) -> str:
+    """How a pair's record was taken: "" one pair at a time, AT_ONCE beside
+    the other pairs of its round (commscope matrix --at-once), ALONE again
+    after a matrix at once (its slow pairs and a few reference pairs)."""
     try:
-        return dict(json.loads(str(row["config"])).get("extra") or {}).get("pairs") == "at once"
+        return str(dict(json.loads(str(row["config"])).get("extra") or {}).get("pairs") or "")
     except (KeyError, IndexError, TypeError, ValueError):
-        return False
+        return ""
 
 
 def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
@@ -203,14 +208,32 @@ def slow_pairs(v: Verdict) -> list[tuple[str, str]]:
     return sorted(k for k, (_, lo, _) in v.ratios.items() if v.typical > 0 and lo >= SLOW)
 
 
-def alone(v: Verdict, found_alone: Sequence[Pair], what: str) -> list[str]:
+def references(v: Verdict, k: int = 2) -> list[tuple[str, str]]:
+    """Up to k pairs that are not slow, nearest the typical pair: measured
+    alone beside the slow ones, they give the typical pair alone."""
+    ok = [(abs(math.log(m)), key) for key, (m, lo, _) in v.ratios.items()
+          if v.typical > 0 and lo < SLOW and m > 0]
+    return [key for _, key in sorted(ok)[:k]]
+
+
+def alone(v: Verdict, found_alone: Sequence[Pair], refs: Sequence[tuple[str, str]],
+          what: str) -> list[str]:
     """What measuring the slow pairs of a matrix taken a round at a time
     (--at-once) again, one pair at a time, says of each: slow alone too (the
     link or its nodes), or only beside the other pairs of its round (they
     share something: a switch, an uplink, the cores under emulated nodes).
-    Each pair alone is set against the typical pair at once."""
+    Each slow pair alone is set against the reference pairs (`refs`) alone:
+    the typical pair at once carries what the pairs shared, and its window
+    may have been narrowed, so it is no yardstick for a pair alone."""
     mine = {(p.a, p.b): p for p in unordered(found_alone)}
-    out = []
+    base = [mine[r].median for r in refs if r in mine]
+    if not base:
+        return [f"{a}/{b}: slow beside its round's pairs ({_x(v.ratios[(a, b)][0])}); no pair "
+                "fine at once was measured alone to set it against"
+                for a, b in slow_pairs(v)]
+    typical = statistics.median(base)
+    out = [f"alone, the typical pair ({', '.join('/'.join(r) for r in refs if r in mine)}) "
+           f"takes {typical:.4g} us"]
     for a, b in slow_pairs(v):
         m0 = v.ratios[(a, b)][0]
         p = mine.get((a, b))
@@ -218,8 +241,8 @@ def alone(v: Verdict, found_alone: Sequence[Pair], what: str) -> list[str]:
             out.append(f"{a}/{b} alone: not measured (its jobs failed): slow beside its "
                        f"round's pairs ({_x(m0)}), alone unknown")
             continue
-        m, lo, hi = (x / v.typical for x in (p.median, p.lo, p.hi))
-        said = (f"{a}/{b} alone: {_x(m)} [{_x(lo)}, {_x(hi)}] the typical {what} at once "
+        m, lo, hi = (x / typical for x in (p.median, p.lo, p.hi))
+        said = (f"{a}/{b} alone: {_x(m)} [{_x(lo)}, {_x(hi)}] the typical {what} alone "
                 f"({_x(m0)} beside its round's pairs): ")
         if lo >= SLOW:
             out.append(said + "slow alone too, the link or its nodes")

@@ -45,15 +45,19 @@ def waves(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat:
     n = len(cl.node_names())
     one = pair_place(cl)
     out: list[list[Job]] = []
+    how = pairs.AT_ONCE if at_once else ""
     for rnd in pairs.schedule(n):
-        there = [Job(core, f"latency@{lat},bw", one, opts, cluster=cl.pair(i, j, at_once))
+        there = [Job(core, f"latency@{lat},bw", one, opts, cluster=cl.pair(i, j, how))
                  for i, j in rnd]
-        back = [Job(core, "bw", one, opts, cluster=cl.pair(j, i, at_once)) for i, j in rnd]
+        back = [Job(core, "bw", one, opts, cluster=cl.pair(j, i, how)) for i, j in rnd]
         if at_once:
             out += [there, back]
         else:
             out += [[a] for ab in zip(there, back, strict=True) for a in ab]
     return out
+
+
+CPU_SETSIZE = 1024  # glibc's cpu_set_t: the CPUs the core's sched_setaffinity can name
 
 
 def cpu_list(spec: str) -> list[int]:
@@ -67,6 +71,9 @@ def cpu_list(spec: str) -> list[int]:
         out += range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1)
     if len(set(out)) != len(out):
         raise CommscopeError(f"--cpus '{spec}' names a CPU twice")
+    if big := [c for c in out if c >= CPU_SETSIZE]:
+        raise CommscopeError(f"--cpus: CPU {big[0]} is beyond the {CPU_SETSIZE} the core can "
+                             "pin to")
     if not_here := [c for c in out if c not in allowed]:
         raise CommscopeError(f"--cpus: this process may not run on CPU {not_here[0]} (it may "
                              f"on {len(allowed)}: {_ranges(sorted(allowed))})")
@@ -92,12 +99,15 @@ def pair_place(cl: cluster_mod.Cluster) -> cluster_mod.Placement:
 def _alone(a: argparse.Namespace, core: build_mod.Core, cl: cluster_mod.Cluster,
            opts: CoreOptions, names: list[str], slow: list[tuple[str, str]], bench: str,
            at: int, lat: int, limit: float, v: pairs.Verdict, what: str) -> list:
-    """The slow pairs of a matrix at once measured again one pair at a time,
-    and what that says of each (pairs.alone)."""
+    """The slow pairs of a matrix at once, and two pairs near the typical
+    one, measured again one pair at a time, and what that says of each
+    slow pair (pairs.alone).  Their records are marked (pairs=alone after
+    at once): a check, not a matrix."""
+    refs = pairs.references(v)
     redo = [Job(core, f"latency@{lat},bw" if bench == "latency" else "bw", pair_place(cl),
-                opts, cluster=cl.pair(*ij))
-            for x, y in slow for ij in ((names.index(x), names.index(y)),
-                                        (names.index(y), names.index(x)))
+                opts, cluster=cl.pair(*ij, pairs.ALONE))
+            for x, y in [*slow, *refs] for ij in ((names.index(x), names.index(y)),
+                                                  (names.index(y), names.index(x)))
             if bench == "bw" or ij[0] < ij[1]]
     st = Store(a.db)
     again = run_sweep(redo, st, argv=sys.argv, resume=False, timeout_s=limit,
@@ -106,9 +116,10 @@ def _alone(a: argparse.Namespace, core: build_mod.Core, cl: cluster_mod.Cluster,
                                         name=f"{bench} of the slow pairs, alone"))
     alone_rows = st.result_rows(run_ids=[o.run_id for o in again], narrowed=True)
     st.close()
-    print(f"  the {len(slow)} slow pair(s) measured again one pair at a time "
-          f"({a.repeat} rounds):")
-    for line in pairs.alone(v, pairs.pairs_from(pairs.per_pair(alone_rows, bench, at)), what):
+    print(f"  the {len(slow)} slow pair(s) and {len(refs)} typical one(s) measured again one "
+          f"pair at a time ({a.repeat} rounds):")
+    for line in pairs.alone(v, pairs.pairs_from(pairs.per_pair(alone_rows, bench, at)), refs,
+                            what):
         print(f"  {line}")
     return again
 
@@ -184,7 +195,10 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
         first = True
         for label, keep in pairs.classes(sockets):
-            got = pairs.judge(rows, bench, at, what, names if keep is None else (), word, keep)
+            # the CPUs this class has pairs of: one alone on its socket has none within
+            mine = [x for x in names if keep is None or label != "within a socket"
+                    or list(sockets.values()).count(sockets[x]) > 1]
+            got = pairs.judge(rows, bench, at, what, mine, word, keep)
             if got is None:
                 print(f"\n{what}{', ' + label if label else ''}: no pair measured")
                 continue
@@ -201,7 +215,8 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                     print(pairs.matrix_text(names, v.typical, every), end="")
                 first = False
             if label:
-                print(f"  {label} (typical {v.typical:.4g} us):")
+                print(f"  {label}" + (f" (typical {v.typical:.4g} us)" if v.typical > 0 else "")
+                      + ":")
             for line in v.lines:
                 print(f"  {line}")
             if a.at_once and (slow := pairs.slow_pairs(v)):

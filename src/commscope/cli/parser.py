@@ -360,7 +360,8 @@ def make_parser() -> Parser:
                     help="emu:NAME or hostfile:PATH (one rank on each node of a pair)")
     mx.add_argument("--within-node", action="store_true",
                     help="every pair of this machine's CPUs instead, two ranks pinned to "
-                         "the pair's CPUs (a slow core, a far socket)")
+                         "the pair's CPUs: a slow CPU (pairs within a socket and across "
+                         "sockets judged apart)")
     mx.add_argument("--cpus", help="with --within-node: these CPUs only (e.g. 0-3,8; "
                                    "default: every CPU this process may run on)")
     mx.add_argument("--mpi", action="append", help="the implementation (default: the first "
@@ -375,8 +376,8 @@ def make_parser() -> Parser:
                          "from the sizes)")
     mx.add_argument("--at-once", action="store_true",
                     help="run each round's pairs (disjoint) at the same time: n-1 rounds "
-                         "instead of n(n-1)/2 pairs, for many nodes; a pair slow only then "
-                         "shares something with another (default: one pair at a time)")
+                         "(n for odd n) instead of n(n-1)/2 pairs, for many nodes; the slow "
+                         "pairs are then measured alone (default: one pair at a time)")
     mx.add_argument("--db", default=DEFAULT_DB, help="store file (default ./commscope.db)")
     mx.add_argument("--quiet", action="store_true", help="no progress lines")
     mx.set_defaults(cc=None)

@@ -7,6 +7,10 @@ import time
 
 from tqdm import tqdm
 
+# no monitor thread beside the bar: `matrix --at-once` forks a process a job, and a
+# thread holding a lock at a fork leaves the child that lock held
+tqdm.monitor_interval = 0
+
 LABEL_WIDTH = 40  # of the current job's label on the bar: the rest is the bar and the time left
 
 

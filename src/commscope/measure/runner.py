@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import CommscopeError
 from ..store import benches
+from ..store import db as db_mod
 from ..store.db import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 from ..store.records import Parsed, Result, parse_file
 from ..store.sizes import expand_sizes, human
@@ -462,7 +463,7 @@ def run_at_once(waves: Sequence[Sequence[Job]], store: Store, *, argv: Sequence[
         with tempfile.TemporaryDirectory(prefix="commscope-wave-") as tmp:
             for rnd in plan_rounds:
                 for pos, wave in enumerate(rnd):
-                    outcomes += _wave(wave, store.path, sweep_id, timeout_s, policy, progress,
+                    outcomes += _wave(wave, store, sweep_id, timeout_s, policy, progress,
                                       pos, Path(tmp))
             # measured again at a common window as they were measured: beside their round's
             outcomes += _again_at_once(equal_windows(outcomes), store, sweep_id, timeout_s,
@@ -491,7 +492,7 @@ def _again_at_once(todo: Sequence[tuple[JobOutcome, Job]], store: Store, sweep_i
             waves.append([(first, job)])
     outs: list[JobOutcome] = []
     for k, w in enumerate(waves):
-        done = _wave([j for _, j in w], store.path, sweep_id, timeout_s, policy, progress,
+        done = _wave([j for _, j in w], store, sweep_id, timeout_s, policy, progress,
                      10_000 + k, tmp)
         for (first, job), out in zip(w, done, strict=True):
             window = job.again_at[0]  # type: ignore[index]
@@ -502,23 +503,31 @@ def _again_at_once(todo: Sequence[tuple[JobOutcome, Job]], store: Store, sweep_i
     return outs
 
 
-def _wave(wave: Sequence[Job], db: Path, sweep_id: int, timeout_s: float | None,
+def _wave(wave: Sequence[Job], store: Store, sweep_id: int, timeout_s: float | None,
           policy: NoisePolicy, progress: Progress, pos: int, tmp: Path) -> list[JobOutcome]:
     kids: list[tuple[int, Job, Path]] = []
     progress.start(" + ".join(j.label for j in wave))
+    stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    ended: dict[int, int] = {}  # pid -> wait status
     try:
         for k, job in enumerate(wave):
             t = timeout_s or default_timeout(
                 job.opts, len(expand_sizes(job.opts.sizes, job.opts.factor)),
                 len(job.bench.split(",")))
-            back = tmp / f"{pos}-{k}-{os.getpid()}.pickle"
+            back = tmp / f"{pos}-{k}-r{job.rep}-{os.getpid()}-{time.monotonic_ns()}.pickle"
             sys.stdout.flush()
             sys.stderr.flush()
+            # no stop between the fork and the child's own handling of one, nor
+            # between the fork and the parent's knowing the child
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
             pid = os.fork()
             if pid == 0:  # the job's own process: never returns
                 code = 1
                 try:
-                    own = Store(db)
+                    os.setpgid(0, 0)  # a Ctrl-C reaches the parent, which tells each job once
+                    db_mod.own_process()  # its runs are its own: abandoned if it dies
+                    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+                    own = Store(store.path)
                     out = run_job(job, own, sweep_id, timeout_s=t, policy=policy,
                                   round_pos=pos)
                     own.close()
@@ -531,37 +540,37 @@ def _wave(wave: Sequence[Job], db: Path, sweep_id: int, timeout_s: float | None,
                 finally:
                     os._exit(code)
             kids.append((pid, job, back))
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for pid, _, _ in kids:
-            os.waitpid(pid, 0)
+            ended[pid] = os.waitpid(pid, 0)[1]
     except BaseException:
-        # A Ctrl-C at the terminal reached every job's process too: each kills
-        # its job's family and stores what it had.  Those still running after
-        # a while (the parent alone was interrupted) are told once: a second
-        # SIGINT could cut a job's store transaction short.
-        alive = {pid for pid, _, _ in kids}
-        until = time.monotonic() + 5.0
-        while alive and time.monotonic() < until:
-            for pid in list(alive):
+        # interrupted: each job's process is told once, kills its job's family
+        # and stores what it had; the parent waits for all of them
+        for pid, _, _ in kids:
+            if pid not in ended:
                 try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        alive.discard(pid)
+                    os.kill(pid, signal.SIGINT)
+                except ProcessLookupError:
+                    pass
+        for pid, _, _ in kids:
+            if pid not in ended:
+                try:
+                    os.waitpid(pid, 0)
                 except ChildProcessError:
-                    alive.discard(pid)
-            time.sleep(0.05)
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGINT)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+                    pass
         raise
     outs = []
-    for _, job, back in kids:
-        if not back.exists():
+    for pid, job, back in kids:
+        if back.exists():
+            out = JobOutcome(job, *pickle.loads(back.read_bytes()))
+            back.unlink()
+        else:  # its process died (killed, out of memory): a failure, and the matrix goes on
             err = back.with_suffix(".err")
-            why = err.read_text().strip().splitlines()[-1] if err.exists() else "no outcome"
-            raise CommscopeError(f"{job.label}: its process ended without an outcome ({why})")
-        out = JobOutcome(job, *pickle.loads(back.read_bytes()))
+            why = (err.read_text().strip().splitlines() or ["?"])[-1] if err.exists() else (
+                f"exit status {os.waitstatus_to_exitcode(ended.get(pid, 0))}")
+            out = JobOutcome(job, -1, FAILED, Parsed(), [],
+                             f"its process ended without an outcome ({why})")
+            store.abandon_running()  # the run it began, if any, is a failure
         note = f" ({out.message})" if out.message else ""
         if any(out.flags):
             note += f" [{sum(out.flags)} record(s) taken beside other processes]"

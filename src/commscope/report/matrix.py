@@ -21,10 +21,13 @@ def matrices(rows: Sequence[Mapping[str, object]]
     each cluster and figure whose records name pairs of nodes."""
     out = []
     # pairs measured one at a time and those measured beside their round's: two matrices
-    clusters = sorted({(str(r["cluster"]), pairs.at_once(r)) for r in rows
-                       if pairs.pair_of(r) is not None})
-    for cl, together in clusters:
-        mine = [r for r in rows if r["cluster"] == cl and pairs.at_once(r) == together
+    # (the pairs measured alone after a matrix at once are a check of its slow pairs, said
+    # by the command: a few pairs, no matrix)
+    clusters = sorted({(str(r["cluster"]), pairs.mode(r)) for r in rows
+                       if pairs.pair_of(r) is not None and pairs.mode(r) != pairs.ALONE})
+    for cl, how in clusters:
+        together = how == pairs.AT_ONCE
+        mine = [r for r in rows if r["cluster"] == cl and pairs.mode(r) == how
                 and pairs.pair_of(r) is not None]
         for bench, pick, words in FIGURES:
             sizes = {int(r["size_bytes"]) for r in mine if r["bench"] == bench}  # type: ignore[call-overload]

@@ -41,6 +41,13 @@ def _start_ticks(pid: int) -> str | None:
 OWNER = f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid())}"
 
 
+def own_process() -> None:
+    """In a forked process (a job of `matrix --at-once`): the runs it begins
+    are its own, so that they are abandoned if it dies and its parent lives."""
+    global OWNER
+    OWNER = f"{socket.gethostname()}:{os.getpid()}:{_start_ticks(os.getpid())}"
+
+
 def owner_alive(owner: str | None) -> bool:
     """Whether the process that began a run still runs: False for a run
     stored before owners were (schema 12), True for one of another host."""

@@ -102,10 +102,11 @@ class Cluster:
         """The nodes, in order, where this kind of cluster names them here."""
         return []
 
-    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
+    def pair(self, i: int, j: int, mode: str = "") -> Cluster:
         """The same cluster restricted to its nodes i and j (in that order):
-        what `commscope matrix` launches one pair's job on (`at_once`: beside
-        the other pairs of its round, a configuration of its own)."""
+        what `commscope matrix` launches one pair's job on (`mode`: "at once",
+        beside the other pairs of its round, or "alone after at once", a
+        configuration of its own each; "": one pair at a time)."""
         raise CommscopeError(f"{self.label}: commscope matrix runs on an emulated cluster or "
                              "a hostfile's hosts")
 
@@ -120,13 +121,13 @@ class Cluster:
         return ()
 
 
-def pair_extra(between: tuple[str, str] | None, at_once: bool
+def pair_extra(between: tuple[str, str] | None, mode: str
                ) -> tuple[tuple[str, object], ...]:
     """A pair view's configuration: its two nodes, rank 0 on the first,
-    and whether the other pairs of its round ran beside it."""
+    and how it was measured where not one pair at a time (Cluster.pair)."""
     if not between:
         return ()
-    return (("pair", "/".join(between)),) + ((("pairs", "at once"),) if at_once else ())
+    return (("pair", "/".join(between)),) + ((("pairs", mode),) if mode else ())
 
 
 MAX_PER_CORE = 64  # local oversubscription: beyond it a run only exhausts the machine
@@ -154,7 +155,7 @@ class Cores(Local):
         self.cpus = sorted(os.sched_getaffinity(0)) if cpus is None else list(cpus)
 
     between: tuple[str, str] | None = None
-    at_once = False
+    mode = ""
 
     def node_names(self) -> list[str]:
         return [f"cpu{c}" for c in self.cpus]
@@ -170,13 +171,13 @@ class Cores(Local):
                 out[f"cpu{c}"] = 0
         return out
 
-    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
+    def pair(self, i: int, j: int, mode: str = "") -> Cluster:
         view = Cores([self.cpus[i], self.cpus[j]])
-        view.between, view.at_once = (f"cpu{self.cpus[i]}", f"cpu{self.cpus[j]}"), at_once
+        view.between, view.mode = (f"cpu{self.cpus[i]}", f"cpu{self.cpus[j]}"), mode
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return pair_extra(self.between, self.at_once)
+        return pair_extra(self.between, self.mode)
 
     def launch(self, impl: MpiImpl, place: Placement, exe: str, args: list[str],
                workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
@@ -279,12 +280,12 @@ class Hostfile(Cluster):
         return d
 
     between: tuple[str, str] | None = None  # a pair view: its two hosts
-    at_once = False  # ... measured beside the other pairs of its round
+    mode = ""  # ... how: Cluster.pair
 
     def node_names(self) -> list[str]:
         return [h for h, _ in self.hosts]
 
-    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
+    def pair(self, i: int, j: int, mode: str = "") -> Cluster:
         names = self.node_names()
         if len(set(names)) != len(names):
             dup = next(h for h in names if names.count(h) > 1)
@@ -293,11 +294,11 @@ class Hostfile(Cluster):
         view = Hostfile.__new__(Hostfile)
         view.path, view.hosts = self.path, [self.hosts[i], self.hosts[j]]
         view.between = (names[i], names[j])
-        view.at_once = at_once
+        view.mode = mode
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return pair_extra(self.between, self.at_once)
+        return pair_extra(self.between, self.mode)
 
 
 # srun's PMI plugin for each family (Debian: Open MPI through PMIx, MPICH
@@ -434,20 +435,20 @@ class Emulated(Cluster):
         return d
 
     between: tuple[str, str] | None = None  # a pair view: its two nodes
-    at_once = False  # ... measured beside the other pairs of its round
+    mode = ""  # ... how: Cluster.pair
 
     def node_names(self) -> list[str]:
         return [n.hostname for n in self.c.nodes]
 
-    def pair(self, i: int, j: int, at_once: bool = False) -> Cluster:
+    def pair(self, i: int, j: int, mode: str = "") -> Cluster:
         view = Emulated(state=replace(self.c, nodes=(self.c.nodes[i], self.c.nodes[j])))
         view.full = self.c
         view.between = (self.c.nodes[i].hostname, self.c.nodes[j].hostname)
-        view.at_once = at_once
+        view.mode = mode
         return view
 
     def config_extra(self) -> tuple[tuple[str, object], ...]:
-        return pair_extra(self.between, self.at_once)
+        return pair_extra(self.between, self.mode)
 
     def link_bytes(self, place: Placement) -> dict[str, int] | None:
         return self.c.link_bytes(place.nodes)

@@ -18,6 +18,7 @@ import ctypes
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import time
@@ -240,7 +241,8 @@ def agent_script(c: EmuCluster) -> str:
     lines = [AGENT_HEAD.format(name=c.name)]
     for n in c.nodes:
         ns = " ".join(n.namespaces())
-        join = f"echo $$ > {n.cgroup}/cgroup.procs && " if n.cgroup else ""  # a CPU-held node
+        join = (f"echo $$ > {shlex.quote(n.cgroup + '/cgroup.procs')} && " if n.cgroup
+                else "")  # a CPU-held node
         lines.append(f"  {n.hostname}|{n.address}) {join}exec {ns} /bin/sh -c \"$*\" ;;\n")
     lines.append('  *) echo "commscope agent: no node $host in cluster '
                  f'{c.name}" >&2; exit 255 ;;\nesac\n')
@@ -306,12 +308,16 @@ def parse_degrade(specs: list[str], nodes: int, link: str) -> dict[int, str]:
 
 
 def cpu_controller() -> tuple[int, Path] | None:
-    """(cgroup version, the folder a node's group is made in), or None."""
-    if (CGROUP_V1 / "cpu.cfs_quota_us").exists():
+    """(cgroup version, the folder a node's group is made in), or None
+    where there is none this process may make a group in."""
+    if (CGROUP_V1 / "cpu.cfs_quota_us").exists() and os.access(CGROUP_V1, os.W_OK):
         return 1, CGROUP_V1
     ctl = CGROUP_V2 / "cgroup.subtree_control"
-    if ctl.exists() and "cpu" in ctl.read_text().split():
-        return 2, CGROUP_V2
+    try:
+        if "cpu" in ctl.read_text().split() and os.access(CGROUP_V2, os.W_OK):
+            return 2, CGROUP_V2
+    except OSError:
+        pass
     return None
 
 
@@ -321,24 +327,39 @@ def _cpu_group(netns: str) -> str:
     if not version:
         raise CommscopeError("the cgroup cpu controller went away")
     d = root / f"commscope-{netns}"
-    d.mkdir(exist_ok=True)
     period = 100_000
-    if version == 1:
-        (d / "cpu.cfs_period_us").write_text(str(period))
-        (d / "cpu.cfs_quota_us").write_text(str(period * CPU_SHARE // 100))
-    else:
-        (d / "cpu.max").write_text(f"{period * CPU_SHARE // 100} {period}")
+    try:
+        d.mkdir(exist_ok=True)
+        if version == 1:
+            (d / "cpu.cfs_period_us").write_text(str(period))
+            (d / "cpu.cfs_quota_us").write_text(str(period * CPU_SHARE // 100))
+        else:
+            (d / "cpu.max").write_text(f"{period * CPU_SHARE // 100} {period}")
+    except OSError as exc:  # a read-only cgroup tree (a container): said, nothing left
+        raise CommscopeError(f"--degrade NODE:cpu: cannot hold a node to a share of a CPU "
+                             f"({d}: {exc.strerror or exc})") from exc
     return str(d)
 
 
-def _remove_groups(pre: str) -> None:
+def _remove_groups(pre: str) -> list[str]:
+    """Remove the cluster's CPU groups (a group empties a moment after its
+    last process is killed); those that stay are returned."""
+    left = []
     for root in (CGROUP_V1, CGROUP_V2):
-        if root.is_dir():
-            for d in root.glob(f"commscope-{pre}-*"):
+        if not root.is_dir():
+            continue
+        for d in sorted(root.glob(f"commscope-{pre}-*")):
+            for _ in range(50):
                 try:
                     d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
                 except OSError:
-                    pass  # a process still in it: its killing failed, said by down()
+                    time.sleep(0.1)
+            if d.exists():
+                left.append(str(d))
+    return left
 
 
 def up(name: str, nodes: int, link: str, degrade: list[str] | None = None) -> EmuCluster:
@@ -444,7 +465,7 @@ def _teardown(pre: str) -> int:
     state = STATE_ROOT / pre
     for f in sorted(state.glob("*.uts")) + sorted(state.glob("*.ipc")):
         _umount(str(f))
-    _remove_groups(pre)
+    _remove_groups(pre)  # said by down() where one stays
     for n in names:  # deleting a node's namespace deletes its veth pair too
         subprocess.run(["ip", "netns", "del", n], capture_output=True, timeout=30, check=False)
     if state.is_dir():
@@ -467,4 +488,7 @@ def down(name: str) -> int:
     left = sorted(p.name for p in NETNS_DIR.glob(f"{pre}-*")) if NETNS_DIR.is_dir() else []
     if left:
         raise CommscopeError(f"could not delete namespaces {', '.join(left)}")
+    if groups := _remove_groups(pre):
+        raise CommscopeError(f"could not remove CPU groups {', '.join(groups)} (a process "
+                             "still in them)")
     return killed
