@@ -137,3 +137,37 @@ def test_a_node_held_to_a_share_of_one_cpu_holds_everything_started_in_it(tmp_pa
 def emu_placement(name: str) -> dict:
     from commscope.measure.cluster import Emulated
     return Emulated(name).pair(1, 0).describe()
+
+
+@pytest.mark.mpi
+def test_at_once_names_the_degraded_node_and_finds_it_slow_alone_too(capsys, tmp_path):
+    """--at-once on four nodes, n2 on 100 Mbit/s, one round: the pairs of
+    each round launched together, n2 named, and its three pairs measured
+    alone beside two typical pairs are slow alone too.  Noise policy: a
+    tenfold gap against a 1.2x cut; latency is not asserted."""
+    name = f"{TAG}w"
+    assert cli.main(["cluster", "up", "--nodes", "4", "--link", "1gbit", "--name", name,
+                     "--degrade", "n2:100mbit"]) == 0
+    db = tmp_path / "m.db"
+    try:
+        capsys.readouterr()
+        rc = cli.main(["matrix", "--cluster", f"emu:{name}", "--db", str(db), "--quiet",
+                       "--mpi", "openmpi", "--at-once", "--repeat", "1"])
+        out = capsys.readouterr().out
+    finally:
+        emu.down(name)
+    assert rc == 0, out
+    assert "each round's 2 pairs at once" in out, out
+    bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
+    named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
+    assert named == [f"{name}-n2"], bw
+    alone = [line for line in bw.splitlines() if " alone: " in line]
+    assert len(alone) == 3 and all(x.endswith("slow alone too, the link or its nodes")
+                                   for x in alone), bw
+    store = Store(db, create=False)
+    modes = [json.loads(r["config"])["extra"].get("pairs") for r in
+             store.db.execute("SELECT config FROM runs")]
+    # n2's 3 pairs and 2 typical ones, both ways (and again at a common window)
+    assert modes.count("alone after at once") >= 10 and modes.count("at once") >= 12, modes
+    assert {r[0] for r in store.db.execute("SELECT status FROM runs")} == {"ok"}
+    assert not mpi_processes()

@@ -186,7 +186,7 @@ def test_a_job_whose_process_dies_is_a_failure_and_the_matrix_goes_on(tmp_path, 
     assert broke.status == FAILED and broke.message.endswith(
         "(RuntimeError: the stand-in broke)"), broke.message
     killed = got[("node1/node0", 2)]
-    assert killed.status == FAILED and "exit status -9" in killed.message, killed.message
+    assert killed.status == FAILED and "(killed by SIGKILL)" in killed.message, killed.message
     assert got[("node0/node1", 2)].status == got[("node1/node0", 1)].status == OK
     rows = store.db.execute("SELECT status, stderr_tail FROM runs WHERE repetition=2 AND "
                             "config LIKE '%node1/node0%'").fetchall()

@@ -124,6 +124,45 @@ def _alone(a: argparse.Namespace, core: build_mod.Core, cl: cluster_mod.Cluster,
     return again
 
 
+def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: list[str],
+            bench: str, at: int, what: str, alone_check) -> list:
+    """One figure's matrix and verdict (each class of pairs apart: within a
+    socket and across, for CPUs on several), and with --at-once the slow
+    pairs measured alone (`alone_check`); the outcomes of those jobs."""
+    more: list = []
+    word = "CPU" if a.within_node else "node"
+    sockets = cl.sockets() if isinstance(cl, cluster_mod.Cores) else {}
+    first = True
+    for label, keep in pairs.classes(sockets):
+        # the CPUs this class has pairs of: one alone on its socket has none within
+        mine = [x for x in names if keep is None or label != "within a socket"
+                or list(sockets.values()).count(sockets[x]) > 1]
+        got = pairs.judge(rows, bench, at, what, mine, word, keep)
+        if got is None:
+            print(f"\n{what}{', ' + label if label else ''}: no pair measured")
+            continue
+        found, v = got
+        if first:  # the matrix over the first class's typical pair, every pair in it
+            typical = f" ({v.typical:.4g} us)" if v.typical > 0 else ""
+            rows_are = ", rows send, columns receive" if bench == "bw" else ""
+            whose = "this machine's" if a.within_node else "the cluster's"
+            print(f"\n{what} ({bench}), each pair over {whose} typical pair"
+                  f"{' ' + label if label else ''}{typical}{rows_are}:")
+            if v.typical > 0:
+                every = found if keep is None else pairs.pairs_from(
+                    pairs.per_pair(rows, bench, at))
+                print(pairs.matrix_text(names, v.typical, every), end="")
+            first = False
+        if label:
+            print(f"  {label}" + (f" (typical {v.typical:.4g} us)" if v.typical > 0 else "")
+                  + ":")
+        for line in v.lines:
+            print(f"  {line}")
+        if a.at_once and (slow := pairs.slow_pairs(v)):
+            more += alone_check(slow, v)
+    return more
+
+
 @command("matrix")
 def cmd_matrix(a: argparse.Namespace) -> int:
     if a.within_node:
@@ -189,38 +228,10 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                     else o.status)
             print(f"  {pair}: {what}"
                   + (f" ({o.message[:160]})" if o.message and not kept else ""))
-    word = "CPU" if a.within_node else "node"
-    sockets = cl.sockets() if isinstance(cl, cluster_mod.Cores) else {}
     for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
-        first = True
-        for label, keep in pairs.classes(sockets):
-            # the CPUs this class has pairs of: one alone on its socket has none within
-            mine = [x for x in names if keep is None or label != "within a socket"
-                    or list(sockets.values()).count(sockets[x]) > 1]
-            got = pairs.judge(rows, bench, at, what, mine, word, keep)
-            if got is None:
-                print(f"\n{what}{', ' + label if label else ''}: no pair measured")
-                continue
-            found, v = got
-            if first:  # the matrix over the first class's typical pair, every pair in it
-                typical = f" ({v.typical:.4g} us)" if v.typical > 0 else ""
-                rows_are = ", rows send, columns receive" if bench == "bw" else ""
-                whose = "this machine's" if a.within_node else "the cluster's"
-                print(f"\n{what} ({bench}), each pair over {whose} typical pair"
-                      f"{' ' + label if label else ''}{typical}{rows_are}:")
-                if v.typical > 0:
-                    every = found if keep is None else pairs.pairs_from(
-                        pairs.per_pair(rows, bench, at))
-                    print(pairs.matrix_text(names, v.typical, every), end="")
-                first = False
-            if label:
-                print(f"  {label}" + (f" (typical {v.typical:.4g} us)" if v.typical > 0 else "")
-                      + ":")
-            for line in v.lines:
-                print(f"  {line}")
-            if a.at_once and (slow := pairs.slow_pairs(v)):
-                outcomes += _alone(a, core, cl, opts, names, slow, bench, at, lat, limit, v,
-                                   what)
+        outcomes += _figure(a, rows, cl, names, bench, at, what,
+                            lambda slow, v, bench=bench, at=at, what=what: _alone(
+                                a, core, cl, opts, names, slow, bench, at, lat, limit, v, what))
     print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")
     return 1 if any(o.status != "ok" for o in outcomes) else 0

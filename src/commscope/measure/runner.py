@@ -505,6 +505,8 @@ def _again_at_once(todo: Sequence[tuple[JobOutcome, Job]], store: Store, sweep_i
 
 def _wave(wave: Sequence[Job], store: Store, sweep_id: int, timeout_s: float | None,
           policy: NoisePolicy, progress: Progress, pos: int, tmp: Path) -> list[JobOutcome]:
+    """The jobs of one wave at once, a forked process each (run_at_once);
+    their outcomes in the wave's order."""
     kids: list[tuple[int, Job, Path]] = []
     progress.start(" + ".join(j.label for j in wave))
     stops = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
@@ -566,8 +568,9 @@ def _wave(wave: Sequence[Job], store: Store, sweep_id: int, timeout_s: float | N
             back.unlink()
         else:  # its process died (killed, out of memory): a failure, and the matrix goes on
             err = back.with_suffix(".err")
+            code = os.waitstatus_to_exitcode(ended.get(pid, 0))
             why = (err.read_text().strip().splitlines() or ["?"])[-1] if err.exists() else (
-                f"exit status {os.waitstatus_to_exitcode(ended.get(pid, 0))}")
+                f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}")
             out = JobOutcome(job, -1, FAILED, Parsed(), [],
                              f"its process ended without an outcome ({why})")
             store.abandon_running()  # the run it began, if any, is a failure
