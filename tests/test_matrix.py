@@ -62,6 +62,21 @@ def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path):
         emu.down(one)
 
 
+def degraded_matrix(capsys, tmp_path, name: str, *args: str):
+    """commscope matrix on four nodes on Gigabit with n2 on 100 Mbit/s (the
+    cluster made and removed here): its exit status, output and store."""
+    assert cli.main(["cluster", "up", "--nodes", "4", "--link", "1gbit", "--name", name,
+                     "--degrade", "n2:100mbit"]) == 0
+    db = tmp_path / "m.db"
+    try:
+        capsys.readouterr()
+        rc = cli.main(["matrix", "--cluster", f"emu:{name}", "--db", str(db), "--quiet",
+                       "--mpi", "openmpi", *args])
+        return rc, capsys.readouterr().out, db
+    finally:
+        emu.down(name)
+
+
 @pytest.mark.mpi
 def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     """Four nodes on Gigabit, n2 on 100 Mbit/s: every pair with n2 takes about
@@ -69,16 +84,7 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     gap against a 1.2x cut survives a busy machine; latency at 8 B (which a
     token bucket's burst lets through at full speed) is not asserted."""
     name = f"{TAG}d"
-    assert cli.main(["cluster", "up", "--nodes", "4", "--link", "1gbit", "--name", name,
-                     "--degrade", "n2:100mbit"]) == 0
-    db = tmp_path / "m.db"
-    try:
-        capsys.readouterr()
-        rc = cli.main(["matrix", "--cluster", f"emu:{name}", "--db", str(db), "--quiet",
-                       "--mpi", "openmpi"])
-        out = capsys.readouterr().out
-    finally:
-        emu.down(name)
+    rc, out, db = degraded_matrix(capsys, tmp_path, name)
     assert rc == 0, out
     bw = out.split("time of one 1 MiB message (bw)")[1].split(
         "latency at 8 B")[0]
@@ -146,16 +152,7 @@ def test_at_once_names_the_degraded_node_and_finds_it_slow_alone_too(capsys, tmp
     alone beside two typical pairs are slow alone too.  Noise policy: a
     tenfold gap against a 1.2x cut; latency is not asserted."""
     name = f"{TAG}w"
-    assert cli.main(["cluster", "up", "--nodes", "4", "--link", "1gbit", "--name", name,
-                     "--degrade", "n2:100mbit"]) == 0
-    db = tmp_path / "m.db"
-    try:
-        capsys.readouterr()
-        rc = cli.main(["matrix", "--cluster", f"emu:{name}", "--db", str(db), "--quiet",
-                       "--mpi", "openmpi", "--at-once", "--repeat", "1"])
-        out = capsys.readouterr().out
-    finally:
-        emu.down(name)
+    rc, out, db = degraded_matrix(capsys, tmp_path, name, "--at-once", "--repeat", "1")
     assert rc == 0, out
     assert "each round's 2 pairs at once" in out, out
     bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
