@@ -101,14 +101,14 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
         return
     assert gaps, (out, [(o.gap.id, o.conf) for o in d.outcomes])
     assert trials and any(t.verdict == "closes" for t in trials), (out, trials)
-    # the file of the configuration under study (with both cores busy, a setting was once
-    # found for the default configuration too, and checked in a file of its own)
+    # the files with the eager limit: the configuration under study's, and (seen twice
+    # beside busy loops) the default configuration's too, whose 4 KiB limit the classic
+    # knob raises for bw at 4-32 KiB: each checked in a file of its own
     mine = [c for c in d.checks if any(k == "OMPI_MCA_btl_vader_eager_limit"
                                        for k, _ in c.settings)
             or any(kv.startswith("OMPI_MCA_btl_vader_eager_limit=") for kv, _ in c.left_out)]
-    assert len(mine) == 1, (out, d.checks)
-    (fc,) = mine
-    assert all(c.arm != fc.arm for c in d.checks if c is not fc), d.checks  # others' own
+    assert 1 <= len(mine) <= 2 and len({c.arm for c in mine}) == len(mine), (out, d.checks)
+    fc = next((c for c in mine if c.passed and c.file), mine[0])
     if busy >= BUSY and not fc.passed and fc.reason.startswith("only "):
         # beside other work the check of the file ran out of rounds (a busy suite run: "only
         # 2 round(s) were paired" at a 120 s budget): then no file is handed over, and why
