@@ -18,6 +18,7 @@ from ..measure import cluster as cluster_mod
 from ..measure.plan import CoreOptions, Job
 from ..measure.progress import Progress
 from ..measure.runner import NoisePolicy, default_timeout, run_at_once, run_sweep
+from ..report.sections import id_ranges
 from ..store.db import Store
 from ..store.sizes import human_bytes, parse_size
 from .common import command, named_impls
@@ -76,18 +77,8 @@ def cpu_list(spec: str) -> list[int]:
                              "pin to")
     if not_here := [c for c in out if c not in allowed]:
         raise CommscopeError(f"--cpus: this process may not run on CPU {not_here[0]} (it may "
-                             f"on {len(allowed)}: {_ranges(sorted(allowed))})")
+                             f"on {len(allowed)}: {id_ranges(sorted(allowed))})")
     return out
-
-
-def _ranges(cpus: list[int]) -> str:
-    runs: list[list[int]] = []
-    for c in cpus:
-        if runs and c == runs[-1][1] + 1:
-            runs[-1][1] = c
-        else:
-            runs.append([c, c])
-    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def pair_place(cl: cluster_mod.Cluster) -> cluster_mod.Placement:

@@ -202,8 +202,8 @@ def _json(text: object) -> dict[str, object]:
     return d if isinstance(d, dict) else {}
 
 
-def _ranges(ids: Sequence[int]) -> str:
-    """1-3, 7, 9-12"""
+def id_ranges(ids: Sequence[int]) -> str:
+    """1-3, 7, 9-12 (run ids, CPU numbers)"""
     out: list[str] = []
     xs = sorted(set(ids))
     i = 0
@@ -341,9 +341,9 @@ def runs_section(store: Store, b: Behind) -> dict[str, object]:
         n_runs = f"{len(rs)} (repetition{'s' if len(reps) > 1 else ''} {_span(reps[0], reps[-1])}"
         redo = sorted(set(ids) & again)
         if redo:
-            n_runs += (f"; run{'s' if len(redo) > 1 else ''} {_ranges(redo)} measured sizes "
+            n_runs += (f"; run{'s' if len(redo) > 1 else ''} {id_ranges(redo)} measured sizes "
                        "again at a common window")
-        n_runs += f"): {'runs' if len(ids) > 1 else 'run'} {_ranges(ids)}"
+        n_runs += f"): {'runs' if len(ids) > 1 else 'run'} {id_ranges(ids)}"
         status = Counter(str(r["status"]) for r in rs)
         rows.append((labels[k], where, fold(version) if version else "-",
                      *(() if common else (_bench_list(benches[k]),)), n_runs,
