@@ -10,9 +10,11 @@
    nothing changed between them): the share of pairs it calls different;
 3. interval coverage: four `--repeat 3` runs of latency at 8 B and 1 MiB
    under each implementation; for every ordered pair of runs, whether the
-   first run's printed interval holds the second run's figure.
+   first run's printed interval (where a next run's figure is expected)
+   holds the second run's figure.
 
     bench/conclusions.py [--keep DIR] [--budget 70] [--skip-coverage]
+    bench/conclusions.py --judge DIR/coverage.db   (a kept store, judged again)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from commscope.analysis import conclude
 from commscope.analysis import diagnosis as dg
 from commscope.analysis.repeats import aggregate
 from commscope.analysis.significance import MIN_FACTOR
+from commscope.report.tables import figure_interval
 from commscope.store.db import Store
 
 SWEEP = ["--bench", "p2p,coll,coll-sends", "--repeat", "3"]  # make run's
@@ -56,31 +59,50 @@ def overlap(a: set, b: set) -> tuple[float, float]:
     return len(a & b) / len(a | b), len(a & b) / max(1, min(len(a), len(b)))
 
 
-def coverage(db: Path, mpis: list[str]) -> tuple[int, int, list[str]]:
-    """Four --repeat 3 runs of latency at 8 B and 1 MiB: for each ordered
-    pair (i, j), does run i's interval hold run j's figure?"""
+def coverage(db: Path, mpis: list[str]) -> tuple[int, int, int, int, list[str]]:
+    """Four --repeat 3 runs of latency at 8 B and 1 MiB, then judged."""
     for _ in range(4):
         run(["run", "--db", str(db), "--bench", "latency", "--sizes", "8", "--repeat", "3",
              "--quiet", "--no-advise", "--no-probe", *sum((["--mpi", m] for m in mpis), [])])
         run(["run", "--db", str(db), "--bench", "latency", "--sizes", "1M", "--repeat", "3",
              "--quiet", "--no-advise", "--no-probe", *sum((["--mpi", m] for m in mpis), [])])
+    return judge(db)
+
+
+def judge(db: Path) -> tuple[int, int, int, int, list[str]]:
+    """For each ordered pair of sweeps (i, j) of each point: does the
+    interval `show` prints for run i (tables.figure_interval: where a next
+    run's figure is expected) hold run j's figure?  Every ordered pair, and
+    the forward ones (j after i: the next run proper) apart."""
     store = Store(db)
     sweeps = [r[0] for r in store.db.execute("SELECT id FROM sweeps ORDER BY id")]
     figs: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     for s in sweeps:
         for r in aggregate(store.selection(f"sweep={s}"), mode="dominant"):
-            figs.setdefault((str(r["mpi_name"]), int(r["size_bytes"])), []).append(
-                (float(r["median_us"]), float(r["ci_lo_us"]), float(r["ci_hi_us"])))
-    held = total = 0
+            rng = figure_interval(r, float(r["median_us"]))
+            if rng is not None:
+                figs.setdefault((str(r["mpi_name"]), int(r["size_bytes"])), []).append(
+                    (float(r["median_us"]), *rng))
+    held = total = fwd_held = fwd_total = 0
     lines = []
     for (m, size), xs in sorted(figs.items()):
-        ok = sum(1 for i, (_, lo, hi) in enumerate(xs) for j, (x, _, _) in enumerate(xs)
-                 if i != j and lo <= x <= hi)
-        n = len(xs) * (len(xs) - 1)
-        held, total = held + ok, total + n
-        lines.append(f"  {m:>8} {size:>8} B: {ok}/{n} held; figures "
+        ok = [(i < j, lo <= x <= hi) for i, (_, lo, hi) in enumerate(xs)
+              for j, (x, _, _) in enumerate(xs) if i != j]
+        held += sum(h for _, h in ok)
+        total += len(ok)
+        fwd_held += sum(h for f, h in ok if f)
+        fwd_total += sum(1 for f, _ in ok if f)
+        lines.append(f"  {m:>8} {size:>8} B: {sum(h for _, h in ok)}/{len(ok)} held; figures "
                      + ", ".join(f"{x:.3f} [{lo:.3f}, {hi:.3f}]" for x, lo, hi in xs))
-    return held, total, lines
+    return held, total, fwd_held, fwd_total, lines
+
+
+def print_coverage(held: int, total: int, fwd_held: int, fwd_total: int,
+                   lines: list[str]) -> None:
+    print(f"interval coverage: {held} of {total} ordered pairs ({held / max(1, total):.0%}; "
+          f"target: 80%); the next run (j after i): {fwd_held} of {fwd_total} "
+          f"({fwd_held / max(1, fwd_total):.0%})")
+    print("\n".join(lines))
 
 
 def main() -> int:
@@ -88,7 +110,12 @@ def main() -> int:
     ap.add_argument("--keep", help="a folder for the stores (default: a temporary one)")
     ap.add_argument("--budget", default="70", help="--advise-budget of each run")
     ap.add_argument("--skip-coverage", action="store_true")
+    ap.add_argument("--judge", metavar="DB", help="only judge the coverage of a kept "
+                    "coverage.db (its sweeps as stored) under this code, measuring nothing")
     a = ap.parse_args()
+    if a.judge:
+        print_coverage(*judge(Path(a.judge)))
+        return 0
     tmp = tempfile.TemporaryDirectory(prefix="commscope-conclusions-")
     where = Path(a.keep or tmp.name)
     where.mkdir(parents=True, exist_ok=True)
@@ -140,9 +167,7 @@ def main() -> int:
           "target: at most 5%)")
     if not a.skip_coverage:
         mpis = sorted({str(r["mpi_name"]) for r in store.result_rows()})
-        held, total, lines = coverage(where / "coverage.db", mpis)
-        print(f"interval coverage: {held} of {total} ({held / max(1, total):.0%}; target: 80%)")
-        print("\n".join(lines))
+        print_coverage(*coverage(where / "coverage.db", mpis))
     return 0
 
 

@@ -158,8 +158,8 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
 
     # 3 repetitions; fewer where some were measured in another machine mode and
     # left out (the table says how many; then no point need keep all 3)
-    got = re.search(r"95% interval between runs \(figures combine ((?:\d/)*(\d)) interleaved "
-                    r"runs\)", out)
+    got = re.search(r"95% prediction interval from the spread between runs \(figures combine "
+                    r"((?:\d/)*(\d)) interleaved runs\)", out)
     if got is None:  # every point left with two runs or fewer (other modes, busy runs)
         assert "the figure's interval (see the marks)" in out and ("¹" in out or "²" in out), out
     elif "were left out" not in out and "¹" not in out and "²" not in out:

@@ -86,8 +86,14 @@ def test_every_point_is_the_figure_show_prints(store, capsys):
     # the intervals are the between-run ones, and cover the headline
     timed = [p for p in pts if p["low"] is not None]
     assert timed and all(p["low"] <= p["value"] <= p["high"] for p in timed)
-    assert {p["interval"] for p in timed} <= {"between runs", "range of 2 runs",
+    assert {p["interval"] for p in timed} <= {"between runs", "pooled", "range of 2 runs",
                                               "within one run"}
+    # where a next run is expected: never narrower than the typical figure's
+    # interval the comparisons use (ci_lo_us, ci_hi_us)
+    times = [p for p in timed if p["figure"] == "median_us" and p["interval"] == "between runs"]
+    assert times and all(p["low"] <= p["ci_lo_us"] and p["high"] >= p["ci_hi_us"] for p in times)
+    assert sum(p["high"] - p["low"] > 1.5 * (p["ci_hi_us"] - p["ci_lo_us"]) for p in times) \
+        > len(times) / 2
     # the runs a figure combines, and their mark: one is ¹, two ²
     assert all(("¹" in p["marks"]) == (p["runs"] == 1) and ("²" in p["marks"]) == (p["runs"] == 2)
                for p in pts)

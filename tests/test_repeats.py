@@ -13,6 +13,7 @@ import pytest
 from commscope.analysis import compare, repeats
 from commscope.analysis.repeats import aggregate, between, detect_modes, mode_of
 from commscope.errors import CommscopeError
+from commscope.report.tables import figure_interval
 from commscope.store.config import Configuration, config_of, from_stored, what
 from commscope.store.db import FAILED, OK, Store
 from commscope.store.records import parse_file
@@ -37,6 +38,66 @@ def test_between_runs_median_and_interval_from_the_spread():
     assert between([0.075, 0.19, 0.18]).half_rel > 0.5
     one = between([3.0], 2.9, 3.2)
     assert (one.lo, one.median, one.hi) == (2.9, 3.0, 3.2)
+
+
+def test_a_next_runs_interval_is_the_prediction_interval_wider_than_the_typical_figures():
+    # one more run's figure: t(n-1) * sd * sqrt(1 + 1/n) a side, where the
+    # typical figure's interval (what comparisons use) is t(n-1) * sd / sqrt(n)
+    b = between([1.0, 1.1, 0.9])
+    logs = [math.log(x) for x in (1.0, 1.1, 0.9)]
+    m = sum(logs) / 3
+    sd = math.sqrt(sum((x - m) ** 2 for x in logs) / 2)
+    assert b.next_lo == pytest.approx(math.exp(m - 4.303 * sd * math.sqrt(4 / 3)), rel=1e-4)
+    assert b.next_hi == pytest.approx(math.exp(m + 4.303 * sd * math.sqrt(4 / 3)), rel=1e-4)
+    assert math.log(b.next_hi / b.next_lo) == pytest.approx(2 * math.log(b.hi / b.lo), rel=1e-3)
+    # never narrower than the typical figure's (its floor, one run's own CI)
+    tight = between([2.0, 2.0, 2.0], floor_lo=1.9, floor_hi=2.1)
+    assert (tight.next_lo, tight.next_hi) == (1.9, 2.1)
+
+
+def test_a_next_runs_interval_reaches_the_runs_taken_in_the_hosts_other_state():
+    # three runs a point; the host was in its slow state (275 ns) for one of
+    # them: the figure is the usual mode's, a next run may be taken in either
+    rows = [_row(1, "a", 0.25, 70.0), _row(2, "a", 0.26, 71.0), _row(3, "a", 0.72, 275.0),
+            _row(4, "b", 0.24, 69.0), _row(5, "b", 0.25, 70.0), _row(6, "b", 0.23, 72.0)]
+    got = {r["config_key"]: r for r in aggregate(rows, mode="dominant")}
+    a = got["a"]
+    assert a["rep_ids"] == (1, 2) and a["other_state_us"] == (0.72,)
+    assert a["next_hi_us"] == 0.72 and a["ci_hi_us"] < 0.5  # comparisons keep their interval
+    assert got["b"]["other_state_us"] == () and got["b"]["next_hi_us"] < 0.5
+    # a run taken while other processes used the CPU says nothing of a next one
+    busy = aggregate([*rows[:2], _row(3, "a", 0.72, 275.0, flagged=True)], mode="dominant")[0]
+    assert busy["other_state_us"] == () and busy["next_hi_us"] < 0.5
+
+
+def test_one_or_two_runs_take_the_spread_of_their_benchmarks_points_pooled():
+    # a: 3 runs at each of 3 sizes (6 degrees of freedom); c: two runs left
+    rows = [_row(10 * k + i, "a", v, 70.0, size=s) for k, (s, vs) in enumerate(
+                ((8, (1.0, 1.1, 0.9)), (64, (2.0, 2.1, 1.9)), (512, (3.0, 3.3, 2.8))))
+            for i, v in enumerate(vs)]
+    two = [_row(100, "c", 5.0, 70.0), _row(101, "c", 5.01, 70.0)]
+    got = {(r["config_key"], r["size_bytes"]): r for r in aggregate([*rows, *two])}
+    c = got[("c", 8)]
+    logs = [[math.log(v) for v in vs] for vs in ((1.0, 1.1, 0.9), (2.0, 2.1, 1.9),
+                                                   (3.0, 3.3, 2.8), (5.0, 5.01))]
+    ss = sum(sum((x - sum(ls) / len(ls)) ** 2 for x in ls) for ls in logs)
+    sd = math.sqrt(ss / 7)  # 2 + 2 + 2 + 1 degrees of freedom
+    m = (math.log(5.0) + math.log(5.01)) / 2
+    assert c["next_pooled"]
+    assert c["next_lo_us"] == pytest.approx(math.exp(m - 2.365 * sd * math.sqrt(1.5)), rel=1e-4)
+    assert c["next_hi_us"] == pytest.approx(math.exp(m + 2.365 * sd * math.sqrt(1.5)), rel=1e-4)
+    assert "next_pooled" not in got[("a", 8)]  # three runs: their own spread
+    # the pooled spread stands in place of two runs' own t interval (12.7 a side)
+    (d,) = [r for r in aggregate([*rows, _row(200, "d", 5.0, 70.0), _row(201, "d", 6.0, 70.0)])
+            if r["config_key"] == "d"]
+    own = between([5.0, 6.0])
+    assert d["next_pooled"] and own.next_lo < d["next_lo_us"] < 5.0
+    assert 6.0 < d["next_hi_us"] < own.next_hi / 2
+    # another benchmark's spread is not pooled with this one's; nothing to pool, nothing done
+    (alone,) = aggregate([_row(1, "c", 5.0, 70.0, bench="bw"), _row(2, "c", 5.01, 70.0,
+                                                                    bench="bw")])
+    assert "next_pooled" not in alone and figure_interval(alone, 5.0) == (5.0, 5.01)
+    assert figure_interval(c, 5.0) == (c["next_lo_us"], c["next_hi_us"])
 
 
 def test_t_quantiles():

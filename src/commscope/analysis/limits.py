@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from ..store.config import config_of, what
 from ..store.sizes import human_bytes
+from .repeats import next_interval
 
 TIED = "≈"  # a figure whose interval overlaps another implementation's
 BUSY = "*"  # a figure from records taken while other processes used the CPU
@@ -34,6 +35,9 @@ class Figure:
     against: str = ""  # which limit
     tied: bool = False
     busy: bool = False  # only records taken while other processes used the CPU stood behind it
+    # the interval printed: where a next run's figure is expected
+    # (repeats.next_interval); lo-hi, the typical figure's, tell implementations apart
+    shown: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -56,14 +60,17 @@ def _time(r: Mapping[str, object]) -> Figure:
     m = float(r["median_us"])  # type: ignore[arg-type]
     lo = float(r["ci_lo_us"] if r["ci_lo_us"] is not None else m)  # type: ignore[arg-type]
     hi = float(r["ci_hi_us"] if r["ci_hi_us"] is not None else m)  # type: ignore[arg-type]
-    return Figure(m, lo, hi, int(r["size_bytes"]), busy=bool(r["flagged"]))  # type: ignore[call-overload]
+    return Figure(m, lo, hi, int(r["size_bytes"]), busy=bool(r["flagged"]),  # type: ignore[call-overload]
+                  shown=next_interval(r) or (lo, hi))
 
 
 def _rate(r: Mapping[str, object]) -> Figure:
     """MB/s, its interval from the time's (a shorter time, a higher rate)."""
     t = _time(r)
     mb = float(r["mb_per_s"])  # type: ignore[arg-type]
-    return Figure(mb, mb * t.value / t.hi, mb * t.value / t.lo, t.size, busy=t.busy)
+    shown = (mb * t.value / t.shown[1], mb * t.value / t.shown[0]) if t.shown else None
+    return Figure(mb, mb * t.value / t.hi, mb * t.value / t.lo, t.size, busy=t.busy,
+                  shown=shown)
 
 
 def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
@@ -184,8 +191,8 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
         small = [r for r in of(n, "latency") if int(r["size_bytes"]) >= 1]  # type: ignore[call-overload]
         f = _time(min(small, key=lambda r: int(r["size_bytes"]))) if small else None  # type: ignore[call-overload]
         fl = latency_floor_ns(small, mine, probe_floor_ns)
-        lat.append(Figure(f.value, f.lo, f.hi, f.size, f.value * 1000 / fl, f"{fl:.0f} ns",
-                          busy=f.busy) if f and fl and host else f)
+        lat.append(replace(f, times=f.value * 1000 / fl, against=f"{fl:.0f} ns")
+                   if f and fl and host else f)
         for bench, into, k in (("bw", bw, 1.0), ("bibw", bibw, 2.0)):
             got = [r for r in of(n, bench) if r["mb_per_s"]]
             if not got:
@@ -196,17 +203,15 @@ def headline(rows: Sequence[Mapping[str, object]], probe: Mapping[str, object] |
             # cache); bibw runs two copies at once, one a direction
             lim = next((c for c in copy_sizes if p.size <= c[1]), copy_sizes[-1] if copy_sizes
                        else None) if host else None
-            into.append(Figure(p.value, p.lo, p.hi, p.size,
-                               p.value / (k * lim[2] * 1000) if lim else None,
-                               f"of {'two copies' if k > 1 else 'a copy'} in {lim[0]}"
-                               if lim else "", busy=p.busy))
+            into.append(replace(p, times=p.value / (k * lim[2] * 1000) if lim else None,
+                                against=f"of {'two copies' if k > 1 else 'a copy'} in {lim[0]}"
+                                if lim else ""))
         big = [r for r in of(n, "bw") if r["mb_per_s"] and r["size_bytes"] == 4 << 20]
         if big:
             p = _rate(big[0])
             lim4 = cma_gbs if host else None
-            at4.append(Figure(p.value, p.lo, p.hi, p.size,
-                              p.value / (lim4 * 1000) if lim4 else None,
-                              "of process_vm_readv at 4 MiB" if lim4 else "", busy=p.busy))
+            at4.append(replace(p, times=p.value / (lim4 * 1000) if lim4 else None,
+                               against="of process_vm_readv at 4 MiB" if lim4 else ""))
         else:
             at4.append(None)
         for bench, size, into in (("allreduce", 8, ar), ("barrier", None, bar)):
@@ -224,7 +229,8 @@ def _value(f: Figure | None) -> str:
     if f is None:
         return "-"
     d = 3 if f.value < 10 else 0
-    return (f"{f.value:.{d}f} ({f.lo:.{d}f}-{f.hi:.{d}f})" + (f" {TIED}" if f.tied else "")
+    lo, hi = f.shown or (f.lo, f.hi)
+    return (f"{f.value:.{d}f} ({lo:.{d}f}-{hi:.{d}f})" + (f" {TIED}" if f.tied else "")
             + (f" {BUSY}" if f.busy else ""))
 
 
@@ -233,8 +239,9 @@ def busy(h: Headline) -> bool:
 
 
 def title(h: Headline) -> str:
-    return ("Headline figures, 2 processes, one node: median (interval between runs); "
-            f"{TIED}: not told apart from another implementation"
+    return ("Headline figures, 2 processes, one node: median (where a next run is "
+            f"expected); {TIED}: not told apart from another implementation (the intervals "
+            "of their typical figures overlap)"
             + (f"; {BUSY}: measured while other processes used the CPU (flagged noisy: "
                "no record of a quiet machine)" if busy(h) else ""))
 

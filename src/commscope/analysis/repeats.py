@@ -61,6 +61,11 @@ class Between:
     lo: float  # 95% interval of a run's typical figure (t on log values)
     hi: float
     spread: float  # max / min over repetitions
+    # 95% prediction interval of a next run's figure (t on log values): what
+    # a user who runs again should expect, where the interval above is what
+    # comparisons between configurations measured together use
+    next_lo: float = math.nan
+    next_hi: float = math.nan
 
     @property
     def half_rel(self) -> float:
@@ -77,16 +82,19 @@ def between(values: Sequence[float], floor_lo: float | None = None,
     if not xs:
         raise ValueError("no positive values")
     med = statistics.median(xs)
-    if len(xs) == 1:
-        lo, hi = med, med
+    n = len(xs)
+    if n == 1:
+        lo = hi = nlo = nhi = med
     else:
         logs = [math.log(v) for v in xs]
         m = statistics.fmean(logs)
-        half = t975(len(xs) - 1) * statistics.stdev(logs) / math.sqrt(len(xs))
-        lo, hi = math.exp(m - half), math.exp(m + half)
+        s = t975(n - 1) * statistics.stdev(logs)
+        # the typical figure: s / sqrt(n); one more run: s * sqrt(1 + 1/n)
+        lo, hi = math.exp(m - s / math.sqrt(n)), math.exp(m + s / math.sqrt(n))
+        nlo, nhi = math.exp(m - s * math.sqrt(1 + 1 / n)), math.exp(m + s * math.sqrt(1 + 1 / n))
     lo = min(lo, med, floor_lo if floor_lo is not None else med)
     hi = max(hi, med, floor_hi if floor_hi is not None else med)
-    return Between(len(xs), med, lo, hi, xs[-1] / xs[0])
+    return Between(n, med, lo, hi, xs[-1] / xs[0], min(nlo, lo), max(nhi, hi))
 
 
 # -- modes --------------------------------------------------------------------
@@ -203,14 +211,72 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
             # a hole in a series would say nothing at all
             other = not mine
             dropped += 0 if other else len(rs) - len(mine)
+            elsewhere = [r for r in rs if mine and r not in mine]
             rs = mine or rs
-        row = _combine(rs, modes, drop_far=mode is not None)
+        else:
+            elsewhere = []
+        row = _combine(rs, modes, drop_far=mode is not None, elsewhere=elsewhere)
         row["other_mode"] = other
         out.append(row)
     if dropped:
         for row in out:
             row["mode_dropped"] = dropped
+    _pool_next(out)
     return out
+
+
+def next_interval(r: Mapping[str, object]) -> tuple[float, float] | None:
+    """A point's time interval as the tables print it: where a next run's
+    figure is expected (the prediction interval _combine and _pool_next
+    stored), or one run's own CI for a record not combined over runs; with
+    two runs and nothing pooled, their range (a t interval from two values
+    is 12.7 standard errors wide: no information a reader can use), reaching
+    the runs taken in another state of the host."""
+    lo, hi = _get(r, "ci_lo_us"), _get(r, "ci_hi_us")
+    if _get(r, "next_lo_us") is not None:
+        lo, hi = _get(r, "next_lo_us"), _get(r, "next_hi_us")
+    meds = _get(r, "rep_medians_us") or ()
+    if len(meds) == 2 and not _get(r, "next_pooled"):  # type: ignore[arg-type]
+        xs = [float(x) for x in (*meds, *(_get(r, "other_state_us") or ()))]  # type: ignore[misc]
+        lo, hi = min(xs), max(xs)
+    if lo is None or hi is None or not float(lo) > 0:  # type: ignore[arg-type]
+        return None
+    return float(lo), float(hi)  # type: ignore[arg-type]
+
+
+def _pool_next(rows: Sequence[dict[str, object]]) -> None:
+    """Where a point rests on one or two runs (the others in another machine
+    mode, or fewer were taken), its own spread says next to nothing about a
+    next run (a t interval from two values is 12.7 standard errors wide).
+    Its interval for a next run is then the prediction interval from the
+    run-to-run spread of its benchmark's points, pooled (the variance of the
+    logarithms over every point of that benchmark in these rows with two
+    runs or more, weighted by their degrees of freedom), where they have
+    three degrees of freedom or more."""
+    pool: dict[object, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for r in rows:
+        meds = _get(r, "rep_medians_us") or ()
+        if len(meds) >= 2:  # type: ignore[arg-type]
+            logs = [math.log(float(v)) for v in meds]  # type: ignore[union-attr]
+            p = pool[r["bench"]]
+            p[0] += (len(logs) - 1) * statistics.variance(logs)
+            p[1] += len(logs) - 1
+    for r in rows:
+        meds = _get(r, "rep_medians_us") or ()
+        ss, df = pool.get(r["bench"], (0.0, 0.0))
+        if not meds or len(meds) > 2 or df < 3:  # type: ignore[arg-type]
+            continue
+        n = len(meds)  # type: ignore[arg-type]
+        m = statistics.fmean(math.log(float(v)) for v in meds)  # type: ignore[union-attr]
+        half = t975(int(df)) * math.sqrt(ss / df) * math.sqrt(1 + 1 / n)
+        # in place of the point's own t interval (12.7 standard errors a side
+        # from two runs), never narrower than one run's own CI, and reaching
+        # the runs taken in another state of the host
+        med, w = float(r["median_us"]), float(r["within_ci_us"] or 0.0)  # type: ignore[arg-type]
+        seen = [float(x) for x in r["other_state_us"]]  # type: ignore[attr-defined]
+        r["next_lo_us"] = min([math.exp(m - half), med - w, *seen])
+        r["next_hi_us"] = max([math.exp(m + half), med + w, *seen])
+        r["next_pooled"] = True
 
 
 def _clean(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
@@ -233,7 +299,12 @@ def far_floor(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
 
 
 def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
-             drop_far: bool = False) -> dict[str, object]:
+             drop_far: bool = False,
+             elsewhere: Sequence[Mapping[str, object]] = ()) -> dict[str, object]:
+    """One point from its runs; `elsewhere`: its runs left out as taken in
+    another machine mode (and, with drop_far, those far from the others'
+    floor): they are not the figure, but a next run may be taken in that
+    state too, so the interval for a next run reaches their figures."""
     valid = [r for r in rs if r["valid"] and r["median_us"]]
     # a run measured while others took the CPU counts only when every run was
     clean = _clean(valid)
@@ -275,6 +346,12 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
     base["median_us"] = b.median
     base["ci_lo_us"], base["ci_hi_us"] = b.lo, b.hi
     base["ci_us"] = (b.hi - b.lo) / 2.0
+    # where a next run's figure is expected: the prediction interval, reaching
+    # the figures of this point's clean runs taken in another state of the host
+    seen = [float(r["median_us"]) for r in _clean([*far, *elsewhere])]  # type: ignore[arg-type]
+    base["next_lo_us"] = min([b.next_lo, *seen])
+    base["next_hi_us"] = max([b.next_hi, *seen])
+    base["other_state_us"] = tuple(seen)
     base["within_ci_us"] = w
     base["rep_medians_us"] = tuple(meds)
     base["spread"] = b.spread

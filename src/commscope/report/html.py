@@ -46,9 +46,11 @@ def _uncertainty(rows: Sequence[sqlite3.Row]) -> str:
     reps = sorted({n_used(r) for r in rows})
     over = (f"{reps[0]} to {reps[-1]}" if reps[0] != reps[-1] else str(reps[0])) if reps else ""
     few = sum(1 for r in rows if n_used(r) < 3 and n_used(r) < _stored_runs(r))
-    text = ("Bands and intervals are the 95% interval between repeated runs "
-            f"({over} runs combined per point, interleaved); with {reps[-1]} runs a wide "
-            f"interval is what {reps[-1]} runs allow"
+    text = ("Bands are the 95% interval of the typical figure between repeated runs "
+            f"({over} runs combined per point, interleaved), the one comparisons use; the "
+            "tables' intervals say where a next run's figure is expected (a 95% prediction "
+            f"interval, wider); with {reps[-1]} runs a wide interval is what {reps[-1]} runs "
+            "allow"
             + (f"; {few} point(s) rest on fewer runs than the sweep took (the others were "
                "measured in another machine mode or with other processes on the CPU)"
                if few else "") if reps and reps[-1] > 1

@@ -78,8 +78,9 @@ def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
             "value": v if r["valid"] else None,
             "low": rng[0] if rng and r["valid"] else None,
             "high": rng[1] if rng and r["valid"] else None,
-            "interval": ("between runs" if used > 2 else "range of 2 runs" if used == 2
-                         else "within one run") if rng else None,
+            "interval": ("between runs" if used > 2 else "pooled" if _has(r, "next_pooled")
+                         else "range of 2 runs" if used == 2 else "within one run")
+                        if rng else None,
             "median_us": r["median_us"], "ci_lo_us": r["ci_lo_us"], "ci_hi_us": r["ci_hi_us"],
             "runs": used, "runs_stored": _n_reps(r), "valid": bool(r["valid"]),
             "marks": marks,

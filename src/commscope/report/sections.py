@@ -808,14 +808,20 @@ def terms(min_change: str) -> list[Term]:
              "repetitions (separate launches of the same job, interleaved with the other "
              "configurations')."),
         Term("±, bands and intervals", "term-interval",
-             "the 95% interval between runs: from the spread of the combined runs' medians "
-             "(Student's t on their logarithms), never narrower than one run's own interval. "
-             "With three runs a wide interval is what three runs allow, not an error; more "
+             "two 95% intervals from the spread of the combined runs' medians (Student's t "
+             "on their logarithms), never narrower than one run's own interval. The tables' "
+             "intervals say where a next run's figure is expected (a prediction interval, "
+             "about twice as wide as the other with three runs), reaching the figures of the "
+             "point's runs taken in another machine mode, since a next run may be taken in "
+             "that state. The bands of the figures, and every comparison, use the interval "
+             "of the typical figure, which runs measured together can be compared by. With "
+             "three runs a wide interval is what three runs allow, not an error; more "
              "repetitions (--repeat) narrow it. A point combines the runs measured in its "
              "machine mode and, where a clean run exists, without other processes on the "
-             "CPU: where that leaves one run, the interval is that run's own, which does not "
-             "hold from one run to the next on a virtual machine; the tables and the export "
-             "mark such points (¹, and ² for two runs, whose range is shown)."),
+             "CPU: where that leaves one or two runs, the tables' interval comes from the "
+             "spread of the benchmark's other points, pooled, or else from that run's own "
+             "interval (which does not hold from one run to the next on a virtual machine) "
+             "or the two runs' range; the tables and the export mark such points (¹, ²)."),
         Term("told apart (separated)", "term-separated",
              "two figures whose 95% intervals do not overlap and whose medians differ by "
              f"{min_change} or more; \"not separated\" and \"not told apart\": no claim "

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 
 from ..analysis import apps
+from ..analysis.repeats import next_interval
 from ..errors import CommscopeError
 from ..store.benches import bench as bench_facts
 from ..store.benches import benches, unit_of
@@ -87,23 +88,17 @@ def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
 
 def figure_interval(r: Mapping[str, object], v: float,
                     key: str = "median_us") -> tuple[float, float] | None:
-    """The figure's interval in its own unit: the time's 95% interval
-    between runs (or one run's own CI); with two runs, their range (a t
-    interval from two values is 12.7 standard errors wide: no information
-    a reader can use; mark ²).  A rate or bandwidth is inversely
+    """The figure's interval in its own unit (repeats.next_interval: where
+    a next run's figure is expected).  A rate or bandwidth is inversely
     proportional to its time: [v med/hi, v med/lo]."""
     med = r["median_us"]
-    if not med:
+    got = next_interval(r)
+    if got is None or not med:
         return None
-    lo, hi = r["ci_lo_us"], r["ci_hi_us"]
-    if n_used(r) == 2 and _has(r, "rep_medians_us"):  # type: ignore[arg-type]
-        lo, hi = min(r["rep_medians_us"]), max(r["rep_medians_us"])  # type: ignore[type-var, arg-type]
-    if lo is None or hi is None or not float(lo) > 0:  # type: ignore[arg-type]
-        return None
-    lo, hi, med = float(lo), float(hi), float(med)  # type: ignore[arg-type]
+    lo, hi = got
     if key == "median_us":
         return lo, hi
-    return v * med / hi, v * med / lo
+    return v * float(med) / hi, v * float(med) / lo  # type: ignore[arg-type]
 
 
 def window_text(r: Mapping[str, object]) -> str:
@@ -129,10 +124,12 @@ def n_used(r: Mapping[str, object]) -> int:
 # The marks a cell carries, in this order, and what each says (legend()).
 MARKS = (
     ("¹", "one run behind this figure (the sweep's others were measured in another machine "
-          "mode or with other processes on the CPU, or it had one): the interval is that run's "
-          "own CI, which does not hold from one run to the next"),
-    ("²", "two runs behind this figure: the interval is their range; two runs are too few for "
-          "a 95% interval"),
+          "mode or with other processes on the CPU, or it had one): the interval is from the "
+          "run-to-run spread of this benchmark's other points, pooled, where they have three "
+          "degrees of freedom or more; otherwise that run's own CI, which does not hold from "
+          "one run to the next"),
+    ("²", "two runs behind this figure: the interval is from the pooled spread as for ¹, "
+          "otherwise their range (two runs alone are too few for a 95% interval)"),
     ("~", "not converged: a run stopped at the time cap or the sample limit before its "
           "interval reached the target (--time-cap, --max-samples)"),
     ("*", "measured while other processes used the CPU (see export: other_cpu_s)"),
@@ -194,9 +191,13 @@ def legend(rows: Sequence[Mapping[str, object]]) -> list[str]:
     used_runs = sorted({n_used(r) for r in rows})
     out = []
     if used_runs and used_runs[-1] > 2:
-        out.append("(low-high): the 95% interval between runs (figures combine "
+        out.append("(low-high): where a next run's figure is expected: the 95% prediction "
+                   "interval from the spread between runs (figures combine "
                    f"{'/'.join(map(str, used_runs))} interleaved runs), never narrower than one "
-                   "run's own CI; with few runs a wide interval is what they allow, not an error")
+                   "run's own CI, reaching the figures of its runs taken in another machine mode "
+                   "(a next run may be taken in that state); with few runs a wide interval is "
+                   "what they allow, not an error. Comparisons use the narrower interval of the "
+                   "typical figure (export: ci_lo_us, ci_hi_us)")
     elif used_runs:
         out.append("(low-high): the figure's interval (see the marks)")
     used = {m for r in rows for m, on in _marks(r) if on}  # type: ignore[arg-type]
