@@ -281,6 +281,19 @@ def test_the_command_compares_each_sides_dominant_host_mode(tmp_path, capsys):
     assert "8 pairs: 8 slower" in capsys.readouterr().out
 
 
+def test_both_sides_come_from_the_mode_most_of_their_records_were_taken_in(tmp_path, capsys):
+    """An A/A comparison on a host with two states (52-80 and 200-330 ns): A
+    was taken mostly in the slow state (three runs 2x slower there, two in
+    the fast one), B wholly in the fast one.  Each side over its own usual
+    mode set A's slow figures against B's fast ones; both from the mode
+    most of their records share, the two are the same."""
+    s = _store(tmp_path, {"a": (2.0, 2.02, 1.99, 1.0, 1.01), "b": (1.0, 1.02, 0.99, 1.01, 1.0)},
+               {"a": (260.0, 262.0, 258.0, 60.0, 61.0), "b": (60.0, 62.0, 61.0, 60.0, 59.0)})
+    assert cli.main(["compare", "--db", str(s.path), "--a", "sweep=1", "--b", "sweep=2"]) == 0
+    out = capsys.readouterr().out
+    assert "8 pairs: 0 slower, 0 faster, 8 the same" in out and "(2+5)" in out, out
+
+
 @pytest.mark.parametrize("sel_a, sel_b, says", [
     ("run=99999999999999999999999", "run=1", "positive and below 2^63"),
     ("run=0", "run=1", "positive and below 2^63"),

@@ -347,6 +347,14 @@ def test_a_floor_that_drifts_continuously_is_one_mode_not_a_chain_of_them():
     assert len(detect_modes([*drift[:10], 1250.0, 1300.0])) == 1
     # separated tight clusters stay modes
     assert [m.count for m in detect_modes([60.0, 62.0, 58.0, 275.0, 270.0, 280.0])] == [3, 3]
+    # and stay modes with a few readings between them: a host with two states
+    # (52-80 and 200-330 ns) read 9 of 13,000 floors at 84-126 ns, which chain
+    # the fast state's cluster out to 2.4x its lower end
+    fast = [52.0 + 28.0 * k / 99 for k in range(100)]
+    slow = [200.0 + 130.0 * k / 79 for k in range(80)]
+    tails = [84.0, 92.0, 104.0, 115.0, 126.0]
+    modes = detect_modes([*fast, *tails, *slow])
+    assert [m.count for m in modes] == [105, 80], modes
 
 
 def test_a_run_far_from_its_points_other_floors_is_left_out_of_the_interval():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..analysis.repeats import aggregate
+from ..analysis.repeats import aggregate, detect_modes, pick_mode
 from ..errors import CommscopeError
 from ..measure.progress import (
     Progress,
@@ -17,11 +17,19 @@ from .analyze import matching
 from .common import command
 
 
-def select_rows(store: Store, sel: str) -> list:
-    """A set of results, one row per configuration, benchmark and size over
-    its repetitions (analysis/repeats.py), those of the side's dominant
-    machine mode: repetitions across the host's modes measure the host."""
-    return aggregate(store.selection(sel), mode="dominant")
+def sides(raw_a: list, raw_b: list) -> tuple[list, list]:
+    """Two sets of results, one row per configuration, benchmark and size
+    over its repetitions (analysis/repeats.py), both from one machine mode:
+    the mode most of the two sets' records together were measured in.  Each
+    side over its own dominant mode compared a set taken mostly in the
+    host's slow state with one taken mostly in its fast state: an A/A
+    comparison of two default runs called 173 of 814 pairs different.  A
+    point a side measured only in other modes keeps its runs, marked, and
+    is not compared (compare's "host modes differ")."""
+    modes = detect_modes(r["floor_ns"] for r in [*raw_a, *raw_b])
+    want = pick_mode(modes, "dominant")
+    return (aggregate(raw_a, mode=want or "dominant", modes=modes),
+            aggregate(raw_b, mode=want or "dominant", modes=modes))
 
 
 @command("compare")
@@ -36,9 +44,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     if runs == {int(r["run_id"]) for r in raw_b}:
         raise CommscopeError(f"{a.a} and {a.b} select the same runs "
                              f"({', '.join(map(str, sorted(runs)))}): compare two different sets")
-    # each side over its dominant host mode, as select_rows (report --compare-a) has it
-    comps = cmp.compare_rows(aggregate(raw_a, mode="dominant"), aggregate(raw_b, mode="dominant"),
-                             a.factor)
+    comps = cmp.compare_rows(*sides(raw_a, raw_b), a.factor)
     if not comps:
         raise CommscopeError(f"{a.a} and {a.b} have no benchmark, process count and size "
                              "in common")
@@ -69,7 +75,7 @@ def cmd_report(a: argparse.Namespace) -> int:
         raise CommscopeError("--compare-a and --compare-b go together")
     if a.compare_a:
         comparison = (a.compare_a, a.compare_b, cmp.compare_rows(
-            select_rows(store, a.compare_a), select_rows(store, a.compare_b), a.factor))
+            *sides(store.selection(a.compare_a), store.selection(a.compare_b)), a.factor))
     progress = Progress(0, enabled=True, name="report", each=False, unit="figure")
     try:
         index = build(store, out, rows, comparison=comparison, progress=progress)
