@@ -748,3 +748,60 @@ def test_an_earlier_file_of_settings_the_latest_check_failed_is_withdrawn(tmp_pa
     assert (tmp_path / "openmpi.env").read_text() == old.replace("mvapich2", "openmpi")
     assert len(said) == 1 and "mvapich2.env withdrawn" in said[0]
     assert [fc.file for fc in d.checks] == ["", "", ""]
+
+
+def test_nothing_held_when_the_confirmations_share_ran_out_confirms_on(monkeypatch):
+    """A host flipping between its states (60 and 275 ns) dropped 4 of 7
+    rounds a gap as taken across a jump; the confirmation's share (35% of
+    the budget) ran out with no gap decided, and the diagnosis ended at 23 s
+    of its 70.  With nothing held there is nothing to explain or check: the
+    rest of the budget measures the undecided gaps again, its rounds
+    numbered on from the first pass's and judged with them."""
+    import time
+
+    gap = _gap()
+    good = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}}, n=4,
+                   seed=3)
+    # the first pass: 4 rounds, 3 of them across a jump (the fast arm at 275 ns)
+    first = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}}, n=4)
+    for r in (1, 2, 3):
+        first.figures[FAST][r] = {k: (t, 800.0, w) for k, (t, _, w) in
+                                  first.figures[FAST][r].items()}
+    first.stopped = "budget"
+    passes, starts = [first, good], []
+
+    def run(arms, store, *, first_round=1, **kw):
+        starts.append(first_round)
+        got = passes[len(starts) - 1]
+        out = dg.Rounds(stopped=got.stopped)
+        for arm, by in got.figures.items():
+            out.figures[arm] = {first_round - 1 + r: f for r, f in by.items()}
+        return out
+
+    monkeypatch.setattr(diagnose.ex, "run", run)
+    monkeypatch.setattr(diagnose, "_confirm_arms", lambda ctx, gs: [])
+    monkeypatch.setattr(diagnose, "fitting", lambda ctx, gaps, b, clock: list(gaps))
+
+    class Ctx:
+        clock = diagnose.ex.Clock(time.monotonic() + 60.0)
+        store = policy = progress = None
+        sweep_id = 1
+
+        @staticmethod
+        def say(text):
+            pass
+
+    d = _diag([])
+    diagnose.confirm(Ctx, d, [gap], 20.0)
+    assert diagnose.undecided(d) == [gap] and not d.outcomes[0].conf.confirmed
+    assert diagnose.confirm_on(Ctx, d)
+    assert starts == [1, 5]  # the second pass's rounds follow the first's
+    assert d.outcomes[0].conf.confirmed and d.rounds.last_round == 8
+    assert not diagnose.confirm_on(Ctx, d)  # a gap held: explaining it comes next
+    # with its time spent, or where the first pass was decided, nothing more
+    d2 = _diag([])
+    passes[:] = [first]
+    starts.clear()
+    diagnose.confirm(Ctx, d2, [gap], 20.0)
+    Ctx.clock = diagnose.ex.Clock(time.monotonic() + 5.0)
+    assert not diagnose.confirm_on(Ctx, d2) and starts == [1]

@@ -43,6 +43,7 @@ CONFIRM_ROUNDS = (5, 8)  # at least, at most: 5-8 alternating rounds
 EXPLAIN_ROUNDS = (4, 6)
 CHECK_ROUNDS = (3, 4)
 CONFIRM_SHARE = 0.35  # of the budget, at most, for confirming
+CONTINUE_S = 10.0  # left after it, at least, for confirming on where nothing held
 RACE = 2  # rounds every hypothesis gets before those that reach 5% nowhere stop
 MIN_GAIN = 1.05  # what a hypothesis must reach somewhere to run on (significance.MIN_FACTOR)
 CHECK_SLACK_S = 2.0  # kept besides the check's own estimate (it grows as settings are found)
@@ -168,35 +169,71 @@ def fitting(ctx: Context, gaps: Sequence[dg.Gap], budget_s: float, clock: ex.Clo
     return kept
 
 
-def confirm(ctx: Context, d: dg.Diagnosis, gaps: Sequence[dg.Gap], budget_s: float) -> None:
+def confirm(ctx: Context, d: dg.Diagnosis, gaps: Sequence[dg.Gap], budget_s: float,
+            again: bool = False) -> None:
+    """Measure the gaps again in interleaved rounds until each is decided
+    or budget_s is spent.  again: a second pass over the gaps the first
+    left undecided, its rounds added to the first's (numbered on from them),
+    each judged over all of them."""
     clock = ex.Clock(min(ctx.clock.deadline, time.monotonic() + budget_s), ctx.clock.seen)
     reached = fitting(ctx, gaps, budget_s, clock)
-    if len(reached) < len(gaps):
+    if len(reached) < len(gaps) and not again:
         d.notes.append(f"{len(gaps) - len(reached)} of {len(gaps)} candidate(s) were not "
                        f"measured again: a round of them all did not fit the confirmation's "
                        f"{budget_s:.0f} s (the widest were taken first)")
     arms = _confirm_arms(ctx, reached)
     t0 = time.monotonic()
-    lo, hi = CONFIRM_ROUNDS
+    lo, hi = (0, CONFIRM_ROUNDS[1]) if again else CONFIRM_ROUNDS
+    before = d.rounds if again else dg.Rounds()
 
     def active(rounds: dg.Rounds, r: int) -> list[str] | None:
         if r < lo:
             return [a.name for a in arms]
-        open_ = [g for g in reached if not dg.confirm(g, rounds).settled]
+        seen = dg.Rounds()
+        seen.merge(before)
+        seen.merge(rounds)
+        open_ = [g for g in reached if not dg.confirm(g, seen).settled]
         if not open_ or time.monotonic() - t0 > budget_s:
             return None
         return sorted(gaps_mod.terms_by_arm(open_))
 
     got = ex.run(arms, ctx.store, sweep_id=ctx.sweep_id, trial="confirm", clock=clock,
-                 rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=11, active=active)
+                 rounds=hi, policy=ctx.policy, progress=ctx.progress, seed=11 + again,
+                 active=active, first_round=d.rounds.last_round + 1)
     d.rounds.merge(got)
     d.rounds.stopped = got.stopped
-    confs = dg.confirm_all(reached, d.rounds)
-    d.outcomes = [dg.Outcome(g, confs.get(g.id)) for g in gaps]
+    # every gap measured, judged over all its rounds in one family (Benjamini-Hochberg)
+    confs = dg.confirm_all([o.gap for o in d.outcomes if o.conf is not None] if again
+                           else reached, d.rounds)
+    if again:
+        d.outcomes = [dg.Outcome(o.gap, confs.get(o.gap.id, o.conf)) for o in d.outcomes]
+    else:
+        d.outcomes = [dg.Outcome(g, confs.get(g.id)) for g in gaps]
     held = sum(c.confirmed for c in confs.values())
-    ctx.say(f"diagnosis: {len(reached)} gap(s) from the sweep measured again, {len(arms)} "
-            f"configuration(s) in {got.last_round} interleaved rounds: {held} held "
-            f"({got.seconds:.0f} s)")
+    ran = len({r for by in got.figures.values() for r in by})
+    ctx.say(f"diagnosis: {len(reached)} gap(s) {'still undecided ' if again else ''}from the "
+            f"sweep measured again, {len(arms)} configuration(s) in {ran} interleaved "
+            f"rounds: {held} held ({got.seconds:.0f} s)")
+
+
+def confirm_on(ctx: Context, d: dg.Diagnosis) -> bool:
+    """Where the confirmation's share ran out with nothing held, nothing is
+    left to explain or check: the rest of the budget measures again what it
+    left undecided (a host flipping between its states dropped 4 of 7
+    rounds a gap as taken across a jump, and a diagnosis ended at 23 s of
+    its 70 with no gap decided).  Whether it ran."""
+    open_ = undecided(d)
+    if (d.rounds.stopped != "budget" or not open_ or ctx.clock.left() <= CONTINUE_S
+            or any(o.conf is not None and o.conf.confirmed for o in d.outcomes)):
+        return False
+    confirm(ctx, d, open_, ctx.clock.left() - CHECK_SLACK_S, again=True)
+    return True
+
+
+def undecided(d: dg.Diagnosis) -> list[dg.Gap]:
+    """The gaps the confirmation measured and left open (neither held nor
+    refuted): what more rounds may decide."""
+    return [o.gap for o in d.outcomes if o.conf is not None and not o.conf.settled]
 
 
 # -- 2. explain --------------------------------------------------------------------------
@@ -734,6 +771,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
         if usable:
             confirm(ctx, d, usable, budget_s * CONFIRM_SHARE)
             _save(ctx, diag_id, d)
+            if confirm_on(ctx, d):
+                _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
                 explain(ctx, d, ctx.clock.left(), cache,
                         reserve=lambda: CHECK_SLACK_S + check_cost(ctx, d, swept),
