@@ -181,8 +181,18 @@ def test_the_known_sequence_is_counted_under_each_mpi(impls, tmp_path, capsys, m
             assert r[("MPI_Bcast", 9)] == (3, 3 * 400)
             assert r[("MPI_Barrier", 0)] == (1, 0)
             assert r[("MPI_Isend", 10)] == (2, 2 * 512) and r[("MPI_Irecv", 10)] == (2, 2 * 512)
-            assert r[("MPI_Waitall", 0)] == (2, 0)
+            assert r[("MPI_Waitall", 0)] == (4, 0)
             assert r[("MPI_Init", 0)] == (1, 0)
+            # persistent requests where they are set up, each start without bytes
+            assert r[("MPI_Send_init", 8)] == (1, 128) and r[("MPI_Recv_init", 8)] == (1, 128)
+            assert r[("MPI_Startall", 0)] == (2, 0)
+            # the other non-blocking collectives and alltoallw, completed by waits
+            assert r[("MPI_Igather", 5)] == (1, 16) and r[("MPI_Ialltoallv", 5)] == (1, 24)
+            assert r[("MPI_Iscan", 5)] == (1, 16) and r[("MPI_Alltoallw", 5)] == (1, 16)
+            assert r[("MPI_Wait", 0)] == (3, 0)
+        # a matched probe's receive at the 20 B that arrived (room for 32)
+        assert r0[("MPI_Send", 5)] == (1, 20)
+        assert r1[("MPI_Mprobe", 0)] == (1, 0) and r1[("MPI_Mrecv", 5)] == (1, 20)
         assert "MPI_Allreduce" in out and "time inside MPI" in out
         # where the program made them: the source lines of its calls (built with -g)
         src = (ROOT / "tests" / "c" / "profiled.c").read_text().splitlines()

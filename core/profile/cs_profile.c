@@ -22,7 +22,9 @@
  * allocation, no I/O until the end (bench/profile_overhead.py measures it).  Non-blocking calls are counted as the
  * time of the call itself; the time a program waits for them is its
  * MPI_Wait/Waitall/Test calls', counted as such (mpiP's convention).
- * One-sided calls and Open MPI's Fortran bindings are not intercepted: a
+ * Persistent requests are counted where they are set up, each MPI_Start as a
+ * call without bytes.  One-sided and I/O calls, neighbour collectives and
+ * Open MPI's Fortran bindings are not intercepted: a
  * program whose calls never reach these wrappers writes no calls, and
  * commscope says so rather than storing no communication. */
 #define _GNU_SOURCE
@@ -46,7 +48,11 @@
     X(Barrier) X(Bcast) X(Reduce) X(Allreduce) X(Gather) X(Gatherv) X(Scatter) \
     X(Scatterv) X(Allgather) X(Allgatherv) X(Alltoall) X(Alltoallv) \
     X(Reduce_scatter) X(Reduce_scatter_block) X(Scan) X(Exscan) \
-    X(Ibarrier) X(Ibcast) X(Ireduce) X(Iallreduce) X(Iallgather) X(Ialltoall)
+    X(Ibarrier) X(Ibcast) X(Ireduce) X(Iallreduce) X(Iallgather) X(Ialltoall) \
+    X(Alltoallw) X(Igather) X(Igatherv) X(Iscatter) X(Iscatterv) X(Iallgatherv) \
+    X(Ialltoallv) X(Ialltoallw) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Iscan) \
+    X(Iexscan) X(Testany) X(Testsome) X(Send_init) X(Ssend_init) X(Bsend_init) \
+    X(Rsend_init) X(Recv_init) X(Start) X(Startall) X(Mprobe) X(Improbe) X(Mrecv) X(Imrecv)
 
 #define ENUM(n) C_##n,
 enum { CALLS(ENUM) NCALLS };
@@ -158,6 +164,15 @@ static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
     uint64_t s = 0, one = bytes_of(1, type);
     for (int i = 0; counts && i < n; i++)
         s += counts[i] > 0 ? (uint64_t)counts[i] * one : 0;
+    return s;
+}
+
+/* MPI_Alltoallw's message: each peer's count in its own datatype */
+static uint64_t sum_bytes_w(const int *counts, int n, const MPI_Datatype *types)
+{
+    uint64_t s = 0;
+    for (int i = 0; counts && types && i < n; i++)
+        s += bytes_of(counts[i], types[i]);
     return s;
 }
 
@@ -533,6 +548,50 @@ int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
 { TIMED(C_Test, MPI_COMM_NULL, 0, PMPI_Test(r, flag, st)); }
 int MPI_Testall(int n, MPI_Request r[], int *flag, MPI_Status st[])
 { TIMED(C_Testall, MPI_COMM_NULL, 0, PMPI_Testall(n, r, flag, st)); }
+int MPI_Testany(int n, MPI_Request r[], int *i, int *flag, MPI_Status *st)
+{ TIMED(C_Testany, MPI_COMM_NULL, 0, PMPI_Testany(n, r, i, flag, st)); }
+int MPI_Testsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
+{ TIMED(C_Testsome, MPI_COMM_NULL, 0, PMPI_Testsome(n, r, out, idx, st)); }
+/* persistent requests: the message is counted where it is set up (its size,
+ * its communicator); each start as a call of its own, without bytes (a
+ * request does not say its size), its completion a Wait's or a Test's */
+#define SEND_INIT(name) \
+    int MPI_##name(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, \
+                   MPI_Request *r) \
+    { TIMED(C_##name, c, bytes_of(n, t), PMPI_##name(b, n, t, d, tag, c, r)); }
+SEND_INIT(Send_init)
+SEND_INIT(Ssend_init)
+SEND_INIT(Bsend_init)
+SEND_INIT(Rsend_init)
+int MPI_Recv_init(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Recv_init, c, bytes_of(n, t), PMPI_Recv_init(b, n, t, s, tag, c, r)); }
+int MPI_Start(MPI_Request *r)
+{ TIMED(C_Start, MPI_COMM_NULL, 0, PMPI_Start(r)); }
+int MPI_Startall(int n, MPI_Request r[])
+{ TIMED(C_Startall, MPI_COMM_NULL, 0, PMPI_Startall(n, r)); }
+/* matched probes: the probe without bytes, the receive at the size that
+ * arrived (the status, as MPI_Recv's) or, non-blocking, at the room posted */
+int MPI_Mprobe(int s, int tag, MPI_Comm c, MPI_Message *m, MPI_Status *st)
+{ TIMED(C_Mprobe, c, 0, PMPI_Mprobe(s, tag, c, m, st)); }
+int MPI_Improbe(int s, int tag, MPI_Comm c, int *flag, MPI_Message *m, MPI_Status *st)
+{ TIMED(C_Improbe, c, 0, PMPI_Improbe(s, tag, c, flag, m, st)); }
+int MPI_Mrecv(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Status *st)
+{
+    MPI_Status mine;
+    MPI_Status *use = st == MPI_STATUS_IGNORE ? &mine : st;
+    double t0 = now();
+    int rc = PMPI_Mrecv(b, n, t, m, use);
+    double dt = now() - t0;
+    int got = 0;
+    int known = rc == MPI_SUCCESS && PMPI_Get_count(use, t, &got) == MPI_SUCCESS &&
+                got != MPI_UNDEFINED;
+    uint64_t by = known ? bytes_of(got, t) : bytes_of(n, t);
+    note(C_Mrecv, comm_slot(MPI_COMM_NULL), by, dt);
+    note_site(C_Mrecv, __builtin_return_address(0), by, dt);
+    return rc;
+}
+int MPI_Imrecv(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Request *r)
+{ TIMED(C_Imrecv, MPI_COMM_NULL, bytes_of(n, t), PMPI_Imrecv(b, n, t, m, r)); }
 int MPI_Probe(int s, int tag, MPI_Comm c, MPI_Status *st)
 { TIMED(C_Probe, c, 0, PMPI_Probe(s, tag, c, st)); }
 int MPI_Iprobe(int s, int tag, MPI_Comm c, int *flag, MPI_Status *st)
@@ -593,6 +652,11 @@ int MPI_Alltoallv(const void *sb, const int sn[], const int sd[], MPI_Datatype s
 { TIMED(C_Alltoallv, c, sb == MPI_IN_PLACE ? sum_bytes(rn, size_of(c), rt)
                                            : sum_bytes(sn, size_of(c), st),
         PMPI_Alltoallv(sb, sn, sd, st, rb, rn, rd, rt, c)); }
+int MPI_Alltoallw(const void *sb, const int sn[], const int sd[], const MPI_Datatype st[],
+                  void *rb, const int rn[], const int rd[], const MPI_Datatype rt[], MPI_Comm c)
+{ TIMED(C_Alltoallw, c, sb == MPI_IN_PLACE ? sum_bytes_w(rn, size_of(c), rt)
+                                           : sum_bytes_w(sn, size_of(c), st),
+        PMPI_Alltoallw(sb, sn, sd, st, rb, rn, rd, rt, c)); }
 int MPI_Reduce_scatter(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
                        MPI_Comm c)
 { TIMED(C_Reduce_scatter, c, bytes_of(rn[me(c)], t),
@@ -624,3 +688,48 @@ int MPI_Ialltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI
                   MPI_Comm c, MPI_Request *r)
 { TIMED(C_Ialltoall, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
         PMPI_Ialltoall(sb, sn, st, rb, rn, rt, c, r)); }
+int MPI_Igather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                int root, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Igather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
+        PMPI_Igather(sb, sn, st, rb, rn, rt, root, c, r)); }
+int MPI_Igatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+                 const int displs[], MPI_Datatype rt, int root, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Igatherv, c, sb == MPI_IN_PLACE ? 0 : bytes_of(sn, st),
+        PMPI_Igatherv(sb, sn, st, rb, rn, displs, rt, root, c, r)); }
+int MPI_Iscatter(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+                 int root, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Iscatter, c, rb == MPI_IN_PLACE ? bytes_of(sn, st) : bytes_of(rn, rt),
+        PMPI_Iscatter(sb, sn, st, rb, rn, rt, root, c, r)); }
+int MPI_Iscatterv(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb,
+                  int rn, MPI_Datatype rt, int root, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Iscatterv, c, rb == MPI_IN_PLACE ? 0 : bytes_of(rn, rt),
+        PMPI_Iscatterv(sb, sn, displs, st, rb, rn, rt, root, c, r)); }
+int MPI_Iallgatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+                    const int displs[], MPI_Datatype rt, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Iallgatherv, c, sb == MPI_IN_PLACE ? bytes_of(rn[me(c)], rt) : bytes_of(sn, st),
+        PMPI_Iallgatherv(sb, sn, st, rb, rn, displs, rt, c, r)); }
+int MPI_Ialltoallv(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb,
+                   const int rn[], const int rd[], MPI_Datatype rt, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ialltoallv, c, sb == MPI_IN_PLACE ? sum_bytes(rn, size_of(c), rt)
+                                            : sum_bytes(sn, size_of(c), st),
+        PMPI_Ialltoallv(sb, sn, sd, st, rb, rn, rd, rt, c, r)); }
+int MPI_Ialltoallw(const void *sb, const int sn[], const int sd[], const MPI_Datatype st[],
+                   void *rb, const int rn[], const int rd[], const MPI_Datatype rt[], MPI_Comm c,
+                   MPI_Request *r)
+{ TIMED(C_Ialltoallw, c, sb == MPI_IN_PLACE ? sum_bytes_w(rn, size_of(c), rt)
+                                            : sum_bytes_w(sn, size_of(c), st),
+        PMPI_Ialltoallw(sb, sn, sd, st, rb, rn, rd, rt, c, r)); }
+int MPI_Ireduce_scatter(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
+                        MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ireduce_scatter, c, bytes_of(rn[me(c)], t),
+        PMPI_Ireduce_scatter(sb, rb, rn, t, op, c, r)); }
+int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rn, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ireduce_scatter_block, c, bytes_of(rn, t),
+        PMPI_Ireduce_scatter_block(sb, rb, rn, t, op, c, r)); }
+int MPI_Iscan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+              MPI_Request *r)
+{ TIMED(C_Iscan, c, bytes_of(n, t), PMPI_Iscan(sb, rb, n, t, op, c, r)); }
+int MPI_Iexscan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+                MPI_Request *r)
+{ TIMED(C_Iexscan, c, bytes_of(n, t), PMPI_Iexscan(sb, rb, n, t, op, c, r)); }

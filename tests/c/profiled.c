@@ -78,6 +78,56 @@ int main(int argc, char **argv)
         MPI_Isend(x, 64, MPI_DOUBLE, to, 1, MPI_COMM_WORLD, &r[1]);
         MPI_Waitall(2, r, st);
     }
+    { /* persistent requests: a ring of 16 doubles (128 B: bucket 8), started twice */
+        MPI_Request r[2];
+        int to = (rank + 1) % size, from = (rank + size - 1) % size;
+        MPI_Recv_init(y, 16, MPI_DOUBLE, from, 2, MPI_COMM_WORLD, &r[0]);
+        MPI_Send_init(x, 16, MPI_DOUBLE, to, 2, MPI_COMM_WORLD, &r[1]);
+        for (int i = 0; i < 2; i++) {
+            MPI_Startall(2, r);
+            MPI_Waitall(2, r, MPI_STATUSES_IGNORE);
+        }
+        MPI_Request_free(&r[0]);
+        MPI_Request_free(&r[1]);
+    }
+    { /* the other collectives, non-blocking and w: 16-24 B a rank (bucket 5) */
+        MPI_Request r;
+        int four[4] = {rank, rank, rank, rank}, all[4 * 64];
+        MPI_Igather(four, 4, MPI_INT, all, 4, MPI_INT, 0, MPI_COMM_WORLD, &r); /* 16 B */
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        int three[3 * 64], got3[3 * 64], cnt[64], dsp[64];
+        for (int i = 0; i < size && i < 64; i++) {
+            cnt[i] = 3;
+            dsp[i] = 3 * i;
+        }
+        for (int i = 0; i < 3 * size && i < 3 * 64; i++)
+            three[i] = rank;
+        MPI_Ialltoallv(three, cnt, dsp, MPI_INT, got3, cnt, dsp, MPI_INT, MPI_COMM_WORLD,
+                       &r); /* 3 ints to each of 2: 24 B */
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        double two[2] = {1.0, 2.0}, sum2[2];
+        MPI_Iscan(two, sum2, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r); /* 16 B */
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+        MPI_Datatype dt[64];
+        int one[64], bd[64];
+        for (int i = 0; i < size && i < 64; i++) {
+            dt[i] = MPI_DOUBLE;
+            one[i] = 1;
+            bd[i] = 8 * i;
+        }
+        MPI_Alltoallw(x, one, bd, dt, y, one, bd, dt, MPI_COMM_WORLD); /* 2 x 8 B: 16 B */
+    }
+    { /* a matched probe: 5 ints (20 B: bucket 5) from rank 0 to rank 1 */
+        int five[5] = {1, 2, 3, 4, 5};
+        if (rank == 0)
+            MPI_Send(five, 5, MPI_INT, 1, 3, MPI_COMM_WORLD);
+        else if (rank == 1) {
+            MPI_Message m;
+            MPI_Status st;
+            MPI_Mprobe(0, 3, MPI_COMM_WORLD, &m, &st);
+            MPI_Mrecv(five, 8, MPI_INT, &m, MPI_STATUS_IGNORE); /* room for 8: 5 arrive */
+        }
+    }
     if (!strcmp(mode, "exit") && rank == 1)
         exit(3);
     MPI_Finalize();

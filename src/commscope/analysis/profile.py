@@ -63,7 +63,9 @@ class Hot:
 
 
 NO_BYTES = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test",
-            "MPI_Testall", "MPI_Barrier", "MPI_Ibarrier", "MPI_Probe", "MPI_Iprobe"}
+            "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Barrier", "MPI_Ibarrier",
+            "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe", "MPI_Start",
+            "MPI_Startall"}
 SETUP = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize"}
 
 
@@ -423,7 +425,8 @@ def verify_text(vs: Sequence[Verified], rounds: int) -> str:
 
 P2P_BENCHES = ("latency", "bw", "bibw", "sendloop", "roundtrip")
 P2P_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Recv", "MPI_Sendrecv", "MPI_Isend", "MPI_Issend",
-             "MPI_Irecv")
+             "MPI_Irecv", "MPI_Mrecv", "MPI_Imrecv", "MPI_Send_init", "MPI_Ssend_init",
+             "MPI_Recv_init")
 
 
 @dataclass(frozen=True)
@@ -440,7 +443,12 @@ class Established:
 
 COLL_CALLS = ("MPI_Bcast", "MPI_Reduce", "MPI_Allreduce", "MPI_Gather", "MPI_Scatter",
               "MPI_Allgather", "MPI_Alltoall", "MPI_Reduce_scatter_block", "MPI_Ibcast",
-              "MPI_Ireduce", "MPI_Iallreduce", "MPI_Iallgather", "MPI_Ialltoall")
+              "MPI_Ireduce", "MPI_Iallreduce", "MPI_Iallgather", "MPI_Ialltoall",
+              "MPI_Gatherv", "MPI_Scatterv", "MPI_Allgatherv", "MPI_Alltoallv",
+              "MPI_Alltoallw", "MPI_Reduce_scatter", "MPI_Scan", "MPI_Exscan", "MPI_Igather",
+              "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv", "MPI_Iallgatherv",
+              "MPI_Ialltoallv", "MPI_Ialltoallw", "MPI_Ireduce_scatter",
+              "MPI_Ireduce_scatter_block", "MPI_Iscan", "MPI_Iexscan")
 
 
 def _calls_of(bench: str) -> tuple[str, ...]:
