@@ -235,6 +235,13 @@ def test_a_users_program_profiled_across_two_emulated_nodes(two, cores, tmp_path
         assert [flag, "COMMSCOPE_PROFILE_DIR"] in [argv[i:i + 2] for i in range(len(argv))]
         assert any(x.startswith("LD_PRELOAD") for x in argv), argv
         assert not list(tmp_path.glob(".commscope-profile-*"))
+        # its calls are set against the benchmarks of those nodes: none stored there yet,
+        # and the command that measures them on the same nodes, a rank a node
+        capsys.readouterr()
+        assert cli.main(["analyze", "app", "--db", str(db)]) == 0
+        shown = capsys.readouterr().out
+        assert f"on emu:{two} 2 nodes" in shown, shown
+        assert f"--cluster emu:{two} --nodes 2 --ppn 1 " in shown, shown
 
 
 def test_four_nodes_p2p_and_collective(four, cores, tmp_path):

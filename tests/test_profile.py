@@ -138,6 +138,39 @@ def test_hot_calls_are_set_against_the_benchmark_at_their_message():
     assert "no bcast stored for openmpi" in text
 
 
+def test_a_program_run_across_nodes_is_set_against_the_benchmarks_of_those_nodes():
+    """A profile taken on two emulated nodes: its world allreduce is set
+    against the allreduce measured on those nodes, not on this machine; a
+    call on a smaller communicator against nothing (how its ranks lie on the
+    nodes is the program's); what is missing is measured there."""
+    from commscope.analysis.series import Config, Point
+
+    ranks = [_rank(r, [("MPI_Allreduce", 4, 13, 10, 10 * 6144, 10 * 30e-6),
+                       ("MPI_Bcast", 4, 9, 2, 800, 2 * 2e-6),
+                       ("MPI_Reduce", 2, 9, 2, 800, 2 * 2e-6)]) for r in range(4)]
+    here = Config("openmpi", 4, "local", impl="openmpi")
+    there = Config("openmpi", 4, "emu:a 2 nodes", impl="openmpi")
+    series = {(here, "allreduce"): {4096: Point(4096, 2.0, 1.9, 2.1),
+                                    8192: Point(8192, 4.0, 3.9, 4.1)},
+              (there, "allreduce"): {4096: Point(4096, 20.0, 19, 21),
+                                     8192: Point(8192, 40.0, 39, 41)},
+              (here, "bcast"): {512: Point(512, 1.0, 0.9, 1.1), 1024: Point(1024, 1.0, 0.9, 1.1)},
+              (here, "reduce"): {512: Point(512, 1.0, 0.9, 1.1), 1024: Point(1024, 1.0, 0.9, 1.1)}}
+    where = prof.Where.of({"cluster": "emu:a", "nodes": 2, "ppn": 2})
+    assert where.place == "emu:a 2 nodes" and where.np() == 4
+    rows = {a.hot.call: a for a in prof.against(prof.summarize(ranks), "openmpi", series, where)}
+    assert rows["MPI_Allreduce"].bench_us == pytest.approx(30.0)  # the nodes', not 3.0 here
+    assert rows["MPI_Bcast"].bench_us is None and "on emu:a 2 nodes" in rows["MPI_Bcast"].missing
+    assert rows["MPI_Reduce"].bench_us is None and "not known here" in rows["MPI_Reduce"].missing
+    cmd = prof.measure_command(list(rows.values()), "openmpi", "d.db", where)
+    assert cmd == ("commscope run --db d.db --mpi openmpi --cluster emu:a --nodes 2 --ppn 2 "
+                   "--bench bcast --sizes 256:512 --repeat 3 --no-advise")
+    # a profile of this machine: the local series, as before
+    assert prof.Where.of({}) == prof.Where()
+    local = {a.hot.call: a for a in prof.against(prof.summarize(ranks), "openmpi", series)}
+    assert local["MPI_Allreduce"].bench_us == pytest.approx(3.0)
+
+
 def _built(impl, tmp_path: Path) -> Path:
     exe = tmp_path / f"profiled-{impl.name}"
     subprocess.run([impl.mpicc, "-O2", "-g", "-o", str(exe),

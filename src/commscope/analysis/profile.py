@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..store.config import place
 from ..store.sizes import human_bytes
 
 
@@ -258,9 +259,38 @@ def _at(series, size: int) -> tuple[float, float, float, bool] | None:
     return m, lo, hi, bool(a.flagged or b.flagged)
 
 
-def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
+@dataclass(frozen=True)
+class Where:
+    """Where a program ran: this machine, or a cluster (its label, as
+    --cluster takes it) with its nodes and processes a node."""
+
+    cluster: str = "local"
+    nodes: int = 1
+    ppn: int = 0  # 0: on this machine, every rank
+
+    @staticmethod
+    def of(data: Mapping[str, object]) -> Where:
+        """From a stored profile's data (commscope profile --cluster)."""
+        if not data.get("cluster"):
+            return Where()
+        return Where(str(data["cluster"]), int(data.get("nodes") or 1),  # type: ignore[call-overload]
+                     int(data.get("ppn") or 0))  # type: ignore[call-overload]
+
+    @property
+    def place(self) -> str:
+        """As a record's place reads (store.config.place)."""
+        return place({"cluster": self.cluster, "nodes": self.nodes})
+
+    def np(self) -> int:
+        return self.nodes * self.ppn
+
+
+def against(s: Summary, mpi: str, series: Mapping, where: Where = Where()) -> list[Against]:
     """Each hot call set against the benchmark of the same implementation
-    (its defaults), communicator size and message, where one was stored."""
+    (its defaults), communicator size and message, where one was stored, on
+    the nodes the program ran on.  On a cluster, a call on a communicator
+    smaller than the program's is set against nothing: how its ranks were
+    spread over the nodes is the program's, not known here."""
     out = []
     for h in s.hot:
         bench = BENCH_OF.get(h.call, "")
@@ -270,15 +300,22 @@ def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
             out.append(Against(h, "", msg, per_rank, h.mean_us, None,
                                missing=NO_BENCH.get(h.call, NO_BENCH[""])))
             continue
+        if where.cluster != "local" and h.comm_size != where.np():
+            out.append(Against(h, bench, msg, per_rank, h.mean_us, None,
+                               missing=f"a communicator of {h.comm_size} of the program's "
+                                       f"{where.np()} ranks on {where.place}: how its ranks "
+                                       "lie on the nodes is not known here"))
+            continue
         found = [(cfg, ser) for (cfg, b), ser in series.items()
-                 if b == bench and cfg.np == h.comm_size and cfg.cluster == "local"
+                 if b == bench and cfg.np == h.comm_size and cfg.cluster == where.place
                  and (cfg.impl or cfg.mpi) == mpi and not cfg.settings
                  and cfg.buffer == "host"]
         found.sort(key=lambda cs: (cs[0].mpi != mpi, cs[0].mpi))
         if not found:
+            on = "" if where.cluster == "local" else f" on {where.place}"
             out.append(Against(h, bench, msg, per_rank, h.mean_us, None,
                                missing=f"no {bench} stored for {mpi} at {h.comm_size} "
-                                       "processes"))
+                                       f"processes{on}"))
             continue
         cfg, ser = found[0]
         t = _at(ser, 0 if bench == "barrier" else msg)
@@ -290,27 +327,34 @@ def against(s: Summary, mpi: str, series: Mapping) -> list[Against]:
     return out
 
 
-def measure_command(rows: Sequence[Against], mpi: str, db: str) -> str | None:
+def measure_command(rows: Sequence[Against], mpi: str, db: str,
+                    where: Where = Where()) -> str | None:
     """The one `commscope run` that measures every benchmark the rows miss."""
     import shlex
 
-    argv = measure_argv(rows, mpi, db)
+    argv = measure_argv(rows, mpi, db, where)
     return shlex.join(argv) if argv else None
 
 
-def measure_argv(rows: Sequence[Against], mpi: str, db: str) -> list[str] | None:
-    """That command as a list (commscope, run, its options), or None."""
-    need = [a for a in rows if a.bench and a.bench_us is None]
+def measure_argv(rows: Sequence[Against], mpi: str, db: str,
+                 where: Where = Where()) -> list[str] | None:
+    """That command as a list (commscope, run, its options), or None; on a
+    cluster, on the program's nodes with its processes a node."""
+    need = [a for a in rows if a.bench and a.bench_us is None
+            and (where.cluster == "local" or a.hot.comm_size == where.np())]
     if not need:
         return None
     nps = sorted({a.hot.comm_size for a in need})
+    placed = (["--np", ",".join(map(str, nps))] if where.cluster == "local" else
+              ["--cluster", where.cluster, "--nodes", str(where.nodes), "--ppn",
+               str(where.ppn)])
     sized = [a.message for a in need if a.bench != "barrier"]
     sizes = []
     if sized:  # the powers of two around every message (a barrier has none)
         lo = 0 if min(sized) == 0 else 1 << max(0, min(sized).bit_length() - 1)
         hi = 1 << max(1, (max(sized) - 1).bit_length())
         sizes = ["--sizes", f"{lo}:{hi}"]
-    return ["commscope", "run", "--db", db, "--mpi", mpi, "--np", ",".join(map(str, nps)),
+    return ["commscope", "run", "--db", db, "--mpi", mpi, *placed,
             "--bench", ",".join(sorted({a.bench for a in need})), *sizes, "--repeat", "3",
             "--no-advise"]
 

@@ -120,9 +120,10 @@ def cmd_app(a: argparse.Namespace) -> int:
                              + (f": {data['why']}" if data.get("why") else "") + ")")
     # records taken beside other work are kept and said so: a benchmark measured on a busy
     # machine is a figure, marked, not one that was never measured
+    where = prof.Where.of(data)  # on a cluster: the benchmarks of its nodes
     series = collect(aggregate(store.result_rows(), mode="dominant"), keep_flagged=True)
-    rows = prof.against(s, str(row["mpi_name"]), series)
-    need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db)
+    rows = prof.against(s, str(row["mpi_name"]), series, where)
+    need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db, where)
     if need and a.measure:  # the missing benchmarks measured now, then set against again
         from .common import COMMANDS
         from .parser import make_parser
@@ -132,8 +133,8 @@ def cmd_app(a: argparse.Namespace) -> int:
             print("commscope: the run did not finish cleanly: what it measured is set "
                   "against the program below", file=sys.stderr)
         series = collect(aggregate(store.result_rows(), mode="dominant"), keep_flagged=True)
-        rows = prof.against(s, str(row["mpi_name"]), series)
-        need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db)
+        rows = prof.against(s, str(row["mpi_name"]), series, where)
+        need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db, where)
     print(f"profile {row['id']}: {Path(row['program']).name} under {row['mpi_name']}, "
           f"{row['np']} processes ({row['status']}); its hottest calls against the "
           "benchmarks:")

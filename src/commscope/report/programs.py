@@ -54,7 +54,7 @@ def _one(r, series: Mapping) -> dict[str, object]:
                       f"{1e3 * h.total_s:.3f}", f"{h.mean_us:.2f}",
                       f"{100 * h.total_s / total:.1f}%" if total else "") for h in s.hot[:12]],
                     (1, 2, 4, 5, 6, 7))
-        ag = prof.against(s, str(r["mpi_name"]), series)
+        ag = prof.against(s, str(r["mpi_name"]), series, prof.Where.of(data))
         versus = table(("call", "message", "calls a rank", "program us", "benchmark us", "ratio",
                         "verdict"),
                        [(a.hot.call, a.hot.sizes, f"{a.per_rank:.0f}", f"{a.measured_us:.2f}",
