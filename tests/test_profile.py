@@ -138,6 +138,18 @@ def test_hot_calls_are_set_against_the_benchmark_at_their_message():
     assert "no bcast stored for openmpi" in text
 
 
+def test_why_a_call_has_no_benchmark_is_said_for_what_it_is():
+    """A non-blocking start's time is the start's, not a transfer; a v, w
+    or scan collective has no benchmark here; a wait is a wait."""
+    for call in ("MPI_Iscan", "MPI_Ibarrier", "MPI_Isend", "MPI_Startall", "MPI_Imrecv"):
+        assert prof.no_bench(call).startswith("a non-blocking start"), call
+    for call in ("MPI_Alltoallw", "MPI_Scan", "MPI_Gatherv"):
+        assert "no benchmark here times this collective" in prof.no_bench(call), call
+    assert "persistent" in prof.no_bench("MPI_Recv_init")
+    for call in ("MPI_Wait", "MPI_Iprobe", "MPI_Mprobe"):
+        assert prof.no_bench(call) == prof.NO_BENCH[""], call
+
+
 def test_a_program_run_across_nodes_is_set_against_the_benchmarks_of_those_nodes():
     """A profile taken on two emulated nodes: its world allreduce is set
     against the allreduce measured on those nodes, not on this machine; a

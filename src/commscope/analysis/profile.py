@@ -177,6 +177,23 @@ NO_BENCH = {"MPI_Sendrecv": "an exchange both ways at once: no benchmark here ti
                          "benchmark's sends are standard ones",
             "": "no benchmark times it alone (a wait, or a call whose transfer is another "
                 "call's)"}
+
+
+def no_bench(call: str) -> str:
+    """Why a call is set against no benchmark, in words."""
+    if call in NO_BENCH:
+        return NO_BENCH[call]
+    if (call.startswith("MPI_I") and call not in ("MPI_Iprobe", "MPI_Improbe")
+            or call in ("MPI_Start", "MPI_Startall")):
+        return ("a non-blocking start: its time here is the call's own, the transfer is the "
+                "wait's or test's that completes it")
+    if call.endswith("_init"):
+        return "a persistent request set up: its transfers are its starts' and waits'"
+    if call in COLL_CALLS:
+        return "no benchmark here times this collective (a v, w or scan variant)"
+    return NO_BENCH[""]
+
+
 SLOWER = 1.5  # beyond this times the benchmark's interval's upper end: slower than benchmarked
 APART = 3.0  # one rank's time in a call this many times another's: they arrive apart
 
@@ -297,8 +314,7 @@ def against(s: Summary, mpi: str, series: Mapping, where: Where = Where()) -> li
         msg = round(h.bytes / h.calls) if h.calls else 0
         per_rank = h.calls / h.ranks if h.ranks else 0.0
         if not bench:
-            out.append(Against(h, "", msg, per_rank, h.mean_us, None,
-                               missing=NO_BENCH.get(h.call, NO_BENCH[""])))
+            out.append(Against(h, "", msg, per_rank, h.mean_us, None, missing=no_bench(h.call)))
             continue
         if where.cluster != "local" and h.comm_size != where.np():
             out.append(Against(h, bench, msg, per_rank, h.mean_us, None,

@@ -135,9 +135,10 @@ def cmd_app(a: argparse.Namespace) -> int:
         series = collect(aggregate(store.result_rows(), mode="dominant"), keep_flagged=True)
         rows = prof.against(s, str(row["mpi_name"]), series, where)
         need = prof.measure_argv(rows[:a.top or None], str(row["mpi_name"]), a.db, where)
+    on = "" if where.cluster == "local" else f" on {where.place}"
     print(f"profile {row['id']}: {Path(row['program']).name} under {row['mpi_name']}, "
-          f"{row['np']} processes ({row['status']}); its hottest calls against the "
-          "benchmarks:")
+          f"{row['np']} processes{on} ({row['status']}); its hottest calls against the "
+          "benchmarks" + (" measured there" if on else "") + ":")
     print(prof.against_text(rows, a.top or 1 << 30), end="")
     if need:  # the command alone on its line: a user copies it
         print(f"to measure what is missing: {shlex.join(need)}")
