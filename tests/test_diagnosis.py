@@ -760,22 +760,35 @@ def test_nothing_held_when_the_confirmations_share_ran_out_confirms_on(monkeypat
     import time
 
     gap = _gap()
-    good = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}}, n=4,
+    good = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}}, n=8,
                    seed=3)
     # the first pass: 4 rounds, 3 of them across a jump (the fast arm at 275 ns)
     first = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}}, n=4)
     for r in (1, 2, 3):
         first.figures[FAST][r] = {k: (t, 800.0, w) for k, (t, _, w) in
                                   first.figures[FAST][r].items()}
-    first.stopped = "budget"
+    # a second gap neither pass decides (its two arms alike, within a wide noise)
+    gap2 = _gap(call="reduce")
+    for rs, seed in ((first, 5), (good, 6)):
+        wide = _rounds({SLOW: {s: 1.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}},
+                       bench="reduce", n=len(rs.figures[SLOW]), noise=0.4, seed=seed)
+        for arm in (SLOW, FAST):
+            for r, figs in wide.figures[arm].items():
+                rs.figures[arm][r].update(figs)
+    first.stopped = ""  # its rounds ran out (not its time): undecided all the same
     passes, starts = [first, good], []
 
-    def run(arms, store, *, first_round=1, **kw):
+    def run(arms, store, *, first_round=1, active=None, **kw):
+        """The pass's rounds one by one, asking `active` after each, as ex.run does."""
         starts.append(first_round)
         got = passes[len(starts) - 1]
         out = dg.Rounds(stopped=got.stopped)
-        for arm, by in got.figures.items():
-            out.figures[arm] = {first_round - 1 + r: f for r, f in by.items()}
+        for k in sorted(next(iter(got.figures.values()))):
+            r = first_round - 1 + k
+            for arm, by in got.figures.items():
+                out.figures.setdefault(arm, {})[r] = by[k]
+            if active(out, r) is None:
+                break
         return out
 
     monkeypatch.setattr(diagnose.ex, "run", run)
@@ -792,16 +805,18 @@ def test_nothing_held_when_the_confirmations_share_ran_out_confirms_on(monkeypat
             pass
 
     d = _diag([])
-    diagnose.confirm(Ctx, d, [gap], 20.0)
-    assert diagnose.undecided(d) == [gap] and not d.outcomes[0].conf.confirmed
+    diagnose.confirm(Ctx, d, [gap, gap2], 20.0)
+    assert diagnose.undecided(d) == [gap, gap2] and not d.outcomes[0].conf.confirmed
     assert diagnose.confirm_on(Ctx, d)
     assert starts == [1, 5]  # the second pass's rounds follow the first's
-    assert d.outcomes[0].conf.confirmed and d.rounds.last_round == 8
+    # its first five rounds unjudged, as the first pass's; held there: it stops, the
+    # time left is explaining's
+    assert d.outcomes[0].conf.confirmed and d.rounds.last_round == 9
     assert not diagnose.confirm_on(Ctx, d)  # a gap held: explaining it comes next
     # with its time spent, or where the first pass was decided, nothing more
     d2 = _diag([])
     passes[:] = [first]
     starts.clear()
-    diagnose.confirm(Ctx, d2, [gap], 20.0)
+    diagnose.confirm(Ctx, d2, [gap, gap2], 20.0)
     Ctx.clock = diagnose.ex.Clock(time.monotonic() + 5.0)
     assert not diagnose.confirm_on(Ctx, d2) and starts == [1]

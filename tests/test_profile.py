@@ -228,9 +228,9 @@ def test_the_known_sequence_is_counted_under_each_mpi(impls, tmp_path, capsys, m
             assert r[("MPI_Isend", 10)] == (2, 2 * 512) and r[("MPI_Irecv", 10)] == (2, 2 * 512)
             assert r[("MPI_Waitall", 0)] == (4, 0)
             assert r[("MPI_Init", 0)] == (1, 0)
-            # persistent requests where they are set up, each start without bytes
+            # persistent requests where they are set up, and each start with its messages
             assert r[("MPI_Send_init", 8)] == (1, 128) and r[("MPI_Recv_init", 8)] == (1, 128)
-            assert r[("MPI_Startall", 0)] == (2, 0)
+            assert r[("MPI_Startall", 9)] == (2, 512)
             # the other non-blocking collectives and alltoallw, completed by waits
             assert r[("MPI_Igather", 5)] == (1, 16) and r[("MPI_Ialltoallv", 5)] == (1, 24)
             assert r[("MPI_Iscan", 5)] == (1, 16) and r[("MPI_Alltoallw", 5)] == (1, 16)

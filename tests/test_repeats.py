@@ -65,19 +65,26 @@ def test_a_next_runs_interval_reaches_the_runs_taken_in_the_hosts_other_state():
     assert a["rep_ids"] == (1, 2) and a["other_state_us"] == (0.72,)
     assert a["next_hi_us"] == 0.72 and a["ci_hi_us"] < 0.5  # comparisons keep their interval
     assert got["b"]["other_state_us"] == () and got["b"]["next_hi_us"] < 0.5
+    # a mode the user names is the state asked about: the other state widens nothing
+    named = {r["config_key"]: r for r in aggregate(rows, mode="floor~70ns")}
+    assert named["a"]["other_state_us"] == () and named["a"]["next_hi_us"] < 0.5
     # a run taken while other processes used the CPU says nothing of a next one
     busy = aggregate([*rows[:2], _row(3, "a", 0.72, 275.0, flagged=True)], mode="dominant")[0]
     assert busy["other_state_us"] == () and busy["next_hi_us"] < 0.5
 
 
-def test_one_or_two_runs_take_the_spread_of_their_benchmarks_points_pooled():
-    # a: 3 runs at each of 3 sizes (6 degrees of freedom); c: two runs left
-    rows = [_row(10 * k + i, "a", v, 70.0, size=s) for k, (s, vs) in enumerate(
-                ((8, (1.0, 1.1, 0.9)), (64, (2.0, 2.1, 1.9)), (512, (3.0, 3.3, 2.8))))
+def test_one_or_two_runs_take_the_spread_of_their_configurations_near_points_pooled():
+    # c: 3 runs at 8, 64 and 512 B (6 degrees of freedom), two runs left at 32 B;
+    # a 1 MiB point far outside the band and another configuration's wild
+    # spread at 32 B are not pooled with them
+    spec = {8: (1.0, 1.1, 0.9), 64: (2.0, 2.1, 1.9), 512: (3.0, 3.3, 2.8),
+            1 << 20: (100.0, 300.0, 30.0)}
+    rows = [_row(100 * k + i, "c", v, 70.0, size=s) for k, (s, vs) in enumerate(spec.items())
             for i, v in enumerate(vs)]
-    two = [_row(100, "c", 5.0, 70.0), _row(101, "c", 5.01, 70.0)]
-    got = {(r["config_key"], r["size_bytes"]): r for r in aggregate([*rows, *two])}
-    c = got[("c", 8)]
+    rows += [_row(900, "c", 5.0, 70.0, size=32), _row(901, "c", 5.01, 70.0, size=32)]
+    rows += [_row(950 + i, "a", v, 70.0, size=32) for i, v in enumerate((1.0, 9.0, 0.1))]
+    got = {(r["config_key"], r["size_bytes"]): r for r in aggregate(rows)}
+    c = got[("c", 32)]
     logs = [[math.log(v) for v in vs] for vs in ((1.0, 1.1, 0.9), (2.0, 2.1, 1.9),
                                                    (3.0, 3.3, 2.8), (5.0, 5.01))]
     ss = sum(sum((x - sum(ls) / len(ls)) ** 2 for x in ls) for ls in logs)
@@ -86,16 +93,25 @@ def test_one_or_two_runs_take_the_spread_of_their_benchmarks_points_pooled():
     assert c["next_pooled"]
     assert c["next_lo_us"] == pytest.approx(math.exp(m - 2.365 * sd * math.sqrt(1.5)), rel=1e-4)
     assert c["next_hi_us"] == pytest.approx(math.exp(m + 2.365 * sd * math.sqrt(1.5)), rel=1e-4)
-    assert "next_pooled" not in got[("a", 8)]  # three runs: their own spread
-    # the pooled spread stands in place of two runs' own t interval (12.7 a side)
-    (d,) = [r for r in aggregate([*rows, _row(200, "d", 5.0, 70.0), _row(201, "d", 6.0, 70.0)])
-            if r["config_key"] == "d"]
+    assert "next_pooled" not in got[("c", 8)]  # three runs: their own spread
+    # the pooled spread stands in place of two runs' own t interval (12.7 a side),
+    # and always holds the point's own runs
+    (d,) = [r for r in aggregate([*rows, _row(800, "c", 5.0, 70.0, size=16),
+                                  _row(801, "c", 6.0, 70.0, size=16)])
+            if r["config_key"] == "c" and r["size_bytes"] == 16]
     own = between([5.0, 6.0])
-    assert d["next_pooled"] and own.next_lo < d["next_lo_us"] < 5.0
-    assert 6.0 < d["next_hi_us"] < own.next_hi / 2
-    # another benchmark's spread is not pooled with this one's; nothing to pool, nothing done
-    (alone,) = aggregate([_row(1, "c", 5.0, 70.0, bench="bw"), _row(2, "c", 5.01, 70.0,
-                                                                    bench="bw")])
+    assert d["next_pooled"] and own.next_lo < d["next_lo_us"] <= 5.0
+    assert 6.0 <= d["next_hi_us"] < own.next_hi / 2
+    # a pooled spread far tighter than the two runs' own still holds both runs
+    tight = [_row(300 + 3 * k + i, "t", v * (k + 1), 70.0, size=17 + k)
+             for k in range(20) for i, v in enumerate((1.0, 1.001, 0.999))]
+    (e,) = [r for r in aggregate([*tight, _row(400, "t", 5.0, 70.0, size=16, ci=0.0),
+                                  _row(401, "t", 7.0, 70.0, size=16, ci=0.0)])
+            if r["size_bytes"] == 16]
+    assert e["next_pooled"] and e["next_lo_us"] == 5.0 and e["next_hi_us"] == 7.0
+    # nothing to pool (another benchmark): the two runs' range
+    (alone,) = aggregate([_row(1, "c", 5.0, 70.0, bench="bw", ci=0.0),
+                          _row(2, "c", 5.01, 70.0, bench="bw", ci=0.0)])
     assert "next_pooled" not in alone and figure_interval(alone, 5.0) == (5.0, 5.01)
     assert figure_interval(c, 5.0) == (c["next_lo_us"], c["next_hi_us"])
 

@@ -22,8 +22,8 @@
  * allocation, no I/O until the end (bench/profile_overhead.py measures it).  Non-blocking calls are counted as the
  * time of the call itself; the time a program waits for them is its
  * MPI_Wait/Waitall/Test calls', counted as such (mpiP's convention).
- * Persistent requests are counted where they are set up, each MPI_Start as a
- * call without bytes.  One-sided and I/O calls, neighbour collectives and
+ * Persistent requests are counted where they are set up and at each start,
+ * with their message.  One-sided and I/O calls, neighbour collectives and
  * Open MPI's Fortran bindings are not intercepted: a
  * program whose calls never reach these wrappers writes no calls, and
  * commscope says so rather than storing no communication. */
@@ -52,7 +52,8 @@
     X(Alltoallw) X(Igather) X(Igatherv) X(Iscatter) X(Iscatterv) X(Iallgatherv) \
     X(Ialltoallv) X(Ialltoallw) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Iscan) \
     X(Iexscan) X(Testany) X(Testsome) X(Send_init) X(Ssend_init) X(Bsend_init) \
-    X(Rsend_init) X(Recv_init) X(Start) X(Startall) X(Mprobe) X(Improbe) X(Mrecv) X(Imrecv)
+    X(Rsend_init) X(Recv_init) X(Start) X(Startall) X(Mprobe) X(Improbe) \
+    X(Mrecv) X(Imrecv)
 
 #define ENUM(n) C_##n,
 enum { CALLS(ENUM) NCALLS };
@@ -552,23 +553,103 @@ int MPI_Testany(int n, MPI_Request r[], int *i, int *flag, MPI_Status *st)
 { TIMED(C_Testany, MPI_COMM_NULL, 0, PMPI_Testany(n, r, i, flag, st)); }
 int MPI_Testsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
 { TIMED(C_Testsome, MPI_COMM_NULL, 0, PMPI_Testsome(n, r, out, idx, st)); }
-/* persistent requests: the message is counted where it is set up (its size,
- * its communicator); each start as a call of its own, without bytes (a
- * request does not say its size), its completion a Wait's or a Test's */
+/* persistent requests: the message is counted where it is set up, and again
+ * at each start (MPI_Start at the request's bytes; MPI_Startall at the sum of
+ * its requests' and the first one's communicator), from a table of the
+ * requests set up (NREQ, linear probing; a request the table has no room for
+ * starts without bytes); MPI_Request_free takes it out.  Completion is a
+ * Wait's or a Test's. */
+#define NREQ 1024
+struct preq {
+    uint64_t key; /* the handle's bits; 0: empty */
+    uint64_t bytes;
+    int slot;
+};
+static struct preq preqs[NREQ];
+
+static uint64_t req_key(MPI_Request r)
+{
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k;
+}
+
+static struct preq *req_find(MPI_Request r, int add)
+{
+    uint64_t k = req_key(r);
+    if (!k)
+        return NULL;
+    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ULL) >> 54) % NREQ;
+    for (int i = 0; i < NREQ; i++) {
+        struct preq *p = &preqs[(h + (size_t)i) % NREQ];
+        if (p->key == k)
+            return p;
+        if (!p->key)
+            return add ? (p->key = k, p) : NULL;
+    }
+    return NULL;
+}
+
+static int remember(int rc, MPI_Request *r, MPI_Comm c, uint64_t bytes)
+{
+    struct preq *p = rc == MPI_SUCCESS && r ? req_find(*r, 1) : NULL;
+    if (p) {
+        p->bytes = bytes;
+        p->slot = comm_slot(c);
+    }
+    return rc;
+}
+
+int MPI_Request_free(MPI_Request *r)
+{
+    struct preq *p = r ? req_find(*r, 0) : NULL;
+    if (p) /* a tombstone keeps later entries of its chain reachable */
+        p->bytes = 0, p->slot = comm_slot(MPI_COMM_NULL), p->key = ~0ULL;
+    return PMPI_Request_free(r);
+}
 #define SEND_INIT(name) \
     int MPI_##name(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, \
                    MPI_Request *r) \
-    { TIMED(C_##name, c, bytes_of(n, t), PMPI_##name(b, n, t, d, tag, c, r)); }
+    { TIMED(C_##name, c, bytes_of(n, t), \
+            remember(PMPI_##name(b, n, t, d, tag, c, r), r, c, bytes_of(n, t))); }
 SEND_INIT(Send_init)
 SEND_INIT(Ssend_init)
 SEND_INIT(Bsend_init)
 SEND_INIT(Rsend_init)
 int MPI_Recv_init(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Recv_init, c, bytes_of(n, t), PMPI_Recv_init(b, n, t, s, tag, c, r)); }
+{ TIMED(C_Recv_init, c, bytes_of(n, t),
+        remember(PMPI_Recv_init(b, n, t, s, tag, c, r), r, c, bytes_of(n, t))); }
+/* the starts are counted by hand: their communicator comes from the table */
+static int started_n(int call, int n, MPI_Request *r, int rc, double dt, void *site)
+{
+    uint64_t by = 0;
+    int slot = -1;
+    for (int i = 0; r && i < n; i++) {
+        struct preq *p = req_find(r[i], 0);
+        if (p && p->key != ~0ULL) {
+            by += p->bytes;
+            if (slot < 0)
+                slot = p->slot;
+        }
+    }
+    if (slot < 0)
+        slot = comm_slot(MPI_COMM_NULL);
+    note(call, slot, by, dt);
+    note_site(call, site, by, dt);
+    return rc;
+}
 int MPI_Start(MPI_Request *r)
-{ TIMED(C_Start, MPI_COMM_NULL, 0, PMPI_Start(r)); }
+{
+    double t0 = now();
+    int rc = PMPI_Start(r);
+    return started_n(C_Start, 1, r, rc, now() - t0, __builtin_return_address(0));
+}
 int MPI_Startall(int n, MPI_Request r[])
-{ TIMED(C_Startall, MPI_COMM_NULL, 0, PMPI_Startall(n, r)); }
+{
+    double t0 = now();
+    int rc = PMPI_Startall(n, r);
+    return started_n(C_Startall, n, r, rc, now() - t0, __builtin_return_address(0));
+}
 /* matched probes: the probe without bytes, the receive at the size that
  * arrived (the status, as MPI_Recv's) or, non-blocking, at the room posted */
 int MPI_Mprobe(int s, int tag, MPI_Comm c, MPI_Message *m, MPI_Status *st)
@@ -605,10 +686,15 @@ static int me(MPI_Comm c)
     return r;
 }
 
+/* the peers a rank's counts array names: the group's size, or on an
+ * intercommunicator the remote group's */
 static int size_of(MPI_Comm c)
 {
-    int n = 0;
-    PMPI_Comm_size(c, &n);
+    int n = 0, inter = 0;
+    if (PMPI_Comm_test_inter(c, &inter) == MPI_SUCCESS && inter)
+        PMPI_Comm_remote_size(c, &n);
+    else
+        PMPI_Comm_size(c, &n);
     return n;
 }
 

@@ -65,8 +65,7 @@ class Hot:
 
 NO_BYTES = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test",
             "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Barrier", "MPI_Ibarrier",
-            "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe", "MPI_Start",
-            "MPI_Startall"}
+            "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe"}
 SETUP = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize"}
 
 
@@ -486,7 +485,8 @@ def verify_text(vs: Sequence[Verified], rounds: int) -> str:
 P2P_BENCHES = ("latency", "bw", "bibw", "sendloop", "roundtrip")
 P2P_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Recv", "MPI_Sendrecv", "MPI_Isend", "MPI_Issend",
              "MPI_Irecv", "MPI_Mrecv", "MPI_Imrecv", "MPI_Send_init", "MPI_Ssend_init",
-             "MPI_Recv_init")
+             "MPI_Bsend_init", "MPI_Rsend_init", "MPI_Recv_init", "MPI_Start",
+             "MPI_Startall")
 
 
 @dataclass(frozen=True)

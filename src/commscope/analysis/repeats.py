@@ -27,8 +27,9 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # Floors further apart than this factor belong to different modes: the
 # modes seen here are ~24, ~50 and ~200 ns, each within +-15% of itself.
 MODE_GAP = 1.3
-# A cluster of floors wider than this (its largest over its smallest) is no
-# mode but the floor's continuous drift, chained reading by reading: another
+# A cluster of floors wider than this (its 95th percentile over its 5th:
+# _inner) is no mode but the floor's continuous drift, chained reading by
+# reading: another
 # host's floor wanders over 120-500 ns, and single linkage at MODE_GAP made
 # one "mode" of 121 ... 904 ns.  A mode is a tight cluster.
 MODE_SPAN = 1.6
@@ -225,7 +226,9 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
             rs = mine or rs
         else:
             elsewhere = []
-        row = _combine(rs, modes, drop_far=mode is not None, elsewhere=elsewhere)
+        # a mode the user named is the state asked about: no other state widens it
+        row = _combine(rs, modes, drop_far=mode is not None, elsewhere=elsewhere,
+                       widen=mode == "dominant")
         row["other_mode"] = other
         out.append(row)
     if dropped:
@@ -247,11 +250,19 @@ def next_interval(r: Mapping[str, object]) -> tuple[float, float] | None:
         lo, hi = _get(r, "next_lo_us"), _get(r, "next_hi_us")
     meds = _get(r, "rep_medians_us") or ()
     if len(meds) == 2 and not _get(r, "next_pooled"):  # type: ignore[arg-type]
+        med, w = float(r["median_us"]), float(_get(r, "within_ci_us") or 0.0)  # type: ignore[arg-type]
         xs = [float(x) for x in (*meds, *(_get(r, "other_state_us") or ()))]  # type: ignore[misc]
-        lo, hi = min(xs), max(xs)
+        lo, hi = min(*xs, med - w), max(*xs, med + w)
     if lo is None or hi is None or not float(lo) > 0:  # type: ignore[arg-type]
         return None
     return float(lo), float(hi)  # type: ignore[arg-type]
+
+
+# A point's run-to-run spread is pooled with its configuration's points of
+# the same benchmark and process count within this factor of its size: the
+# spread differs by size (reduce: 0.013 of log at 1 KiB and below, 0.064
+# above, on one store), so a band, not the whole benchmark.
+POOL_BAND = 16
 
 
 def _pool_next(rows: Sequence[dict[str, object]]) -> None:
@@ -259,34 +270,42 @@ def _pool_next(rows: Sequence[dict[str, object]]) -> None:
     mode, or fewer were taken), its own spread says next to nothing about a
     next run (a t interval from two values is 12.7 standard errors wide).
     Its interval for a next run is then the prediction interval from the
-    run-to-run spread of its benchmark's points, pooled (the variance of the
-    logarithms over every point of that benchmark in these rows with two
-    runs or more, weighted by their degrees of freedom), where they have
-    three degrees of freedom or more."""
-    pool: dict[object, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    run-to-run spread of its configuration's points of the same benchmark
+    and process count within POOL_BAND of its size, pooled (the variance of
+    the logarithms, weighted by their degrees of freedom), where they have
+    three degrees of freedom or more; reaching its own runs, one run's own
+    CI and the runs taken in another state of the host."""
+    spread: dict[tuple[object, ...], list[tuple[int, float, int]]] = defaultdict(list)
     for r in rows:
         meds = _get(r, "rep_medians_us") or ()
         if len(meds) >= 2:  # type: ignore[arg-type]
             logs = [math.log(float(v)) for v in meds]  # type: ignore[union-attr]
-            p = pool[r["bench"]]
-            p[0] += (len(logs) - 1) * statistics.variance(logs)
-            p[1] += len(logs) - 1
+            spread[_series_of(r)].append((int(r["size_bytes"]), statistics.variance(logs),  # type: ignore[call-overload]
+                                          len(logs) - 1))
     for r in rows:
         meds = _get(r, "rep_medians_us") or ()
-        ss, df = pool.get(r["bench"], (0.0, 0.0))
-        if not meds or len(meds) > 2 or df < 3:  # type: ignore[arg-type]
+        if not meds or len(meds) > 2:  # type: ignore[arg-type]
             continue
+        size = max(1, int(r["size_bytes"]))  # type: ignore[call-overload]
+        near = [(v, d) for x, v, d in spread.get(_series_of(r), ())
+                if size / POOL_BAND <= max(1, x) <= size * POOL_BAND]
+        df = sum(d for _, d in near)
+        if df < 3:
+            continue
+        ss = sum(v * d for v, d in near)
         n = len(meds)  # type: ignore[arg-type]
         m = statistics.fmean(math.log(float(v)) for v in meds)  # type: ignore[union-attr]
-        half = t975(int(df)) * math.sqrt(ss / df) * math.sqrt(1 + 1 / n)
-        # in place of the point's own t interval (12.7 standard errors a side
-        # from two runs), never narrower than one run's own CI, and reaching
-        # the runs taken in another state of the host
+        half = t975(df) * math.sqrt(ss / df) * math.sqrt(1 + 1 / n)
         med, w = float(r["median_us"]), float(r["within_ci_us"] or 0.0)  # type: ignore[arg-type]
         seen = [float(x) for x in r["other_state_us"]]  # type: ignore[attr-defined]
-        r["next_lo_us"] = min([math.exp(m - half), med - w, *seen])
-        r["next_hi_us"] = max([math.exp(m + half), med + w, *seen])
+        own = [float(x) for x in meds]  # type: ignore[union-attr]
+        r["next_lo_us"] = min([math.exp(m - half), med - w, *own, *seen])
+        r["next_hi_us"] = max([math.exp(m + half), med + w, *own, *seen])
         r["next_pooled"] = True
+
+
+def _series_of(r: Mapping[str, object]) -> tuple[object, ...]:
+    return (_get(r, "config_key") or _get(r, "mpi_name"), r["bench"], r["np"])
 
 
 def _clean(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
@@ -309,12 +328,13 @@ def far_floor(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
 
 
 def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
-             drop_far: bool = False,
-             elsewhere: Sequence[Mapping[str, object]] = ()) -> dict[str, object]:
+             drop_far: bool = False, elsewhere: Sequence[Mapping[str, object]] = (),
+             widen: bool = False) -> dict[str, object]:
     """One point from its runs; `elsewhere`: its runs left out as taken in
     another machine mode (and, with drop_far, those far from the others'
     floor): they are not the figure, but a next run may be taken in that
-    state too, so the interval for a next run reaches their figures."""
+    state too, so with `widen` (the usual mode kept, not one the user named)
+    the interval for a next run reaches their figures."""
     valid = [r for r in rs if r["valid"] and r["median_us"]]
     # a run measured while others took the CPU counts only when every run was
     clean = _clean(valid)
@@ -358,7 +378,7 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
     base["ci_us"] = (b.hi - b.lo) / 2.0
     # where a next run's figure is expected: the prediction interval, reaching
     # the figures of this point's clean runs taken in another state of the host
-    seen = [float(r["median_us"]) for r in _clean([*far, *elsewhere])]  # type: ignore[arg-type]
+    seen = [float(r["median_us"]) for r in _clean([*far, *elsewhere])] if widen else []  # type: ignore[arg-type]
     base["next_lo_us"] = min([b.next_lo, *seen])
     base["next_hi_us"] = max([b.next_hi, *seen])
     base["other_state_us"] = tuple(seen)

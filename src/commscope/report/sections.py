@@ -819,7 +819,8 @@ def terms(min_change: str) -> list[Term]:
              "repetitions (--repeat) narrow it. A point combines the runs measured in its "
              "machine mode and, where a clean run exists, without other processes on the "
              "CPU: where that leaves one or two runs, the tables' interval comes from the "
-             "spread of the benchmark's other points, pooled, or else from that run's own "
+             "spread of its configuration's points of the benchmark near its size, pooled "
+             "(holding its own runs), or else from that run's own "
              "interval (which does not hold from one run to the next on a virtual machine) "
              "or the two runs' range; the tables and the export mark such points (¹, ²)."),
         Term("told apart (separated)", "term-separated",

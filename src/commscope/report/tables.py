@@ -125,7 +125,8 @@ def n_used(r: Mapping[str, object]) -> int:
 MARKS = (
     ("¹", "one run behind this figure (the sweep's others were measured in another machine "
           "mode or with other processes on the CPU, or it had one): the interval is from the "
-          "run-to-run spread of this benchmark's other points, pooled, where they have three "
+          "run-to-run spread of its configuration's points of this benchmark within 16x of its "
+          "size, pooled (holding its own runs), where they have three "
           "degrees of freedom or more; otherwise that run's own CI, which does not hold from "
           "one run to the next"),
     ("²", "two runs behind this figure: the interval is from the pooled spread as for ¹, "
