@@ -5,6 +5,7 @@ cluster.  Fixed data."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from pathlib import Path
 
@@ -234,3 +235,36 @@ def test_a_matrix_at_once_is_its_own_and_its_pairs_alone_no_matrix_in_the_report
             assert pairs.mode(r) == pairs.AT_ONCE
     assert [cl for cl, *_ in rmatrix.matrices(rows)] == [
         "emu:bm388, each round's pairs at once"] * 2
+
+
+def test_a_node_that_stalls_is_named_by_its_longest_sample_and_noise_is_not():
+    """--stall-time: a node held to a quarter of one CPU stops for tens of
+    milliseconds (37.7 ms seen) while its median latency is the others';
+    healthy pairs' longest samples spread 47-424 us (9x) on this VM: a
+    stall must be 10x the typical pair's and 10 ms or more, surely."""
+    def rows(longest: dict[tuple[int, int], float]) -> list[dict]:
+        out = []
+        for (i, j), us in longest.items():
+            for rep in (1, 2, 3):
+                out.append({"bench": "latency", "size_bytes": 8, "valid": True, "repetition": rep,
+                            "window": None, "median_us": 13.0, "max_us": us * (1 + rep / 100),
+                            "batch": 1, "config": json.dumps(
+                                {"extra": {"pair": f"n{i}/n{j}"}})})
+        return out
+
+    healthy = {(i, j): 40.0 * (1 + 9 * ((i * 7 + j) % 4 == 0))
+               for i, j in itertools.combinations(range(4), 2)}
+    found, v = pairs.judge(rows(healthy), "latency", 8, "longest stall", figure="stall")
+    assert v.nodes == () and v.lines[0].startswith("no node stands out"), v.lines
+    assert "10 ms or more" in v.lines[0]
+    held = {k: (37_700.0 if 2 in k else us) for k, us in healthy.items()}
+    found, v = pairs.judge(rows(held), "latency", 8, "longest stall", figure="stall")
+    assert v.nodes == ("n2",), v.lines
+    assert not any("when it sends" in x for x in v.lines), v.lines  # a round trip: no way
+    # the medians alike: the median's verdict names nothing
+    _, med = pairs.judge(rows(held), "latency", 8, "latency")
+    assert med.nodes == ()
+    # tenfold but short (a healthy host's hiccups of a few ms): not a stall
+    short = {k: (4_000.0 if 2 in k else 40.0) for k in healthy}
+    _, v = pairs.judge(rows(short), "latency", 8, "longest stall", figure="stall")
+    assert v.nodes == (), v.lines

@@ -25,6 +25,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 SLOW = 1.2  # a pair surely this many times the typical time (its interval's lower end)
+# A stall (a pair's longest sample) counts where it is surely this many times
+# the typical pair's and at least STALL_US long: a healthy pair's longest
+# sample over 0.3 s read 47-424 us on emulated nodes of this VM, a node held
+# to a quarter of one CPU 37,700 us (its scheduler's period is 100 ms).
+STALL = 10.0
+STALL_US = 10_000.0
 
 
 def schedule(n: int) -> list[list[tuple[int, int]]]:
@@ -74,15 +80,18 @@ def _x(r: float) -> str:
 
 
 def verdict(pairs: Sequence[Pair], what: str = "time",
-            nodes: Sequence[str] = (), word: str = "node") -> Verdict:
+            nodes: Sequence[str] = (), word: str = "node", slow_at: float = SLOW,
+            least_us: float = 0.0) -> Verdict:
     """Which node or link is slow, with the evidence, or that none stands
     out; `what` names the figure ("time at 4 MiB"); `nodes`: the cluster's
     nodes, so that one in no measured pair (every pair with it failed) is
-    named as such rather than left out of the verdict."""
+    named as such rather than left out of the verdict.  A pair is slow where
+    its interval's lower end is `slow_at` times the typical pair's and
+    `least_us` or more (stalls: STALL, STALL_US)."""
     names = sorted({p.a for p in pairs} | {p.b for p in pairs})
     silent = tuple(n for n in nodes if n not in names)
     if silent:
-        v = verdict(pairs, what, word=word)
+        v = verdict(pairs, what, word=word, slow_at=slow_at, least_us=least_us)
         gone = [f"{n}: no pair with {n} was measured (each failed or timed out)"
                 for n in silent]
         keep = [x for x in v.lines if not x.startswith(f"no {word} stands out")]
@@ -96,7 +105,7 @@ def verdict(pairs: Sequence[Pair], what: str = "time",
     mine = {n: statistics.median(p.median for p in pairs if p.has(n)) for n in names}
     typical = statistics.median(mine.values())
     ratios = {(p.a, p.b): (p.median / typical, p.lo / typical, p.hi / typical) for p in pairs}
-    slow = {(p.a, p.b) for p in pairs if p.lo / typical >= SLOW}
+    slow = {(p.a, p.b) for p in pairs if p.lo / typical >= slow_at and p.lo >= least_us}
     bad = [n for n in names
            if all((p.a, p.b) in slow for p in pairs if p.has(n))
            and not all((p.a, p.b) in slow for p in pairs if not p.has(n))]
@@ -124,7 +133,8 @@ def verdict(pairs: Sequence[Pair], what: str = "time",
     if not lines:
         spread = [r[0] for r in ratios.values()]
         lines.append(f"no {word} stands out: every pair within {_x(min(spread))}-{_x(max(spread))}"
-                     f" of the typical {what} (a pair is slow at {SLOW}x, surely)")
+                     f" of the typical {what} (a pair is slow at {slow_at:g}x, surely"
+                     + (f", and {least_us / 1000:g} ms or more)" if least_us else ")"))
     return Verdict(typical, ratios, tuple(bad), tuple(links), tuple(lines))
 
 
@@ -155,13 +165,14 @@ def mode(row: Mapping[str, object]) -> str:
         return ""
 
 
-def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
-             ) -> dict[tuple[str, str], list[float]]:
+def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int,
+             figure: str = "median") -> dict[tuple[str, str], list[float]]:
     """Each pair's time at `size` in `bench`, one value a repetition: the
     record's median_us (latency: half a round trip; bw: one message; bibw:
     one message each way at once), at the narrowest window the pair was
     measured at (where the sweep measured every pair again at a common
-    window, that one)."""
+    window, that one).  figure "stall": its longest sample instead (the
+    slowest time an operation took, times the operations a sample)."""
     best: dict[tuple[tuple[str, str], int], Mapping[str, object]] = {}
     for r in rows:
         pair = pair_of(r)
@@ -174,7 +185,9 @@ def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int
             best[k] = r
     out: dict[tuple[str, str], list[float]] = {}
     for (pair, _), r in sorted(best.items()):
-        if r["median_us"]:
+        if figure == "stall" and r["max_us"]:
+            out.setdefault(pair, []).append(float(r["max_us"]) * int(r["batch"] or 1))  # type: ignore[arg-type, call-overload]
+        elif figure != "stall" and r["median_us"]:
             out.setdefault(pair, []).append(float(r["median_us"]))  # type: ignore[arg-type]
     return out
 
@@ -328,15 +341,20 @@ def classes(sockets: Mapping[str, int]) -> list[tuple[str, Callable[[Pair], bool
 
 def judge(rows: Sequence[Mapping[str, object]], bench: str, size: int, what: str,
           nodes: Sequence[str] = (), word: str = "node",
-          keep: Callable[[Pair], bool] | None = None) -> tuple[list[Pair], Verdict] | None:
+          keep: Callable[[Pair], bool] | None = None,
+          figure: str = "median") -> tuple[list[Pair], Verdict] | None:
     """The pairs of `bench` at `size` as measured (each direction its own)
     and the verdict on them (each two nodes by their slower direction, with
     which direction a named node is slow in); None where no pair was.
     `keep`: the pairs judged together (one class of pairs: within a socket)."""
-    found = [p for p in pairs_from(per_pair(rows, bench, size)) if keep is None or keep(p)]
+    found = [p for p in pairs_from(per_pair(rows, bench, size, figure))
+             if keep is None or keep(p)]
     if not found:
         return None
-    v = verdict(unordered(found), what, nodes, word)
-    if v.typical > 0 and (more := directions(found, v)):
+    v = verdict(unordered(found), what, nodes, word,
+                *((STALL, STALL_US) if figure == "stall" else ()))
+    # which way a node is slow: bandwidth's, measured each way (latency and its
+    # stalls are round trips, one measurement a pair)
+    if v.typical > 0 and bench == "bw" and figure == "median" and (more := directions(found, v)):
         v = replace(v, lines=(*v.lines, *more))
     return found, v

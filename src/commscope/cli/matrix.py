@@ -5,6 +5,7 @@ and the verdict)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import shlex
@@ -116,7 +117,7 @@ def _alone(a: argparse.Namespace, core: build_mod.Core, cl: cluster_mod.Cluster,
 
 
 def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: list[str],
-            bench: str, at: int, what: str, alone_check) -> list:
+            bench: str, at: int, what: str, alone_check, figure: str = "median") -> list:
     """One figure's matrix and verdict (each class of pairs apart: within a
     socket and across, for CPUs on several), and with --at-once the slow
     pairs measured alone (`alone_check`); the outcomes of those jobs."""
@@ -128,7 +129,7 @@ def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: l
         # the CPUs this class has pairs of: one alone on its socket has none within
         mine = [x for x in names if keep is None or label != "within a socket"
                 or list(sockets.values()).count(sockets[x]) > 1]
-        got = pairs.judge(rows, bench, at, what, mine, word, keep)
+        got = pairs.judge(rows, bench, at, what, mine, word, keep, figure)
         if got is None:
             print(f"\n{what}{', ' + label if label else ''}: no pair measured")
             continue
@@ -141,7 +142,7 @@ def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: l
                   f"{' ' + label if label else ''}{typical}{rows_are}:")
             if v.typical > 0:
                 every = found if keep is None else pairs.pairs_from(
-                    pairs.per_pair(rows, bench, at))
+                    pairs.per_pair(rows, bench, at, figure))
                 print(pairs.matrix_text(names, v.typical, every), end="")
             first = False
         if label:
@@ -149,7 +150,7 @@ def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: l
                   + ":")
         for line in v.lines:
             print(f"  {line}")
-        if a.at_once and (slow := pairs.slow_pairs(v)):
+        if a.at_once and figure == "median" and (slow := pairs.slow_pairs(v)):
             more += alone_check(slow, v)
     return more
 
@@ -189,6 +190,9 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     cl.check(impl, pair_place(cl) if a.within_node else cluster_mod.Placement(len(names), 1))
     core = build_mod.build(impl)
     opts = CoreOptions(sizes=str(size))  # type: ignore[call-arg]
+    if a.stall_time:  # every size sampled that long at least: a node's stalls fall inside
+        opts = dataclasses.replace(opts, min_time_s=a.stall_time,
+                                   time_cap_s=max(opts.time_cap_s, a.stall_time))
     planned = waves(core, cl, opts, lat, a.at_once)
     njobs = sum(len(w) for w in planned)
     limit = a.timeout or default_timeout(opts, 1, 2)
@@ -224,5 +228,8 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         outcomes += _figure(a, rows, cl, names, bench, at, what,
                             lambda slow, v, bench=bench, at=at, what=what: _alone(
                                 a, core, cl, opts, names, slow, bench, at, lat, limit, v, what))
+    if a.stall_time:
+        _figure(a, rows, cl, names, "latency", lat, f"longest stall at {human_bytes(lat)}",
+                None, figure="stall")
     print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")
     return 1 if any(o.status != "ok" for o in outcomes) else 0

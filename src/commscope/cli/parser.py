@@ -370,6 +370,12 @@ def make_parser() -> Parser:
                     help="rounds over every pair, for each pair's between-run interval "
                          "(default 3)")
     mx.add_argument("--latency-size", default="8", help="latency's message size (default 8)")
+    mx.add_argument("--stall-time", type=positive(float, 0.01, 60), default=None,
+                    metavar="SECONDS",
+                    help="measure each pair at least this long (e.g. 0.3) and judge its "
+                         "longest sample too: a node that stops for tens of milliseconds "
+                         "at a time (its CPU taken part of the time) shows there, not in "
+                         "the median")
     mx.add_argument("--bw-size", default="1M", help="bandwidth's message size (default 1M)")
     mx.add_argument("--timeout", type=positive(float, 1.0, 86400.0),
                     help="seconds a pair may take before it is killed and named (default: "
