@@ -222,10 +222,16 @@ def test_every_pair_of_cpus_ran_on_its_two_cpus(capsys, tmp_path, impl):
         pytest.skip("one CPU: no pair")
     cpus = cpus[:3]  # three CPUs at most: six jobs
     db = tmp_path / "m.db"
+    # under Open MPI each pair sampled 0.05 s at least, its longest sample judged too
+    stall = ["--stall-time", "0.05"] if impl == "openmpi" else []
     rc = cli.main(["matrix", "--within-node", "--cpus", ",".join(map(str, cpus)), "--mpi", impl,
-                   "--repeat", "1", "--quiet", "--bw-size", "64K", "--db", str(db)])
+                   "--repeat", "1", "--quiet", "--bw-size", "64K", "--db", str(db), *stall])
     out = capsys.readouterr().out
     assert rc == 0, out
+    lat = Store(db, create=False).db.execute(
+        "SELECT wall_s FROM results WHERE bench = 'latency'").fetchall()
+    assert lat and all(r["wall_s"] >= 0.05 for r in lat) or not stall, [tuple(r) for r in lat]
+    assert ("longest stall at 8 B (latency)" in out) == bool(stall), out
     rows = Store(db, create=False).db.execute("SELECT header, config, status FROM runs"
                                               ).fetchall()
     ran = {json.loads(r["config"])["extra"]["pair"]: json.loads(r["header"])["cpus"]
