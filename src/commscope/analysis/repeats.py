@@ -29,9 +29,8 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 MODE_GAP = 1.3
 # A cluster of floors wider than this (its 95th percentile over its 5th:
 # _inner) is no mode but the floor's continuous drift, chained reading by
-# reading: another
-# host's floor wanders over 120-500 ns, and single linkage at MODE_GAP made
-# one "mode" of 121 ... 904 ns.  A mode is a tight cluster.
+# reading: another host's floor wanders over 120-500 ns, and single linkage
+# at MODE_GAP made one "mode" of 121 ... 904 ns.  A mode is a tight cluster.
 MODE_SPAN = 1.6
 # Floors further apart than this are another state of the host, not its
 # drift: a run (or a round of the diagnosis) taken that far from the others
@@ -62,9 +61,10 @@ class Between:
     lo: float  # 95% interval of a run's typical figure (t on log values)
     hi: float
     spread: float  # max / min over repetitions
-    # 95% prediction interval of a next run's figure (t on log values): what
-    # a user who runs again should expect, where the interval above is what
-    # comparisons between configurations measured together use
+    # 95% prediction interval of one more repetition (t on log values): where
+    # a user who runs again should expect its figures (drift between runs
+    # aside), where the interval above is what comparisons between
+    # configurations measured together use
     next_lo: float = math.nan
     next_hi: float = math.nan
 

@@ -20,11 +20,12 @@ from .common import command
 def sides(raw_a: list, raw_b: list) -> tuple[list, list]:
     """Two sets of results, one row per configuration, benchmark and size
     over its repetitions (analysis/repeats.py), both from one machine mode:
-    the mode most of the two sets' records together were measured in.  Each
-    side over its own dominant mode compared a set taken mostly in the
-    host's slow state with one taken mostly in its fast state: an A/A
-    comparison of two default runs, both in one mode for most of their
-    records, compared 106 pairs fewer.  A point a side measured only in
+    the mode most of the two sets' records together were measured in, where
+    one holds more than half of them.  Each side over its own dominant mode
+    set a run taken mostly in the host's slow state against one taken mostly
+    in its fast state, and of an A/A comparison of two such default runs
+    left 660 of 814 pairs uncompared (host modes differ); one mode for both,
+    106.  A point a side measured only in
     other modes keeps its runs, marked, and is not compared (compare's
     "host modes differ"): a change that moves the floor (the ranks placed on
     other cores) is said so, not judged."""
