@@ -813,6 +813,12 @@ def test_nothing_held_when_the_confirmations_share_ran_out_confirms_on(monkeypat
     # time left is explaining's
     assert d.outcomes[0].conf.confirmed and d.rounds.last_round == 9
     assert not diagnose.confirm_on(Ctx, d)  # a gap held: explaining it comes next
+    # interrupted (a Ctrl-C in the first pass's rounds): nothing more
+    d3 = _diag([])
+    passes[:] = [replace(first, stopped="interrupted")]
+    starts.clear()
+    diagnose.confirm(Ctx, d3, [gap, gap2], 20.0)
+    assert diagnose.undecided(d3) and not diagnose.confirm_on(Ctx, d3) and starts == [1]
     # with its time spent, or where the first pass was decided, nothing more
     d2 = _diag([])
     passes[:] = [first]

@@ -231,7 +231,7 @@ def confirm_on(ctx: Context, d: dg.Diagnosis) -> bool:
     fifth, as the first does: its looks are not spent against the false
     discovery rate (docs/diagnosis.md).  Whether it ran."""
     open_ = undecided(d)
-    if (not open_ or ctx.clock.left() <= CONTINUE_S
+    if (not open_ or ctx.clock.left() <= CONTINUE_S or d.rounds.stopped == "interrupted"
             or any(o.conf is not None and o.conf.confirmed for o in d.outcomes)):
         return False
     confirm(ctx, d, open_, ctx.clock.left() - CHECK_SLACK_S, again=True)
