@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 import tempfile
 import time
@@ -32,6 +33,7 @@ from commscope.analysis import diagnosis as dg
 from commscope.analysis.repeats import aggregate
 from commscope.analysis.significance import MIN_FACTOR
 from commscope.cli.compare import sides
+from commscope.errors import CommscopeError
 from commscope.report.tables import figure_interval
 from commscope.store.db import Store
 
@@ -75,7 +77,7 @@ def judge(db: Path) -> tuple[int, int, int, int, list[str]]:
     interval `show` prints for run i (tables.figure_interval: where a next
     run's figure is expected) hold run j's figure?  Every ordered pair, and
     the forward ones (j after i: the next run proper) apart."""
-    store = Store(db)
+    store = Store(db, create=False)  # a kept store, never a new one
     sweeps = [r[0] for r in store.db.execute("SELECT id FROM sweeps ORDER BY id")]
     figs: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     for s in sweeps:
@@ -115,7 +117,10 @@ def main() -> int:
                     "coverage.db (its sweeps as stored) under this code, measuring nothing")
     a = ap.parse_args()
     if a.judge:
-        print_coverage(*judge(Path(a.judge)))
+        try:
+            print_coverage(*judge(Path(a.judge)))
+        except (CommscopeError, sqlite3.DatabaseError) as exc:
+            sys.exit(f"conclusions: --judge {a.judge}: {exc}")
         return 0
     tmp = tempfile.TemporaryDirectory(prefix="commscope-conclusions-")
     where = Path(a.keep or tmp.name)

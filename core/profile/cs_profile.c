@@ -459,15 +459,20 @@ static void started(void)
 
 /* the message's size and the communicator's slot are asked before the clock
  * starts: the timed span is the MPI call alone */
-#define TIMED(call, comm, bytes, expr) \
+#define TIMED_RC(rc, call, comm, bytes, expr) \
     do { \
         uint64_t by_ = (bytes); \
         int slot_ = comm_slot(comm); \
         double t0_ = now(); \
-        int rc_ = (expr); \
+        rc = (expr); \
         double dt_ = now() - t0_; \
         note(call, slot_, by_, dt_); \
         note_site(call, __builtin_return_address(0), by_, dt_); \
+    } while (0)
+#define TIMED(call, comm, bytes, expr) \
+    do { \
+        int rc_; \
+        TIMED_RC(rc_, call, comm, bytes, expr); \
         return rc_; \
     } while (0)
 
@@ -610,15 +615,21 @@ int MPI_Request_free(MPI_Request *r)
 #define SEND_INIT(name) \
     int MPI_##name(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, \
                    MPI_Request *r) \
-    { TIMED(C_##name, c, bytes_of(n, t), \
-            remember(PMPI_##name(b, n, t, d, tag, c, r), r, c, bytes_of(n, t))); }
+    { \
+        int rc_; \
+        TIMED_RC(rc_, C_##name, c, bytes_of(n, t), PMPI_##name(b, n, t, d, tag, c, r)); \
+        return remember(rc_, r, c, bytes_of(n, t)); /* after the clock stopped */ \
+    }
 SEND_INIT(Send_init)
 SEND_INIT(Ssend_init)
 SEND_INIT(Bsend_init)
 SEND_INIT(Rsend_init)
 int MPI_Recv_init(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Recv_init, c, bytes_of(n, t),
-        remember(PMPI_Recv_init(b, n, t, s, tag, c, r), r, c, bytes_of(n, t))); }
+{
+    int rc;
+    TIMED_RC(rc, C_Recv_init, c, bytes_of(n, t), PMPI_Recv_init(b, n, t, s, tag, c, r));
+    return remember(rc, r, c, bytes_of(n, t));
+}
 /* the starts are counted by hand: their communicator comes from the table */
 static int started_n(int call, int n, MPI_Request *r, int rc, double dt, void *site)
 {

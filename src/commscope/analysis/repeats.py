@@ -222,7 +222,8 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
             # a hole in a series would say nothing at all
             other = not mine
             dropped += 0 if other else len(rs) - len(mine)
-            elsewhere = [r for r in rs if mine and r not in mine]
+            kept = {id(r) for r in mine}
+            elsewhere = [r for r in rs if mine and id(r) not in kept]
             rs = mine or rs
         else:
             elsewhere = []
@@ -240,19 +241,11 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
 
 def next_interval(r: Mapping[str, object]) -> tuple[float, float] | None:
     """A point's time interval as the tables print it: where a next run's
-    figure is expected (the prediction interval _combine and _pool_next
-    stored), or one run's own CI for a record not combined over runs; with
-    two runs and nothing pooled, their range (a t interval from two values
-    is 12.7 standard errors wide: no information a reader can use), reaching
-    the runs taken in another state of the host."""
+    figure is expected (what _combine and _pool_next stored), or one run's
+    own CI for a record not combined over runs."""
     lo, hi = _get(r, "ci_lo_us"), _get(r, "ci_hi_us")
     if _get(r, "next_lo_us") is not None:
         lo, hi = _get(r, "next_lo_us"), _get(r, "next_hi_us")
-    meds = _get(r, "rep_medians_us") or ()
-    if len(meds) == 2 and not _get(r, "next_pooled"):  # type: ignore[arg-type]
-        med, w = float(r["median_us"]), float(_get(r, "within_ci_us") or 0.0)  # type: ignore[arg-type]
-        xs = [float(x) for x in (*meds, *(_get(r, "other_state_us") or ()))]  # type: ignore[misc]
-        lo, hi = min(*xs, med - w), max(*xs, med + w)
     if lo is None or hi is None or not float(lo) > 0:  # type: ignore[arg-type]
         return None
     return float(lo), float(hi)  # type: ignore[arg-type]
@@ -379,8 +372,12 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
     # where a next run's figure is expected: the prediction interval, reaching
     # the figures of this point's clean runs taken in another state of the host
     seen = [float(r["median_us"]) for r in _clean([*far, *elsewhere])] if widen else []  # type: ignore[arg-type]
-    base["next_lo_us"] = min([b.next_lo, *seen])
-    base["next_hi_us"] = max([b.next_hi, *seen])
+    # two runs: their range (a t interval from two values is 12.7 standard errors
+    # wide), held to one run's CI; _pool_next replaces it where a spread is pooled
+    lo, hi = (b.next_lo, b.next_hi) if len(meds) != 2 else (min(*meds, med - w),
+                                                              max(*meds, med + w))
+    base["next_lo_us"] = min([lo, *seen])
+    base["next_hi_us"] = max([hi, *seen])
     base["other_state_us"] = tuple(seen)
     base["within_ci_us"] = w
     base["rep_medians_us"] = tuple(meds)
