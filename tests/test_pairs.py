@@ -240,7 +240,7 @@ def test_a_matrix_at_once_is_its_own_and_its_pairs_alone_no_matrix_in_the_report
 def test_a_node_that_stalls_is_named_by_its_longest_sample_and_noise_is_not():
     """--stall-time: a node held to a quarter of one CPU stops for tens of
     milliseconds (37.7 ms seen) while its median latency is the others';
-    healthy pairs' longest samples spread 47-424 us (9x) on this VM: a
+    healthy pairs' longest samples over 0.3 s spread 230-1,360 us (6x) on this VM: a
     stall must be 10x the typical pair's and 10 ms or more, surely."""
     def rows(longest: dict[tuple[int, int], float]) -> list[dict]:
         out = []

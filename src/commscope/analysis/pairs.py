@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 SLOW = 1.2  # a pair surely this many times the typical time (its interval's lower end)
 # A stall (a pair's longest sample) counts where it is surely this many times
 # the typical pair's and at least STALL_US long: a healthy pair's longest
-# sample over 0.3 s read 47-424 us on emulated nodes of this VM, a node held
+# sample over 0.3 s read 230-1,360 us (6x apart) on emulated nodes of this VM, a node held
 # to a quarter of one CPU 37,700 us (its scheduler's period is 100 ms).
 STALL = 10.0
 STALL_US = 10_000.0
