@@ -104,3 +104,37 @@ def test_a_shared_job_hands_each_arm_its_own_figures_and_the_one_that_failed_it_
         for figs in got.figures[arm.name].values():
             assert set(figs) == {(bench, 8)}
     assert set(got.broken) == {bad.name} and bad.name not in got.figures
+
+
+def test_the_check_of_a_file_takes_again_the_rounds_a_jump_of_the_host_left_unpaired(
+        monkeypatch):
+    from commscope.advise import diagnose as dx
+    from commscope.analysis import diagnosis as dg
+
+    core = SimpleNamespace(impl=OMPI.impl, benches=[])
+    base = _arm("openmpi", "bw", core=core)
+    test = _arm("openmpi|eager", "bw", ("OMPI_MCA_btl_vader_eager_limit", "4096"), core=core)
+    fc = dg.FileCheck("openmpi", test.name, test.settings, ("bw",))
+    jobs: list[str] = []
+
+    def run_job(job, store, sweep_id, *, timeout_s, policy):
+        jobs.append(job.bench)
+        return SimpleNamespace(run_id=len(jobs), status="ok", message="")
+
+    def figures(store, run_id, rounds):
+        # the host jumps between its modes during rounds 1 and 3: the two arms'
+        # figures of those rounds carry floors 4x apart
+        r = (run_id + 1) // 2
+        floor = 275.0 if run_id % 2 == 0 and r in (1, 3) else 60.0
+        return {("bw", 8): (100.0, floor, None)}
+
+    monkeypatch.setattr(ex, "run_job", run_job)
+    monkeypatch.setattr(ex, "_figures", figures)
+    got = ex.run([base, test], None, sweep_id=None, trial="check", clock=ex.Clock(1e18),
+                 rounds=dx.CHECK_MAX, policy=None, active=dx.paired_until(fc, base.name,
+                                                                         (base, test)))
+    done = dg.check_file(fc, got, base.name)
+    # 6 rounds: 2 unpaired, then the 4 the check asks for
+    assert len(jobs) == 12 and got.stopped == "decided"
+    assert done.rounds == dx.CHECK_ROUNDS[1] and done.effects[0][1].dropped == 2
+    assert done.passed
