@@ -109,9 +109,13 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
             or any(kv.startswith("OMPI_MCA_btl_vader_eager_limit=") for kv, _ in c.left_out)]
     assert 1 <= len(mine) <= 2 and len({c.arm for c in mine}) == len(mine), (out, d.checks)
     fc = next((c for c in mine if c.passed and c.file), mine[0])
-    if busy >= BUSY and not fc.passed and fc.reason.startswith("only "):
+    jumps = max((x.dropped for _, x in fc.effects), default=0)
+    if (busy >= BUSY or jumps) and not fc.passed \
+            and fc.reason.startswith("only "):
         # beside other work the check of the file ran out of rounds (a busy suite run: "only
-        # 2 round(s) were paired" at a 120 s budget): then no file is handed over, and why
+        # 2 round(s) were paired" at a 120 s budget), or the host jumped between its modes
+        # in more of its rounds than the budget took again (a quiet CI host dropped 2 of 4
+        # before the check took them again): then no file is handed over, and why
         assert not fc.file and "round(s) were paired" in fc.reason, fc
         return
     assert fc.passed and fc.file, fc
