@@ -53,7 +53,7 @@
     X(Ialltoallv) X(Ialltoallw) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Iscan) \
     X(Iexscan) X(Testany) X(Testsome) X(Send_init) X(Ssend_init) X(Bsend_init) \
     X(Rsend_init) X(Recv_init) X(Start) X(Startall) X(Mprobe) X(Improbe) \
-    X(Mrecv) X(Imrecv)
+    X(Mrecv) X(Imrecv) X(Ibsend) X(Irsend)
 
 #define ENUM(n) C_##n,
 enum { CALLS(ENUM) NCALLS };
@@ -540,6 +540,10 @@ int MPI_Isend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, 
 { TIMED(C_Isend, c, bytes_of(n, t), PMPI_Isend(b, n, t, d, tag, c, r)); }
 int MPI_Issend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Issend, c, bytes_of(n, t), PMPI_Issend(b, n, t, d, tag, c, r)); }
+int MPI_Ibsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ibsend, c, bytes_of(n, t), PMPI_Ibsend(b, n, t, d, tag, c, r)); }
+int MPI_Irsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Irsend, c, bytes_of(n, t), PMPI_Irsend(b, n, t, d, tag, c, r)); }
 int MPI_Irecv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Irecv, c, bytes_of(n, t), PMPI_Irecv(b, n, t, s, tag, c, r)); }
 int MPI_Wait(MPI_Request *r, MPI_Status *st)

@@ -128,6 +128,28 @@ int main(int argc, char **argv)
             MPI_Mrecv(five, 8, MPI_INT, &m, MPI_STATUS_IGNORE); /* room for 8: 5 arrive */
         }
     }
+    { /* ready and buffered non-blocking sends, 3 doubles (24 B: bucket 5), 0 to 1 */
+        double three[3] = {1.0, 2.0, 3.0}, got3[3];
+        static char pack[1024 + MPI_BSEND_OVERHEAD];
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (rank == 1)
+            MPI_Irecv(got3, 3, MPI_DOUBLE, 0, 4, MPI_COMM_WORLD, &r);
+        MPI_Barrier(MPI_COMM_WORLD); /* the receive is posted: a ready send may start */
+        if (rank == 0)
+            MPI_Irsend(three, 3, MPI_DOUBLE, 1, 4, MPI_COMM_WORLD, &r);
+        if (rank <= 1)
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        if (rank == 0) {
+            void *was;
+            int n;
+            MPI_Buffer_attach(pack, sizeof pack);
+            MPI_Ibsend(three, 3, MPI_DOUBLE, 1, 5, MPI_COMM_WORLD, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            MPI_Buffer_detach(&was, &n);
+        } else if (rank == 1) {
+            MPI_Recv(got3, 3, MPI_DOUBLE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
     if (!strcmp(mode, "exit") && rank == 1)
         exit(3);
     MPI_Finalize();

@@ -483,7 +483,10 @@ def verify_text(vs: Sequence[Verified], rounds: int) -> str:
 
 
 P2P_BENCHES = ("latency", "bw", "bibw", "sendloop", "roundtrip")
-P2P_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Recv", "MPI_Sendrecv", "MPI_Isend", "MPI_Issend",
+# every send and receive the profiler counts (core/profile/cs_profile.c): what a
+# point-to-point setting acts on
+P2P_CALLS = ("MPI_Send", "MPI_Ssend", "MPI_Bsend", "MPI_Rsend", "MPI_Recv", "MPI_Sendrecv",
+             "MPI_Sendrecv_replace", "MPI_Isend", "MPI_Issend", "MPI_Ibsend", "MPI_Irsend",
              "MPI_Irecv", "MPI_Mrecv", "MPI_Imrecv", "MPI_Send_init", "MPI_Ssend_init",
              "MPI_Bsend_init", "MPI_Rsend_init", "MPI_Recv_init", "MPI_Start",
              "MPI_Startall")
