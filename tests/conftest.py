@@ -45,10 +45,32 @@ def cores(impls: dict[str, mpi.MpiImpl]) -> dict[str, build.Core]:
     return {name: build.build(m) for name, m in impls.items()}
 
 
+def _ours(pid: int) -> bool:
+    """Whether a process was started by this test session: its environment
+    holds the session's own cache (every launcher passes the environment on:
+    mpirun and Hydra to their ranks, srun to its steps, the emulated nodes'
+    agent to theirs); a zombie, whose environment reads empty, where it is
+    this process's child.  Another session's jobs (a second pytest worker, a
+    user's sweep beside the tests) are not this one's leftovers, even where
+    this process, a subreaper, adopted them."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return False
+    if not env:
+        return ppid == os.getpid()
+    mine = f"COMMSCOPE_CACHE={os.environ.get('COMMSCOPE_CACHE', '')}".encode()
+    return mine in env.split(b"\0")
+
+
 def mpi_processes() -> list[str]:
-    """Processes an MPI job could leave behind.  A process that ended after
-    its parent (a killed launcher, under load) is adopted by this one, the
-    tests' subreaper, as a zombie: it is dead, and collected here first."""
+    """Processes an MPI job of this session could leave behind.  A process
+    that ended after its parent (a killed launcher, under load) is adopted
+    by this one, the tests' subreaper, as a zombie: it is dead, and
+    collected here first."""
     procs.reap_adopted()
     out = subprocess.run(["ps", "-eo", "pid,comm,stat,ppid"], capture_output=True,
                          text=True).stdout
@@ -56,7 +78,8 @@ def mpi_processes() -> list[str]:
     # state and parent in the line, so that a failure tells a dying or unreaped
     # process from a live one
     return [" ".join(line.split()) for line in out.splitlines()[1:]
-            if any(line.split()[1].startswith(n) for n in names)]
+            if any(line.split()[1].startswith(n) for n in names)
+            and _ours(int(line.split()[0]))]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -132,7 +132,9 @@ def test_a_node_with_another_core_binary(capsys, three, cores, tmp_path):
     assert core[n1]["status"] == "fail" and "another core binary" in core[n1]["verdict"]
     assert core[n0]["status"] == "ok" and core[n2]["status"] == "ok"
     tcp = by(checks, "tcp")
-    assert tcp[f"{n0}-{n2}"]["status"] == "ok"
+    # the healthy cluster's noise policy: ok, or a start-up that hung once and got through
+    # on a second try (met beside another test's jobs, pytest -n 2)
+    assert healthy(tcp[f"{n0}-{n2}"]), tcp[f"{n0}-{n2}"]
     assert tcp[f"{n0}-{n1}"]["status"] == "skip" and tcp[f"{n1}-{n2}"]["status"] == "skip"
 
 

@@ -64,9 +64,11 @@ def test_numbers_are_sane(swept):
         # The same ping-pong, timed as a round trip and as half of one: what this guards
         # is a factor of two (a round trip reported as one way, or the reverse).  Noise
         # policy: the two are separate measurements of one run, seconds apart, and the
-        # host moves even 64 KiB between them (1.27 seen in a clean-clone run), so the
-        # band is 0.7-1.45, which a factor of two still leaves.
-        assert 0.7 < rt[65536] / (2 * lat[65536]) < 1.45
+        # host moves even 64 KiB between them (1.27 seen in a clean-clone run; 0.63
+        # beside another test's job, pytest -n 2), so the ratio is the median over the
+        # nine sizes and the band 0.7-1.45, which a factor of two still leaves.
+        ratios = sorted(rt[s] / (2 * lat[s]) for s in lat)
+        assert 0.7 < ratios[len(ratios) // 2] < 1.45, ratios
         rate = col("roundtrip", "rate_per_s")
         assert rate[1] == pytest.approx(1e6 / rt[1], rel=1e-3)
         assert all(v > 0 for v in col("bibw", "mb_per_s").values())

@@ -153,3 +153,33 @@ def test_hang_after_the_last_record_costs_the_grace_not_the_timeout(tmp_path, co
     kept = {(r["mpi_name"], r["size_bytes"]) for r in store.result_rows()}
     assert kept == {(m, s) for m in cores for s in (1, 4, 16, 64, 256)}
     assert mpi_processes() == []
+
+
+def test_leftovers_are_this_sessions_own_not_another_workers(tmp_path):
+    """mpi_processes, which the tests above assert empty, counts what this
+    session's jobs left (their environment holds its cache), not a job of
+    another session beside it (a second pytest worker): orphans of both,
+    named as a rank is, run here; only ours is listed."""
+    import os
+    import shutil
+    import subprocess
+
+    from commscope.measure.procs import become_subreaper
+
+    # as every worker is once it ran a job (runner.run_bounded): orphans come to it
+    become_subreaper()
+    fake = tmp_path / "cs-core"
+    shutil.copy("/bin/sleep", fake)
+    try:
+        for cache, secs in ((os.environ["COMMSCOPE_CACHE"], "41"), ("/elsewhere", "42")):
+            subprocess.run(["sh", "-c", f"'{fake}' {secs} >/dev/null 2>&1 &"], check=True,
+                           env={**os.environ, "COMMSCOPE_CACHE": cache})
+        time.sleep(0.3)
+        left = mpi_processes()
+        assert len(left) == 1 and left[0].split()[1] == "cs-core", left
+        with open(f"/proc/{left[0].split()[0]}/cmdline", "rb") as f:
+            assert f.read().split(b"\0")[1] == b"41"
+    finally:
+        subprocess.run(["pkill", "-f", str(fake)], check=False)
+        time.sleep(0.2)
+        mpi_processes()  # collects the adopted one

@@ -552,10 +552,13 @@ def test_the_seeds_run_on_the_stand_in_ends_with_every_figure(tmp_path, cores):
                    "note: ranks share one GPU"):
         assert figure in text, figure
     db = sqlite3.connect(out / "gpu.db")
+    # noise policy: a window narrowed where other processes used a quarter of a core or
+    # more while the size was measured (another test's job, pytest -n 2) is the harness
+    # fitting the time cap on a busy machine; on a quiet one none narrows
     windows = {w for (w,) in db.execute(
         "SELECT DISTINCT s.window FROM results s JOIN runs r ON r.id = s.run_id WHERE "
         "s.bench = 'bw' AND json_extract(r.config, '$.buffer') IN ('host', 'staged', "
-        "'cuda-aware')")}
+        "'cuda-aware') AND NOT (s.window < 64 AND s.other_cpu_s >= 0.25 * s.wall_s)")}
     again = db.execute("SELECT count(*) FROM results WHERE narrowed_in IS NOT NULL").fetchone()
     paths_jobs = db.execute("SELECT count(*) FROM runs WHERE bench='latency,bw' AND "
                             "json_extract(config, '$.buffer') IN ('host', 'staged', "

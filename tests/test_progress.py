@@ -100,9 +100,10 @@ def test_a_bar_on_a_terminal_that_follows_the_total():
     # on a terminal a job that ended well leaves no line: only the one that failed, above
     # the bar, and the phase's one line when it ends
     lines = [x.strip("\r") for x in text.split("\n")]
-    assert [x[x.rindex("\r") + 1:] if "\r" in x else x for x in lines[:-1]] == [
-        "[5/5] openmpi bw np=2 #5: failed",
-        "sweep: 5 job(s), 4 ok, 1 failed (0 s)"], lines
+    shown = [x[x.rindex("\r") + 1:] if "\r" in x else x for x in lines[:-1]]
+    assert len(shown) == 2 and shown[0] == "[5/5] openmpi bw np=2 #5: failed", lines
+    # the phase's seconds: 0 on a quiet machine, 1 seen beside another test (pytest -n 2)
+    assert re.fullmatch(r"sweep: 5 job\(s\), 4 ok, 1 failed \(\d+ s\)", shown[1]), lines
 
 
 def test_a_diagnosis_trial_that_fails_leaves_no_line_on_a_terminal():
