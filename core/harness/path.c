@@ -674,108 +674,138 @@ static void path_free(cs_path *p) {
   free(p);
 }
 
-int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len) {
-  int k = kind_of(o->path), rank, np, local, here = 1, compiled = 0, runtime = 0, failed = 0;
-  memset(pe, 0, sizeof *pe);
-  pe->tp = &cs_transport_mpi;
-  snprintf(pe->desc, sizeof pe->desc, "{\"path\":\"host\"}");
-  if (k == P_HOST) return CS_OK;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &np);
+/* What a path's record says of where it ran, and what decided it. */
+typedef struct path_facts {
+  int kind, stand, local, here, compiled, runtime, forced, nccl_v;
+  char gpu[512];
+} path_facts;
+
+/* This rank's place on its node, and how many ranks the node holds. */
+static void node_ranks(MPI_Comm comm, int *local, int *here) {
   MPI_Comm node;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_rank(node, &local);
-  MPI_Comm_size(node, &here);
+  MPI_Comm_rank(node, local);
+  MPI_Comm_size(node, here);
   MPI_Comm_free(&node);
-  const char *standin = getenv("COMMSCOPE_GPU_STANDIN");
-  int stand = standin && !strcmp(standin, "host");
-  cs_path *p = calloc(1, sizeof *p);
-  if (p) p->pend = calloc(cs_nreq(o, np), sizeof *p->pend); /* one per request slot */
-  if (!p || !p->pend) {
-    snprintf(why, len, "out of memory");
-    failed = 1;
-  } else {
-    p->kind = k;
-    p->standin = stand;
-  }
-  char gpu[512] = "null";
-  if (!failed && stand && (k == P_IPC || k == P_NCCL)) {
+}
+
+/* Whether the path cannot run on this rank (a stand-in for a path that
+ * needs a GPU, no GPU, an MPI without CUDA support, fewer GPUs than NCCL's
+ * ranks, no NCCL), with why; the GPU opened and described otherwise. */
+static int refused(const cs_opts *o, path_facts *f, char *why, size_t len) {
+  if (f->stand && (f->kind == P_IPC || f->kind == P_NCCL)) {
     snprintf(why, len, "--path %s needs a real GPU, not host memory standing in for one",
              o->path);
-    failed = 1;
-  } else if (!failed && !stand) {
-    int n = cs_gpu_count();
-    if (n < 0 || cs_gpu_open(local % n)) {
-      snprintf(why, len, "no GPU: %s", cs_gpu_error());
-      failed = 1;
-    } else {
-      cs_gpu_describe(gpu, sizeof gpu);
-    }
+    return 1;
   }
-  cs_path_cuda_support(&compiled, &runtime);
-  const char *force = getenv("COMMSCOPE_FORCE_CUDA_AWARE");
-  int forced = force && !strcmp(force, "1");
-  if (!failed && k == P_AWARE && !stand && !runtime && !forced) {
+  if (!f->stand) {
+    int n = cs_gpu_count();
+    if (n < 0 || cs_gpu_open(f->local % n)) {
+      snprintf(why, len, "no GPU: %s", cs_gpu_error());
+      return 1;
+    }
+    cs_gpu_describe(f->gpu, sizeof f->gpu);
+  }
+  cs_path_cuda_support(&f->compiled, &f->runtime); /* asked with the device open */
+  if (f->kind == P_AWARE && !f->stand && !f->runtime && !f->forced) {
     snprintf(why, len, "the MPI library reports no CUDA support (compile time: %s, run time: "
              "no); set COMMSCOPE_FORCE_CUDA_AWARE=1 to try it anyway",
-             compiled ? "yes" : "no");
-    failed = 1;
+             f->compiled ? "yes" : "no");
+    return 1;
   }
-  if (!failed && k == P_NCCL && !stand && here > cs_gpu_count()) {
+  if (f->kind == P_NCCL && !f->stand && f->here > cs_gpu_count()) {
     /* NCCL refuses a communicator in which two ranks share a device */
     snprintf(why, len, "--path nccl needs a GPU per rank: %d ranks on this node, %d GPU(s) "
-             "(NCCL refuses two ranks on one GPU)", here, cs_gpu_count());
-    failed = 1;
+             "(NCCL refuses two ranks on one GPU)", f->here, cs_gpu_count());
+    return 1;
   }
-  if (!failed && k == P_NCCL && cs_nccl_load()) {
+  if (f->kind == P_NCCL && cs_nccl_load()) {
     snprintf(why, len, "%s", cs_gpu_error());
-    failed = 1;
+    return 1;
   }
-  if (agree(comm, failed, why, len)) {
-    path_free(p);
-    return CS_ESKIP;
+  return 0;
+}
+
+/* NCCL's communicator over comm, its id carried by MPI from rank 0, and
+ * the acknowledgement buffer; 1 where it failed on any rank. */
+static int nccl_open(cs_path *p, MPI_Comm comm, char *why, size_t len) {
+  int rank, np, failed = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &np);
+  char id[CS_NCCL_ID_BYTES] = {0};
+  if (rank == 0 && cs_nccl_id(id)) failed = 1;
+  MPI_Bcast(&failed, 1, MPI_INT, 0, comm);
+  if (!failed) {
+    MPI_Bcast(id, sizeof id, MPI_BYTE, 0, comm);
+    failed = cs_nccl_init(np, rank, id);
+    p->ack = cs_gpu_alloc(64);
+    failed = failed || !p->ack;
   }
-  int nccl_v = 0;
-  if (k == P_NCCL) {
-    char id[CS_NCCL_ID_BYTES] = {0};
-    if (rank == 0 && cs_nccl_id(id)) failed = 1;
-    MPI_Bcast(&failed, 1, MPI_INT, 0, comm);
-    if (!failed) {
-      MPI_Bcast(id, sizeof id, MPI_BYTE, 0, comm);
-      failed = cs_nccl_init(np, rank, id);
-      p->ack = cs_gpu_alloc(64);
-      failed = failed || !p->ack;
-    }
-    if (failed) snprintf(why, len, "NCCL: %s", cs_gpu_error());
-    if (agree(comm, failed, why, len)) {
-      path_free(p);
-      return CS_ESKIP;
-    }
-    nccl_v = cs_nccl_version();
-  }
-  pe->path = p;
-  if (k == P_STAGED || k == P_PAGEABLE) pe->tp = &staged;
-  if (k == P_PIPE) pe->tp = &pipelined;
-  if (k == P_IPC) pe->tp = &ipc;
-  if (k == P_NCCL) pe->tp = &nccl;
+  if (failed) snprintf(why, len, "NCCL: %s", cs_gpu_error());
+  return agree(comm, failed, why, len);
+}
+
+/* The calls that move a path's data. */
+static const cs_transport *transport_of(int k) {
+  if (k == P_STAGED || k == P_PAGEABLE) return &staged;
+  if (k == P_PIPE) return &pipelined;
+  if (k == P_IPC) return &ipc;
+  if (k == P_NCCL) return &nccl;
   if (k == P_AWARE) {
     aware = cs_transport_mpi;
     aware.name = "cuda-aware";
     aware.bcast = m_bcast;
     aware.allreduce = m_allreduce;
     aware.alltoall = m_alltoall;
-    pe->tp = &aware;
+    return &aware;
   }
-  int gpus = stand ? 0 : cs_gpu_count();
+  return &cs_transport_mpi;
+}
+
+static void describe(cs_path_env *pe, const cs_opts *o, const path_facts *f) {
+  int gpus = f->stand ? 0 : cs_gpu_count();
   snprintf(pe->desc, sizeof pe->desc,
            "{\"path\":\"%s\",\"standin\":%s,\"gpu\":%s,\"cuda_built\":%s,\"cuda_runtime\":\"%s\","
            "\"mpi_cuda_support\":{\"compile_time\":%s,\"run_time\":%s,\"forced\":%s},"
            "\"nccl_version\":%d,\"device_by\":\"local rank %d\",\"ranks_on_node\":%d,"
            "\"gpus\":%d}",
-           o->path, stand ? "true" : "false", gpu, cs_gpu_built() ? "true" : "false",
-           cs_gpu_runtime(), compiled ? "true" : "false", runtime ? "true" : "false",
-           forced && k == P_AWARE ? "true" : "false", nccl_v, local, here,
+           o->path, f->stand ? "true" : "false", f->gpu, cs_gpu_built() ? "true" : "false",
+           cs_gpu_runtime(), f->compiled ? "true" : "false", f->runtime ? "true" : "false",
+           f->forced && f->kind == P_AWARE ? "true" : "false", f->nccl_v, f->local, f->here,
            gpus > 0 ? gpus : 0);
+}
+
+int cs_path_open(const cs_opts *o, MPI_Comm comm, cs_path_env *pe, char *why, size_t len) {
+  path_facts f = {.kind = kind_of(o->path), .here = 1, .gpu = "null"};
+  memset(pe, 0, sizeof *pe);
+  pe->tp = &cs_transport_mpi;
+  snprintf(pe->desc, sizeof pe->desc, "{\"path\":\"host\"}");
+  if (f.kind == P_HOST) return CS_OK;
+  int np;
+  MPI_Comm_size(comm, &np);
+  node_ranks(comm, &f.local, &f.here);
+  const char *standin = getenv("COMMSCOPE_GPU_STANDIN");
+  f.stand = standin && !strcmp(standin, "host");
+  const char *force = getenv("COMMSCOPE_FORCE_CUDA_AWARE");
+  f.forced = force && !strcmp(force, "1");
+  cs_path *p = calloc(1, sizeof *p);
+  if (p) p->pend = calloc(cs_nreq(o, np), sizeof *p->pend); /* one per request slot */
+  int failed = !p || !p->pend;
+  if (failed) {
+    snprintf(why, len, "out of memory");
+  } else {
+    p->kind = f.kind;
+    p->standin = f.stand;
+    failed = refused(o, &f, why, len);
+  }
+  if (agree(comm, failed, why, len) || (f.kind == P_NCCL && nccl_open(p, comm, why, len))) {
+    path_free(p);
+    return CS_ESKIP;
+  }
+  if (f.kind == P_NCCL) f.nccl_v = cs_nccl_version();
+  pe->path = p;
+  pe->tp = transport_of(f.kind);
+  describe(pe, o, &f);
   return CS_OK;
 }
 
