@@ -66,6 +66,24 @@ def _ours(pid: int) -> bool:
     return mine in env.split(b"\0")
 
 
+def shm_left(before: set[str]) -> set[str]:
+    """Files in /dev/shm made since `before` that no live process maps: a
+    job's shared memory left behind (a running job of another session, a
+    second pytest worker's, maps its own)."""
+    new = set(os.listdir("/dev/shm")) - before
+    if not new:
+        return set()
+    mapped: set[str] = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                mapped.update(line.rsplit("/dev/shm/", 1)[1].split(" ")[0].strip()
+                              for line in f if "/dev/shm/" in line)
+        except OSError:
+            continue
+    return {n for n in new if n not in mapped and os.path.exists(f"/dev/shm/{n}")}
+
+
 def mpi_processes() -> list[str]:
     """Processes an MPI job of this session could leave behind.  A process
     that ended after its parent (a killed launcher, under load) is adopted

@@ -13,7 +13,7 @@ from commscope import cli
 from commscope.measure.procs import family, run_bounded
 from commscope.store.db import Store
 
-from .conftest import mpi_processes
+from .conftest import mpi_processes, shm_left
 
 pytestmark = pytest.mark.mpi
 FAST = ["--sizes", "1:256", "--factor", "4", "--min-samples", "5", "--time-cap", "0.1",
@@ -43,7 +43,7 @@ def test_hang_is_killed_at_timeout_and_measured_sizes_are_kept(tmp_path, cores):
     kept = {(r["mpi_name"], r["size_bytes"]) for r in store.result_rows()}
     assert kept == {(m, s) for m in cores for s in (1, 4, 16)}
     assert mpi_processes() == []
-    assert _shm() - shm_before == set(), "the killed job's shared memory was left behind"
+    assert shm_left(shm_before) == set(), "the killed job's shared memory was left behind"
 
 
 def test_crashed_rank_is_a_failure_and_the_sweep_continues(tmp_path, cores):
@@ -183,3 +183,30 @@ def test_leftovers_are_this_sessions_own_not_another_workers(tmp_path):
         subprocess.run(["pkill", "-f", str(fake)], check=False)
         time.sleep(0.2)
         mpi_processes()  # collects the adopted one
+
+
+def test_shared_memory_left_is_what_no_live_process_maps():
+    """shm_left, which the hang test asserts empty, counts a file in /dev/shm
+    nobody maps (a killed job's segment), not one a live process of another
+    session maps (a second pytest worker's running job)."""
+    import os
+    import subprocess
+
+    before = _shm()
+    left, held = f"/dev/shm/cs-test-left-{os.getpid()}", f"/dev/shm/cs-test-held-{os.getpid()}"
+    for path in (left, held):
+        with open(path, "wb") as f:
+            f.write(b"\0" * 4096)
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import mmap, sys, time\n"
+                               f"f = open({held!r}, 'r+b'); m = mmap.mmap(f.fileno(), 4096)\n"
+                               "print('mapped', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "mapped"
+        assert shm_left(before) == {os.path.basename(left)}
+    finally:
+        holder.kill()
+        holder.wait()
+        for path in (left, held):
+            os.unlink(path)
