@@ -826,3 +826,29 @@ def test_nothing_held_when_the_confirmations_share_ran_out_confirms_on(monkeypat
     diagnose.confirm(Ctx, d2, [gap, gap2], 20.0)
     Ctx.clock = diagnose.ex.Clock(time.monotonic() + 5.0)
     assert not diagnose.confirm_on(Ctx, d2) and starts == [1]
+
+
+def test_a_size_the_host_left_unpaired_is_not_judged_and_too_many_such_fail_the_check():
+    """A round taken across a jump of the host's floor pairs nothing at that
+    size; one such size of twenty is said and left unjudged, the file passes
+    on the rest; three of twenty and the file is not checked."""
+    arm = "k-mpich|X=1"
+    sizes = [1 << k for k in range(20)]
+    base = {s: 1.0 for s in sizes}
+
+    def jumped(at: set[int]) -> dg.Rounds:
+        r = _rounds({SLOW: base, arm: base})
+        for rnd in range(2, 7):  # rounds 2-6 of the file's arm taken in the other mode there
+            for s in at:
+                t, _, w = r.figures[arm][rnd][("bcast", s)]
+                r.figures[arm][rnd][("bcast", s)] = (t, 900.0, w)
+        return r
+
+    fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)), jumped({64}),
+                       SLOW)
+    assert fc.passed and fc.unjudged == (("bcast", 64),) and fc.rounds == 6
+    text = conclude.file_text(fc)
+    assert "19 size(s), 6 rounds or more" in text and "1 size(s) not judged" in text, text
+    fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)),
+                       jumped({64, 128, 256}), SLOW)
+    assert not fc.passed and fc.reason.startswith("fewer than 3 rounds were paired at 3 of 20")

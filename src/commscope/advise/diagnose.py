@@ -41,7 +41,7 @@ from . import tune, tune_text
 
 CONFIRM_ROUNDS = (5, 8)  # at least, at most: 5-8 alternating rounds
 EXPLAIN_ROUNDS = (4, 6)
-CHECK_ROUNDS = (3, 4)
+CHECK_ROUNDS = (dg.CHECK_LO, 4)
 CHECK_MAX = 8  # rounds, where rounds taken across two host modes left fewer than 4 paired
 CONFIRM_SHARE = 0.35  # of the budget, at most, for confirming
 CONTINUE_S = 10.0  # left after it, at least, for confirming on where nothing held
@@ -546,14 +546,17 @@ def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, l
 
 def paired_until(fc: dg.FileCheck, default_arm: str, arms: Sequence[ex.Arm]
                  ) -> Callable[[dg.Rounds, int], list[str] | None]:
-    """The check's rounds go on until CHECK_ROUNDS' most are paired at
-    every size (CHECK_MAX at most): a round taken across a jump of the host
-    between its modes pairs nothing (a CI host dropped 2 of 4, and the file
-    was not handed over), and is taken again."""
+    """The check's rounds go on until CHECK_ROUNDS' most are paired at all
+    but dg.UNJUDGED_MAX of its sizes (CHECK_MAX rounds at most): a round
+    taken across a jump of the host between its modes pairs nothing at a
+    size (a CI host dropped 2 of 4, and the file was not handed over), and
+    is taken again."""
     names = [a.name for a in arms]
 
     def wants(got: dg.Rounds, _round: int) -> list[str] | None:
-        return names if dg.check_file(fc, got, default_arm).rounds < CHECK_ROUNDS[1] else None
+        now = dg.check_file(fc, got, default_arm)
+        short = sum(1 for _, x in now.effects if x.n < CHECK_ROUNDS[1])
+        return names if not now.effects or short > dg.UNJUDGED_MAX * now.sizes else None
 
     return wants
 
@@ -608,7 +611,9 @@ def settings_text(fc: dg.FileCheck, d: dg.Diagnosis, where: str) -> str:
     lines = [f"{HEADER}{fc.impl} ({where}), measured {when}",
              "# read by `commscope run --settings FILE`, or sourced by a shell",
              f"# checked together against the defaults: {', '.join(fc.benches)} at "
-             f"{fc.sizes} size(s) over {fc.rounds} rounds, none slower",
+             f"{fc.sizes - len(fc.unjudged)} size(s) over {fc.rounds} rounds or more, none slower"
+             + (f"; {len(fc.unjudged)} size(s) not judged (fewer than {dg.CHECK_LO} rounds "
+                "paired: the host jumped between its modes)" if fc.unjudged else ""),
              f"# measured with {where}: they apply to every communicator of a job that reads "
              "them, and to the collectives the library calls inside other calls (MPICH: the "
              "barriers of MPI_Win_fence and window creation, the allreduce of communicator "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from ..store.sizes import human_bytes
 from .diagnosis import (
+    CHECK_LO,
     CLOSES,
     MIN_ROUNDS,
     Diagnosis,
@@ -198,8 +199,12 @@ def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = ()) ->
         return f"not handed over: with the whole file, {where} ran slower"
     det = fc.detectable
     seen = f"; a slowdown of {100 * (det - 1):.0f}% or more would have shown" if det < 9 else ""
-    return (f"checked as the whole file ({', '.join(fc.benches)}, {fc.sizes} size(s), "
-            f"{fc.rounds} rounds: none slower{seen})" + (f": {fc.file}" if fc.file else ""))
+    few = len(fc.unjudged)
+    unjudged = (f"; {few} size(s) not judged: fewer than {CHECK_LO} rounds paired there, the "
+                "host jumping between its modes" if few else "")
+    return (f"checked as the whole file ({', '.join(fc.benches)}, {fc.sizes - few} size(s), "
+            f"{fc.rounds} rounds or more: none slower{seen}{unjudged})"
+            + (f": {fc.file}" if fc.file else ""))
 
 
 def _share(closed: float) -> str:

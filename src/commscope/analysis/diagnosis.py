@@ -477,6 +477,10 @@ def confirm_all(gaps: Sequence[Gap], rounds: Rounds) -> dict[str, Confirmation]:
 
 
 # -- the whole file, checked --------------------------------------------------------------
+CHECK_LO = 3  # rounds paired at a size, at least, for the check of a file to judge it
+UNJUDGED_MAX = 0.1  # of a check's sizes, at most, left unjudged (fewer rounds paired)
+
+
 @dataclass(frozen=True)
 class FileCheck:
     """The settings of one implementation together against its defaults,
@@ -505,6 +509,12 @@ class FileCheck:
         return len(self.effects)
 
     @property
+    def unjudged(self) -> tuple[tuple[str, int], ...]:
+        """The sizes fewer than CHECK_LO rounds paired (each taken across a
+        jump of the host between its modes): not judged either way."""
+        return tuple((b, x.size) for b, x in self.effects if x.n < CHECK_LO)
+
+    @property
     def detectable(self) -> float:
         """The smallest slowdown the check would have seen: the median over
         its sizes of what their intervals tell from 1."""
@@ -516,7 +526,13 @@ def check_file(fc: FileCheck, rounds: Rounds, default_arm: str) -> FileCheck:
     """Slower somewhere: below 1 at two neighbouring sizes (or the one a
     sizeless benchmark has), each surviving Benjamini-Hochberg over every
     size of every benchmark checked (with 20-odd sizes of several
-    benchmarks, chance alone gives a few at 95%)."""
+    benchmarks, chance alone gives a few at 95%).  Its rounds: the fewest
+    paired at a size that had CHECK_LO or more.  A size with fewer (each
+    round there taken across a jump of the host between its modes) is not
+    judged and said so; more than UNJUDGED_MAX of the sizes so, and the
+    file is not checked: a host flipping within rounds left one size of
+    some 150 with a single paired round in every check of a pair of runs,
+    and no file was handed over, though every other size held 4 to 8."""
     effects: list[tuple[str, Ratio]] = []
     slower: list[tuple[str, int, int]] = []
     by: dict[str, list[Ratio]] = {}
@@ -530,8 +546,13 @@ def check_file(fc: FileCheck, rounds: Rounds, default_arm: str) -> FileCheck:
         effects += [(bench, x) for x in rs]
         marks = [(x.size, "Y" if x.below and (bench, x.size) in keep else "=") for x in rs]
         slower += [(bench, run[0], run[-1]) for run in held(marks, len(rs) <= 2)]
-    n = min((x.n for _, x in effects), default=0)
+    judged = [x.n for _, x in effects if x.n >= CHECK_LO]
+    n = min(judged) if judged else max((x.n for _, x in effects), default=0)
+    few = len(effects) - len(judged)
     reason = fc.reason or ("" if effects else "no size was measured in both")
+    if not reason and judged and few > UNJUDGED_MAX * len(effects):
+        reason = (f"fewer than {CHECK_LO} rounds were paired at {few} of {len(effects)} sizes "
+                  "(the host jumped between its modes)")
     return replace(fc, effects=tuple(effects), slower=tuple(slower), rounds=n, reason=reason)
 
 
