@@ -74,6 +74,7 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     assert cli.main(["run", *sweep, "--settings", str(under_study)]) == 0
     capsys.readouterr()
     store = Store(db)
+    busy_or_jumping = False
     for attempt in (1, 2):
         busy = _busy_while(lambda: cli.main(["diagnose", "--db", str(db), "--sweep", "1,2",
                                              "--budget", "240", "--noise-max-cores", "2"]))
@@ -84,17 +85,24 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
         trials = [t for o in gaps for t in o.trials if t.hypothesis.id == "eager-limit"]
         if any(t.verdict == "closes" for t in trials):
             break
+        # rounds the confirmation dropped as taken across a jump of the host between its
+        # modes: a host flipping within rounds (2 of 5 at every size, 56 of the sweep's 80
+        # figures in its slow state) left the gap unconfirmed and the trial unpaired
+        jumps = max((x.dropped for o in d.outcomes if o.conf is not None
+                     for x in o.conf.ratios), default=0)
+        busy_or_jumping = busy >= BUSY or jumps >= 2
         print(f"attempt {attempt}: other processes used {busy:.2f} cores on average during the "
-              f"diagnosis, and the eager limit was not established ("
+              f"diagnosis, the host jumped in {jumps} of a gap's rounds, and the eager limit "
+              f"was not established ("
               f"{[(t.verdict, round(t.closed, 2)) for t in trials] or 'no gap confirmed'}): "
-              + ("diagnosed again" if attempt == 1 else "busy again: the verdict is not "
-                 "asserted, only what the diagnosis is made of" if busy >= BUSY else
+              + ("diagnosed again" if attempt == 1 else "busy or jumping again: the verdict "
+                 "is not asserted, only what the diagnosis is made of" if busy_or_jumping else
                  "twice on a quiet machine: a failure"))
         print(out)  # shown with the failure: what the diagnosis measured and said
-    if busy >= BUSY and not any(t.verdict == "closes" for t in trials):
+    if busy_or_jumping and not any(t.verdict == "closes" for t in trials):
         # what a busy machine leaves (with both cores busy the gap was once not
-        # even confirmed): the bw gap measured again and, the limit not
-        # established, never said as the cause
+        # even confirmed), or a host jumping between its modes: the bw gap measured
+        # again and, the limit not established, never said as the cause
         assert any(o.gap.call == "bw" for o in d.outcomes), out
         assert not any("the cause: Open MPI's shared-memory eager limit" in c.headline
                        for c in conclude.conclusions(d))
@@ -111,12 +119,12 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     fc = next((c for c in mine if c.passed and c.file), mine[0])
     jumps = max((x.dropped for _, x in fc.effects), default=0)
     if (busy >= BUSY or jumps) and not fc.passed \
-            and fc.reason.startswith("only "):
+            and fc.reason.startswith(("only ", "fewer than")):
         # beside other work the check of the file ran out of rounds (a busy suite run: "only
         # 2 round(s) were paired" at a 120 s budget), or the host jumped between its modes
         # in more of its rounds than the budget took again (a quiet CI host dropped 2 of 4
         # before the check took them again): then no file is handed over, and why
-        assert not fc.file and "round(s) were paired" in fc.reason, fc
+        assert not fc.file and "were paired" in fc.reason, fc
         return
     assert fc.passed and fc.file, fc
     handed = dict(settings.parse_file(fc.file))

@@ -4,6 +4,7 @@ retracted, what is advised and in which order.  No MPI runs here."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import replace
@@ -836,9 +837,9 @@ def test_a_size_the_host_left_unpaired_is_not_judged_and_too_many_such_fail_the_
     sizes = [1 << k for k in range(20)]
     base = {s: 1.0 for s in sizes}
 
-    def jumped(at: set[int]) -> dg.Rounds:
+    def jumped(at: set[int], first: int = 2) -> dg.Rounds:
         r = _rounds({SLOW: base, arm: base})
-        for rnd in range(2, 7):  # rounds 2-6 of the file's arm taken in the other mode there
+        for rnd in range(first, 7):  # the file's arm's rounds from `first` in the other mode
             for s in at:
                 t, _, w = r.figures[arm][rnd][("bcast", s)]
                 r.figures[arm][rnd][("bcast", s)] = (t, 900.0, w)
@@ -852,3 +853,36 @@ def test_a_size_the_host_left_unpaired_is_not_judged_and_too_many_such_fail_the_
     fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)),
                        jumped({64, 128, 256}), SLOW)
     assert not fc.passed and fc.reason.startswith("fewer than 3 rounds were paired at 3 of 20")
+    # a size no round paired at all is not judged either, and counts
+    fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)),
+                       jumped({64}, first=1), SLOW)
+    assert fc.passed and fc.unjudged == (("bcast", 64),) and fc.sizes == 20
+    back = dg.check_from_json(json.loads(dg.dumps(fc)))
+    assert back.unjudged == fc.unjudged
+    fc = dg.check_file(dg.FileCheck("mpich", arm, (("X", "1"),), ("bcast",)),
+                       jumped({64, 128, 256}, first=1), SLOW)
+    assert not fc.passed and "at 3 of 20 sizes" in fc.reason
+
+
+def test_a_setting_none_of_whose_rounds_paired_is_undecided_never_retracted():
+    """Every round of the setting's arm taken in the host's other mode: no
+    ratio at the gap's sizes, so nothing is known of it; it was once
+    retracted ("nothing"), and the eager limit lost as a cause on a
+    flipping host."""
+    h = _hyp()
+    g = _gap()
+    arm = dg.hyp_arm(g, h)
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+    c = dg.confirm(g, rounds)
+    assert c.confirmed
+    tried = _rounds({arm: {s: 1.0 for s in SIZES}}, floor=900.0)  # all in the other mode
+    rounds.figures[arm] = tried.figures[arm]
+    t = dg.judge(g, c, h, rounds)
+    assert t.verdict == "undecided" and "taken across a jump" in t.reason, t
+    # and said so wherever the conclusions name what was tried
+    text = "\n".join(x.headline + "\n" + "\n".join(x.details) for x in
+                     conclude.conclusions(_diag([dg.Outcome(g, c, (t,))])))
+    assert "not decided (no round of it was paired where the gap holds" in text, text
+    # the same rounds in one mode: the setting closes the gap
+    rounds.figures[arm] = _rounds({arm: {s: 1.0 for s in SIZES}}).figures[arm]
+    assert dg.judge(g, c, h, rounds).verdict == "closes"

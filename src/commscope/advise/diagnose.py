@@ -555,7 +555,7 @@ def paired_until(fc: dg.FileCheck, default_arm: str, arms: Sequence[ex.Arm]
 
     def wants(got: dg.Rounds, _round: int) -> list[str] | None:
         now = dg.check_file(fc, got, default_arm)
-        short = sum(1 for _, x in now.effects if x.n < CHECK_ROUNDS[1])
+        short = sum(1 for _, x in now.effects if x.n < CHECK_ROUNDS[1]) + len(now.unpaired)
         return names if not now.effects or short > dg.UNJUDGED_MAX * now.sizes else None
 
     return wants

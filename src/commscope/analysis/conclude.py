@@ -108,6 +108,10 @@ def phrase(t: Trial, o: Outcome) -> str:
     if t.verdict == "nothing":
         return (f"changed nothing ({_r(_mid(sp))}, within the between-round interval)" if sp
                 else "changed nothing measurable")
+    if t.verdict == "undecided" and not (o.conf is not None and (
+            still_open(t.speedup, o.conf, t.hypothesis) or sp)):
+        # no round of it paired where the gap holds (diagnosis.judge)
+        return f"not decided ({t.reason})" if t.reason else "not decided"
     if t.verdict == "undecided" and o.conf is not None:
         # the size that holds it open, with its own interval
         x = max(still_open(t.speedup, o.conf, t.hypothesis) or sp, key=lambda r: r.hi)

@@ -447,6 +447,14 @@ def judge(gap: Gap, conf: Confirmation, hyp: Hypothesis, rounds: Rounds) -> Tria
         # out closing half the gap.  One run's eager limit read 1.32x [0.97, 2.03] on a
         # 1.7x bibw gap after 6 noisy rounds, the other's closed it: not decided, said so
         open_ = still_open(sp, conf, hyp)
+        reach = [s for s in conf.sizes if lo <= s <= hi]
+        if reach and not any(x.size in set(reach) for x in sp):
+            # no round of it paired where the gap holds (each taken across a jump
+            # of the host between its modes): no evidence either way, never a
+            # retraction (a flipping host once retracted the eager limit so)
+            return Trial(hyp, "undecided", tuple(sp), tuple(af),
+                         reason="no round of it was paired where the gap holds: each was "
+                                "taken across a jump of the host between its modes")
         return Trial(hyp, "undecided" if open_ else "nothing", tuple(sp), tuple(af))
     shares: list[tuple[float, float, float]] = []
     for s in where:
@@ -499,6 +507,9 @@ class FileCheck:
     # settings taken out after the check: (setting, what it slowed), where
     # the file with them slowed a benchmark only they change
     left_out: tuple[tuple[str, str], ...] = ()
+    # sizes of the sweep no round paired at all (each taken across a jump of the
+    # host, or not measured by both): not judged either way
+    unpaired: tuple[tuple[str, int], ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -506,13 +517,14 @@ class FileCheck:
 
     @property
     def sizes(self) -> int:
-        return len(self.effects)
+        return len(self.effects) + len(self.unpaired)
 
     @property
     def unjudged(self) -> tuple[tuple[str, int], ...]:
         """The sizes fewer than CHECK_LO rounds paired (each taken across a
-        jump of the host between its modes): not judged either way."""
-        return tuple((b, x.size) for b, x in self.effects if x.n < CHECK_LO)
+        jump of the host between its modes), none included: not judged
+        either way."""
+        return tuple((b, x.size) for b, x in self.effects if x.n < CHECK_LO) + self.unpaired
 
     @property
     def detectable(self) -> float:
@@ -536,11 +548,14 @@ def check_file(fc: FileCheck, rounds: Rounds, default_arm: str) -> FileCheck:
     effects: list[tuple[str, Ratio]] = []
     slower: list[tuple[str, int, int]] = []
     by: dict[str, list[Ratio]] = {}
+    unpaired: list[tuple[str, int]] = []
     for bench in fc.benches:
         sizes = sorted({s for figs in rounds.figures.get(default_arm, {}).values()
                         for (b, s) in figs if b == bench})
-        by[bench] = [x for s in sizes if (x := ratio(rounds, s, [(default_arm, bench, s, 1.0)],
-                                                       [(fc.arm, bench, s, 1.0)])) is not None]
+        got = {s: ratio(rounds, s, [(default_arm, bench, s, 1.0)], [(fc.arm, bench, s, 1.0)])
+               for s in sizes}
+        by[bench] = [x for x in got.values() if x is not None]
+        unpaired += [(bench, s) for s, x in got.items() if x is None]
     keep = bh_keep({(b, x.size): x.p for b, xs in by.items() for x in xs})
     for bench, rs in by.items():
         effects += [(bench, x) for x in rs]
@@ -548,12 +563,13 @@ def check_file(fc: FileCheck, rounds: Rounds, default_arm: str) -> FileCheck:
         slower += [(bench, run[0], run[-1]) for run in held(marks, len(rs) <= 2)]
     judged = [x.n for _, x in effects if x.n >= CHECK_LO]
     n = min(judged) if judged else max((x.n for _, x in effects), default=0)
-    few = len(effects) - len(judged)
+    few, every = len(effects) - len(judged) + len(unpaired), len(effects) + len(unpaired)
     reason = fc.reason or ("" if effects else "no size was measured in both")
-    if not reason and judged and few > UNJUDGED_MAX * len(effects):
-        reason = (f"fewer than {CHECK_LO} rounds were paired at {few} of {len(effects)} sizes "
+    if not reason and judged and few > UNJUDGED_MAX * every:
+        reason = (f"fewer than {CHECK_LO} rounds were paired at {few} of {every} sizes "
                   "(the host jumped between its modes)")
-    return replace(fc, effects=tuple(effects), slower=tuple(slower), rounds=n, reason=reason)
+    return replace(fc, effects=tuple(effects), slower=tuple(slower), rounds=n, reason=reason,
+                   unpaired=tuple(unpaired))
 
 
 # -- serialisation ------------------------------------------------------------------------
@@ -599,7 +615,8 @@ def check_from_json(d: Mapping[str, object]) -> FileCheck:
                      int(d.get("rounds") or 0),  # type: ignore[arg-type]
                      tuple(tuple(x) for x in d.get("slower") or ()),  # type: ignore[misc,union-attr]
                      str(d.get("reason") or ""), str(d.get("file") or ""),
-                     tuple(tuple(x) for x in d.get("left_out") or ()))  # type: ignore[misc,union-attr]
+                     tuple(tuple(x) for x in d.get("left_out") or ()),  # type: ignore[misc,union-attr]
+                     tuple((str(b), int(z)) for b, z in d.get("unpaired") or ()))  # type: ignore[misc,union-attr]
 
 
 def without_culprits(fc: FileCheck, changes: Mapping[tuple[str, str], Sequence[str]]
@@ -623,7 +640,7 @@ def without_culprits(fc: FileCheck, changes: Mapping[tuple[str, str], Sequence[s
         for b, a, z in fc.slower if b in changes.get((k, v), ()))) for k, v in out)
     return replace(fc, settings=tuple(keep), benches=benches,
                    effects=tuple(e for e in fc.effects if e[0] in benches), slower=(),
-                   left_out=said)
+                   left_out=said, unpaired=tuple(u for u in fc.unpaired if u[0] in benches))
 
 
 def dumps(obj: object) -> str:
