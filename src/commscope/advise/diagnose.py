@@ -612,8 +612,7 @@ def settings_text(fc: dg.FileCheck, d: dg.Diagnosis, where: str) -> str:
              "# read by `commscope run --settings FILE`, or sourced by a shell",
              f"# checked together against the defaults: {', '.join(fc.benches)} at "
              f"{fc.sizes - len(fc.unjudged)} size(s) over {fc.rounds} rounds or more, none slower"
-             + (f"; {len(fc.unjudged)} size(s) not judged (fewer than {dg.CHECK_LO} rounds "
-                "paired: the host jumped between its modes)" if fc.unjudged else ""),
+             + (f"; {fc.unjudged_words}" if fc.unjudged else ""),
              f"# measured with {where}: they apply to every communicator of a job that reads "
              "them, and to the collectives the library calls inside other calls (MPICH: the "
              "barriers of MPI_Win_fence and window creation, the allreduce of communicator "

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 
 from ..store.sizes import human_bytes
 from .diagnosis import (
-    CHECK_LO,
     CLOSES,
     MIN_ROUNDS,
     Diagnosis,
@@ -204,8 +203,7 @@ def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = ()) ->
     det = fc.detectable
     seen = f"; a slowdown of {100 * (det - 1):.0f}% or more would have shown" if det < 9 else ""
     few = len(fc.unjudged)
-    unjudged = (f"; {few} size(s) not judged: fewer than {CHECK_LO} rounds paired there, the "
-                "host jumping between its modes" if few else "")
+    unjudged = f"; {fc.unjudged_words}" if few else ""
     return (f"checked as the whole file ({', '.join(fc.benches)}, {fc.sizes - few} size(s), "
             f"{fc.rounds} rounds or more: none slower{seen}{unjudged})"
             + (f": {fc.file}" if fc.file else ""))

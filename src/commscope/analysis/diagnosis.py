@@ -527,6 +527,13 @@ class FileCheck:
         return tuple((b, x.size) for b, x in self.effects if x.n < CHECK_LO) + self.unpaired
 
     @property
+    def unjudged_words(self) -> str:
+        """The sizes not judged, said once for the file and its conclusion."""
+        few = len(self.unjudged)
+        return (f"{few} size(s) not judged (fewer than {CHECK_LO} rounds paired: the host "
+                "jumped between its modes)" if few else "")
+
+    @property
     def detectable(self) -> float:
         """The smallest slowdown the check would have seen: the median over
         its sizes of what their intervals tell from 1."""
