@@ -20,7 +20,10 @@ So a diagnosis that does not establish the limit is run once more
 (said, with what it printed); where other processes used half a core or
 more during the second, the verdict is not asserted, only what the
 diagnosis is made of: the limit tried, and not called the cause.  Twice
-on a quiet machine is a failure.  Its budget (240 s) leaves a busy machine
+on a quiet machine is a failure.  Only the gaps of the configuration under
+study count: the default's own 4 KiB limit makes a gap of its own, whose
+trial closing once let a CI run pass this point with the 1 KiB limit's
+trial undecided.  Its budget (240 s) leaves a busy machine
 room: at 120 s a busy suite run's check of the settings file paired only
 2 rounds; where other processes used half a core or more and the check
 still lacks rounds, no file may be handed over, and the reason is said."""
@@ -81,7 +84,12 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
         out = capsys.readouterr().out
         d = dg.latest(store, [2])
         assert d is not None and d.status in ("complete", "partial"), out
-        gaps = [o for o in d.outcomes if o.gap.call == "bw" and o.confirmed]
+        # the gaps of the configuration under study: the default configuration's own
+        # limit (4 KiB) makes a gap at 4 KiB of its own whose trial may close while the
+        # 1 KiB limit's does not (a CI run: the 4 KiB gap established, the 1 KiB one not)
+        small = {a for a, name in d.labels.items() if "eager_limit=1024" in name}
+        gaps = [o for o in d.outcomes
+                if o.gap.call == "bw" and o.confirmed and o.gap.slow_arm in small]
         trials = [t for o in gaps for t in o.trials if t.hypothesis.id == "eager-limit"]
         if any(t.verdict == "closes" for t in trials):
             break
@@ -116,7 +124,7 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
                                        for k, _ in c.settings)
             or any(kv.startswith("OMPI_MCA_btl_vader_eager_limit=") for kv, _ in c.left_out)]
     assert 1 <= len(mine) <= 2 and len({c.arm for c in mine}) == len(mine), (out, d.checks)
-    fc = next((c for c in mine if c.passed and c.file), mine[0])
+    fc = next((c for c in mine if c.arm in small), mine[0])
     jumps = max((x.dropped for _, x in fc.effects), default=0)
     if (busy >= BUSY or jumps) and not fc.passed \
             and fc.reason.startswith(("only ", "fewer than")):

@@ -133,6 +133,9 @@ def test_a_setting_whose_rounds_could_not_tell_is_not_retracted():
     assert "not the device path" not in said and "changed nothing" not in said, said
     assert "not decided in 6 round(s)" in said and "holds both no change" in said, said
     assert "its interval there" in said, said
+    # nothing refuted, nothing found: the gap's cause is said not decided, never "not found"
+    assert "cause not decided: tried" in said and "not found" not in said, said
+    assert "no setting of it tried was decided" in cc.headline, cc.headline
 
 
 def test_racing_dropped_and_out_of_reach_settings_are_not_held_open():

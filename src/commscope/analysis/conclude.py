@@ -278,9 +278,13 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
                        f"closing {_share(best.closed)}; "
                        + file_text(fc, best.hypothesis.settings))
     tried = _tried(o, best or cause)
+    # every setting tried left undecided: the cause was not refuted, only not decided
+    open_ = o.searched and all(t.verdict in ("undecided", "not-reached", "untestable")
+                               for t in o.trials)
     if tried:
-        details.append(("also tried: " if best is not None or cause is not None
-                        else "cause not found: tried ") + tried)
+        details.append(("also tried: " if best is not None or cause is not None else
+                        "cause not decided: tried " if open_ else "cause not found: tried ")
+                       + tried)
     elif best is None and cause is None:
         details.append("cause not found: " + {
             "budget": "its library's settings were not tried: the budget ran out first",
@@ -314,6 +318,7 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
                    + ("in the settings file)" if handed else "not handed over)"))
     why = (_cause_text(cause, fast) if cause is not None else
            _lead_text(lead, fast) if lead is not None else
+           "no setting of it tried was decided either way" if open_ else
            "no setting of it closed the gap" if o.searched else
            "its settings not tried (budget)" if o.unsearched == "budget" else
            "its settings not searched" if o.unsearched == "late" else
@@ -339,7 +344,8 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         return Conclusion("anomaly", head, tuple(details), gain, ident, o)
     kind = "drop" if g.kind == "drop" else "anomaly"
     head = (f"{g.text[:1].upper()}{g.text[1:]}{_sp(where)} ({_interval(c)}): "
-            + ("cause not found" if o.searched and cause is None else why)
+            + ("cause not decided" if open_ and cause is None else
+               "cause not found" if o.searched and cause is None else why)
             + f" ({_scope(g)})")
     return Conclusion(kind, head, tuple(details), gain, ident, o)
 
