@@ -1,10 +1,19 @@
-"""A real single-node Slurm for the test suite, private to one directory.
+"""A real Slurm for the test suite, private to one directory.
 
 munged and the two Slurm daemons run from Debian's packages with their
 own key, socket, configuration, state and logs under a scratch directory,
 so nothing of the machine's own set-up is read or changed; clients find
 the configuration through SLURM_CONF.  The daemons are started directly
-and stopped by PID."""
+and stopped by PID.
+
+On this machine alone it is one node.  Given an emulated cluster
+(`commscope cluster up`), it is that many: a slurmd in each node's
+namespaces (its hostname, its address, its link), the controller on the
+first node, which is also where clients run (`inside`), as on a login
+node.  The nodes share this machine's file system; each gets private
+mounts of the slurmd spool folder and the base of the folders Slurm's PMIx
+plugin makes per job step, whose sockets and folders are named alike on
+every node of a step (real nodes each have their own local disk)."""
 
 from __future__ import annotations
 
@@ -31,10 +40,11 @@ def _free_port() -> int:
 
 
 class LocalSlurm:
-    def __init__(self, root: Path, cpus: int) -> None:
+    def __init__(self, root: Path, cpus: int, cluster=None) -> None:
         self.root = root
         self.cpus = cpus
         self.host = socket.gethostname()
+        self.cluster = cluster  # an emulated cluster (measure.cluster.emu.EmuCluster), or None
         self.procs: list[subprocess.Popen] = []
         self.conf = root / "slurm.conf"
         self.sock = root / "munge.sock"
@@ -53,7 +63,7 @@ class LocalSlurm:
         mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
         self.conf.write_text(f"""\
 ClusterName=cstest
-SlurmctldHost={self.host}
+SlurmctldHost={self._controller()}
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort={_free_port()}
@@ -64,9 +74,9 @@ AuthInfo=socket={self.sock}
 StateSaveLocation={r / 'state'}
 SlurmdSpoolDir={r / 'spool'}
 SlurmctldPidFile={r / 'slurmctld.pid'}
-SlurmdPidFile={r / 'slurmd.pid'}
+SlurmdPidFile={r / 'slurmd-%n.pid'}
 SlurmctldLogFile={r / 'log' / 'slurmctld.log'}
-SlurmdLogFile={r / 'log' / 'slurmd.log'}
+SlurmdLogFile={r / 'log' / 'slurmd-%n.log'}
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -78,9 +88,35 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 KillWait=5
 InactiveLimit=0
-NodeName={self.host} CPUs={self.cpus} RealMemory={mem} State=UNKNOWN
-PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
-""")
+{self._nodes(mem)}""")
+        # Slurm's PMIx plugin makes a folder per job step under this base, and its servers'
+        # sockets in the spool folder, named alike on every node: each node mounts folders
+        # of its own over both (start)
+        for d in ("pmix", "spool"):
+            (r / d).mkdir(exist_ok=True)
+        (r / "mpi.conf").write_text(f"PMIxCliTmpDirBase={r / 'pmix'}\n")
+
+    def _nodes(self, mem: int) -> str:
+        if self.cluster is None:
+            return (f"NodeName={self.host} CPUs={self.cpus} RealMemory={mem} State=UNKNOWN\n"
+                    f"PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE "
+                    "State=UP OverSubscribe=YES\n")
+        nodes = self.cluster.nodes
+        per = max(256, mem // len(nodes))
+        return ("".join(f"NodeName={n.hostname} NodeAddr={n.address} CPUs={self.cpus} "
+                        f"RealMemory={per} State=UNKNOWN\n" for n in nodes)
+                + f"PartitionName=test Nodes={','.join(n.hostname for n in nodes)} Default=YES "
+                "MaxTime=INFINITE State=UP OverSubscribe=YES\n")
+
+    def _controller(self) -> str:
+        if self.cluster is None:
+            return self.host
+        first = self.cluster.nodes[0]
+        return f"{first.hostname}({first.address})"
+
+    def inside(self, argv: list[str]) -> list[str]:
+        """argv run where clients run: this machine, or the first node."""
+        return argv if self.cluster is None else [*self.cluster.nodes[0].namespaces(), *argv]
 
     def _start(self, argv: list[str]) -> None:
         log = open(self.root / "log" / f"{Path(argv[0]).name}.out", "ab")
@@ -94,14 +130,28 @@ PartitionName=test Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverS
                      f"--key-file={r / 'munge.key'}", f"--pid-file={r / 'munged.pid'}",
                      f"--log-file={r / 'log' / 'munged.log'}", f"--seed-file={r / 'munge.seed'}"])
         self._wait(lambda: self.sock.exists(), timeout_s, "munged")
-        self._start(["slurmctld", "-D", "-i", "-f", str(self.conf)])
-        self._start(["slurmd", "-D", "-f", str(self.conf)])
-        self._wait(self._idle, timeout_s, "the Slurm node")
+        self._start(self.inside(["slurmctld", "-D", "-i", "-f", str(self.conf)]))
+        if self.cluster is None:
+            self._start(["slurmd", "-D", "-f", str(self.conf)])
+        for n in self.cluster.nodes if self.cluster is not None else ():
+            own = r / f"node-{n.hostname}"
+            for d in ("pmix", "spool"):
+                (own / d).mkdir(parents=True, exist_ok=True)
+            # its own mount namespace: its spool and PMIx folders private to it, as a
+            # node's local disk is
+            self._start([*n.nsenter(), "unshare", "--mount", "--propagation", "private", "sh",
+                         "-c", 'mount --bind "$0/pmix" "$1/pmix" && mount --bind "$0/spool" '
+                         '"$1/spool" && shift && exec "$@"', str(own), str(r), "slurmd", "-D",
+                         "-f", str(self.conf)])
+        self._wait(self._idle, timeout_s, "the Slurm node(s)")
 
     def _idle(self) -> bool:
-        p = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True,
-                           env={**os.environ, **self.env}, timeout=10, check=False)
-        return p.returncode == 0 and p.stdout.strip() in ("idle", "mix", "alloc")
+        p = subprocess.run(self.inside(["sinfo", "-h", "-N", "-o", "%t"]), capture_output=True,
+                           text=True, env={**os.environ, **self.env}, timeout=10, check=False)
+        states = p.stdout.split()
+        want = len(self.cluster.nodes) if self.cluster is not None else 1
+        return p.returncode == 0 and len(states) == want and all(
+            x in ("idle", "mix", "alloc") for x in states)
 
     def _wait(self, ready, timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from commscope import cli
 from commscope.measure.cluster import emu
 from commscope.store.db import Store
 
+from . import slurm_local
 from .conftest import mpi_processes
 
 TOOLS = ("ip", "tc", "nsenter", "unshare", "ethtool")
@@ -51,7 +53,9 @@ def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path):
     try:
         for cluster, says in ((f"emu:{one}", "has 1 node(s): a matrix needs 2 or more"),
                               (f"hostfile:{hosts}", "names host nodeA twice"),
-                              ("local", "runs on an emulated cluster or a hostfile")):
+                              ("local", "runs on an emulated cluster, a hostfile"),
+                              ("slurm", "runs inside an allocation of the nodes to measure"),
+                              ("slurm:mpirun", "launches each pair with srun")):
             db = tmp_path / "m.db"
             capsys.readouterr()
             rc = cli.main(["matrix", "--cluster", cluster, "--db", str(db)])
@@ -101,6 +105,54 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     assert json.loads(Store(db, create=False).db.execute(
         "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
     assert not mpi_processes()
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(slurm_local.missing() is not None,
+                    reason=f"{slurm_local.missing()} (`make test` installs them)")
+def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
+    """A real Slurm on four emulated nodes (a slurmd in each node's
+    namespaces, n2 on 100 Mbit/s; tests/slurm_local.py): `salloc -N 4
+    commscope matrix --cluster slurm` from the first node, as from a login
+    node, measures every pair of the allocation through srun, rank 0 on the
+    pair's first node (each job's hosts read back), and names n2.  One pair
+    at a time: at once, two steps' four ranks share this machine's two cores
+    unpinned (task/none), and a pair once took 3.5 ms for 8 B and another its
+    whole timeout.  Noise policy: a tenfold gap against a 1.2x cut, as the
+    degraded test's; latency is not asserted."""
+    name = f"{TAG}s"
+    assert cli.main(["cluster", "up", "--nodes", "4", "--link", "1gbit", "--name", name,
+                     "--degrade", "n2:100mbit"]) == 0
+    slurm = slurm_local.LocalSlurm(tmp_path / "slurm", cpus=os.cpu_count() or 2,
+                                   cluster=emu.load(name))
+    db = tmp_path / "m.db"
+    try:
+        (tmp_path / "slurm").mkdir()
+        slurm.start()
+        p = subprocess.run(slurm.inside([
+            "salloc", "-N", "4", sys.executable, "-m", "commscope.cli", "matrix", "--cluster",
+            "slurm", "--db", str(db), "--quiet", "--mpi", "openmpi", "--repeat", "2"]),
+            capture_output=True, text=True, timeout=600, env={**os.environ, **slurm.env})
+        left = subprocess.run(slurm.inside(["squeue", "-h"]), capture_output=True, text=True,
+                              timeout=30, env={**os.environ, **slurm.env}).stdout.strip()
+    finally:
+        slurm.stop()
+        emu.down(name)
+    out = p.stdout
+    assert p.returncode == 0, out + p.stderr[-3000:]
+    assert "slurm: 4 nodes, 12 jobs" in out and "one pair at a time" in out, out
+    bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
+    named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
+    assert named == [f"{name}-n2"], bw
+    assert f"{name}-n2: slow both when it sends and when it receives" in bw, bw
+    store = Store(db, create=False)
+    runs = store.db.execute("SELECT config, placement, status FROM runs").fetchall()
+    pairs = {json.loads(r["config"])["extra"]["pair"] for r in runs}
+    assert pairs == {f"{name}-n{i}/{name}-n{j}" for i in range(4) for j in range(4) if i != j}
+    # every job ran where its pair says, rank 0 first (Slurm.not_taken would fail it)
+    assert {r["status"] for r in runs} == {"ok"}
+    assert {json.loads(r["placement"])["kind"] for r in runs} == {"slurm"}
+    assert left == "" and not mpi_processes()
 
 
 def test_a_node_held_to_a_share_of_one_cpu_holds_everything_started_in_it(tmp_path):

@@ -169,8 +169,8 @@ def cmd_matrix(a: argparse.Namespace) -> int:
     elif a.cpus:
         raise CommscopeError("--cpus chooses the CPUs of --within-node")
     elif a.cluster is None:
-        raise CommscopeError("commscope matrix: --cluster emu:NAME or hostfile:PATH (every "
-                             "pair of nodes), or --within-node (every pair of this "
+        raise CommscopeError("commscope matrix: --cluster emu:NAME, hostfile:PATH or slurm "
+                             "(every pair of nodes), or --within-node (every pair of this "
                              "machine's CPUs)")
     else:
         cl = cluster_mod.parse(a.cluster)

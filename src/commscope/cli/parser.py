@@ -357,7 +357,8 @@ def make_parser() -> Parser:
                         "the slow node or link named", formatter_class=fmt,
                         epilog="example: commscope matrix --cluster emu:a --repeat 3")
     mx.add_argument("--cluster",
-                    help="emu:NAME or hostfile:PATH (one rank on each node of a pair)")
+                    help="emu:NAME, hostfile:PATH or slurm (inside an allocation: salloc -N 4 "
+                    "commscope matrix --cluster slurm); one rank on each node of a pair")
     mx.add_argument("--within-node", action="store_true",
                     help="every pair of this machine's CPUs instead, two ranks pinned to "
                          "the pair's CPUs: a slow CPU (pairs within a socket and across "

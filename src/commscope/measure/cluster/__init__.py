@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -107,8 +108,8 @@ class Cluster:
         what `commscope matrix` launches one pair's job on (`mode`: "at once",
         beside the other pairs of its round, or "alone after at once", a
         configuration of its own each; "": one pair at a time)."""
-        raise CommscopeError(f"{self.label}: commscope matrix runs on an emulated cluster or "
-                             "a hostfile's hosts")
+        raise CommscopeError(f"{self.label}: commscope matrix runs on an emulated cluster, "
+                             "a hostfile's hosts or a Slurm allocation's nodes")
 
     def not_taken(self, header: Header | None) -> str:
         """Why a job that ended well did not run where this cluster placed it
@@ -341,9 +342,12 @@ class Slurm(Cluster):
                workdir: Path, cores: int, root: bool, bind: str = "core") -> Launch:
         local_only(bind, self.label)
         n, ppn = str(place.np), str(place.ppn)
+        # a pair view: its two nodes, in order (rank 0 on the first)
+        hosts = ",".join(self.between) if self.between else ""
         if self.mode == "srun":
+            where = [f"--nodelist={hosts}", "--distribution=arbitrary"] if hosts else []
             argv = ["srun", f"--mpi={SRUN_MPI[impl.family]}", f"--nodes={place.nodes}",
-                    f"--ntasks-per-node={ppn}", f"--ntasks={n}", "--cpu-bind=cores",
+                    f"--ntasks-per-node={ppn}", f"--ntasks={n}", *where, "--cpu-bind=cores",
                     "--kill-on-bad-exit=1", "--job-name=commscope", exe, *args]
         elif impl.family == "openmpi":
             argv = [*_head(impl, place, root), "--map-by", f"ppr:{ppn}:node", "--bind-to",
@@ -354,9 +358,71 @@ class Slurm(Cluster):
         return Launch(argv)
 
     def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "mode": self.mode,
-                "job_id": os.environ.get("SLURM_JOB_ID"),
-                "nodelist": os.environ.get("SLURM_JOB_NODELIST")}
+        d: dict[str, object] = {"kind": self.kind, "mode": self.mode,
+                                "job_id": os.environ.get("SLURM_JOB_ID"),
+                                "nodelist": os.environ.get("SLURM_JOB_NODELIST")}
+        if self.between:
+            d["pair"] = list(self.between)
+        return d
+
+    between: tuple[str, str] | None = None  # a pair view: its two nodes, rank 0 on the first
+    how = ""  # ... how it is measured: Cluster.pair
+
+    def node_names(self) -> list[str]:
+        """The allocation's nodes, as Slurm orders them (its compressed list
+        expanded by scontrol, which every Slurm installation with srun has);
+        none outside an allocation."""
+        nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+        if not nodelist or "SLURM_JOB_ID" not in os.environ:
+            return []
+        try:
+            p = subprocess.run(["scontrol", "show", "hostnames", nodelist], capture_output=True,
+                               text=True, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise CommscopeError(f"scontrol could not expand the allocation's node list "
+                                 f"{nodelist}: {e}") from None
+        if p.returncode != 0:
+            raise CommscopeError(f"scontrol could not expand the allocation's node list "
+                                 f"{nodelist}: {p.stderr.strip()[:200]}")
+        return p.stdout.split()
+
+    def pair(self, i: int, j: int, mode: str = "") -> Cluster:
+        """Nodes i and j of the allocation, rank 0 on node i (srun's arbitrary
+        distribution takes --nodelist's order): every pair of one allocation,
+        so that the matrix is of the nodes the user was given."""
+        if self.mode != "srun":
+            # tried: Open MPI's mpirun inside the allocation placed a pair's ranks in the
+            # allocation's order whatever --host said, and the pair's second node first
+            # is how a link slow one way is found
+            raise CommscopeError("commscope matrix under Slurm launches each pair with srun "
+                                 "(--cluster slurm), which places rank 0 on the pair's first "
+                                 "node; not with slurm:mpirun")
+        if "SLURM_JOB_ID" not in os.environ:
+            raise CommscopeError("commscope matrix under Slurm runs inside an allocation of the "
+                                 "nodes to measure: salloc -N 4 commscope matrix --cluster "
+                                 "slurm ... (or the same line in an sbatch script)")
+        names = self.node_names()
+        if len(set(names)) != len(names):
+            dup = next(h for h in names if names.count(h) > 1)
+            raise CommscopeError(f"the allocation names node {dup} twice")
+        if max(i, j) >= len(names):
+            raise CommscopeError(f"the allocation has {len(names)} node(s): a matrix needs 2 "
+                                 "or more")
+        view = Slurm(self.mode)
+        view.between, view.how = (names[i], names[j]), mode
+        return view
+
+    def config_extra(self) -> tuple[tuple[str, object], ...]:
+        return pair_extra(self.between, self.how)
+
+    def not_taken(self, header: Header | None) -> str:
+        """A pair's job whose ranks did not run on the pair's nodes, rank 0
+        on the first (the header's host of each rank)."""
+        hosts = list(header.hosts) if header else []
+        if not self.between or hosts == list(self.between):
+            return ""
+        return (f"its ranks ran on {', '.join(hosts) or 'hosts not reported'}, not on "
+                f"{' then '.join(self.between)} (the pair's placement not taken)")
 
 
 class Emulated(Cluster):
