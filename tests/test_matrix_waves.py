@@ -325,7 +325,7 @@ def test_what_within_node_refuses_is_one_line(capsys, tmp_path):
         err = capsys.readouterr().err
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)
     for args, says in ((["--cpus", "0,1"], "--cpus chooses the CPUs of --within-node"),
-                       ([], "--cluster emu:NAME or hostfile:PATH")):
+                       ([], "--cluster emu:NAME, hostfile:PATH or slurm")):
         rc = cli.main(["matrix", *args, "--db", str(db)])
         err = capsys.readouterr().err
         assert rc == 2 and says in err and len(err.strip().splitlines()) == 1, (args, err)

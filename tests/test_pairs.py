@@ -179,6 +179,35 @@ def test_a_pair_slow_only_beside_its_round_is_told_from_a_slow_link():
     assert len(none) == 4 and all("no pair fine at once was measured alone" in x for x in none)
 
 
+def test_a_stall_at_once_is_measured_alone_and_judged_by_the_stalls_cut():
+    """--at-once --stall-time: the pairs whose longest sample was slow at once
+    are judged alone by the stall's cut (10x the references alone, and 10
+    ms or more), not the 1.2x of a median: a pair 3x the references alone,
+    1.2 ms, is no stall; one 95x, 38 ms, is; one whose interval holds 10 ms is
+    neither surely."""
+    us = 960.0  # a healthy pair's longest sample over 0.3 s (docs/clusters.md)
+    found = [pairs.Pair(p.a, p.b, p.median * us, p.lo * us, p.hi * us)
+             for p in _cluster(4, {("n1", "n3"): 40.0, ("n2", "n3"): 40.0,
+                                   ("n3", "n4"): 40.0, ("n1", "n2"): 1.0})]
+    v = pairs.verdict(found, "longest stall at 8 B", (), "node", pairs.STALL, pairs.STALL_US)
+    assert v.nodes == ("n3",)
+    refs = pairs.references(v)
+    t = 400.0  # alone, a typical pair's longest sample
+    again = [pairs.Pair(*refs[0], t, 0.9 * t, 1.1 * t), pairs.Pair(*refs[1], t, 0.9 * t, 1.1 * t),
+             pairs.Pair("n1", "n3", 95 * t, 90 * t, 100 * t),  # 38 ms: a stop
+             pairs.Pair("n2", "n3", 3 * t, 2.9 * t, 3.1 * t),  # 1.2 ms: 3x, no stall
+             pairs.Pair("n3", "n4", 25 * t, 20 * t, 30 * t)]  # 8-12 ms: 20x-30x
+    _, *lines = pairs.alone(v, again, refs, "longest stall at 8 B", pairs.STALL,
+                            pairs.STALL_US)
+    said = dict(x.split(" alone: ", 1) for x in lines)
+    assert said["n1/n3"].endswith("slow alone too, the link or its nodes"), said
+    assert "slow only beside the other pairs" in said["n2/n3"], said
+    assert said["n3/n4"].endswith("alone neither surely slow nor surely not"), said
+    # by a median's cut the 3x pair would have been slow alone too
+    plain = dict(x.split(" alone: ", 1) for x in pairs.alone(v, again, refs, "x")[1:])
+    assert plain["n2/n3"].endswith("slow alone too, the link or its nodes"), plain
+
+
 def test_the_cpus_of_one_machine_are_named_as_cpus():
     """--within-node: the verdict speaks of CPUs and this machine."""
     v = pairs.verdict(_cluster(4, {p: 3.0 for p in (("n1", "n3"), ("n2", "n3"), ("n3", "n4"))}),

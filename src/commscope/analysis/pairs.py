@@ -230,14 +230,17 @@ def references(v: Verdict, k: int = 2) -> list[tuple[str, str]]:
 
 
 def alone(v: Verdict, found_alone: Sequence[Pair], refs: Sequence[tuple[str, str]],
-          what: str) -> list[str]:
+          what: str, slow_at: float = SLOW, least_us: float = 0.0) -> list[str]:
     """What measuring the slow pairs of a matrix taken a round at a time
     (--at-once) again, one pair at a time, says of each: slow alone too (the
     link or its nodes), or only beside the other pairs of its round (they
     share something: a switch, an uplink, the cores under emulated nodes).
     Each slow pair alone is set against the reference pairs (`refs`) alone:
     the typical pair at once carries what the pairs shared, and its window
-    may have been narrowed, so it is no yardstick for a pair alone."""
+    may have been narrowed, so it is no yardstick for a pair alone.  Slow
+    alone as the verdict's slow: `slow_at` times the references and
+    `least_us` or more at its interval's lower end (stalls: STALL,
+    STALL_US)."""
     mine = {(p.a, p.b): p for p in unordered(found_alone)}
     base = [mine[r].median for r in refs if r in mine]
     if not base:
@@ -257,9 +260,9 @@ def alone(v: Verdict, found_alone: Sequence[Pair], refs: Sequence[tuple[str, str
         m, lo, hi = (x / typical for x in (p.median, p.lo, p.hi))
         said = (f"{a}/{b} alone: {_x(m)} [{_x(lo)}, {_x(hi)}] the typical {what} alone "
                 f"({_x(m0)} beside its round's pairs): ")
-        if lo >= SLOW:
+        if lo >= slow_at and p.lo >= least_us:
             out.append(said + "slow alone too, the link or its nodes")
-        elif hi < SLOW:
+        elif hi < slow_at or p.hi < least_us:
             out.append(said + "slow only beside the other pairs of its round: they share "
                               "something (a switch, an uplink, or the cores under emulated "
                               "nodes), not a slow link")
