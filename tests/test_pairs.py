@@ -266,6 +266,24 @@ def test_a_matrix_at_once_is_its_own_and_its_pairs_alone_no_matrix_in_the_report
         "emu:bm388, each round's pairs at once"] * 2
 
 
+def test_the_report_draws_the_stalls_matrix_where_latency_was_sampled_long_enough():
+    """A matrix taken with --stall-time 0.3 (n2 held to a quarter of one CPU,
+    one pair at a time, 2026-11-28): the report judges a third figure, the
+    longest stall, and names n2 by it; latency's median names nothing.  A
+    matrix of latency sampled a few milliseconds gets no stall matrix."""
+    from commscope.report import matrix as rmatrix
+    from commscope.store.db import Store
+
+    rows = [dict(r) for r in Store(STORES / "matrix-stall.db", create=False).result_rows()]
+    got = {what: v for _, what, _, _, v in rmatrix.matrices(rows)}
+    assert set(got) == {"time of one 1 MiB message", "latency at 8 B", "longest stall at 8 B"}
+    assert got["longest stall at 8 B"].nodes == ("stb-n2",), got["longest stall at 8 B"].lines
+    assert got["latency at 8 B"].nodes == ()
+    short = [dict(r) for r in Store(STORES / "matrix-healthy.db", create=False).result_rows()]
+    assert [what for _, what, *_ in rmatrix.matrices(short)] == [
+        "time of one 1 MiB message", "latency at 8 B"]
+
+
 def test_a_node_that_stalls_is_named_by_its_longest_sample_and_noise_is_not():
     """--stall-time: a node held to a quarter of one CPU stops for tens of
     milliseconds (37.7 ms seen) while its median latency is the others';

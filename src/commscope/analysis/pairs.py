@@ -31,6 +31,9 @@ SLOW = 1.2  # a pair surely this many times the typical time (its interval's low
 # to a quarter of one CPU 37,700 us (its scheduler's period is 100 ms).
 STALL = 10.0
 STALL_US = 10_000.0
+# a latency record sampled this long at least (matrix --stall-time) has a longest
+# sample worth judging; a default one samples a few milliseconds (2.0-2.4 ms seen)
+STALL_WALL_S = 0.1
 
 
 def schedule(n: int) -> list[list[tuple[int, int]]]:

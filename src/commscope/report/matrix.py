@@ -1,6 +1,8 @@
 """The report's section on every pair of nodes (`commscope matrix`): for each
 cluster whose records name pairs, the verdict (which node or link is slow)
-and a heat map of each pair over the cluster's typical pair."""
+and a heat map of each pair over the cluster's typical pair: bandwidth,
+latency and, where latency was sampled long enough (--stall-time), the
+longest stall."""
 
 from __future__ import annotations
 
@@ -40,8 +42,18 @@ def matrices(rows: Sequence[Mapping[str, object]]
                 continue
             found, v = got
             names = sorted({p.a for p in found} | {p.b for p in found})
-            out.append((f"{cl}, each round's pairs at once" if together else cl, what,
-                        names, found, v))
+            title = f"{cl}, each round's pairs at once" if together else cl
+            out.append((title, what, names, found, v))
+            # sampled long enough to see a node stop (matrix --stall-time): its longest
+            # sample, judged by the stall's own cut
+            long = [r for r in mine if r["bench"] == bench and int(r["size_bytes"]) == size]  # type: ignore[call-overload]
+            if bench == "latency" and long and all(
+                    float(r["wall_s"] or 0.0) >= pairs.STALL_WALL_S for r in long):  # type: ignore[arg-type]
+                stall = f"longest stall at {human_bytes(size)}"
+                if (got := pairs.judge(mine, bench, size, stall, figure="stall")) is not None:
+                    found, v = got
+                    out.append((title, stall, sorted({p.a for p in found} | {p.b for p in found}),
+                                found, v))
     return out
 
 
