@@ -131,7 +131,7 @@ def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
         slurm.start()
         p = subprocess.run(slurm.inside([
             "salloc", "-N", "4", sys.executable, "-m", "commscope.cli", "matrix", "--cluster",
-            "slurm", "--db", str(db), "--quiet", "--mpi", "openmpi", "--repeat", "2"]),
+            "slurm", "--db", str(db), "--quiet", "--mpi", "openmpi", "--repeat", "1"]),
             capture_output=True, text=True, timeout=600, env={**os.environ, **slurm.env})
         left = subprocess.run(slurm.inside(["squeue", "-h"]), capture_output=True, text=True,
                               timeout=30, env={**os.environ, **slurm.env}).stdout.strip()
