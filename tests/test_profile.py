@@ -21,6 +21,7 @@ import pytest
 
 from commscope import cli
 from commscope.analysis import profile as prof
+from commscope.measure import profile as measure
 from commscope.store.db import Store
 
 from .conftest import mpi_processes
@@ -244,7 +245,7 @@ def test_the_known_sequence_is_counted_under_each_mpi(impls, tmp_path, capsys, m
         assert "MPI_Allreduce" in out and "time inside MPI" in out
         # where the program made them: the source lines of its calls (built with -g)
         src = (ROOT / "tests" / "c" / "profiled.c").read_text().splitlines()
-        line = {c: next(i for i, x in enumerate(src, 1) if f"{c}(" in x)
+        line = {c: next(i for i, x in enumerate(src, 1) if f"{c}(" in x and "helper" not in x)
                 for c in ("MPI_Send", "MPI_Allreduce", "MPI_Bcast")}
         sites = {(x.call, x.calls, x.ranks) for x in prof.sites(ranks)}
         assert {("MPI_Send", 10, 1), ("MPI_Allreduce", 10, 2), ("MPI_Bcast", 6, 2)} <= sites
@@ -537,6 +538,38 @@ def test_call_sites_sum_over_ranks_and_say_where_unresolved():
     assert "app (replaced since)+0x10" in text and "3 call(s) made from code in no file" in text
 
 
+def test_a_call_in_a_helper_is_told_apart_by_its_callers_with_stack(impls, tmp_path, capsys,
+                                                                     monkeypatch):
+    """--stack 2: the helper's one MPI_Allreduce line, reached from two
+    lines of main (2 and 3 calls a rank), is two sites, each with the line
+    that called the helper; by default it is one site of 5 calls a rank."""
+    monkeypatch.chdir(tmp_path)
+    impl = impls.get("openmpi") or next(iter(impls.values()))
+    exe = _built(impl, tmp_path)
+    src = (ROOT / "tests" / "c" / "profiled.c").read_text().splitlines()
+    helper = next(i for i, x in enumerate(src, 1) if "helper's line" in x)
+    first = next(i for i, x in enumerate(src, 1) if "/* first caller */" in x)
+    second = next(i for i, x in enumerate(src, 1) if "/* second caller */" in x)
+    rc, out, err = _profile(capsys, tmp_path / "s.db", "--np", "2", "--stack", "2", "--",
+                            str(exe), "stack")
+    assert rc == 0, (out, err)
+    ranks = json.loads(Store(tmp_path / "s.db", create=False).profiles()[-1]["data"])["ranks"]
+    places = measure.resolve_sites(prof.all_frames(ranks))
+    got = {prof.site_where(x, places): x.calls for x in prof.sites(ranks, places)
+           if x.call == "MPI_Allreduce"}
+    at = f"reduce_in_helper (profiled.c:{helper})"
+    assert got == {f"{at} < main (profiled.c:{first})": 4,
+                   f"{at} < main (profiled.c:{second})": 6}, got
+    # the terminal: the site, then the caller beneath it
+    assert re.search(rf"{re.escape(at)}\s+MPI_Allreduce\s+2\s+4\s.*\n  < main "
+                     rf"\(profiled\.c:{first}\)", out), out
+    rc, out, err = _profile(capsys, tmp_path / "d.db", "--np", "2", "--", str(exe), "stack")
+    assert rc == 0, (out, err)
+    ranks = json.loads(Store(tmp_path / "d.db", create=False).profiles()[-1]["data"])["ranks"]
+    (one,) = [x for x in prof.sites(ranks) if x.call == "MPI_Allreduce"]
+    assert one.calls == 10 and one.callers == () and "  < main" not in out
+
+
 def test_call_sites_resolve_in_a_program_linked_without_pie(impls, tmp_path, capsys,
                                                             monkeypatch):
     """Linked at 0x400000 (-no-pie, common in HPC builds): a site's offset in
@@ -548,7 +581,7 @@ def test_call_sites_resolve_in_a_program_linked_without_pie(impls, tmp_path, cap
     subprocess.run([impl.mpicc, "-O2", "-g", "-no-pie", "-o", str(exe),
                     str(ROOT / "tests" / "c" / "profiled.c")], check=True, capture_output=True)
     src = (ROOT / "tests" / "c" / "profiled.c").read_text().splitlines()
-    n = next(i for i, x in enumerate(src, 1) if "MPI_Allreduce(" in x)
+    n = next(i for i, x in enumerate(src, 1) if "MPI_Allreduce(" in x and "helper" not in x)
     rc, out, err = _profile(capsys, tmp_path / "np.db", "--np", "2", "--", str(exe))
     assert rc == 0, (out, err)
     assert re.search(rf"main \(profiled\.c:{n}\)\s+MPI_Allreduce\s", out), out

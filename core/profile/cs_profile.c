@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <execinfo.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -179,31 +180,66 @@ static uint64_t sum_bytes_w(const int *counts, int n, const MPI_Datatype *types)
 
 /* Call sites: where in the program each call was made (the wrapper's return
  * address), per call, in an open-addressed table of NSITES; a site that finds
- * no room within PROBES slots is counted as lost.  mpiP's call sites. */
+ * no room within PROBES slots is counted as lost.  mpiP's call sites.
+ *
+ * With COMMSCOPE_PROFILE_DEPTH=k (2..MAXDEPTH; mpiP's -k), a site is the
+ * return address and the k-1 return addresses of the callers above it, as
+ * glibc's backtrace() unwinds them (from the program's frame up: the
+ * profiler's own frames are skipped by finding the wrapper's return address
+ * among them): a call made in a helper is told apart by who called the
+ * helper.  Unwinding costs about a microsecond a call, after the call's
+ * time is taken (the wall time pays it, the call's time does not); depth 1
+ * unwinds nothing. */
 #define NSITES 4096
 #define PROBES 64
+#define MAXDEPTH 8
 struct site {
-    uintptr_t pc;
+    uintptr_t pc[MAXDEPTH]; /* pc[0]: the wrapper's return address; then its callers' */
+    int frames;             /* of pc held */
     int call;
     uint64_t n, bytes;
     double total;
 };
 static struct site sites[NSITES];
 static uint64_t sites_lost;
+static int depth = 1;
+
+/* The wrapper's return address `pc` and up to depth-1 callers above it;
+ * just pc where the unwinder does not find it (no unwind tables). */
+static int callers(const void *pc, uintptr_t *out)
+{
+    void *buf[MAXDEPTH + 16];
+    int n = backtrace(buf, MAXDEPTH + 16), i = 0, k = 0;
+    while (i < n && buf[i] != pc)
+        i++;
+    if (i == n) {
+        out[0] = (uintptr_t)pc;
+        return 1;
+    }
+    for (; i < n && k < depth; i++)
+        out[k++] = (uintptr_t)buf[i];
+    return k;
+}
 
 static void note_site(int call, const void *pc, uint64_t bytes, double t)
 {
-    uintptr_t a = (uintptr_t)pc;
-    if (!a)
+    uintptr_t a[MAXDEPTH];
+    if (!pc)
         return;
-    size_t h = (size_t)(((a >> 2) ^ ((uintptr_t)call * 2654435761u)) & (NSITES - 1));
+    a[0] = (uintptr_t)pc;
+    int k = depth > 1 ? callers(pc, a) : 1;
+    uintptr_t mix = (uintptr_t)call * 2654435761u;
+    for (int f = 0; f < k; f++)
+        mix ^= (a[f] >> 2) * (2 * (uintptr_t)f + 1);
+    size_t h = (size_t)(mix & (NSITES - 1));
     for (int i = 0; i < PROBES; i++, h = (h + 1) & (NSITES - 1)) {
         struct site *x = &sites[h];
         if (x->n == 0) {
-            x->pc = a;
+            memcpy(x->pc, a, (size_t)k * sizeof a[0]);
+            x->frames = k;
             x->call = call;
         }
-        if (x->pc == a && x->call == call) {
+        if (x->call == call && x->frames == k && !memcmp(x->pc, a, (size_t)k * sizeof a[0])) {
             x->n++;
             x->bytes += bytes;
             x->total += t;
@@ -321,6 +357,18 @@ static void out_put(const char *fmt, ...)
         out_len += (size_t)n < sizeof out_buf - out_len ? (size_t)n : sizeof out_buf - out_len - 1;
 }
 
+/* a path as JSON: quotes escaped, no control characters */
+static void put_path(const char *obj, size_t len)
+{
+    for (size_t k = 0; k < len; k++) {
+        unsigned char ch = (unsigned char)obj[k];
+        if (ch == '"' || ch == '\\')
+            out_put("\\%c", ch);
+        else if (ch >= 32)
+            out_put("%c", ch);
+    }
+}
+
 static void write_out(int finalized, int sig)
 {
     if (written)
@@ -385,7 +433,7 @@ static void write_out(int finalized, int sig)
         const char *obj;
         size_t len;
         uint64_t off;
-        if (sites[i].n && !where(sites[i].pc, &obj, &len, &off))
+        if (sites[i].n && !where(sites[i].pc[0], &obj, &len, &off))
             sites_unmapped += sites[i].n;
     }
     out_put("], \"sites_lost\": %llu, \"sites_unmapped\": %llu, \"sites\": [",
@@ -396,19 +444,25 @@ static void write_out(int finalized, int sig)
         const char *obj;
         size_t len;
         uint64_t off;
-        if (!x->n || !where(x->pc, &obj, &len, &off))
+        if (!x->n || !where(x->pc[0], &obj, &len, &off))
             continue;
         out_put("%s\n {\"call\": \"%s\", \"object\": \"", first ? "" : ",", names[x->call]);
-        for (size_t k = 0; k < len; k++) { /* a path as JSON: quotes escaped, no control */
-            unsigned char ch = (unsigned char)obj[k];
-            if (ch == '"' || ch == '\\')
-                out_put("\\%c", ch);
-            else if (ch >= 32)
-                out_put("%c", ch);
-        }
-        out_put("\", \"offset\": %llu, \"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f}",
+        put_path(obj, len);
+        out_put("\", \"offset\": %llu, \"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f",
                 (unsigned long long)off, (unsigned long long)x->n,
                 (unsigned long long)x->bytes, spt * x->total);
+        if (depth > 1) { /* the callers above it, innermost first; one in no mapping: "" */
+            out_put(", \"callers\": [");
+            for (int k = 1; k < x->frames; k++) {
+                int got = where(x->pc[k], &obj, &len, &off);
+                out_put("%s{\"object\": \"", k > 1 ? ", " : "");
+                if (got)
+                    put_path(obj, len);
+                out_put("\", \"offset\": %llu}", got ? (unsigned long long)off : 0ULL);
+            }
+            out_put("]");
+        }
+        out_put("}");
         first = 0;
     }
     out_put("]}\n");
@@ -448,6 +502,15 @@ static void started(void)
     PMPI_Comm_size(MPI_COMM_WORLD, &world);
     PMPI_Get_library_version(library, &len);
     PMPI_Query_thread(&thread_level);
+    const char *d = getenv("COMMSCOPE_PROFILE_DEPTH");
+    if (d && *d) {
+        depth = atoi(d);
+        depth = depth < 1 ? 1 : depth > MAXDEPTH ? MAXDEPTH : depth;
+    }
+    if (depth > 1) { /* the unwinder loaded now, not inside the first timed call's wrapper */
+        void *first[2];
+        backtrace(first, 2);
+    }
     atexit(at_exit);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

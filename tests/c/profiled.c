@@ -4,7 +4,9 @@
  * "crash" (rank 1 aborts after its receives), "hang" (rank 0 waits for a
  * message nobody sends), "ownterm" (rank 1 has a SIGTERM handler of its own,
  * installed before MPI_Init, and raises SIGTERM after its receives: the
- * handler must still run), "noinit" (no MPI at all).  Rank 0 prints the
+ * handler must still run), "noinit" (no MPI at all), "stack" (only MPI_Init,
+ * then one helper's MPI_Allreduce reached from two lines of main, twice and
+ * three times, then MPI_Finalize: call sites with their callers).  Rank 0 prints the
  * arguments after the first, one a line between brackets, as it got them. */
 #include <mpi.h>
 #include <signal.h>
@@ -23,6 +25,13 @@ static void own_term(int sig)
     _exit(5);
 }
 
+/* one line every call of the "stack" mode is made at, from two callers */
+static void __attribute__((noinline)) reduce_in_helper(double *x, double *y)
+{
+    MPI_Allreduce(x, y, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* helper's line */
+    __asm__ volatile("" ::: "memory"); /* no tail call: the helper's frame stays */
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "ok";
@@ -36,6 +45,15 @@ int main(int argc, char **argv)
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (!strcmp(mode, "stack")) {
+        double a[4] = {1, 2, 3, 4}, b[4];
+        for (int i = 0; i < 2; i++)
+            reduce_in_helper(a, b); /* first caller */
+        for (int i = 0; i < 3; i++)
+            reduce_in_helper(a, b); /* second caller */
+        MPI_Finalize();
+        return b[0] == 2.0 * size / 2 ? 0 : 9;
+    }
     for (int i = 2; rank == 0 && i < argc; i++)
         printf("arg[%s]\n", argv[i]);
     fflush(stdout);

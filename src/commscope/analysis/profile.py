@@ -565,24 +565,60 @@ class Site:
     ranks: int
     total_s: float
     bytes: int
+    # the callers above it, innermost first (profile --stack N: N-1 of them; an
+    # object of "" where the caller's code was in no file mapped at the end)
+    callers: tuple[tuple[str, int], ...] = ()
+
+    def frames(self) -> list[tuple[str, int]]:
+        return [(self.object, self.offset), *self.callers]
 
 
-def sites(ranks: Sequence[Mapping[str, object]]) -> list[Site]:
+def sites(ranks: Sequence[Mapping[str, object]],
+          places: Mapping[tuple[str, int], str] | None = None) -> list[Site]:
     """Every call site the ranks recorded, summed over ranks, the most time
     first (a rank's file holds them from the profiler of 2026-11-27 on; an
-    older one has none)."""
-    got: dict[tuple[str, str, int], list] = {}
+    older one has none).  With callers (--stack), a site is its line and
+    its callers: one line reached from two places is two sites.  Given
+    `places` (resolve_sites of every frame), sites whose frames read alike
+    are one (a loop the compiler unrolled calls from several addresses of
+    one line)."""
+    got: dict[tuple[object, ...], list] = {}
     for r in ranks:
         for x in r.get("sites") or []:  # type: ignore[union-attr]
-            key = (str(x["call"]), str(x["object"]), int(x["offset"]))
-            v = got.setdefault(key, [0, set(), 0.0, 0])
-            v[0] += int(x["n"])
-            v[1].add(int(r.get("rank", -1)))  # type: ignore[call-overload]
-            v[2] += float(x["total_s"])
-            v[3] += int(x["bytes"])
-    out = [Site(c, o, off, v[0], len(v[1]), v[2], v[3]) for (c, o, off), v in got.items()]
-    out.sort(key=lambda s: (-s.total_s, s.call, s.object, s.offset))
+            up = tuple((str(c["object"]), int(c["offset"])) for c in x.get("callers") or ())
+            one = Site(str(x["call"]), str(x["object"]), int(x["offset"]), 0, 0, 0.0, 0, up)
+            key = ((one.call, site_where(one, places)) if places is not None else
+                   (one.call, one.object, one.offset, up))
+            v = got.setdefault(key, [one, 0, set(), 0.0, 0])
+            v[1] += int(x["n"])
+            v[2].add(int(r.get("rank", -1)))  # type: ignore[call-overload]
+            v[3] += float(x["total_s"])
+            v[4] += int(x["bytes"])
+    out = [Site(o.call, o.object, o.offset, n, len(rs), t, b, o.callers)
+           for o, n, rs, t, b in got.values()]
+    out.sort(key=lambda s: (-s.total_s, s.call, s.object, s.offset, s.callers))
     return out
+
+
+def all_frames(ranks: Sequence[Mapping[str, object]]) -> list[tuple[str, int]]:
+    """Every frame of every site the ranks recorded (what to resolve)."""
+    return sorted({f for s in sites(ranks) for f in s.frames() if f[0]})
+
+
+def frame_text(frame: tuple[str, int], places: Mapping[tuple[str, int], str]) -> str:
+    """One frame of a call site: its function and file:line where `places`
+    has it, else its object's name and the return address's offset."""
+    obj, off = frame
+    if not obj:
+        return "?"  # code in no file mapped when the profile was written
+    name = Path(obj.removesuffix(" (deleted)")).name + (
+        " (replaced since)" if obj.endswith(" (deleted)") else "")
+    return places.get(frame) or f"{name}+{off:#x}"
+
+
+def site_where(s: Site, places: Mapping[tuple[str, int], str]) -> str:
+    """A call site in one line: its frame, then each caller (" < ")."""
+    return " < ".join(frame_text(f, places) for f in s.frames())
 
 
 def sites_text(found: Sequence[Site], places: Mapping[tuple[str, int], str],
@@ -595,12 +631,11 @@ def sites_text(found: Sequence[Site], places: Mapping[tuple[str, int], str],
     lines = [f"{'call site':<44} {'call':<16} {'ranks':>5} {'calls':>9} {'total ms':>10} "
              f"{'of MPI':>7}"]
     for s in found[:top]:
-        name = Path(s.object.removesuffix(" (deleted)")).name + (
-            " (replaced since)" if s.object.endswith(" (deleted)") else "")
-        where = places.get((s.object, s.offset)) or f"{name}+{s.offset:#x}"
+        where = frame_text((s.object, s.offset), places)
         lines.append(f"{printable(where)[:44]:<44} {s.call:<16} {s.ranks:>5} {s.calls:>9} "
                      f"{1e3 * s.total_s:>10.3f} "
                      f"{100 * s.total_s / mpi_total_s if mpi_total_s else 0:>6.1f}%")
+        lines += [f"  < {printable(frame_text(f, places))}" for f in s.callers]
     if len(found) > top:
         lines.append(f"... and {len(found) - top} more site(s)")
     if lost:

@@ -162,6 +162,10 @@ def make_parser() -> Parser:
                     "run the program with")
     pf.add_argument("--top", type=positive(int, 0, 100000), default=12,
                     help="the N hottest calls (default 12; 0: all)")
+    pf.add_argument("--stack", type=positive(int, 1, 8), default=1, metavar="N",
+                    help="a call site is the call's line and the N-1 callers above it "
+                         "(default 1; as mpiP's -k: a call in a helper told apart by who "
+                         "called the helper; about a microsecond a call to unwind)")
     pf.add_argument("--verify", action="append", metavar="SETTINGS",
                     help="run the program with this settings file against its defaults, in "
                          "interleaved rounds: faster for this program only where the rounds' "

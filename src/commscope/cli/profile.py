@@ -47,6 +47,7 @@ class Setup:
     fresh: list[Path]
     cluster: Cluster | None = None  # None: this machine
     nodes: int = 1
+    depth: int = 1  # the frames a call site holds (--stack)
 
 
 def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
@@ -65,7 +66,7 @@ def _one(s: Setup, settings: dict[str, str], batch: int | None = None,
         "batch": batch, "round": round_})
     try:
         argv, got = measure.launch(s.impl, s.lib, s.exe, s.args, s.np, provenance.n_cores(),
-                                   s.cwd, s.timeout, settings, s.cluster, s.nodes)
+                                   s.cwd, s.timeout, settings, s.cluster, s.nodes, s.depth)
     except BaseException:
         s.store.finish_profile(pid, "interrupted", exit_code=None, signal=None, wall_s=0.0,
                                stdout_tail="", stderr_tail="", data=json.dumps({"ranks": []}),
@@ -161,7 +162,7 @@ def cmd_profile(a: argparse.Namespace) -> int:
     settings = dict(settings_mod.parse_file(a.settings)) if a.settings else {}
     cluster, nodes = _placed(a.cluster, a.nodes, a.np, impl, cwd)
     s = Setup(Store(a.db), impl, measure.build(impl), exe, args[1:], cwd, a.np, a.timeout,
-              check, fresh, cluster, nodes)
+              check, fresh, cluster, nodes, a.stack)
     if n := s.store.abandon_profiles():
         print(f"note: {n} earlier profile(s) left running by a commscope that was killed "
               "are marked interrupted")
@@ -193,10 +194,10 @@ def cmd_profile(a: argparse.Namespace) -> int:
 def _sites(ranks, summary: prof.Summary, top: int) -> str:
     """The hottest call sites, resolved to file:line where the objects are
     still there and were built with -g; '' where the ranks recorded none."""
-    found = prof.sites(ranks)
+    places = measure.resolve_sites(prof.all_frames(ranks))
+    found = prof.sites(ranks, places)
     if not found:
         return ""
-    places = measure.resolve_sites([(x.object, x.offset) for x in found[:top]])
     lost = sum(int(r.get("sites_lost") or 0) for r in ranks)
     unmapped = sum(int(r.get("sites_unmapped") or 0) for r in ranks)
     return ("where the program made them (call sites, summed over ranks; a file:line where "

@@ -180,7 +180,7 @@ class Profiled:
 
 
 def on_cluster(impl: MpiImpl, lib: Path, ln: Launch, exe: Path, args: list[str], into: Path,
-               srun: bool) -> tuple[list[str], dict[str, str]]:
+               srun: bool, depth: int = 1) -> tuple[list[str], dict[str, str]]:
     """A cluster's launch of the program with the profiler on every rank:
     the library and the folder the ranks write to handed to the ranks of
     every node (mpirun -x, Hydra -genv: a remote rank does not inherit the
@@ -197,15 +197,20 @@ def on_cluster(impl: MpiImpl, lib: Path, ln: Launch, exe: Path, args: list[str],
             return [*argv[:at], f"--export=ALL,LD_PRELOAD={value}", *argv[at:]], env
         env["LD_PRELOAD"] = value  # --export cannot hold a comma: srun takes it too
         return argv, env
-    where = (["-x", "COMMSCOPE_PROFILE_DIR"] if impl.family == "openmpi" else
-             ["-genv", "COMMSCOPE_PROFILE_DIR", str(into)])
+    given = {"COMMSCOPE_PROFILE_DIR": str(into)}
+    if depth > 1:
+        given["COMMSCOPE_PROFILE_DEPTH"] = str(depth)
+    where = [x for k, v in given.items()
+             for x in (["-x", k] if impl.family == "openmpi" else ["-genv", k, v])]
     return [*argv[:at], *preload_flags(impl, lib), *where, *argv[at:]], env
 
 
 def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores: int,
            cwd: Path, timeout_s: float, settings: dict[str, str],
-           cluster: Cluster | None = None, nodes: int = 1) -> tuple[list[str], Profiled]:
-    """Run the program once, profiled; its launch argv and what it gave.
+           cluster: Cluster | None = None, nodes: int = 1, depth: int = 1
+           ) -> tuple[list[str], Profiled]:
+    """Run the program once, profiled; its launch argv and what it gave
+    (`depth`: the frames a call site holds, COMMSCOPE_PROFILE_DEPTH).
     On a cluster, the ranks write their profiles into a folder under the
     program's own (a hostfile's nodes see it where that folder is shared;
     an emulated cluster's and this machine's Slurm share this machine's)."""
@@ -234,8 +239,9 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
             for name, text in ln.files.items():
                 (Path(tmp) / name).write_text(text)
             argv, extra = on_cluster(impl, lib, ln, exe, args, into,
-                                     getattr(cluster, "mode", "") == "srun")
-        env = environ(impl.env, settings, {**extra, "COMMSCOPE_PROFILE_DIR": str(into)})
+                                     getattr(cluster, "mode", "") == "srun", depth)
+        deep = {"COMMSCOPE_PROFILE_DEPTH": str(depth)} if depth > 1 else {}
+        env = environ(impl.env, settings, {**extra, **deep, "COMMSCOPE_PROFILE_DIR": str(into)})
         try:
             ended = run_bounded(argv, timeout_s=timeout_s, env=env, cwd=str(cwd),
                                 stdout_path=Path(log_dir) / "out",

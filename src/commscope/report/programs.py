@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 from ..analysis import profile as prof
 from ..measure.profile import resolve_sites
@@ -72,14 +71,13 @@ def _one(r, series: Mapping) -> dict[str, object]:
 def _sites(ranks, s: prof.Summary) -> Table | None:
     """The hottest call sites: where the program made its calls (file:line
     where it was built with -g, else the object and offset)."""
-    found = prof.sites(ranks)[:12]
+    places = resolve_sites(prof.all_frames(ranks))
+    found = prof.sites(ranks, places)[:12]
     if not found:
         return None
-    places = resolve_sites([(x.object, x.offset) for x in found])
     total = s.total_s
     return table(("call site", "call", "ranks", "calls", "total ms", "of MPI"),
-                 [(prof.printable(places.get((x.object, x.offset))
-                                  or f"{Path(x.object).name}+{x.offset:#x}"), x.call, x.ranks,
+                 [(prof.printable(prof.site_where(x, places)), x.call, x.ranks,
                    x.calls, f"{1e3 * x.total_s:.3f}",
                    f"{100 * x.total_s / total:.1f}%" if total else "") for x in found],
                  (2, 3, 4, 5))
