@@ -445,3 +445,31 @@ def test_a_memory_rate_says_cache_only_well_above_the_copy():
     # 1.2 x: within how far one copy measurement moves between runs here
     assert "from cache" not in MemoryRate("compute", 12.0, 10.0).text()
     assert "1.2 x the copy" in MemoryRate("compute", 12.0, 10.0).text()
+
+
+def test_a_series_of_the_same_configuration_is_found_by_its_key_not_its_label():
+    """predict and crossover find a benchmark's series measured where an
+    application (or a collective) ran by the configuration's base key and
+    the parameters it names, whatever the labels read; a store from before
+    configurations (no keys) by the label."""
+    from commscope.analysis.series import Config, Point, find
+
+    pt = {8: Point(8, 1.0, 0.9, 1.1)}
+    app = Config("openmpi [a1b2c3d4]", 4, "local", base="openmpi [a1b2c3d4]", key="k-app",
+                 base_key="B")
+    hot = Config("openmpi (the build named)", 2, "local", key="k-hot", base_key="B")
+    cold = Config("openmpi cold, as some label reads", 2, "local", key="k-cold", base_key="B",
+                  params=(("buffers", "cold"),))
+    other = Config("openmpi [a1b2c3d4]", 2, "local", key="k-oth", base_key="C")
+    series = {(other, "latency"): {1: pt[8]}, (hot, "latency"): dict(pt),
+              (cold, "latency"): dict(pt)}
+    assert find(series, app, "latency", 2, False) is series[(hot, "latency")]
+    assert find(series, app, "latency", 2, False, {"buffers": "cold"}) is series[
+        (cold, "latency")]
+    assert find(series, app, "latency", 4, False) is None  # not at 4 processes
+    assert find(series, app, "bw", 2, False) is None
+    # keyless (stored before configurations): by the label and the parameters named
+    old_app = Config("openmpi", 4, "local")
+    old = {(Config("openmpi buffers=cold", 2, "local"), "latency"): pt}
+    assert find(old, old_app, "latency", 2, False, {"buffers": "cold"}) is pt
+    assert find(old, old_app, "latency", 2, False) is None

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from ..store.benches import bench as bench_facts
 from ..store.sizes import human, human_bytes
-from .series import Config, Series, lone_is_no_claim, runs, separated
+from .series import Config, Series, find, lone_is_no_claim, runs, separated
 from .significance import MIN_FACTOR  # under it, no verdict (advise.tune gates on it too)
 
 HAND = "_sends"  # the suffix of the hand-written equivalents: the only references advised
@@ -228,9 +228,8 @@ def analyze(series: Mapping[tuple[Config, str], Series]) -> list[Row]:
         k = equivalent_sends(coll)
         if k is None:
             continue
-        base = cfg.base or cfg.mpi
-        lat = (series.get((Config(base, cfg.np, cfg.cluster, cfg.oversubscribed), "latency"))
-               or series.get((Config(base, 2, cfg.cluster), "latency")))
+        lat = (find(series, cfg, "latency", cfg.np, cfg.oversubscribed)
+               or find(series, cfg, "latency", 2, False))
         refs = []
         if lat:
             refs.append((f"{k} x MPI_Send", sends_reference(lat, k)))

@@ -57,7 +57,7 @@ from typing import NamedTuple
 from ..store.sizes import human, human_bytes
 from . import hockney
 from .apps import parse_params, phases
-from .series import Config, Point, Series
+from .series import Config, Point, Series, find
 from .significance import MIN_CHANGE
 
 MIN_TOLERANCE = 0.25  # the goal: within 25% where the machine is not oversubscribed
@@ -176,19 +176,18 @@ def predict(app_rows: Sequence[Mapping[str, object]],
     phases_of = {int(r["id"]): phases(r) for r in app_rows if r["phases"]}  # type: ignore[call-overload]
     params_of = {int(r["id"]): parse_params(r["params"]) for r in app_rows}  # type: ignore[call-overload, arg-type]
     row_of = {int(r["id"]): r for r in app_rows}  # type: ignore[call-overload]
-    models: dict[tuple[Config, str, str], Model | None] = {}
+    models: dict[tuple[object, ...], Model | None] = {}
     averages = rank_average(series)
 
     def m(cfg: Config, bench: str, ranks: int | None = None, buffers: str = "hot",
           stat: str = "max") -> Model | None:
         np_ = 2 if bench == "latency" else ranks or cfg.np
-        what = cfg.base or cfg.mpi
-        key = Config(what if buffers == "hot" else f"{what} buffers={buffers}", np_, cfg.cluster,
-                     cfg.oversubscribed if np_ == cfg.np else False)
-        if (key, bench, stat) not in models:
-            models[(key, bench, stat)] = model((series if stat == "max" else averages
-                                                ).get((key, bench)))
-        return models[(key, bench, stat)]
+        over = cfg.oversubscribed if np_ == cfg.np else False
+        key = (cfg.base_key or cfg.base or cfg.mpi, cfg.cluster, np_, over, bench, buffers, stat)
+        if key not in models:
+            models[key] = model(find(series if stat == "max" else averages, cfg, bench, np_,
+                                     over, {} if buffers == "hot" else {"buffers": buffers}))
+        return models[key]
 
     def pick(cfg: Config, bench: str, ranks: int | None, buffers: str
              ) -> tuple[Model | None, str]:

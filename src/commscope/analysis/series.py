@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from ..errors import CommscopeError
-from ..store.config import Apart, Configuration, place, stored, what
+from ..store.config import Apart, Configuration, place, shown_params, stored, what
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,10 @@ class Config:
     settings: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     buffer: str = field(default="host", compare=False)  # host, or a GPU path (staged, ipc...)
     key: str = field(default="", compare=False)  # config.Configuration.key; '' where unknown
+    # Configuration.base_key: what it runs on short of the benchmark's parameters and
+    # the placement ('' where unknown); and the parameters its label names
+    base_key: str = field(default="", compare=False)
+    params: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Config):
@@ -162,7 +166,8 @@ def collect(rows: Iterable[sqlite3.Row], keep_flagged: bool = False
     for r, p, key, full, c in recs:
         impl, settings, buffer = _identity(r, full)
         cfg = Config(apart.name(c.mpi, full), c.np, c.cluster, c.oversubscribed,
-                     apart.name(what(r, params=False), full), impl, settings, buffer, key)
+                     apart.name(what(r, params=False), full), impl, settings, buffer, key,
+                     full.base_key if full is not None else "", shown_params(r))
         held = owner.setdefault(cfg.label(), key)
         if held != key:  # named fields that still read alike (True and "True")
             raise CommscopeError(f"two configurations are both labelled '{cfg.label()}' even "
@@ -170,6 +175,27 @@ def collect(rows: Iterable[sqlite3.Row], keep_flagged: bool = False
                                  f"{held or '(no key)'} and {key or '(no key)'}")
         out[(cfg, str(r["bench"]))][p.size] = p
     return dict(out)
+
+
+def find(series: Mapping[tuple[Config, str], Series], like: Config, bench: str, np_: int,
+         oversubscribed: bool, params: Mapping[str, str] | None = None) -> Series | None:
+    """The series of `bench` measured where `like` was, short of its own
+    benchmark's parameters and placement (the same build, transport,
+    buffers and settings: Configuration.base_key), at np_ processes on its
+    cluster, naming exactly `params` ({}: the defaults).  Where either side
+    has no stored configuration (a store from before configurations), by
+    its label: `like`'s without its parameters, then those given."""
+    want = dict(params or {})
+    label = " ".join([like.base or like.mpi, *(f"{k}={v}" for k, v in sorted(want.items()))])
+    for (c, b), pts in series.items():
+        if (b, c.np, c.cluster, c.oversubscribed) != (bench, np_, like.cluster, oversubscribed):
+            continue
+        if like.base_key and c.base_key:
+            if c.base_key == like.base_key and dict(c.params) == want:
+                return pts
+        elif c.mpi == label:
+            return pts
+    return None
 
 
 def _identity(r: sqlite3.Row, full: Configuration | None

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import CommscopeError
 from . import benches
@@ -70,6 +70,14 @@ class Configuration:
         """Canonical: the sorted JSON of every field, hashed."""
         text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    @property
+    def base_key(self) -> str:
+        """The key of what a benchmark runs on short of its own parameters and
+        the placement: the implementation's build, transport, buffers,
+        settings, cluster and the rest (a matmul record's latency series is
+        the one of the same base key at 2 processes, with no parameters)."""
+        return replace(self, params=(), nodes=1, ppn=1).key
 
     def parts(self) -> dict[str, str]:
         """Each field as a label would show it ('' where it says nothing)."""
@@ -154,6 +162,16 @@ def _applies(param: str, row: Mapping[str, object]) -> bool:
     if param == "buffers":
         return not app
     return param == "param" and app
+
+
+def shown_params(row: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    """The parameters a record's label names: those that apply to its
+    benchmark and differ from the defaults, as text ("buffers", "cold")."""
+    cfg = config_of(row)
+    if cfg is None:
+        return ()
+    return tuple((k, str(v)) for k, v in cfg.params
+                 if _applies(k, row) and (k not in PARAM_DEFAULTS or PARAM_DEFAULTS[k] != v))
 
 
 def what(row: Mapping[str, object], params: bool = True) -> str:
