@@ -13,6 +13,10 @@ program does, in one run (idle machine):
      the profiler counted in MPI_Bcast, rank by rank.
 
     .venv/bin/python bench/profile_overhead.py [--mpi openmpi,mpich] [--rounds 6]
+                                               [--stack N]
+
+--stack N: the profiler unwinds N frames a call site (profile --stack), in (1)
+only: the latency ratio then carries the unwinding too.
 """
 
 from __future__ import annotations
@@ -35,16 +39,18 @@ from commscope.measure.procs import run_bounded  # noqa: E402
 from commscope.store.records import parse_file  # noqa: E402
 
 
-def launch(core, lib: Path | None, args: list[str], tmp: Path, profile_dir: Path | None = None
-           ) -> tuple[float, list]:
+def launch(core, lib: Path | None, args: list[str], tmp: Path, profile_dir: Path | None = None,
+           stack: int = 1) -> tuple[float, list]:
     impl = core.impl
     spec = mpi_mod.LaunchSpec(np=2, cores=provenance.n_cores(), root=os.geteuid() == 0)
     out = tmp / "records.jsonl"
     out.unlink(missing_ok=True)
     argv = mpi_mod.launch_argv(impl, spec, str(core.exe), [*args, "--output", str(out)],
                                prof.preload_flags(impl, lib) if lib else ())
-    env = mpi_mod.environ(impl.env, {"COMMSCOPE_PROFILE_DIR": str(profile_dir)}
-                          if profile_dir else {})
+    given = {"COMMSCOPE_PROFILE_DIR": str(profile_dir)} if profile_dir else {}
+    if profile_dir and stack > 1:
+        given["COMMSCOPE_PROFILE_DEPTH"] = str(stack)
+    env = mpi_mod.environ(impl.env, given)
     t0 = time.monotonic()
     ended = run_bounded(argv, timeout_s=120, env=env, cwd=str(tmp), stdout_path=tmp / "o",
                         stderr_path=tmp / "e")
@@ -54,14 +60,14 @@ def launch(core, lib: Path | None, args: list[str], tmp: Path, profile_dir: Path
     return wall, parse_file(out).results
 
 
-def overhead(core, lib: Path, rounds: int, tmp: Path) -> None:
+def overhead(core, lib: Path, rounds: int, tmp: Path, stack: int = 1) -> None:
     args = ["--bench", "latency", "--sizes", "8", "--min-samples", "2000", "--time-cap", "1"]
     lat = {True: [], False: []}
     wall = {True: [], False: []}
     for r in range(rounds):
         for on in ((True, False) if r % 2 == 0 else (False, True)):
             w, res = launch(core, lib if on else None, args, tmp,
-                            tmp / "pd" if on else None)
+                            tmp / "pd" if on else None, stack)
             (x,) = [q for q in res if q.size_bytes == 8]
             assert x.valid, x
             lat[on].append(x.median_us)
@@ -69,7 +75,8 @@ def overhead(core, lib: Path, rounds: int, tmp: Path) -> None:
     rl = [a / b for a, b in zip(lat[True], lat[False], strict=True)]
     rw = [a / b for a, b in zip(wall[True], wall[False], strict=True)]
     on, off = statistics.median(lat[True]), statistics.median(lat[False])
-    print(f"{core.impl.name}: latency 8 B with/without the profiler, {rounds} alternating "
+    deep = f" (--stack {stack})" if stack > 1 else ""
+    print(f"{core.impl.name}: latency 8 B with/without the profiler{deep}, {rounds} alternating "
           f"rounds: median ratio {statistics.median(rl):.3f} (rounds {min(rl):.3f}-"
           f"{max(rl):.3f}; {on:.3f} against {off:.3f} us, {1000 * (on - off):.0f} ns a "
           f"one-way message); the launch's wall time: median ratio {statistics.median(rw):.3f} "
@@ -114,6 +121,7 @@ def main() -> int:
     ap.add_argument("--mpi", default="openmpi,mpich")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--no-agreement", action="store_true")
+    ap.add_argument("--stack", type=int, default=1, choices=range(1, 9), metavar="N")
     a = ap.parse_args()
     impls = discovery.select([m for m in a.mpi.split(",") if m])
     with tempfile.TemporaryDirectory(prefix="cs-profile-bench-") as t:
@@ -121,7 +129,7 @@ def main() -> int:
         (tmp / "pd").mkdir()
         for impl in impls:
             core, lib = build.build(impl), prof.build(impl)
-            overhead(core, lib, a.rounds, tmp)
+            overhead(core, lib, a.rounds, tmp, a.stack)
             if not a.no_agreement:
                 agreement(core, lib, tmp)
     return 0

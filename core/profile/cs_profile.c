@@ -187,59 +187,60 @@ static uint64_t sum_bytes_w(const int *counts, int n, const MPI_Datatype *types)
  * glibc's backtrace() unwinds them (from the program's frame up: the
  * profiler's own frames are skipped by finding the wrapper's return address
  * among them): a call made in a helper is told apart by who called the
- * helper.  Unwinding costs about a microsecond a call, after the call's
- * time is taken (the wall time pays it, the call's time does not); depth 1
- * unwinds nothing. */
+ * helper.  Unwinding costs microseconds a call (3-4 us on each one-way 8 B
+ * message of the core's latency benchmark), after the call's time is taken
+ * (the wall time pays it, the call's time does not); depth 1 unwinds
+ * nothing and compares one address. */
 #define NSITES 4096
 #define PROBES 64
 #define MAXDEPTH 8
 struct site {
-    uintptr_t pc[MAXDEPTH]; /* pc[0]: the wrapper's return address; then its callers' */
-    int frames;             /* of pc held */
+    uintptr_t pc; /* the wrapper's return address */
+    int frames;   /* 1, or with its callers (held in site_up) */
     int call;
     uint64_t n, bytes;
     double total;
 };
 static struct site sites[NSITES];
+static uintptr_t site_up[NSITES][MAXDEPTH - 1]; /* each site's callers, innermost first */
 static uint64_t sites_lost;
 static int depth = 1;
 
-/* The wrapper's return address `pc` and up to depth-1 callers above it;
- * just pc where the unwinder does not find it (no unwind tables). */
-static int callers(const void *pc, uintptr_t *out)
+/* Up to depth-1 return addresses of the callers above the wrapper's return
+ * address `pc`, found among backtrace()'s frames; none where the unwinder
+ * does not find pc (no unwind tables). */
+static int callers(const void *pc, uintptr_t *up)
 {
     void *buf[MAXDEPTH + 16];
     int n = backtrace(buf, MAXDEPTH + 16), i = 0, k = 0;
     while (i < n && buf[i] != pc)
         i++;
-    if (i == n) {
-        out[0] = (uintptr_t)pc;
-        return 1;
-    }
-    for (; i < n && k < depth; i++)
-        out[k++] = (uintptr_t)buf[i];
+    for (i++; i < n && k < depth - 1; i++)
+        up[k++] = (uintptr_t)buf[i];
     return k;
 }
 
 static void note_site(int call, const void *pc, uint64_t bytes, double t)
 {
-    uintptr_t a[MAXDEPTH];
-    if (!pc)
+    uintptr_t a = (uintptr_t)pc, up[MAXDEPTH - 1];
+    if (!a)
         return;
-    a[0] = (uintptr_t)pc;
-    int k = depth > 1 ? callers(pc, a) : 1;
-    uintptr_t mix = (uintptr_t)call * 2654435761u;
+    int k = depth > 1 ? callers(pc, up) : 0; /* depth 1: nothing unwound, one compare */
+    uintptr_t mix = (a >> 2) ^ ((uintptr_t)call * 2654435761u);
     for (int f = 0; f < k; f++)
-        mix ^= (a[f] >> 2) * (2 * (uintptr_t)f + 1);
+        mix ^= (up[f] >> 2) * (2 * (uintptr_t)f + 3);
     size_t h = (size_t)(mix & (NSITES - 1));
     for (int i = 0; i < PROBES; i++, h = (h + 1) & (NSITES - 1)) {
         struct site *x = &sites[h];
         if (x->n == 0) {
-            memcpy(x->pc, a, (size_t)k * sizeof a[0]);
-            x->frames = k;
+            x->pc = a;
             x->call = call;
+            x->frames = 1 + k;
+            if (k)
+                memcpy(site_up[h], up, (size_t)k * sizeof up[0]);
         }
-        if (x->call == call && x->frames == k && !memcmp(x->pc, a, (size_t)k * sizeof a[0])) {
+        if (x->pc == a && x->call == call && x->frames == 1 + k &&
+            (!k || !memcmp(site_up[h], up, (size_t)k * sizeof up[0]))) {
             x->n++;
             x->bytes += bytes;
             x->total += t;
@@ -433,7 +434,7 @@ static void write_out(int finalized, int sig)
         const char *obj;
         size_t len;
         uint64_t off;
-        if (sites[i].n && !where(sites[i].pc[0], &obj, &len, &off))
+        if (sites[i].n && !where(sites[i].pc, &obj, &len, &off))
             sites_unmapped += sites[i].n;
     }
     out_put("], \"sites_lost\": %llu, \"sites_unmapped\": %llu, \"sites\": [",
@@ -444,7 +445,7 @@ static void write_out(int finalized, int sig)
         const char *obj;
         size_t len;
         uint64_t off;
-        if (!x->n || !where(x->pc[0], &obj, &len, &off))
+        if (!x->n || !where(x->pc, &obj, &len, &off))
             continue;
         out_put("%s\n {\"call\": \"%s\", \"object\": \"", first ? "" : ",", names[x->call]);
         put_path(obj, len);
@@ -454,7 +455,7 @@ static void write_out(int finalized, int sig)
         if (depth > 1) { /* the callers above it, innermost first; one in no mapping: "" */
             out_put(", \"callers\": [");
             for (int k = 1; k < x->frames; k++) {
-                int got = where(x->pc[k], &obj, &len, &off);
+                int got = where(site_up[i][k - 1], &obj, &len, &off);
                 out_put("%s{\"object\": \"", k > 1 ? ", " : "");
                 if (got)
                     put_path(obj, len);

@@ -165,7 +165,8 @@ def make_parser() -> Parser:
     pf.add_argument("--stack", type=positive(int, 1, 8), default=1, metavar="N",
                     help="a call site is the call's line and the N-1 callers above it "
                          "(default 1; as mpiP's -k: a call in a helper told apart by who "
-                         "called the helper; about a microsecond a call to unwind)")
+                         "called the helper; unwinding costs microseconds a call: see "
+                         "docs/profile.md)")
     pf.add_argument("--verify", action="append", metavar="SETTINGS",
                     help="run the program with this settings file against its defaults, in "
                          "interleaved rounds: faster for this program only where the rounds' "
