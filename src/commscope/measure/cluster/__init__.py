@@ -367,6 +367,7 @@ class Slurm(Cluster):
 
     between: tuple[str, str] | None = None  # a pair view: its two nodes, rank 0 on the first
     how = ""  # ... how it is measured: Cluster.pair
+    _names: list[str] | None = None  # the allocation's nodes, once expanded (pair)
 
     def node_names(self) -> list[str]:
         """The allocation's nodes, as Slurm orders them (its compressed list
@@ -401,7 +402,9 @@ class Slurm(Cluster):
             raise CommscopeError("commscope matrix under Slurm runs inside an allocation of the "
                                  "nodes to measure: salloc -N 4 commscope matrix --cluster "
                                  "slurm ... (or the same line in an sbatch script)")
-        names = self.node_names()
+        if self._names is None:  # expanded once: a matrix asks for every pair
+            self._names = self.node_names()
+        names = self._names
         if len(set(names)) != len(names):
             dup = next(h for h in names if names.count(h) > 1)
             raise CommscopeError(f"the allocation names node {dup} twice")
