@@ -889,3 +889,67 @@ def test_a_setting_none_of_whose_rounds_paired_is_undecided_never_retracted():
     # the same rounds in one mode: the setting closes the gap
     rounds.figures[arm] = _rounds({arm: {s: 1.0 for s in SIZES}}).figures[arm]
     assert dg.judge(g, c, h, rounds).verdict == "closes"
+
+
+def test_one_variable_set_by_several_gaps_keeps_the_value_their_gaps_together_saved_most():
+    """Two default runs: one gap's trial raised Open MPI's eager limit to 8
+    KiB (the most on bw at 4 KiB), six others' to 16 KiB; the file took 8
+    KiB, whose one gap saved most, and left the six without what closed
+    them.  The value whose gaps together saved more keeps the variable."""
+    def trial(value, gain):
+        h = _hyp(settings=(("OMPI_MCA_btl_vader_eager_limit", value),), hid="eager-limit",
+                 mechanism="the eager limit", changes=("bw",))
+        # a speed-up of 1/(1-gain) at its one size: Trial.gain is 1 - 1/median
+        x = dg.Ratio(4096, 1 / (1 - gain), 1 / (1 - gain), 1 / (1 - gain), 6)
+        return dg.Trial(h, "closes", speedup=(x,), sizes=(4096,), closed=1.0)
+
+    assert trial("1", 0.9).gain == pytest.approx(0.9)
+    settings, notes = diagnose._merge_settings(
+        [trial("8192", 0.91)] + [trial("16384", 0.8) for _ in range(6)] + [trial("32768", 0.75)])
+    assert settings == (("OMPI_MCA_btl_vader_eager_limit", "16384"),)
+    # each value left out said once, with what its gaps saved
+    assert len(notes) == 2 and all("=16384 saved more over its gaps together" in n
+                                   for n in notes), notes
+    assert "4.80 over 6 gap(s), against 0.91 over 1 gap(s)" in notes[1], notes
+
+
+def test_a_gap_whose_value_of_a_variable_lost_to_another_is_handed_over_only_where_the_check_serves_it():
+    """The file holds another gap's value of the variable this gap's setting
+    set: the gap's setting is in the file only where the file's check found
+    its call surely faster with it at the sizes the setting was; elsewhere
+    it is found, not handed over, and said so (not 'none slower')."""
+    h = _hyp(settings=(("OMPI_MCA_btl_vader_eager_limit", "32768"),), hid="eager-limit",
+             mechanism="the eager limit", changes=("bcast",))
+    arm = dg.hyp_arm(_gap(), h)
+    rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+                      arm: {s: 1.0 for s in SIZES}})
+    c = dg.confirm(_gap(), rounds)
+    t = dg.judge(_gap(), c, h, rounds)
+    assert t.verdict == "closes"
+    file_arm = dg.arm_with(SLOW, (("OMPI_MCA_btl_vader_eager_limit", "16384"),))
+    held = (("OMPI_MCA_btl_vader_eager_limit", "16384"),)
+
+    def with_file(times):
+        fc = dg.check_file(dg.FileCheck("openmpi", file_arm, held, ("bcast",)),
+                           _rounds({SLOW: {s: 2.0 for s in SIZES}, file_arm: times}), SLOW)
+        assert fc.passed
+        (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))],
+                                           [replace(fc, file="/x/advice/openmpi.env")]))
+        return fc, cc
+
+    # the file's value serves it: faster at every size the setting closed
+    fc, cc = with_file({s: 1.0 for s in SIZES})
+    assert conclude.in_file(fc, t, "bcast")
+    assert cc.kind == "setting", cc.headline
+    assert ("the settings file holds OMPI_MCA_btl_vader_eager_limit=16384 (another gap's setting "
+            "of it), with which it ran 2.0x faster there in the file's check") in cc.headline
+    assert any("in the settings file as OMPI_MCA_btl_vader_eager_limit=16384" in x
+               and x.endswith(": /x/advice/openmpi.env") for x in cc.details), cc.details
+    # not at the upper half of its sizes (the 16 KiB limit short of 32 KiB's): not handed over
+    fc, cc = with_file({s: 1.0 if s < 256 else 2.0 for s in SIZES})
+    assert not conclude.in_file(fc, t, "bcast")
+    assert cc.kind == "found", cc.headline
+    assert ("not handed over: the settings file holds OMPI_MCA_btl_vader_eager_limit=16384 "
+            "instead (another gap's setting of it, which saved more), and its check did not find "
+            "MPI_Bcast surely faster with it from 64 B to 512 B") in cc.headline, cc.headline
+    assert "none slower" not in cc.headline

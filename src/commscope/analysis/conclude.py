@@ -184,9 +184,33 @@ def _tried(o: Outcome, but: Trial | None = None) -> str:
     return "; ".join(parts)
 
 
-def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = ()) -> str:
+def in_file(fc: FileCheck | None, t: Trial, call: str) -> bool:
+    """Whether the file handed over carries what this setting gained: it
+    holds the setting; or, where it holds another value of its variable
+    (two gaps' settings named one variable: the one that saved more kept
+    it), its check found the call surely faster with it at every size the
+    setting was (a file holding the eager limit one gap's trial raised to
+    16 KiB is not taken for the 32 KiB another gap's trial needed)."""
+    if fc is None or not fc.passed:
+        return False
+    mine = t.hypothesis.settings
+    if all(kv in fc.settings for kv in mine):
+        return True
+    other = dict(fc.instead(mine))
+    return (bool(other) and all(kv in fc.settings or kv[0] in other for kv in mine)
+            and fc.faster_at(call, t.sizes) is not None)
+
+
+def _median(xs: Sequence[float]) -> float:
+    ys = sorted(xs)
+    return ys[len(ys) // 2]
+
+
+def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = (),
+              call: str = "", sizes: Sequence[int] = ()) -> str:
     """What the check of the settings file as a whole said (of `settings`,
-    where they were taken out of it)."""
+    where they were taken out of it, or another value of their variable
+    went in: then of `call` at `sizes`, where the setting was faster)."""
     if fc is None:
         return "not checked with the other settings of its file (the budget ran out)"
     mine = {f"{k}={v}" for k, v in settings}
@@ -204,6 +228,19 @@ def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = ()) ->
     seen = f"; a slowdown of {100 * (det - 1):.0f}% or more would have shown" if det < 9 else ""
     few = len(fc.unjudged)
     unjudged = f"; {fc.unjudged_words}" if few else ""
+    instead = fc.instead(settings)
+    if instead:
+        vals = " ".join(f"{k}={v}" for k, v in instead)
+        got = fc.faster_at(call, sizes)
+        if got is None:
+            return (f"not handed over: the settings file holds {vals} instead (another gap's "
+                    f"setting of it, which saved more), and its check did not find {_call(call)} "
+                    f"surely faster with it{_sp(span_text(sizes))}")
+        return (f"in the settings file as {vals} (another gap's setting of it, which saved "
+                f"more): with the whole file, {_call(call)} ran "
+                f"{_r(_median([x.median for x in got]))} faster{_sp(span_text(sizes))} in its "
+                f"check ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
+                + (f": {fc.file}" if fc.file else ""))
     return (f"checked as the whole file ({', '.join(fc.benches)}, {fc.sizes - few} size(s), "
             f"{fc.rounds} rounds or more: none slower{seen}{unjudged})"
             + (f": {fc.file}" if fc.file else ""))
@@ -259,8 +296,7 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
     figure = f"that many times as long ({_interval(c)})"
     best = o.best_setting()
     fc = d.check_for(g.slow_arm)
-    handed = best is not None and fc is not None and fc.passed and all(
-        kv in fc.settings for kv in best.hypothesis.settings)
+    handed = best is not None and in_file(fc, best, g.call)
     cause, lead = o.cause(), o.lead()
     impl_slow = d.impls.get(g.slow_arm, slow)
     ident = (g.call, impl_slow, d.impls.get(g.fast_arm, fast),
@@ -276,7 +312,7 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         details.append(f"measured: with {best.hypothesis.label}, {_call(g.call)} is {_r(med)} "
                        f"faster (at least {_least(least)}){_sp(span_text(best.sizes))}, "
                        f"closing {_share(best.closed)}; "
-                       + file_text(fc, best.hypothesis.settings))
+                       + file_text(fc, best.hypothesis.settings, g.call, best.sizes))
     tried = _tried(o, best or cause)
     # every setting tried left undecided: the cause was not refuted, only not decided
     open_ = o.searched and all(t.verdict in ("undecided", "not-reached", "untestable")
@@ -303,10 +339,18 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         # library's call, or the same library's hand-written equivalent
         ident = (g.call, impl_slow, "", best.hypothesis.id)
         if handed:
+            assert fc is not None
+            instead = fc.instead(best.hypothesis.settings)
+            if instead:  # served by another gap's value of its variable: said, with its check
+                got = fc.faster_at(g.call, best.sizes) or ()
+                head += (f"; the settings file holds {' '.join(f'{k}={v}' for k, v in instead)} "
+                         f"(another gap's setting of it), with which it ran "
+                         f"{_r(_median([x.median for x in got]))} faster there in the file's "
+                         "check")
             return Conclusion("setting", head, tuple(details), best.gain, ident, o)
         # found, not handed over: said with why, above a library choice
-        head += "; not handed over: " + file_text(fc, best.hypothesis.settings).split(
-            ": ", 1)[-1]
+        head += "; not handed over: " + file_text(fc, best.hypothesis.settings, g.call,
+                                                  best.sizes).split(": ", 1)[-1]
         return Conclusion("found", head, tuple(details), best.gain, ident, o)
     gain = 1.0 - 1.0 / c.median
     # a setting that narrows the gap without closing it leaves the gap what

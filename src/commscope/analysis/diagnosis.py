@@ -533,6 +533,20 @@ class FileCheck:
         return (f"{few} size(s) not judged (fewer than {CHECK_LO} rounds paired: the host "
                 "jumped between its modes)" if few else "")
 
+    def instead(self, settings: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+        """The file's own values of variables `settings` sets otherwise: two
+        settings named one variable and the other kept it (diagnose's merge)."""
+        keys = {k for k, _ in settings}
+        return tuple((k, v) for k, v in self.settings if k in keys and (k, v) not in settings)
+
+    def faster_at(self, bench: str, sizes: Sequence[int]) -> tuple[Ratio, ...] | None:
+        """The file's speed-ups on `bench` at `sizes`, where its check found
+        it surely faster at every one of them (None: not measured at one of
+        them, or not surely faster there)."""
+        xs = {x.size: x for b, x in self.effects if b == bench}
+        got = tuple(xs[s] for s in sizes if s in xs)
+        return got if sizes and len(got) == len(sizes) and all(x.above for x in got) else None
+
     @property
     def detectable(self) -> float:
         """The smallest slowdown the check would have seen: the median over
