@@ -913,7 +913,7 @@ def test_one_variable_set_by_several_gaps_keeps_the_value_their_gaps_together_sa
     assert "4.80 over 6 gap(s), against 0.91 over 1 gap(s)" in notes[1], notes
 
 
-def test_a_gap_whose_value_of_a_variable_lost_to_another_is_handed_over_only_where_the_check_serves_it():
+def test_a_gap_whose_value_lost_to_another_is_handed_over_only_where_the_check_serves_it():
     """The file holds another gap's value of the variable this gap's setting
     set: the gap's setting is in the file only where the file's check found
     its call surely faster with it at the sizes the setting was; elsewhere
@@ -953,3 +953,36 @@ def test_a_gap_whose_value_of_a_variable_lost_to_another_is_handed_over_only_whe
             "instead (another gap's setting of it, which saved more), and its check did not find "
             "MPI_Bcast surely faster with it from 64 B to 512 B") in cc.headline, cc.headline
     assert "none slower" not in cc.headline
+
+
+def test_the_first_files_check_leaves_the_next_file_its_fewest_rounds(monkeypatch):
+    """Two default runs: the Open MPI file's check ran its rounds (taken
+    again where the host jumped) into the end of the budget, and MPICH's
+    file was never checked ("the budget left (0 s) holds no 3 rounds of
+    it"), in both runs.  Each file's rounds now stop where the next file's
+    fewest would no longer fit."""
+    import time
+    from types import SimpleNamespace
+
+    from commscope.advise import experiment as ex
+
+    plans = [diagnose.FilePlan(a, [], [], dg.FileCheck(a, f"{a}|X=1", (("X", "1"),), ("bcast",)),
+                               (SimpleNamespace(name=a), SimpleNamespace(name=f"{a}|X=1")))
+             for a in ("o", "m")]
+    monkeypatch.setattr(diagnose, "file_plans", lambda *a: plans)
+    monkeypatch.setattr(diagnose.ex, "round_s", lambda arms, clock: 5.0)  # 15 s for 3 rounds
+    monkeypatch.setattr(diagnose, "_hand_over", lambda *a: None)
+    ends: dict[str, float] = {}
+
+    def run(arms, store, *, clock, **kw):  # a check that takes every round it may
+        ends[arms[0].name] = clock.deadline
+        return dg.Rounds()
+
+    monkeypatch.setattr(diagnose.ex, "run", run)
+    t0 = time.monotonic()
+    configs = {"o": SimpleNamespace(mpi="openmpi"), "m": SimpleNamespace(mpi="mpich")}
+    ctx = diagnose.Context(None, 1, {}, configs, {}, None, None, ex.Clock(t0 + 60), lambda x: 0)
+    d = _diag([])
+    diagnose.check(ctx, d, 60.0, None, {})
+    assert set(ends) == {"o", "m"}, d.checks  # both files checked
+    assert ends["o"] <= t0 + 60 - 15 + 0.5 and ends["m"] == pytest.approx(t0 + 60)
