@@ -490,7 +490,13 @@ def _merge_settings(trials: Sequence[dg.Trial]) -> tuple[tuple[tuple[str, str], 
     for t in trials:
         for k, v in t.hypothesis.settings:
             saved.setdefault(k, {}).setdefault(v, []).append(t.gain)
-    chosen = {k: max(vs, key=lambda v: (sum(vs[v]), v)) for k, vs in saved.items()}
+    def order(v: str) -> tuple[int, float, str]:  # ties: numerically, where numbers
+        try:
+            return (1, float(v), v)
+        except ValueError:
+            return (0, 0.0, v)
+
+    chosen = {k: max(vs, key=lambda v: (sum(vs[v]), order(v))) for k, vs in saved.items()}
 
     def said(k: str, v: str) -> str:
         xs = saved[k][v]
@@ -547,9 +553,13 @@ def file_plans(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, l
 
 def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, list[int]]]
                ) -> float:
-    """What checking the files of the settings found so far will take."""
-    lo, _ = CHECK_ROUNDS
-    return sum(ex.round_s(p.arms, ctx.clock) * lo for p in file_plans(ctx, d, swept)
+    """What checking the files of the settings found so far will take: the
+    rounds a check wants paired (CHECK_ROUNDS' most), one more than it
+    needs, so that one round taken across a jump of the host leaves it its
+    fewest (reserved at exactly its fewest, every file of two default runs
+    on a jumping host ended "only 2 round(s) were paired")."""
+    _, want = CHECK_ROUNDS
+    return sum(ex.round_s(p.arms, ctx.clock) * want for p in file_plans(ctx, d, swept)
                if p.arms is not None)
 
 
@@ -598,7 +608,11 @@ def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
         first = d.rounds.last_round + 1
         # what the later files need at least is kept for them, where this
         # file's own fewest rounds fit beside it
-        later = sum(x for x in least[i + 1:] if x <= ctx.clock.left() - least[i])
+        later = 0.0
+        for x in least[i + 1:]:  # the files after it, in order, while their fewest fit
+            if later + x > ctx.clock.left() - least[i]:
+                break
+            later += x
         end = max(t1 + least[i], min(ctx.clock.deadline, t1 + budget_s) - later)
         clock = ex.Clock(min(ctx.clock.deadline, end), ctx.clock.seen)
         got = ex.run([base, test], ctx.store, sweep_id=ctx.sweep_id, trial="check",
