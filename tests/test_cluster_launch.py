@@ -258,3 +258,29 @@ def test_cluster_commands_refuse_without_root(monkeypatch, capsys):
     assert cli.main(["cluster", "down", "x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all("needs root" in e for e in err)
+
+
+def test_a_slurm_pair_is_placed_by_its_own_order_and_known_by_its_nodes_host_names(
+        tmp_path, monkeypatch):
+    """A matrix's pair under srun: the environment's SLURM_HOSTFILE (which
+    the arbitrary distribution reads where it is set) is taken out of the
+    step's; its ranks' host names are the nodes' where they are the node
+    names, their full domain names, or the NodeHostName Slurm knows them by;
+    a rank elsewhere fails the job."""
+    from types import SimpleNamespace
+
+    from commscope.measure import cluster as cl
+
+    v = Slurm("srun")
+    v.between = ("n1", "n2")
+    argv = v.launch(MPICH, Placement(2, 1), "/cs-core", [], tmp_path, 2, True).argv
+    assert argv[:6] == ["env", "-u", "SLURM_HOSTFILE", "-u", "SLURM_DISTRIBUTION", "srun"]
+    assert "--nodelist=n1,n2" in argv and "--distribution=arbitrary" in argv
+    plain = Slurm("srun").launch(MPICH, Placement(2, 1), "/cs-core", [], tmp_path, 2, True)
+    assert plain.argv[0] == "srun"  # not a pair: the user's environment as it is
+    monkeypatch.setattr(cl, "_HOSTNAMES", {"n1": "compute-17.site", "n2": "compute-18.site"})
+    for hosts in (("n1", "n2"), ("n1.cluster.local", "n2.cluster.local"),
+                  ("compute-17", "compute-18.site")):
+        assert v.not_taken(SimpleNamespace(hosts=hosts)) == "", hosts
+    for hosts in (("n2", "n1"), ("n1", "n3"), ("compute-18", "compute-17"), ()):
+        assert "the pair's placement not taken" in v.not_taken(SimpleNamespace(hosts=hosts))

@@ -30,7 +30,9 @@ pytestmark = [
 TAG = f"m{os.getpid() % 100000}"
 
 
-def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path):
+def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path, monkeypatch):
+    for k in ("SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST"):  # a suite run in sbatch
+        monkeypatch.delenv(k, raising=False)
     for args, says in (
             (["--degrade", "n4:100mbit"], "no node n4 (the nodes are n0-n3)"),
             (["--degrade", "n1:56k"], "unknown link profile '56k'"),

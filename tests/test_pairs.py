@@ -208,6 +208,32 @@ def test_a_stall_at_once_is_measured_alone_and_judged_by_the_stalls_cut():
     assert plain["n2/n3"].endswith("slow alone too, the link or its nodes"), plain
 
 
+def test_a_pair_under_the_stalls_cut_at_once_and_alone_is_no_contention():
+    """A pair the matrix's 1.2x cut found slow at once (1.3x the typical
+    longest sample, 1.7 ms), under the stall's cut there and alone: there
+    was no stall at once to set down to what its round shared, and none is
+    said; a pair 40x at once and 3x alone is still what its round shared."""
+    us = 960.0
+    found = [pairs.Pair(p.a, p.b, p.median * us, p.lo * us, p.hi * us)
+             for p in _cluster(5, {("n1", "n3"): 40.0, ("n2", "n3"): 40.0, ("n3", "n4"): 40.0,
+                                   ("n3", "n5"): 40.0, ("n2", "n4"): 1.8})]
+    v = pairs.verdict(found, "longest stall at 8 B", (), "node", pairs.STALL, pairs.STALL_US)
+    assert ("n2", "n4") in pairs.slow_pairs(v) and v.nodes == ("n3",)
+    refs = pairs.references(v)
+    t = 400.0
+    again = [pairs.Pair(*r, t, 0.9 * t, 1.1 * t) for r in refs] + [
+        pairs.Pair("n2", "n4", t, 0.9 * t, 1.1 * t),
+        pairs.Pair("n2", "n3", 3 * t, 2.9 * t, 3.1 * t)]
+    _, *lines = pairs.alone(v, again, refs, "longest stall at 8 B", pairs.STALL,
+                            pairs.STALL_US)
+    said = dict(x.split(" alone: ", 1) for x in lines if " alone: " in x)
+    assert "share something" not in said["n2/n4"], said
+    assert said["n2/n4"].endswith("under the cut alone, and not surely over it beside its "
+                                  "round's pairs either (10.0x and 10 ms): nothing to set down "
+                                  "to what the round shared"), said
+    assert "slow only beside the other pairs" in said["n2/n3"], said
+
+
 def test_the_cpus_of_one_machine_are_named_as_cpus():
     """--within-node: the verdict speaks of CPUs and this machine."""
     v = pairs.verdict(_cluster(4, {p: 3.0 for p in (("n1", "n3"), ("n2", "n3"), ("n3", "n4"))}),
@@ -279,6 +305,10 @@ def test_the_report_draws_the_stalls_matrix_where_latency_was_sampled_long_enoug
     assert set(got) == {"time of one 1 MiB message", "latency at 8 B", "longest stall at 8 B"}
     assert got["longest stall at 8 B"].nodes == ("stb-n2",), got["longest stall at 8 B"].lines
     assert got["latency at 8 B"].nodes == ()
+    # a failed record among them (no wall time) is no reason to drop the stall matrix
+    lat = next(r for r in rows if r["bench"] == "latency")
+    failed = {**lat, "id": -1, "valid": 0, "wall_s": None, "median_us": None}
+    assert "longest stall at 8 B" in {what for _, what, *_ in rmatrix.matrices([*rows, failed])}
     short = [dict(r) for r in Store(STORES / "matrix-healthy.db", create=False).result_rows()]
     assert [what for _, what, *_ in rmatrix.matrices(short)] == [
         "time of one 1 MiB message", "latency at 8 B"]

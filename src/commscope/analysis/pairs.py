@@ -254,7 +254,11 @@ def alone(v: Verdict, found_alone: Sequence[Pair], refs: Sequence[tuple[str, str
     out = [f"alone, the typical pair ({', '.join('/'.join(r) for r in refs if r in mine)}) "
            f"takes {typical:.4g} us"]
     for a, b in slow_pairs(v):
-        m0 = v.ratios[(a, b)][0]
+        m0, lo0, _ = v.ratios[(a, b)]
+        # slow at once by this cut too: for stalls the pairs measured alone are those
+        # the matrix's 1.2x cut found, and one under the stall's cut at once as alone
+        # had no stall to set down to what its round shared
+        stalled = lo0 >= slow_at and lo0 * v.typical >= least_us
         p = mine.get((a, b))
         if p is None:
             out.append(f"{a}/{b} alone: not measured (its jobs failed): slow beside its "
@@ -265,6 +269,11 @@ def alone(v: Verdict, found_alone: Sequence[Pair], refs: Sequence[tuple[str, str
                 f"({_x(m0)} beside its round's pairs): ")
         if lo >= slow_at and p.lo >= least_us:
             out.append(said + "slow alone too, the link or its nodes")
+        elif (hi < slow_at or p.hi < least_us) and not stalled:
+            out.append(said + "under the cut alone, and not surely over it beside its round's "
+                              f"pairs either ({_x(slow_at)}"
+                              + (f" and {least_us / 1000:.4g} ms" if least_us else "")
+                              + "): nothing to set down to what the round shared")
         elif hi < slow_at or p.hi < least_us:
             out.append(said + "slow only beside the other pairs of its round: they share "
                               "something (a switch, an uplink, or the cores under emulated "

@@ -46,7 +46,8 @@ def matrices(rows: Sequence[Mapping[str, object]]
             out.append((title, what, names, found, v))
             # sampled long enough to see a node stop (matrix --stall-time): its longest
             # sample, judged by the stall's own cut
-            long = [r for r in mine if r["bench"] == bench and int(r["size_bytes"]) == size]  # type: ignore[call-overload]
+            long = [r for r in mine if r["bench"] == bench and r["valid"]  # as per_pair takes them
+                    and int(r["size_bytes"]) == size]  # type: ignore[call-overload]
             if bench == "latency" and long and all(
                     float(r["wall_s"] or 0.0) >= pairs.STALL_WALL_S for r in long):  # type: ignore[arg-type]
                 stall = f"longest stall at {human_bytes(size)}"

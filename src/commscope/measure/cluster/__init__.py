@@ -346,7 +346,11 @@ class Slurm(Cluster):
         hosts = ",".join(self.between) if self.between else ""
         if self.mode == "srun":
             where = [f"--nodelist={hosts}", "--distribution=arbitrary"] if hosts else []
-            argv = ["srun", f"--mpi={SRUN_MPI[impl.family]}", f"--nodes={place.nodes}",
+            # a pair's order is --nodelist's: srun reads the arbitrary distribution from
+            # SLURM_HOSTFILE where it is set (an sbatch script may export it), and a
+            # distribution the environment names would stand beside ours
+            unset = ["env", "-u", "SLURM_HOSTFILE", "-u", "SLURM_DISTRIBUTION"] if hosts else []
+            argv = [*unset, "srun", f"--mpi={SRUN_MPI[impl.family]}", f"--nodes={place.nodes}",
                     f"--ntasks-per-node={ppn}", f"--ntasks={n}", *where, "--cpu-bind=cores",
                     "--kill-on-bad-exit=1", "--job-name=commscope", exe, *args]
         elif impl.family == "openmpi":
@@ -424,8 +428,35 @@ class Slurm(Cluster):
         hosts = list(header.hosts) if header else []
         if not self.between or hosts == list(self.between):
             return ""
+        # a rank reports its host name (MPI_Get_processor_name), which may be
+        # the node's full domain name, or a NodeHostName Slurm's NodeName is not
+        if hosts and [_short(h) for h in hosts] in (
+                [_short(n) for n in self.between],
+                [_short(node_hostname(n)) for n in self.between]):
+            return ""
         return (f"its ranks ran on {', '.join(hosts) or 'hosts not reported'}, not on "
                 f"{' then '.join(self.between)} (the pair's placement not taken)")
+
+
+def _short(host: str) -> str:
+    return host.split(".", 1)[0]
+
+
+_HOSTNAMES: dict[str, str] = {}
+
+
+def node_hostname(node: str) -> str:
+    """A Slurm node's NodeHostName (`scontrol show node`), where it differs
+    from its NodeName; the name itself where none is read."""
+    if node not in _HOSTNAMES:
+        try:
+            p = subprocess.run(["scontrol", "show", "node", "-o", node], capture_output=True,
+                               text=True, timeout=60, check=False)
+            got = re.search(r"\bNodeHostName=(\S+)", p.stdout) if p.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired):
+            got = None
+        _HOSTNAMES[node] = got.group(1) if got else node
+    return _HOSTNAMES[node]
 
 
 class Emulated(Cluster):
