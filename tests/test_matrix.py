@@ -131,17 +131,29 @@ def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
     try:
         (tmp_path / "slurm").mkdir()
         slurm.start()
-        p = subprocess.run(slurm.inside([
-            "salloc", "-N", "4", sys.executable, "-m", "commscope.cli", "matrix", "--cluster",
-            "slurm", "--db", str(db), "--quiet", "--mpi", "openmpi", "--repeat", "1"]),
-            capture_output=True, text=True, timeout=600, env={**os.environ, **slurm.env})
+        # a group of its own: on a timeout the matrix and its steps go with salloc
+        # (subprocess.run's timeout kills salloc alone, and the daemons then stop
+        # under live ranks)
+        with subprocess.Popen(slurm.inside([
+                "salloc", "-N", "4", sys.executable, "-m", "commscope.cli", "matrix",
+                "--cluster", "slurm", "--db", str(db), "--quiet", "--mpi", "openmpi",
+                "--repeat", "1"]), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env={**os.environ, **slurm.env}, start_new_session=True) as p:
+            try:
+                out, err = p.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, 9)
+                subprocess.run(slurm.inside(["scancel", "--user", "root"]), timeout=30,
+                               env={**os.environ, **slurm.env}, check=False)
+                out, err = p.communicate()
+                pytest.fail(f"the matrix under salloc took over 600 s:\n{out[-2000:]}\n"
+                            f"{err[-2000:]}")
         left = subprocess.run(slurm.inside(["squeue", "-h"]), capture_output=True, text=True,
                               timeout=30, env={**os.environ, **slurm.env}).stdout.strip()
     finally:
         slurm.stop()
         emu.down(name)
-    out = p.stdout
-    assert p.returncode == 0, out + p.stderr[-3000:]
+    assert p.returncode == 0, out + err[-3000:]
     assert "slurm: 4 nodes, 12 jobs" in out and "one pair at a time" in out, out
     bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
     named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
