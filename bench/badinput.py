@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE.parent))
 from tests.test_cli_errors import _store  # noqa: E402
 
 from commscope import cli  # noqa: E402
-from commscope.advise import tune  # noqa: E402
+from commscope.advise import search  # noqa: E402
 
 
 class Launched(BaseException):
@@ -151,8 +151,8 @@ def main() -> int:
         raise Launched
 
     cli.run_sweep = launch  # type: ignore[assignment]
-    tune.read_cvars = launch  # type: ignore[assignment]
-    tune.search = launch  # type: ignore[assignment]
+    search.read_cvars = launch  # type: ignore[assignment]
+    search.search = launch  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as d:
         t = Path(d)
         db, other = _store(t / "s.db"), _store(t / "other.db")

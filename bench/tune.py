@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from commscope.advise import tune
+from commscope.advise import search
 from commscope.analysis import guidelines
 from commscope.analysis.repeats import aggregate
 from commscope.analysis.series import collect
@@ -44,14 +44,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=6)
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-tune-"))
-    store = Store(tmp / "tune.db")
+    store = Store(tmp / "search.db")
     core = build.build(discovery.select(["openmpi"])[0])
     quiet = Progress(0, enabled=False)
     opts = CoreOptions(sizes="4M", time_cap_s=0.5)
 
-    cv = tune.read_cvars(core)
-    cands = [c for c in tune.space(core, cv, ["bw"]) if "single_copy" in c.label]
-    outs = tune.search(core, ["bw"], opts, cands, store, rounds=a.rounds, budget_s=1e9,
+    cv = search.read_cvars(core)
+    cands = [c for c in search.space(core, cv, ["bw"]) if "single_copy" in c.label]
+    outs = search.search(core, ["bw"], opts, cands, store, rounds=a.rounds, budget_s=1e9,
                        argv=sys.argv, timeout_s=120, policy=NoisePolicy(), progress=quiet)
     print(f"(1) Open MPI 4.1, bw 4 MiB, 2 ranks, {a.rounds} interleaved rounds "
           "(default time / candidate time):")
@@ -62,11 +62,11 @@ def main() -> int:
         (e,) = o.effects
         verdict = "faster" if e.wins else "slower" if e.loses else "not told apart"
         print(f"    {o.cand.label}: {e.ratio:.2f} [{e.lo:.2f}, {e.hi:.2f}] -> {verdict}")
-    w = tune.best(outs)
+    w = search.best(outs)
     print(f"    advisor: {w.cand.label if w else 'keep the defaults'}")
 
     if w is not None:
-        (e,) = tune.validate(core, w.cand, "matmul", "N=1000", CoreOptions(), store,
+        (e,) = search.validate(core, w.cand, "matmul", "N=1000", CoreOptions(), store,
                              rounds=a.rounds, argv=sys.argv, timeout_s=300,
                              policy=NoisePolicy(), progress=quiet)
         print(f"(2) matmul N=1000 end to end, default/tuned: {e.ratio:.2f} "
@@ -103,10 +103,10 @@ def main() -> int:
 
     print(f"(5) ranks unbound against one core each, latency, {a.rounds} interleaved rounds "
           "(default time / unbound time):")
-    unbound = tune.Candidate((("COMMSCOPE_BIND", "none"),), "unbound")
+    unbound = search.Candidate((("COMMSCOPE_BIND", "none"),), "unbound")
     for name in ("openmpi", "mpich"):
         c = build.build(discovery.select([name])[0])
-        (o,) = tune.search(c, ["latency"], CoreOptions(sizes="8:1M", factor=131072), [unbound],
+        (o,) = search.search(c, ["latency"], CoreOptions(sizes="8:1M", factor=131072), [unbound],
                            store, rounds=a.rounds, budget_s=1e9, argv=sys.argv, timeout_s=120,
                            policy=NoisePolicy(), progress=quiet)
         for e in o.effects if o.state == "measured" else []:

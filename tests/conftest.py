@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from commscope.measure import build, discovery, mpi, procs
-from commscope.measure.cache import cache_dir
+from commscope.measure.build_cache import cache_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 # The user's own cache, before the session swaps in one of its own: where an

@@ -85,14 +85,14 @@ def precious(tmp_path_factory) -> Path:
 
 
 def test_no_input_breaks_a_command_or_the_store(precious, tmp_path, monkeypatch, impls):
-    from commscope.advise import tune
+    from commscope.advise import search
 
     def launch(*a, **k):
         raise Launched
 
     monkeypatch.setattr(cli_run, "run_sweep", launch)
-    monkeypatch.setattr(tune, "read_cvars", launch)
-    monkeypatch.setattr(tune, "search", launch)
+    monkeypatch.setattr(search, "read_cvars", launch)
+    monkeypatch.setattr(search, "search", launch)
     from commscope.advise import doctor
     from commscope.measure import probe
 

@@ -8,7 +8,7 @@ import pytest
 
 from commscope import cli
 from commscope.advise import selection
-from commscope.advise.tune import Candidate, Effect, Outcome
+from commscope.advise.search import Candidate, Effect, Outcome
 from commscope.advise.tune_text import with_rules, with_selection
 from commscope.measure import discovery
 from commscope.store.db import Store
@@ -162,13 +162,13 @@ def test_intel_mpi_lists_its_algorithms_and_takes_the_written_strings(tmp_path, 
     """Intel MPI's algorithm numbers come from Intel MPI (each number it does
     not ignore); the strings written for it run with no complaint, and a
     number beyond its list fails the job as not taken."""
-    from commscope.advise import tune
+    from commscope.advise import search
 
     core = _intel()
-    algs = tune.intel_algorithms(core, ["bcast", "allreduce"])
+    algs = search.intel_algorithms(core, ["bcast", "allreduce"])
     for coll, ks in algs.items():
         # Intel MPI ignored a number before the search's own limit
-        assert ks and ks == list(range(1, len(ks) + 1)) and len(ks) < tune.INTEL_MAX_ALG, (
+        assert ks and ks == list(range(1, len(ks) + 1)) and len(ks) < search.INTEL_MAX_ALG, (
             coll, ks)
     cs = [selection.Choice("bcast", 65536, 1 << 20, str(algs["bcast"][-1]),
                            algs["bcast"][-1], 1.0),

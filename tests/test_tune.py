@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from commscope.advise import tune, tune_text
+from commscope.advise import search, tune_text
 from commscope.errors import CommscopeError
 from commscope.measure.plan import CoreOptions
 from commscope.measure.progress import Progress
@@ -18,8 +18,8 @@ from commscope.measure.progress import Progress
 from .test_cli_errors import run
 
 SIZES = [1 << k for k in range(10, 23, 2)]  # 1 KiB .. 4 MiB
-A = tune.Candidate((("OMPI_MCA_x", "a"),), "a")
-B = tune.Candidate((("OMPI_MCA_x", "b"),), "b")
+A = search.Candidate((("OMPI_MCA_x", "a"),), "a")
+B = search.Candidate((("OMPI_MCA_x", "b"),), "b")
 
 
 def fake(times, jitter=0.02, seed=3, broken=()):
@@ -32,8 +32,8 @@ def fake(times, jitter=0.02, seed=3, broken=()):
         c = next(c for c in times if c.settings == job.settings)
         calls.append((job.rep, c))
         if c in broken:
-            return tune.Measured(False, len(calls), "failed: exit code 15 (Invalid value)", {})
-        return tune.Measured(True, len(calls), "", {
+            return search.Measured(False, len(calls), "failed: exit code 15 (Invalid value)", {})
+        return search.Measured(True, len(calls), "", {
             ("bw", s): times[c](s) * (1 + rng.uniform(-jitter, jitter)) for s in SIZES})
     return measure, calls
 
@@ -46,14 +46,14 @@ class Store:
         pass
 
 
-def search(core, cands, times, rounds=4, **kw):
+def run_search(core, cands, times, rounds=4, **kw):
     measure, calls = fake(times, **{k: kw.pop(k) for k in ("jitter", "broken", "seed")
                                     if k in kw})
-    out = tune.search(core, ["bw"], CoreOptions(sizes="1K:4M", factor=4.0), cands, Store(),
-                      rounds=rounds, budget_s=kw.pop("budget_s", 1e9), argv=[], timeout_s=60,
-                      policy=None, progress=kw.pop("progress", None) or Progress(0, enabled=False),
-                      measure=measure,
-                      extra_rounds=kw.pop("extra_rounds", 0))
+    out = search.search(core, ["bw"], CoreOptions(sizes="1K:4M", factor=4.0), cands, Store(),
+                        rounds=rounds, budget_s=kw.pop("budget_s", 1e9), argv=[], timeout_s=60,
+                        policy=None,
+                        progress=kw.pop("progress", None) or Progress(0, enabled=False),
+                        measure=measure, extra_rounds=kw.pop("extra_rounds", 0))
     return out, calls
 
 
@@ -63,9 +63,9 @@ def core(cores):
 
 
 def test_a_setting_that_wins_only_above_a_size_is_reported_with_that_range(core):
-    times = {tune.DEFAULT: lambda s: 10.0 + s / 1e4,
+    times = {search.DEFAULT: lambda s: 10.0 + s / 1e4,
              A: lambda s: 10.0 + s / 1e4 if s < 65536 else 5.0 + s / 2e4}
-    (o,), _ = search(core, [A], times)
+    (o,), _ = run_search(core, [A], times)
     assert [(b, lo, hi) for b, lo, hi, _ in o.ranges("wins")] == [("bw", 65536, 4 << 20)]
     assert o.ranges("loses") == []
     assert all(e.lo > 1.0 for e in o.effects if e.size >= 65536)
@@ -77,43 +77,43 @@ def test_a_setting_that_wins_only_above_a_size_is_reported_with_that_range(core)
 
 
 def test_a_gain_inside_the_between_round_noise_is_not_a_winner(core):
-    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.03}
-    (o,), _ = search(core, [A], times, jitter=0.10)
-    assert o.ranges("wins") == [] and tune.best([o]) is None
+    times = {search.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.03}
+    (o,), _ = run_search(core, [A], times, jitter=0.10)
+    assert o.ranges("wins") == [] and search.best([o]) is None
     assert "keep the defaults" in tune_text.report(core, [o], 4)
     # the same 3% with tight rounds is real but under the 5% that counts
-    (o,), _ = search(core, [A], times, jitter=0.001)
+    (o,), _ = run_search(core, [A], times, jitter=0.001)
     assert all(e.lo > 1.0 for e in o.effects) and o.ranges("wins") == []
 
 
 def test_a_sure_loser_stops_after_the_third_round_and_a_broken_setting_at_once(core):
-    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 25.0, B: lambda s: 9.0}
-    (a, b), calls = search(core, [A, B], times, rounds=6, broken=(B,))
+    times = {search.DEFAULT: lambda s: 10.0, A: lambda s: 25.0, B: lambda s: 9.0}
+    (a, b), calls = run_search(core, [A, B], times, rounds=6, broken=(B,))
     assert a.state == "pruned" and "after round 3" in a.reason
     assert [r for r, c in calls if c == A] == [1, 2, 3]
     assert b.state == "broken" and "Invalid value" in b.reason
     assert [r for r, c in calls if c == B] == [1]
-    assert [r for r, c in calls if c == tune.DEFAULT] == [1, 2, 3, 4, 5, 6]
+    assert [r for r, c in calls if c == search.DEFAULT] == [1, 2, 3, 4, 5, 6]
     with pytest.raises(CommscopeError, match="default configuration failed"):
-        search(core, [A], times, broken=(tune.DEFAULT,))
+        run_search(core, [A], times, broken=(search.DEFAULT,))
 
 
 def test_only_close_contenders_run_the_extra_rounds(core):
     """After four rounds, a 10% gain inside 8% jitter is not yet told
     apart; it (and the default) run on, alone, until it is.  A sure winner
     and a sure loser are decided and run no more."""
-    c = tune.Candidate((("OMPI_MCA_x", "c"),), "c")
-    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.10, B: lambda s: 20.0,
+    c = search.Candidate((("OMPI_MCA_x", "c"),), "c")
+    times = {search.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.10, B: lambda s: 20.0,
              c: lambda s: 5.0}
-    (a, b, cc), calls = search(core, [A, B, c], times, rounds=4, extra_rounds=8, jitter=0.08)
+    (a, b, cc), calls = run_search(core, [A, B, c], times, rounds=4, extra_rounds=8, jitter=0.08)
     ran = {x: [r for r, y in calls if y == x] for x in times}
     assert ran[B] == [1, 2, 3] and ran[c] == [1, 2, 3, 4], ran  # B pruned after three
-    assert max(ran[A]) > 4 and ran[A] == ran[tune.DEFAULT], ran
-    assert a.ranges("wins") and not tune.close(a), a.effects  # decided in the extra rounds
+    assert max(ran[A]) > 4 and ran[A] == ran[search.DEFAULT], ran
+    assert a.ranges("wins") and not search.close(a), a.effects  # decided in the extra rounds
     assert all(e.n == len(ran[A]) for e in a.effects)
     # without extra rounds the same gain stays undecided
-    (a4, *_), _ = search(core, [A, B, c], times, rounds=4, jitter=0.08)
-    assert tune.close(a4) and not a4.ranges("wins"), a4.effects
+    (a4, *_), _ = run_search(core, [A, B, c], times, rounds=4, jitter=0.08)
+    assert search.close(a4) and not a4.ranges("wins"), a4.effects
 
 
 def _counts(text):
@@ -130,20 +130,20 @@ def test_the_progress_counts_every_job_of_the_search(core):
     its own."""
     import io
 
-    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 25.0, B: lambda s: 9.0}
+    times = {search.DEFAULT: lambda s: 10.0, A: lambda s: 25.0, B: lambda s: 9.0}
     out = io.StringIO()
     progress = Progress(0, stream=out)
-    _, calls = search(core, [A, B], times, rounds=6, broken=(B,), progress=progress)
+    _, calls = run_search(core, [A, B], times, rounds=6, broken=(B,), progress=progress)
     counts = _counts(out.getvalue())
     assert len(counts) == len(calls) == 10  # A pruned after 3 rounds, B broken in the first
     assert counts[0] == (1, 3 * 6)  # planned: two candidates and the default, six rounds
     assert [d for d, _ in counts] == list(range(1, 11)) and counts[-1] == (10, 10), counts
     assert all(d <= t for d, t in counts)
     # extra rounds for the close contender: the total grows with them
-    c = tune.Candidate((("OMPI_MCA_x", "c"),), "c")
-    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.10, B: lambda s: 20.0,
+    c = search.Candidate((("OMPI_MCA_x", "c"),), "c")
+    times = {search.DEFAULT: lambda s: 10.0, A: lambda s: 10.0 / 1.10, B: lambda s: 20.0,
              c: lambda s: 5.0}
-    _, more = search(core, [A, B, c], times, rounds=4, extra_rounds=8, jitter=0.08,
+    _, more = run_search(core, [A, B, c], times, rounds=4, extra_rounds=8, jitter=0.08,
                      progress=progress)
     counts = _counts(out.getvalue())[10:]
     assert len(more) > 4 * 4 - 1 and counts[0] == (11, 10 + 4 * 4), counts
@@ -152,12 +152,12 @@ def test_the_progress_counts_every_job_of_the_search(core):
 
 
 def test_a_search_beyond_its_budget_is_refused_before_any_job(core):
-    times = {tune.DEFAULT: lambda s: 10.0, A: lambda s: 9.0}
+    times = {search.DEFAULT: lambda s: 10.0, A: lambda s: 9.0}
     opts = CoreOptions(sizes="1K:4M", factor=4.0)
-    need = 2 * 4 * tune.estimate_s(opts, ["bw"])
+    need = 2 * 4 * search.estimate_s(opts, ["bw"])
     with pytest.raises(CommscopeError, match="more than --budget"):
-        search(core, [A], times, budget_s=need - 1)
-    _, calls = search(core, [A], times, budget_s=need + 1)
+        run_search(core, [A], times, budget_s=need - 1)
+    _, calls = run_search(core, [A], times, budget_s=need + 1)
     assert len(calls) == 8
 
 
@@ -174,31 +174,31 @@ def test_the_search_space_comes_from_the_implementations_variables(monkeypatch):
                                               "enum": ["cma", "emulated", "none"]},
           "btl_vader_eager_limit": {"value": "4096"},
           "coll_tuned_bcast_algorithm": {"value": "ignore", "enum": ["ignore", "chain"]}}
-    labels = [c.label for c in tune.space(fake_core("openmpi"), cv, ["bw", "bcast"])]
+    labels = [c.label for c in search.space(fake_core("openmpi"), cv, ["bw", "bcast"])]
     assert labels == [
         "OMPI_MCA_btl_vader_single_copy_mechanism=emulated",
         "OMPI_MCA_btl_vader_single_copy_mechanism=none",
         "OMPI_MCA_btl_vader_eager_limit=2048", "OMPI_MCA_btl_vader_eager_limit=16384",
         "OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_bcast_algorithm=chain",
         bind]
-    assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == [bind]
+    assert [c.label for c in search.space(fake_core("openmpi"), cv, ["allreduce"])] == [bind]
     mp = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": {"value": "0"},
           "MPIR_CVAR_DEVICE_COLLECTIVES": {"value": "2"}}
     # MPICH: the names its selection tables hold, less those a single node cannot use
-    got = [c.label for c in tune.space(fake_core("mpich"), mp, ["bcast"], {
+    got = [c.label for c in search.space(fake_core("mpich"), mp, ["bcast"], {
         "bcast": ("binomial", "smp", "tree"), "reduce": ("binomial",)})]
     assert got == ["MPIR_CVAR_DEVICE_COLLECTIVES=none", "MPIR_CVAR_BCAST_INTRA_ALGORITHM=binomial",
                    "MPIR_CVAR_BCAST_INTRA_ALGORITHM=tree", bind]
     # Intel MPI: the numbers Intel MPI itself accepted, for the collectives asked
-    got = [c.label for c in tune.space(fake_core("intel"), {}, ["bcast", "bw"],
+    got = [c.label for c in search.space(fake_core("intel"), {}, ["bcast", "bw"],
                                        {"bcast": [1, 2, 3], "allreduce": [1, 2]})]
     assert got == ["I_MPI_ADJUST_BCAST=1", "I_MPI_ADJUST_BCAST=2", "I_MPI_ADJUST_BCAST=3", bind]
     # MVAPICH2: its own tables' numbers, not MPICH's variables or UCX's, whatever it lists
-    got = [c.label for c in tune.space(fake_core("mpich", "mvapich2"), mp, ["alltoall", "bw"],
+    got = [c.label for c in search.space(fake_core("mpich", "mvapich2"), mp, ["alltoall", "bw"],
                                        {"alltoall": ("pairwise",)})]
     assert got == ["MV2_USE_SHMEM_COLL=0", *(f"MV2_ALLTOALL_TUNING={v}" for v in "0123"), bind]
     monkeypatch.setattr(provenance, "n_cores", lambda: 1)  # one core: nothing to bind
-    assert [c.label for c in tune.space(fake_core("openmpi"), cv, ["allreduce"])] == []
+    assert [c.label for c in search.space(fake_core("openmpi"), cv, ["allreduce"])] == []
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
@@ -211,8 +211,8 @@ def test_a_short_real_search(capsys, tmp_path, cores, family):
                         "--time-cap", "0.05",
                         "--write", str(out), "--quiet")
     assert rc == 0, err
-    cv = tune.read_cvars(cores[family])
-    n = len(tune.space(cores[family], cv, ["bw"]))
+    cv = search.read_cvars(cores[family])
+    n = len(search.space(cores[family], cv, ["bw"]))
     assert n >= 3
     assert text.startswith(f"{family}: {n} candidate(s) against the default, 3 interleaved")
     assert text.count("\n  ") >= n and "recommendation:" in text
@@ -234,13 +234,13 @@ def _bcast_wins(alg):
     256 KiB; the labels it was handed."""
     searched = []
 
-    def search(core, benches, opts, cands, store, **_):
+    def fake_search(core, benches, opts, cands, store, **_):
         searched.extend(c.label for c in cands)
-        return [tune.Outcome(c, effects=[
-            tune.Effect("bcast", s, 1.5 if 65536 <= s <= 262144 and alg in c.label else 1.0,
-                        1.4 if 65536 <= s <= 262144 and alg in c.label else 0.9, 1.6, 5)
+        return [search.Outcome(c, effects=[
+            search.Effect("bcast", s, 1.5 if 65536 <= s <= 262144 and alg in c.label else 1.0,
+                          1.4 if 65536 <= s <= 262144 and alg in c.label else 0.9, 1.6, 5)
             for s in SIZES]) for c in cands]
-    return search, searched
+    return fake_search, searched
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
@@ -257,8 +257,8 @@ def test_tune_write_puts_per_size_choices_in_the_implementations_own_file(
     if family not in cores:
         pytest.skip(f"{family} not installed")
     alg = {"openmpi": "chain", "mpich": "scatter_ring_allgather"}[family]
-    search, searched = _bcast_wins(alg)
-    monkeypatch.setattr(tune, "search", search)
+    fake, searched = _bcast_wins(alg)
+    monkeypatch.setattr(search, "search", fake)
     out = tmp_path / "tuned.env"
     rc, text, err = run(capsys, "tune", "--db", str(tmp_path / "t.db"), "--mpi", family,
                         "--bench", "bcast", "--write", str(out), "--validate", "matmul",
@@ -290,8 +290,8 @@ def test_a_selection_file_mpich_does_not_take_is_not_handed_over(capsys, tmp_pat
 
     if "mpich" not in cores:
         pytest.skip("mpich not installed")
-    search, _ = _bcast_wins("scatter_ring_allgather")
-    monkeypatch.setattr(tune, "search", search)
+    fake, _ = _bcast_wins("scatter_ring_allgather")
+    monkeypatch.setattr(search, "search", fake)
     good = selection.mpich_json
     monkeypatch.setattr(selection, "mpich_json", lambda *a: good(*a).replace(
         "_intra_scatter_ring_allgather", "_intra_warp_drive"))
@@ -306,8 +306,8 @@ def test_a_selection_file_mpich_does_not_take_is_not_handed_over(capsys, tmp_pat
 
 def test_a_binding_winner_says_how_to_launch_with_it():
     core = SimpleNamespace(impl=SimpleNamespace(family="openmpi", name="openmpi", variant=""))
-    w = tune.Outcome(tune.Candidate((("COMMSCOPE_BIND", "none"),)), effects=[
-        tune.Effect("bw", s, 1.5, 1.3, 1.7, 5) for s in SIZES])
+    w = search.Outcome(search.Candidate((("COMMSCOPE_BIND", "none"),)), effects=[
+        search.Effect("bw", s, 1.5, 1.3, 1.7, 5) for s in SIZES])
     text = tune_text.settings_text(w, core)
     assert ("# COMMSCOPE_BIND=none: outside commscope, launch with --bind-to none --map-by core"
             in text.splitlines()), text
@@ -322,10 +322,10 @@ def test_rounds_taken_across_machine_modes_pair_nothing():
     base = {r: {key: 2.0} for r in cand}
     floors = {1: {key: 60.0}, 2: {key: 250.0}, 3: {key: 58.0}, 4: {key: 61.0}}
     base_floors = {r: {key: 60.0} for r in cand}
-    (e,) = tune.effects(cand, base, floors, base_floors)
+    (e,) = search.effects(cand, base, floors, base_floors)
     assert e.n == 3 and e.ratio == 4.0 and e.wins
     # without floors every round pairs, as before
-    (e,) = tune.effects(cand, base)
+    (e,) = search.effects(cand, base)
     assert e.n == 4
 
 
@@ -336,9 +336,9 @@ def test_effects_asked_in_one_mode_pair_only_its_rounds():
     cand = {1: {key: 4.0}, 2: {key: 4.5}, 3: {key: 1.0}, 4: {key: 1.1}, 5: {key: 0.9}}
     base = {1: {key: 2.5}, 2: {key: 3.0}, 3: {key: 2.0}, 4: {key: 2.2}, 5: {key: 1.8}}
     fl = {r: {key: 250.0 if r <= 2 else 60.0} for r in cand}
-    (e,) = tune.effects(cand, base, fl, fl, mode_ns=61.0)
+    (e,) = search.effects(cand, base, fl, fl, mode_ns=61.0)
     assert e.n == 3 and e.ratio == 2.0 and e.wins
-    (e,) = tune.effects(cand, base, fl, fl, mode_ns=255.0)
+    (e,) = search.effects(cand, base, fl, fl, mode_ns=255.0)
     assert e.n == 2 and e.ratio < 1
 
 

@@ -38,7 +38,7 @@ from ..measure.plan import CoreOptions
 from ..store.db import Store
 from ..store.sizes import expand_sizes, human_bytes
 from . import experiment as ex
-from . import tune, tune_text
+from . import search, tune_text
 
 CONFIRM_ROUNDS = (5, 8)  # at least, at most: 5-8 alternating rounds
 EXPLAIN_ROUNDS = (4, 6)
@@ -252,7 +252,7 @@ def _cvars(ctx: Context, arm: str, cache: dict[str, dict]) -> dict:
     if arm not in cache:
         cfg = ctx.configs[arm]
         try:
-            cache[arm] = tune.read_cvars(ctx.cores[cfg.implementation], settings=cfg.settings)
+            cache[arm] = search.read_cvars(ctx.cores[cfg.implementation], settings=cfg.settings)
         except CommscopeError as exc:
             ctx.say(f"diagnosis: {cfg.mpi}'s settings could not be read: {str(exc)[:160]}")
             cache[arm] = {}

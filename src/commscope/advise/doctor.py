@@ -41,7 +41,7 @@ from ..errors import CommscopeError
 from ..measure import build as build_mod
 from ..measure import cluster as cluster_mod
 from ..measure import mpi as mpi_mod
-from ..measure.cache import file_sha256
+from ..measure.build_cache import file_sha256
 from ..measure.mpi import MpiImpl
 from ..measure.procs import run_captured
 from ..store.records import parse_file

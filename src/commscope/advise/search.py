@@ -13,7 +13,7 @@ only where that interval lies above 1 and the median gains 5%; after the
 third round, candidates surely slower at every size stop running.  A
 candidate whose job fails, hangs or does not take its setting is recorded
 as broken and dropped.  What it says and writes: tune_text.py; the command
-from its inputs to the file handed over: tuning.py."""
+from its inputs to the file handed over: tune_workflow.py."""
 
 from __future__ import annotations
 
@@ -371,7 +371,7 @@ def search(core: Core, benches: Sequence[str], opts: CoreOptions, cands: Sequenc
     the settings of the configuration under study, which the default runs
     with and each candidate overrides; `job_s`: one job's time where the
     caller knows it better than estimate_s's bound; `mode_ns`: the machine
-    mode (core-to-core floor) the effects are asked in (tune.effects)."""
+    mode (core-to-core floor) the effects are asked in (search.effects)."""
     per_job = job_s or estimate_s(opts, benches)
     need = (len(cands) + 1) * rounds * per_job
     if need > budget_s:

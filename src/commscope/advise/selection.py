@@ -6,7 +6,7 @@ grafted in), for Intel MPI its I_MPI_ADJUST_<OP> strings.
 
 A choice comes from the tuning advisor: a candidate that forced one
 collective's algorithm and won over a range of sizes against the default
-(tune.Outcome.ranges).  Where two candidates win at one size, the larger
+(search.Outcome.ranges).  Where two candidates win at one size, the larger
 median ratio takes it.  Outside every range the file hands the decision
 back to the implementation's own."""
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..measure.build import Core
 from ..store.sizes import human_bytes
-from .tune import Effect, Outcome, best
+from .search import Effect, Outcome, best
 
 
 def _span(lo: int, hi: int) -> str:

@@ -1,6 +1,6 @@
 """`commscope tune` from what it was asked to what it hands over: every input
 judged before the first job, the implementation's own variables and
-algorithms read, the search (tune.py), the winner or the collectives'
+algorithms read, the search (search.py), the winner or the collectives'
 per-size choices in the implementation's own file (checked in a real job
 first), what is handed over measured together and validated on an
 application, and the files written (tune_text.py words them)."""
@@ -22,7 +22,7 @@ from ..measure.runner import NoisePolicy
 from ..store import outputs
 from ..store.db import Store
 from ..store.sizes import expand_sizes
-from . import selection, tune, tune_text
+from . import search, selection, tune_text
 
 
 @dataclass(frozen=True)
@@ -68,30 +68,30 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
         for p in (r.write, str(Path(r.write).with_suffix(".rules")),
                   str(Path(r.write).with_suffix(".json"))):
             outputs.target(p, "tune --write", r.db)
-    given = [tune.Candidate(settings_mod.parse_file(f), f"from {f}") for f in r.candidates]
+    given = [search.Candidate(settings_mod.parse_file(f), f"from {f}") for f in r.candidates]
     store = Store(r.db)
     # the first job: every input was judged above
-    cvars = tune.read_cvars(core)
+    cvars = search.read_cvars(core)
     mpich = None
     if impl.family == "intel":
-        algorithms = tune.intel_algorithms(core, [b for b in benches if b in tune.COLLS])
+        algorithms = search.intel_algorithms(core, [b for b in benches if b in search.COLLS])
     elif (impl.family == "mpich" and impl.variant != "mvapich2"  # MVAPICH2: its own tables
-          and any(b in tune.COLLS for b in benches)):
+          and any(b in search.COLLS for b in benches)):
         mpich = selection.mpich_library(core.exe, impl.env)
         algorithms = dict(mpich.algorithms)
     else:
         algorithms = None
-    cands = tune.space(core, cvars, benches, algorithms) + given
+    cands = search.space(core, cvars, benches, algorithms) + given
     if not cands:
         raise CommscopeError(f"no setting to search for {impl.name} and "
                              f"{', '.join(benches)} (add your own with --candidates FILE)")
     policy = NoisePolicy(max_other_cores=r.noise_max_cores, retries=0)
     progress = Progress(0, enabled=not r.quiet and not r.apply)
-    timeout = r.timeout_s or 3 * tune.estimate_s(opts, benches) + 30
-    outcomes = tune.search(core, benches, opts, cands, store, rounds=r.rounds,
+    timeout = r.timeout_s or 3 * search.estimate_s(opts, benches) + 30
+    outcomes = search.search(core, benches, opts, cands, store, rounds=r.rounds,
                            budget_s=r.budget_s, argv=r.argv, timeout_s=timeout, policy=policy,
                            progress=progress, extra_rounds=r.extra_rounds)
-    w = tune.best(outcomes)
+    w = search.best(outcomes)
     text = tune_text.settings_text(w, core) if w is not None else None
     choices = selection.choices(outcomes, cvars, impl.family)
     side = None  # the implementation's own file of per-size choices
@@ -112,7 +112,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
     rc = 0
     if side is not None and text:
         # the file, as written, in a real job before it is handed over
-        chk = tune.check_settings(core, sorted({c.coll for c in choices}), opts,
+        chk = search.check_settings(core, sorted({c.coll for c in choices}), opts,
                                   settings_mod.parse_text(text), store, argv=r.argv,
                                   timeout_s=timeout, policy=policy)
         if not chk.ok:
@@ -121,7 +121,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
             side, rc = None, 1
             text = tune_text.settings_text(w, core) if w is not None else None
     # what the user is handed: the per-size file and the best winner besides
-    handed = tune.Candidate(settings_mod.parse_text(text) if text else (),
+    handed = search.Candidate(settings_mod.parse_text(text) if text else (),
                             "the settings handed over")
     kind = {"openmpi": "Open MPI's rules file", "mpich": "MPICH's selection file"}.get(
         impl.family, "")
@@ -135,7 +135,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
     if side is not None and text:
         # the per-size choices and the best winner besides were measured
         # apart: measure what is handed over, together
-        say(tune_text.together_text(tune.together(
+        say(tune_text.together_text(search.together(
             core, benches, opts, handed.settings, store, rounds=r.rounds,
             budget_s=r.budget_s - (time.monotonic() - started), argv=r.argv, timeout_s=timeout,
             policy=policy, progress=progress)).removesuffix("\n"))
@@ -144,7 +144,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
     if text and r.validate != "none":
         # what the user is handed, not only the best single candidate
         say(f"validating {handed.label} against the default on {r.validate}")
-        es = tune.validate(core, handed, r.validate, r.validate_param, opts, store,
+        es = search.validate(core, handed, r.validate, r.validate_param, opts, store,
                            rounds=r.rounds, argv=r.argv, timeout_s=max(timeout, 300.0),
                            policy=policy, progress=progress)
         for e in es:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from ..store.benches import bench as bench_facts
 from ..store.sizes import human, human_bytes
 from .series import Config, Series, find, lone_is_no_claim, runs, separated
-from .significance import MIN_FACTOR  # under it, no verdict (advise.tune gates on it too)
+from .significance import MIN_FACTOR  # under it, no verdict (advise.search gates on it too)
 
 HAND = "_sends"  # the suffix of the hand-written equivalents: the only references advised
 

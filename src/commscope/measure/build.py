@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import CommscopeError
-from .cache import cache_dir
+from .build_cache import cache_dir
 from .mpi import CC_VARIABLE, MpiImpl, environ
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CommscopeError
-from .cache import cache_dir
+from .build_cache import cache_dir
 from .mpi import MpiImpl, describe_path, find_launcher
 
 # Debian's packages install suffixed wrappers next to each other.

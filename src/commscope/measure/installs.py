@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import CommscopeError
 from . import build as build_mod
 from . import mpi as mpi_mod
-from .cache import cache_dir
+from .build_cache import cache_dir
 from .discovery import KNOWN, MARKER, Package, discover, prefix_env, prefix_impl, root
 from .procs import run_captured
 from .source_build import SOURCE_BUILDS, build_prefix

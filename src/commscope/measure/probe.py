@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import CommscopeError
 from ..store.sizes import human_bytes
 from .build import core_dir
-from .cache import cache_dir
+from .build_cache import cache_dir
 from .procs import run_captured
 
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread"]

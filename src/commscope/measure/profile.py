@@ -28,7 +28,7 @@ from pathlib import Path
 from ..errors import CommscopeError
 from . import mpi as mpi_mod
 from .build import compiled, core_dir, identity
-from .cache import cache_dir
+from .build_cache import cache_dir
 from .cluster import Cluster, Launch, Placement
 from .mpi import MpiImpl, environ
 from .procs import Outcome, run_bounded

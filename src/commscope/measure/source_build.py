@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ..errors import CommscopeError
 from . import build as build_mod
-from .cache import file_sha256
+from .build_cache import file_sha256
 from .procs import run_captured
 
 DEBIAN_SOURCES = ("deb-src http://deb.debian.org/debian bookworm main\n")
