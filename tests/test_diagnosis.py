@@ -959,41 +959,39 @@ def test_a_gap_whose_value_lost_to_another_is_handed_over_only_where_the_check_s
         assert "none slower" not in cc.headline
 
 
-def test_the_first_files_check_leaves_the_next_file_its_fewest_rounds(monkeypatch):
-    """Two default runs: the Open MPI file's check ran its rounds (taken
-    again where the host jumped) into the end of the budget, and MPICH's
-    file was never checked ("the budget left (0 s) holds no 3 rounds of
-    it"), in both runs.  Each file's rounds now stop where the next file's
-    fewest would no longer fit."""
+def test_the_file_whose_settings_saved_most_is_checked_first_and_takes_what_it_needs(
+        monkeypatch):
+    """The files are checked in the order of what their settings saved, the
+    first running its rounds as it needs them (a round a jump of the host
+    left unpaired is taken again) and the next taking what is left.
+    Stopping each where the next files' fewest rounds would still fit was
+    tried and taken back: no file of 5 default runs was handed over."""
     import time
     from types import SimpleNamespace
 
     from commscope.advise import experiment as ex
 
-    plans = [diagnose.FilePlan(a, [], [], dg.FileCheck(a, f"{a}|X=1", (("X", "1"),), ("bcast",)),
-                               (SimpleNamespace(name=a), SimpleNamespace(name=f"{a}|X=1")))
-             for a in ("o", "m", "v")]
-    monkeypatch.setattr(diagnose, "file_plans", lambda *a: plans)
-    monkeypatch.setattr(diagnose.ex, "round_s", lambda arms, clock: 5.0)  # 15 s for 3 rounds
-    monkeypatch.setattr(diagnose, "_hand_over", lambda *a: None)
-    ends: dict[str, float] = {}
+    def trial(gain):
+        x = dg.Ratio(64, 1 / (1 - gain), 1 / (1 - gain), 1 / (1 - gain), 6)
+        return dg.Trial(_hyp(), "closes", speedup=(x,), sizes=(64,), closed=1.0)
 
-    def run(arms, store, *, clock, **kw):  # a check that takes every round it may
-        ends[arms[0].name] = clock.deadline
+    plans = [diagnose.FilePlan(a, [trial(g)], [],
+                               dg.FileCheck(a, f"{a}|X=1", (("X", "1"),), ("bcast",)),
+                               (SimpleNamespace(name=a), SimpleNamespace(name=f"{a}|X=1")))
+             for a, g in (("m", 0.3), ("o", 0.9))]
+    monkeypatch.setattr(diagnose, "file_plans", lambda *a: plans)
+    monkeypatch.setattr(diagnose.ex, "round_s", lambda arms, clock: 5.0)
+    monkeypatch.setattr(diagnose, "_hand_over", lambda *a: None)
+    order: list[tuple[str, float]] = []
+
+    def run(arms, store, *, clock, **kw):
+        order.append((arms[0].name, clock.deadline))
         return dg.Rounds()
 
     monkeypatch.setattr(diagnose.ex, "run", run)
     t0 = time.monotonic()
-    configs = {a: SimpleNamespace(mpi=a) for a in "omv"}
+    configs = {a: SimpleNamespace(mpi=a) for a in "om"}
     ctx = diagnose.Context(None, 1, {}, configs, {}, None, None, ex.Clock(t0 + 60), lambda x: 0)
     diagnose.check(ctx, _diag([]), 60.0, None, {})
-    # three files in 60 s: each leaves the next files their 15 s
-    assert set(ends) == set("omv")
-    assert ends["o"] == pytest.approx(t0 + 30, abs=0.5)
-    assert ends["m"] == pytest.approx(t0 + 45, abs=0.5) and ends["v"] == pytest.approx(t0 + 60)
-    # in 40 s only one later file's fewest fit beside the first's: it keeps that one's
-    ends.clear()
-    t0 = time.monotonic()
-    ctx = diagnose.Context(None, 1, {}, configs, {}, None, None, ex.Clock(t0 + 40), lambda x: 0)
-    diagnose.check(ctx, _diag([]), 40.0, None, {})
-    assert ends["o"] == pytest.approx(t0 + 25, abs=0.5), ends
+    assert [n for n, _ in order] == ["o", "m"]  # 90% saved before 30%
+    assert order[0][1] == pytest.approx(t0 + 60, abs=0.5)  # the first to the budget's end
