@@ -90,20 +90,22 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     gap against a 1.2x cut survives a busy machine; latency at 8 B (which a
     token bucket's burst lets through at full speed) is not asserted."""
     name = f"{TAG}d"
-    rc, out, db = degraded_matrix(capsys, tmp_path, name)
+    # two rounds, not the default three: what this test asserts (the naming, the
+    # records) holds on two, and it took 55 s with three
+    rc, out, db = degraded_matrix(capsys, tmp_path, name, "--repeat", "2")
     assert rc == 0, out
     bw = out.split("time of one 1 MiB message (bw)")[1].split(
         "latency at 8 B")[0]
     named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
     assert named == [f"{name}-n2"], bw
     assert "that no single node or link explains" not in bw and "this pair takes" not in bw, bw
-    # every pair, three rounds, stored as ordinary records naming their pair
+    # every pair, two rounds, stored as ordinary records naming their pair
     runs = Store(db, create=False).db.execute("SELECT config, status FROM runs").fetchall()
     pairs = [json.loads(r["config"])["extra"]["pair"] for r in runs]
     assert set(pairs) == {f"{name}-n{i}/{name}-n{j}" for i in range(4)  # bw both ways
                           for j in range(4) if i != j}
     assert f"{name}-n2: slow both when it sends and when it receives" in bw, bw
-    assert all(pairs.count(p) >= 3 for p in set(pairs)) and {r["status"] for r in runs} == {"ok"}
+    assert all(pairs.count(p) >= 2 for p in set(pairs)) and {r["status"] for r in runs} == {"ok"}
     assert json.loads(Store(db, create=False).db.execute(
         "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
     assert not mpi_processes()
