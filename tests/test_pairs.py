@@ -86,6 +86,11 @@ def test_the_stored_matrix_names_the_degraded_node_and_the_report_draws_it(tmp_p
     rows = Store(STORES / "matrix-degraded.db", create=False).result_rows()
     times = pairs.per_pair(rows, "bw", 1 << 20)
     assert len(times) == 12 and all(len(x) == 3 for x in times.values())  # both ways
+    # the same records twice, as a second sweep: each repetition of each sweep a value
+    # (keyed by repetition alone, the second sweep's took the first's places)
+    again = [{**dict(r), "sweep_id": int(r["sweep_id"]) + 100} for r in rows]
+    twice = pairs.per_pair([*rows, *again], "bw", 1 << 20)
+    assert all(len(x) == 6 for x in twice.values()), twice
     got = {what: v for _, what, _, _, v in rmatrix.matrices(rows)}
     assert got["time of one 1 MiB message"].nodes == ("bm7607-n2",)
     assert "bm7607-n2: slow both when it sends and when it receives" in got[

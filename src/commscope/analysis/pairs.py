@@ -176,18 +176,20 @@ def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int,
     measured at (where the sweep measured every pair again at a common
     window, that one).  figure "stall": its longest sample instead (the
     slowest time an operation took, times the operations a sample)."""
-    best: dict[tuple[tuple[str, str], int], Mapping[str, object]] = {}
+    best: dict[tuple[tuple[str, str], int, int], Mapping[str, object]] = {}
     for r in rows:
         pair = pair_of(r)
         if pair is None or r["bench"] != bench or int(r["size_bytes"]) != size:  # type: ignore[call-overload]
             continue
         if not r["valid"]:
             continue
-        k = (pair, int(r["repetition"] or 1))  # type: ignore[call-overload]
+        # a repetition of its sweep: two sweeps' first repetitions are two values
+        sweep = int(r["sweep_id"] or 0) if "sweep_id" in r.keys() else 0  # type: ignore[attr-defined, call-overload]
+        k = (pair, sweep, int(r["repetition"] or 1))  # type: ignore[call-overload]
         if k not in best or int(r["window"] or 0) < int(best[k]["window"] or 0):  # type: ignore[call-overload]
             best[k] = r
     out: dict[tuple[str, str], list[float]] = {}
-    for (pair, _), r in sorted(best.items()):
+    for (pair, _, _), r in sorted(best.items()):
         if figure == "stall" and r["max_us"]:
             out.setdefault(pair, []).append(float(r["max_us"]) * int(r["batch"] or 1))  # type: ignore[arg-type, call-overload]
         elif figure != "stall" and r["median_us"]:
