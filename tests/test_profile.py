@@ -652,3 +652,47 @@ def test_every_call_the_profiler_counts_is_a_transfer_or_said_not_to_be():
     assert len(counted) > 60
     assert counted - no_transfer == set(prof.P2P_CALLS) | set(prof.COLL_CALLS)
     assert {"MPI_Bsend", "MPI_Ibsend", "MPI_Irsend"} <= set(prof._calls_of("latency"))
+
+
+@pytest.mark.parametrize("module", ["mpi", "mpi_f08"])
+def test_a_fortran_programs_calls_are_counted_once_under_each_mpi(impls, tmp_path, capsys,
+                                                                   monkeypatch, module):
+    """tests/c/profiled.f90 (3 sends and 3 receives a rank, one allreduce of
+    one double, one barrier): Open MPI's Fortran bindings call PMPI_ directly
+    and MPICH's the C MPI_ functions (its mpi_f08 ones PMPI_ where there is
+    no buffer); each call is counted once under either, at its size, and
+    sited in the binding's library."""
+    monkeypatch.chdir(tmp_path)
+    src = (ROOT / "tests" / "c" / "profiled.f90").read_text()
+    if module == "mpi_f08":
+        src = src.replace("  use mpi\n", "  use mpi_f08\n").replace(
+            "integer :: status(MPI_STATUS_SIZE)", "type(MPI_Status) :: status")
+        assert "use mpi_f08" in src and "type(MPI_Status)" in src
+    (tmp_path / "profiled.f90").write_text(src)
+    tried = 0
+    for name, impl in sorted(impls.items()):
+        fc = Path(impl.mpicc).with_name(Path(impl.mpicc).name.replace("mpicc", "mpifort"))
+        if not fc.exists():
+            continue
+        exe = tmp_path / f"pf-{name}"
+        subprocess.run([str(fc), "-O2", "-g", "-o", str(exe), str(tmp_path / "profiled.f90")],
+                       check=True, capture_output=True)
+        db = tmp_path / f"{name}.db"
+        rc, out, err = _profile(capsys, db, "--np", "2", "--", str(exe))
+        assert rc == 0 and f"under {name}, 2 processes: ok" in out, (out, err)
+        (row,) = Store(db, create=False).profiles()
+        ranks = json.loads(row["data"])["ranks"]
+        for r in (_calls(ranks, 0), _calls(ranks, 1)):
+            assert r[("MPI_Send", 11)] == (3, 3 * 1024) and r[("MPI_Recv", 11)] == (3, 3 * 1024)
+            assert r[("MPI_Allreduce", 4)] == (1, 8) and r[("MPI_Barrier", 0)] == (1, 0)
+            assert r[("MPI_Init", 0)] == (1, 0), r
+        # each call sited in the Fortran binding that made it, not in libmpi
+        sites = {(s["call"], Path(s["object"]).name.split(".so")[0]) for x in ranks
+                 for s in x["sites"]}
+        binding = {"openmpi": "libmpi_mpifh", "mpich": "libmpichfort"}.get(name)
+        if binding:
+            assert sites == {(c, binding) for c in ("MPI_Send", "MPI_Recv", "MPI_Allreduce",
+                                                    "MPI_Barrier")}, sites
+        tried += 1
+    if not tried:
+        pytest.skip("no Fortran MPI wrapper (mpifort) beside the MPIs' mpicc")

@@ -12,8 +12,8 @@
  * calls in that span (mpiP's application and MPI times).
  *
  * Each call is also counted at its call site (the wrapper's return address:
- * the program's line for C and C++ callers; for MPICH's Fortran bindings the
- * binding's, in libmpichfort; for a call a library makes, the library's),
+ * the program's line for C and C++ callers; for Fortran the binding's, in
+ * libmpichfort or libmpi_mpifh; for a call a library makes, the library's),
  * and the sites are written with the object and offset they fall in.  Under
  * MPI_THREAD_MULTIPLE two threads may claim one slot of the site table at
  * once: the counts stay, a site's attribution may not.
@@ -23,10 +23,13 @@
  * time of the call itself; the time a program waits for them is its
  * MPI_Wait/Waitall/Test calls', counted as such (mpiP's convention).
  * Persistent requests are counted where they are set up and at each start,
- * with their message.  One-sided and I/O calls, neighbour collectives and
- * Open MPI's Fortran bindings are not intercepted: a
- * program whose calls never reach these wrappers writes no calls, and
- * commscope says so rather than storing no communication. */
+ * with their message.  Fortran calls are counted under both libraries: the
+ * wrappers are defined under the MPI_ and the PMPI_ names (Open MPI's Fortran
+ * bindings call PMPI_; the end of the file).  One-sided and I/O calls and
+ * neighbour collectives are not intercepted: a program whose calls never
+ * reach these wrappers writes no calls, and commscope says so rather than
+ * storing no communication. */
+#ifndef CS_SECOND_PASS /* the file is read twice: the end says why */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <fcntl.h>
@@ -37,7 +40,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -521,10 +526,78 @@ static void started(void)
         sigaction(sigs[i], &sa, &before[i]);
 }
 
+/* Each wrapper calls the library's own PMPI_ function through a pointer
+ * (dlsym RTLD_NEXT), never by name: the file's second reading defines the
+ * PMPI_ names too, so that a caller that skips MPI_ (Open MPI's Fortran
+ * bindings: mpif-h/send_f.c and the rest call PMPI_ directly; its mpi_f08 ones alike) is
+ * counted as a C caller is, once. */
+#define REAL(n) static __typeof__(&PMPI_##n) real_##n;
+CALLS(REAL)
+REAL(Request_free)
+static uintptr_t mpi_lo, mpi_hi; /* the MPI library's code, where real_Barrier lies */
+
+static int text_of(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t pc = (uintptr_t)data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && pc >= lo && pc < hi) {
+            mpi_lo = UINTPTR_MAX, mpi_hi = 0; /* every code segment of that object */
+            for (int j = 0; j < info->dlpi_phnum; j++) {
+                const ElfW(Phdr) *q = &info->dlpi_phdr[j];
+                if (q->p_type == PT_LOAD && (q->p_flags & PF_X)) {
+                    uintptr_t a = info->dlpi_addr + q->p_vaddr;
+                    mpi_lo = a < mpi_lo ? a : mpi_lo;
+                    mpi_hi = a + q->p_memsz > mpi_hi ? a + q->p_memsz : mpi_hi;
+                }
+            }
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#define RESOLVE(n) \
+    if (!(real_##n = (__typeof__(real_##n))dlsym(RTLD_NEXT, "PMPI_" #n))) \
+        missing = "PMPI_" #n;
+__attribute__((constructor)) static void resolve(void)
+{
+    const char *missing = NULL;
+    CALLS(RESOLVE)
+    RESOLVE(Request_free)
+    if (missing) { /* calling our own PMPI_ would never return */
+        static const char say[] = "commscope profiler: the MPI library has no ";
+        ssize_t w = write(2, say, sizeof say - 1);
+        w = write(2, missing, strlen(missing));
+        w = write(2, "\n", 1);
+        (void)w;
+        _exit(127);
+    }
+    dl_iterate_phdr(text_of, (void *)(uintptr_t)real_Barrier);
+}
+
+/* a PMPI_ call the library makes itself (inside one of its own calls, its
+ * MPI-IO say) is not the program's: passed on uncounted */
+static inline int inside_mpi(const void *ra)
+{
+    return (uintptr_t)ra >= mpi_lo && (uintptr_t)ra < mpi_hi;
+}
+#define PASS_INSIDE(expr) \
+    do { \
+        if (FROM_INSIDE(__builtin_return_address(0))) \
+            return (expr); \
+    } while (0)
+
 /* the message's size and the communicator's slot are asked before the clock
  * starts: the timed span is the MPI call alone */
 #define TIMED_RC(rc, call, comm, bytes, expr) \
     do { \
+        if (FROM_INSIDE(__builtin_return_address(0))) { \
+            rc = (expr); \
+            break; \
+        } \
         uint64_t by_ = (bytes); \
         int slot_ = comm_slot(comm); \
         double t0_ = now(); \
@@ -540,50 +613,58 @@ static void started(void)
         return rc_; \
     } while (0)
 
-int MPI_Init(int *argc, char ***argv)
+#define WRAP(n) MPI_##n
+#define FROM_INSIDE(ra) 0
+#endif /* the first reading's own part */
+
+int WRAP(Init)(int *argc, char ***argv)
 {
+    PASS_INSIDE(real_Init(argc, argv));
     double t0 = now();
-    int rc = PMPI_Init(argc, argv);
+    int rc = real_Init(argc, argv);
     started();
     note(C_Init, comm_slot(MPI_COMM_WORLD), 0, now() - t0);
     return rc;
 }
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+int WRAP(Init_thread)(int *argc, char ***argv, int required, int *provided)
 {
+    PASS_INSIDE(real_Init_thread(argc, argv, required, provided));
     double t0 = now();
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    int rc = real_Init_thread(argc, argv, required, provided);
     started();
     note(C_Init_thread, comm_slot(MPI_COMM_WORLD), 0, now() - t0);
     return rc;
 }
 
-int MPI_Finalize(void)
+int WRAP(Finalize)(void)
 {
+    PASS_INSIDE(real_Finalize());
     t_end = now();
     write_out(1, 0);
-    return PMPI_Finalize();
+    return real_Finalize();
 }
 
 /* point to point */
-int MPI_Send(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
-{ TIMED(C_Send, c, bytes_of(n, t), PMPI_Send(b, n, t, d, tag, c)); }
-int MPI_Ssend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
-{ TIMED(C_Ssend, c, bytes_of(n, t), PMPI_Ssend(b, n, t, d, tag, c)); }
-int MPI_Bsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
-{ TIMED(C_Bsend, c, bytes_of(n, t), PMPI_Bsend(b, n, t, d, tag, c)); }
-int MPI_Rsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
-{ TIMED(C_Rsend, c, bytes_of(n, t), PMPI_Rsend(b, n, t, d, tag, c)); }
+int WRAP(Send)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Send, c, bytes_of(n, t), real_Send(b, n, t, d, tag, c)); }
+int WRAP(Ssend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Ssend, c, bytes_of(n, t), real_Ssend(b, n, t, d, tag, c)); }
+int WRAP(Bsend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Bsend, c, bytes_of(n, t), real_Bsend(b, n, t, d, tag, c)); }
+int WRAP(Rsend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c)
+{ TIMED(C_Rsend, c, bytes_of(n, t), real_Rsend(b, n, t, d, tag, c)); }
 /* a receive is counted at the size that arrived (its status, read after the
  * clock stopped), not the room it posted; a status the program ignores is
  * one of ours */
-int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status *st)
+int WRAP(Recv)(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Status *st)
 {
+    PASS_INSIDE(real_Recv(b, n, t, s, tag, c, st));
     MPI_Status mine;
     MPI_Status *use = st == MPI_STATUS_IGNORE ? &mine : st;
     int slot = comm_slot(c);
     double t0 = now();
-    int rc = PMPI_Recv(b, n, t, s, tag, c, use);
+    int rc = real_Recv(b, n, t, s, tag, c, use);
     double dt = now() - t0;
     int got = 0;
     int known = rc == MPI_SUCCESS && PMPI_Get_count(use, t, &got) == MPI_SUCCESS &&
@@ -592,46 +673,47 @@ int MPI_Recv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Sta
     note_site(C_Recv, __builtin_return_address(0), known ? bytes_of(got, t) : bytes_of(n, t), dt);
     return rc;
 }
-int MPI_Sendrecv(const void *sb, int sn, MPI_Datatype st, int d, int stag, void *rb, int rn,
+int WRAP(Sendrecv)(const void *sb, int sn, MPI_Datatype st, int d, int stag, void *rb, int rn,
                  MPI_Datatype rt, int s, int rtag, MPI_Comm c, MPI_Status *status)
 { TIMED(C_Sendrecv, c, bytes_of(sn, st),
-        PMPI_Sendrecv(sb, sn, st, d, stag, rb, rn, rt, s, rtag, c, status)); }
-int MPI_Sendrecv_replace(void *b, int n, MPI_Datatype t, int d, int stag, int s, int rtag,
+        real_Sendrecv(sb, sn, st, d, stag, rb, rn, rt, s, rtag, c, status)); }
+int WRAP(Sendrecv_replace)(void *b, int n, MPI_Datatype t, int d, int stag, int s, int rtag,
                          MPI_Comm c, MPI_Status *st)
 { TIMED(C_Sendrecv_replace, c, bytes_of(n, t),
-        PMPI_Sendrecv_replace(b, n, t, d, stag, s, rtag, c, st)); }
-int MPI_Isend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Isend, c, bytes_of(n, t), PMPI_Isend(b, n, t, d, tag, c, r)); }
-int MPI_Issend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Issend, c, bytes_of(n, t), PMPI_Issend(b, n, t, d, tag, c, r)); }
-int MPI_Ibsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Ibsend, c, bytes_of(n, t), PMPI_Ibsend(b, n, t, d, tag, c, r)); }
-int MPI_Irsend(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Irsend, c, bytes_of(n, t), PMPI_Irsend(b, n, t, d, tag, c, r)); }
-int MPI_Irecv(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Irecv, c, bytes_of(n, t), PMPI_Irecv(b, n, t, s, tag, c, r)); }
-int MPI_Wait(MPI_Request *r, MPI_Status *st)
-{ TIMED(C_Wait, MPI_COMM_NULL, 0, PMPI_Wait(r, st)); }
-int MPI_Waitall(int n, MPI_Request r[], MPI_Status st[])
-{ TIMED(C_Waitall, MPI_COMM_NULL, 0, PMPI_Waitall(n, r, st)); }
-int MPI_Waitany(int n, MPI_Request r[], int *i, MPI_Status *st)
-{ TIMED(C_Waitany, MPI_COMM_NULL, 0, PMPI_Waitany(n, r, i, st)); }
-int MPI_Waitsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
-{ TIMED(C_Waitsome, MPI_COMM_NULL, 0, PMPI_Waitsome(n, r, out, idx, st)); }
-int MPI_Test(MPI_Request *r, int *flag, MPI_Status *st)
-{ TIMED(C_Test, MPI_COMM_NULL, 0, PMPI_Test(r, flag, st)); }
-int MPI_Testall(int n, MPI_Request r[], int *flag, MPI_Status st[])
-{ TIMED(C_Testall, MPI_COMM_NULL, 0, PMPI_Testall(n, r, flag, st)); }
-int MPI_Testany(int n, MPI_Request r[], int *i, int *flag, MPI_Status *st)
-{ TIMED(C_Testany, MPI_COMM_NULL, 0, PMPI_Testany(n, r, i, flag, st)); }
-int MPI_Testsome(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
-{ TIMED(C_Testsome, MPI_COMM_NULL, 0, PMPI_Testsome(n, r, out, idx, st)); }
+        real_Sendrecv_replace(b, n, t, d, stag, s, rtag, c, st)); }
+int WRAP(Isend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Isend, c, bytes_of(n, t), real_Isend(b, n, t, d, tag, c, r)); }
+int WRAP(Issend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Issend, c, bytes_of(n, t), real_Issend(b, n, t, d, tag, c, r)); }
+int WRAP(Ibsend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ibsend, c, bytes_of(n, t), real_Ibsend(b, n, t, d, tag, c, r)); }
+int WRAP(Irsend)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Irsend, c, bytes_of(n, t), real_Irsend(b, n, t, d, tag, c, r)); }
+int WRAP(Irecv)(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Irecv, c, bytes_of(n, t), real_Irecv(b, n, t, s, tag, c, r)); }
+int WRAP(Wait)(MPI_Request *r, MPI_Status *st)
+{ TIMED(C_Wait, MPI_COMM_NULL, 0, real_Wait(r, st)); }
+int WRAP(Waitall)(int n, MPI_Request r[], MPI_Status st[])
+{ TIMED(C_Waitall, MPI_COMM_NULL, 0, real_Waitall(n, r, st)); }
+int WRAP(Waitany)(int n, MPI_Request r[], int *i, MPI_Status *st)
+{ TIMED(C_Waitany, MPI_COMM_NULL, 0, real_Waitany(n, r, i, st)); }
+int WRAP(Waitsome)(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
+{ TIMED(C_Waitsome, MPI_COMM_NULL, 0, real_Waitsome(n, r, out, idx, st)); }
+int WRAP(Test)(MPI_Request *r, int *flag, MPI_Status *st)
+{ TIMED(C_Test, MPI_COMM_NULL, 0, real_Test(r, flag, st)); }
+int WRAP(Testall)(int n, MPI_Request r[], int *flag, MPI_Status st[])
+{ TIMED(C_Testall, MPI_COMM_NULL, 0, real_Testall(n, r, flag, st)); }
+int WRAP(Testany)(int n, MPI_Request r[], int *i, int *flag, MPI_Status *st)
+{ TIMED(C_Testany, MPI_COMM_NULL, 0, real_Testany(n, r, i, flag, st)); }
+int WRAP(Testsome)(int n, MPI_Request r[], int *out, int idx[], MPI_Status st[])
+{ TIMED(C_Testsome, MPI_COMM_NULL, 0, real_Testsome(n, r, out, idx, st)); }
 /* persistent requests: the message is counted where it is set up, and again
  * at each start (MPI_Start at the request's bytes; MPI_Startall at the sum of
  * its requests' and the first one's communicator), from a table of the
  * requests set up (NREQ, linear probing; a request the table has no room for
  * starts without bytes); MPI_Request_free takes it out.  Completion is a
  * Wait's or a Test's. */
+#ifndef CS_SECOND_PASS
 #define NREQ 1024
 struct preq {
     uint64_t key; /* the handle's bits; 0: empty */
@@ -672,33 +754,38 @@ static int remember(int rc, MPI_Request *r, MPI_Comm c, uint64_t bytes)
     }
     return rc;
 }
+#endif
 
-int MPI_Request_free(MPI_Request *r)
+int WRAP(Request_free)(MPI_Request *r)
 {
+    PASS_INSIDE(real_Request_free(r));
     struct preq *p = r ? req_find(*r, 0) : NULL;
     if (p) /* a tombstone keeps later entries of its chain reachable */
         p->bytes = 0, p->slot = comm_slot(MPI_COMM_NULL), p->key = ~0ULL;
-    return PMPI_Request_free(r);
+    return real_Request_free(r);
 }
+#ifndef CS_SECOND_PASS
 #define SEND_INIT(name) \
-    int MPI_##name(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, \
+    int WRAP(name)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, \
                    MPI_Request *r) \
     { \
         int rc_; \
-        TIMED_RC(rc_, C_##name, c, bytes_of(n, t), PMPI_##name(b, n, t, d, tag, c, r)); \
+        TIMED_RC(rc_, C_##name, c, bytes_of(n, t), real_##name(b, n, t, d, tag, c, r)); \
         return remember(rc_, r, c, bytes_of(n, t)); /* after the clock stopped */ \
     }
+#endif
 SEND_INIT(Send_init)
 SEND_INIT(Ssend_init)
 SEND_INIT(Bsend_init)
 SEND_INIT(Rsend_init)
-int MPI_Recv_init(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
+int WRAP(Recv_init)(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
 {
     int rc;
-    TIMED_RC(rc, C_Recv_init, c, bytes_of(n, t), PMPI_Recv_init(b, n, t, s, tag, c, r));
+    TIMED_RC(rc, C_Recv_init, c, bytes_of(n, t), real_Recv_init(b, n, t, s, tag, c, r));
     return remember(rc, r, c, bytes_of(n, t));
 }
 /* the starts are counted by hand: their communicator comes from the table */
+#ifndef CS_SECOND_PASS
 static int started_n(int call, int n, MPI_Request *r, int rc, double dt, void *site)
 {
     uint64_t by = 0;
@@ -717,30 +804,34 @@ static int started_n(int call, int n, MPI_Request *r, int rc, double dt, void *s
     note_site(call, site, by, dt);
     return rc;
 }
-int MPI_Start(MPI_Request *r)
+#endif
+int WRAP(Start)(MPI_Request *r)
 {
+    PASS_INSIDE(real_Start(r));
     double t0 = now();
-    int rc = PMPI_Start(r);
+    int rc = real_Start(r);
     return started_n(C_Start, 1, r, rc, now() - t0, __builtin_return_address(0));
 }
-int MPI_Startall(int n, MPI_Request r[])
+int WRAP(Startall)(int n, MPI_Request r[])
 {
+    PASS_INSIDE(real_Startall(n, r));
     double t0 = now();
-    int rc = PMPI_Startall(n, r);
+    int rc = real_Startall(n, r);
     return started_n(C_Startall, n, r, rc, now() - t0, __builtin_return_address(0));
 }
 /* matched probes: the probe without bytes, the receive at the size that
  * arrived (the status, as MPI_Recv's) or, non-blocking, at the room posted */
-int MPI_Mprobe(int s, int tag, MPI_Comm c, MPI_Message *m, MPI_Status *st)
-{ TIMED(C_Mprobe, c, 0, PMPI_Mprobe(s, tag, c, m, st)); }
-int MPI_Improbe(int s, int tag, MPI_Comm c, int *flag, MPI_Message *m, MPI_Status *st)
-{ TIMED(C_Improbe, c, 0, PMPI_Improbe(s, tag, c, flag, m, st)); }
-int MPI_Mrecv(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Status *st)
+int WRAP(Mprobe)(int s, int tag, MPI_Comm c, MPI_Message *m, MPI_Status *st)
+{ TIMED(C_Mprobe, c, 0, real_Mprobe(s, tag, c, m, st)); }
+int WRAP(Improbe)(int s, int tag, MPI_Comm c, int *flag, MPI_Message *m, MPI_Status *st)
+{ TIMED(C_Improbe, c, 0, real_Improbe(s, tag, c, flag, m, st)); }
+int WRAP(Mrecv)(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Status *st)
 {
+    PASS_INSIDE(real_Mrecv(b, n, t, m, st));
     MPI_Status mine;
     MPI_Status *use = st == MPI_STATUS_IGNORE ? &mine : st;
     double t0 = now();
-    int rc = PMPI_Mrecv(b, n, t, m, use);
+    int rc = real_Mrecv(b, n, t, m, use);
     double dt = now() - t0;
     int got = 0;
     int known = rc == MPI_SUCCESS && PMPI_Get_count(use, t, &got) == MPI_SUCCESS &&
@@ -750,14 +841,15 @@ int MPI_Mrecv(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Status *st)
     note_site(C_Mrecv, __builtin_return_address(0), by, dt);
     return rc;
 }
-int MPI_Imrecv(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Request *r)
-{ TIMED(C_Imrecv, MPI_COMM_NULL, bytes_of(n, t), PMPI_Imrecv(b, n, t, m, r)); }
-int MPI_Probe(int s, int tag, MPI_Comm c, MPI_Status *st)
-{ TIMED(C_Probe, c, 0, PMPI_Probe(s, tag, c, st)); }
-int MPI_Iprobe(int s, int tag, MPI_Comm c, int *flag, MPI_Status *st)
-{ TIMED(C_Iprobe, c, 0, PMPI_Iprobe(s, tag, c, flag, st)); }
+int WRAP(Imrecv)(void *b, int n, MPI_Datatype t, MPI_Message *m, MPI_Request *r)
+{ TIMED(C_Imrecv, MPI_COMM_NULL, bytes_of(n, t), real_Imrecv(b, n, t, m, r)); }
+int WRAP(Probe)(int s, int tag, MPI_Comm c, MPI_Status *st)
+{ TIMED(C_Probe, c, 0, real_Probe(s, tag, c, st)); }
+int WRAP(Iprobe)(int s, int tag, MPI_Comm c, int *flag, MPI_Status *st)
+{ TIMED(C_Iprobe, c, 0, real_Iprobe(s, tag, c, flag, st)); }
 
 /* collectives: bytes are this rank's message (a root's per-rank share) */
+#ifndef CS_SECOND_PASS
 static int me(MPI_Comm c)
 {
     int r = 0;
@@ -776,125 +868,138 @@ static int size_of(MPI_Comm c)
         PMPI_Comm_size(c, &n);
     return n;
 }
+#endif
 
-int MPI_Barrier(MPI_Comm c) { TIMED(C_Barrier, c, 0, PMPI_Barrier(c)); }
-int MPI_Bcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c)
-{ TIMED(C_Bcast, c, bytes_of(n, t), PMPI_Bcast(b, n, t, root, c)); }
-int MPI_Reduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c)
-{ TIMED(C_Reduce, c, bytes_of(n, t), PMPI_Reduce(sb, rb, n, t, op, root, c)); }
-int MPI_Allreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
-{ TIMED(C_Allreduce, c, bytes_of(n, t), PMPI_Allreduce(sb, rb, n, t, op, c)); }
-int MPI_Gather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+int WRAP(Barrier)(MPI_Comm c) { TIMED(C_Barrier, c, 0, real_Barrier(c)); }
+int WRAP(Bcast)(void *b, int n, MPI_Datatype t, int root, MPI_Comm c)
+{ TIMED(C_Bcast, c, bytes_of(n, t), real_Bcast(b, n, t, root, c)); }
+int WRAP(Reduce)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c)
+{ TIMED(C_Reduce, c, bytes_of(n, t), real_Reduce(sb, rb, n, t, op, root, c)); }
+int WRAP(Allreduce)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{ TIMED(C_Allreduce, c, bytes_of(n, t), real_Allreduce(sb, rb, n, t, op, c)); }
+int WRAP(Gather)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                int root, MPI_Comm c)
 { TIMED(C_Gather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
-        PMPI_Gather(sb, sn, st, rb, rn, rt, root, c)); }
-int MPI_Gatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+        real_Gather(sb, sn, st, rb, rn, rt, root, c)); }
+int WRAP(Gatherv)(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
                 const int displs[], MPI_Datatype rt, int root, MPI_Comm c)
 { TIMED(C_Gatherv, c, sb == MPI_IN_PLACE ? 0 : bytes_of(sn, st),
-        PMPI_Gatherv(sb, sn, st, rb, rn, displs, rt, root, c)); }
-int MPI_Scatter(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+        real_Gatherv(sb, sn, st, rb, rn, displs, rt, root, c)); }
+int WRAP(Scatter)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                 int root, MPI_Comm c)
 { TIMED(C_Scatter, c, rb == MPI_IN_PLACE ? bytes_of(sn, st) : bytes_of(rn, rt),
-        PMPI_Scatter(sb, sn, st, rb, rn, rt, root, c)); }
-int MPI_Scatterv(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb,
+        real_Scatter(sb, sn, st, rb, rn, rt, root, c)); }
+int WRAP(Scatterv)(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb,
                  int rn, MPI_Datatype rt, int root, MPI_Comm c)
 { TIMED(C_Scatterv, c, rb == MPI_IN_PLACE ? 0 : bytes_of(rn, rt),
-        PMPI_Scatterv(sb, sn, displs, st, rb, rn, rt, root, c)); }
-int MPI_Allgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+        real_Scatterv(sb, sn, displs, st, rb, rn, rt, root, c)); }
+int WRAP(Allgather)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                   MPI_Comm c)
 { TIMED(C_Allgather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
-        PMPI_Allgather(sb, sn, st, rb, rn, rt, c)); }
-int MPI_Allgatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+        real_Allgather(sb, sn, st, rb, rn, rt, c)); }
+int WRAP(Allgatherv)(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
                    const int displs[], MPI_Datatype rt, MPI_Comm c)
 { TIMED(C_Allgatherv, c, sb == MPI_IN_PLACE ? bytes_of(rn[me(c)], rt) : bytes_of(sn, st),
-        PMPI_Allgatherv(sb, sn, st, rb, rn, displs, rt, c)); }
-int MPI_Alltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+        real_Allgatherv(sb, sn, st, rb, rn, displs, rt, c)); }
+int WRAP(Alltoall)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                  MPI_Comm c)
 { TIMED(C_Alltoall, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
-        PMPI_Alltoall(sb, sn, st, rb, rn, rt, c)); }
-int MPI_Alltoallv(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb,
+        real_Alltoall(sb, sn, st, rb, rn, rt, c)); }
+int WRAP(Alltoallv)(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb,
                   const int rn[], const int rd[], MPI_Datatype rt, MPI_Comm c)
 { TIMED(C_Alltoallv, c, sb == MPI_IN_PLACE ? sum_bytes(rn, size_of(c), rt)
                                            : sum_bytes(sn, size_of(c), st),
-        PMPI_Alltoallv(sb, sn, sd, st, rb, rn, rd, rt, c)); }
-int MPI_Alltoallw(const void *sb, const int sn[], const int sd[], const MPI_Datatype st[],
+        real_Alltoallv(sb, sn, sd, st, rb, rn, rd, rt, c)); }
+int WRAP(Alltoallw)(const void *sb, const int sn[], const int sd[], const MPI_Datatype st[],
                   void *rb, const int rn[], const int rd[], const MPI_Datatype rt[], MPI_Comm c)
 { TIMED(C_Alltoallw, c, sb == MPI_IN_PLACE ? sum_bytes_w(rn, size_of(c), rt)
                                            : sum_bytes_w(sn, size_of(c), st),
-        PMPI_Alltoallw(sb, sn, sd, st, rb, rn, rd, rt, c)); }
-int MPI_Reduce_scatter(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
+        real_Alltoallw(sb, sn, sd, st, rb, rn, rd, rt, c)); }
+int WRAP(Reduce_scatter)(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
                        MPI_Comm c)
 { TIMED(C_Reduce_scatter, c, bytes_of(rn[me(c)], t),
-        PMPI_Reduce_scatter(sb, rb, rn, t, op, c)); }
-int MPI_Reduce_scatter_block(const void *sb, void *rb, int rn, MPI_Datatype t, MPI_Op op,
+        real_Reduce_scatter(sb, rb, rn, t, op, c)); }
+int WRAP(Reduce_scatter_block)(const void *sb, void *rb, int rn, MPI_Datatype t, MPI_Op op,
                              MPI_Comm c)
 { TIMED(C_Reduce_scatter_block, c, bytes_of(rn, t),
-        PMPI_Reduce_scatter_block(sb, rb, rn, t, op, c)); }
-int MPI_Scan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
-{ TIMED(C_Scan, c, bytes_of(n, t), PMPI_Scan(sb, rb, n, t, op, c)); }
-int MPI_Exscan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
-{ TIMED(C_Exscan, c, bytes_of(n, t), PMPI_Exscan(sb, rb, n, t, op, c)); }
+        real_Reduce_scatter_block(sb, rb, rn, t, op, c)); }
+int WRAP(Scan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{ TIMED(C_Scan, c, bytes_of(n, t), real_Scan(sb, rb, n, t, op, c)); }
+int WRAP(Exscan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c)
+{ TIMED(C_Exscan, c, bytes_of(n, t), real_Exscan(sb, rb, n, t, op, c)); }
 
 /* non-blocking collectives: the call itself; their completion is a Wait's */
-int MPI_Ibarrier(MPI_Comm c, MPI_Request *r) { TIMED(C_Ibarrier, c, 0, PMPI_Ibarrier(c, r)); }
-int MPI_Ibcast(void *b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *r)
-{ TIMED(C_Ibcast, c, bytes_of(n, t), PMPI_Ibcast(b, n, t, root, c, r)); }
-int MPI_Ireduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c,
+int WRAP(Ibarrier)(MPI_Comm c, MPI_Request *r) { TIMED(C_Ibarrier, c, 0, real_Ibarrier(c, r)); }
+int WRAP(Ibcast)(void *b, int n, MPI_Datatype t, int root, MPI_Comm c, MPI_Request *r)
+{ TIMED(C_Ibcast, c, bytes_of(n, t), real_Ibcast(b, n, t, root, c, r)); }
+int WRAP(Ireduce)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, int root, MPI_Comm c,
                 MPI_Request *r)
-{ TIMED(C_Ireduce, c, bytes_of(n, t), PMPI_Ireduce(sb, rb, n, t, op, root, c, r)); }
-int MPI_Iallreduce(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+{ TIMED(C_Ireduce, c, bytes_of(n, t), real_Ireduce(sb, rb, n, t, op, root, c, r)); }
+int WRAP(Iallreduce)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
                    MPI_Request *r)
-{ TIMED(C_Iallreduce, c, bytes_of(n, t), PMPI_Iallreduce(sb, rb, n, t, op, c, r)); }
-int MPI_Iallgather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+{ TIMED(C_Iallreduce, c, bytes_of(n, t), real_Iallreduce(sb, rb, n, t, op, c, r)); }
+int WRAP(Iallgather)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                    MPI_Comm c, MPI_Request *r)
 { TIMED(C_Iallgather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
-        PMPI_Iallgather(sb, sn, st, rb, rn, rt, c, r)); }
-int MPI_Ialltoall(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+        real_Iallgather(sb, sn, st, rb, rn, rt, c, r)); }
+int WRAP(Ialltoall)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                   MPI_Comm c, MPI_Request *r)
 { TIMED(C_Ialltoall, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
-        PMPI_Ialltoall(sb, sn, st, rb, rn, rt, c, r)); }
-int MPI_Igather(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+        real_Ialltoall(sb, sn, st, rb, rn, rt, c, r)); }
+int WRAP(Igather)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                 int root, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Igather, c, sb == MPI_IN_PLACE ? bytes_of(rn, rt) : bytes_of(sn, st),
-        PMPI_Igather(sb, sn, st, rb, rn, rt, root, c, r)); }
-int MPI_Igatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+        real_Igather(sb, sn, st, rb, rn, rt, root, c, r)); }
+int WRAP(Igatherv)(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
                  const int displs[], MPI_Datatype rt, int root, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Igatherv, c, sb == MPI_IN_PLACE ? 0 : bytes_of(sn, st),
-        PMPI_Igatherv(sb, sn, st, rb, rn, displs, rt, root, c, r)); }
-int MPI_Iscatter(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
+        real_Igatherv(sb, sn, st, rb, rn, displs, rt, root, c, r)); }
+int WRAP(Iscatter)(const void *sb, int sn, MPI_Datatype st, void *rb, int rn, MPI_Datatype rt,
                  int root, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Iscatter, c, rb == MPI_IN_PLACE ? bytes_of(sn, st) : bytes_of(rn, rt),
-        PMPI_Iscatter(sb, sn, st, rb, rn, rt, root, c, r)); }
-int MPI_Iscatterv(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb,
+        real_Iscatter(sb, sn, st, rb, rn, rt, root, c, r)); }
+int WRAP(Iscatterv)(const void *sb, const int sn[], const int displs[], MPI_Datatype st, void *rb,
                   int rn, MPI_Datatype rt, int root, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Iscatterv, c, rb == MPI_IN_PLACE ? 0 : bytes_of(rn, rt),
-        PMPI_Iscatterv(sb, sn, displs, st, rb, rn, rt, root, c, r)); }
-int MPI_Iallgatherv(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
+        real_Iscatterv(sb, sn, displs, st, rb, rn, rt, root, c, r)); }
+int WRAP(Iallgatherv)(const void *sb, int sn, MPI_Datatype st, void *rb, const int rn[],
                     const int displs[], MPI_Datatype rt, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Iallgatherv, c, sb == MPI_IN_PLACE ? bytes_of(rn[me(c)], rt) : bytes_of(sn, st),
-        PMPI_Iallgatherv(sb, sn, st, rb, rn, displs, rt, c, r)); }
-int MPI_Ialltoallv(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb,
+        real_Iallgatherv(sb, sn, st, rb, rn, displs, rt, c, r)); }
+int WRAP(Ialltoallv)(const void *sb, const int sn[], const int sd[], MPI_Datatype st, void *rb,
                    const int rn[], const int rd[], MPI_Datatype rt, MPI_Comm c, MPI_Request *r)
 { TIMED(C_Ialltoallv, c, sb == MPI_IN_PLACE ? sum_bytes(rn, size_of(c), rt)
                                             : sum_bytes(sn, size_of(c), st),
-        PMPI_Ialltoallv(sb, sn, sd, st, rb, rn, rd, rt, c, r)); }
-int MPI_Ialltoallw(const void *sb, const int sn[], const int sd[], const MPI_Datatype st[],
+        real_Ialltoallv(sb, sn, sd, st, rb, rn, rd, rt, c, r)); }
+int WRAP(Ialltoallw)(const void *sb, const int sn[], const int sd[], const MPI_Datatype st[],
                    void *rb, const int rn[], const int rd[], const MPI_Datatype rt[], MPI_Comm c,
                    MPI_Request *r)
 { TIMED(C_Ialltoallw, c, sb == MPI_IN_PLACE ? sum_bytes_w(rn, size_of(c), rt)
                                             : sum_bytes_w(sn, size_of(c), st),
-        PMPI_Ialltoallw(sb, sn, sd, st, rb, rn, rd, rt, c, r)); }
-int MPI_Ireduce_scatter(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
+        real_Ialltoallw(sb, sn, sd, st, rb, rn, rd, rt, c, r)); }
+int WRAP(Ireduce_scatter)(const void *sb, void *rb, const int rn[], MPI_Datatype t, MPI_Op op,
                         MPI_Comm c, MPI_Request *r)
 { TIMED(C_Ireduce_scatter, c, bytes_of(rn[me(c)], t),
-        PMPI_Ireduce_scatter(sb, rb, rn, t, op, c, r)); }
-int MPI_Ireduce_scatter_block(const void *sb, void *rb, int rn, MPI_Datatype t, MPI_Op op,
+        real_Ireduce_scatter(sb, rb, rn, t, op, c, r)); }
+int WRAP(Ireduce_scatter_block)(const void *sb, void *rb, int rn, MPI_Datatype t, MPI_Op op,
                               MPI_Comm c, MPI_Request *r)
 { TIMED(C_Ireduce_scatter_block, c, bytes_of(rn, t),
-        PMPI_Ireduce_scatter_block(sb, rb, rn, t, op, c, r)); }
-int MPI_Iscan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+        real_Ireduce_scatter_block(sb, rb, rn, t, op, c, r)); }
+int WRAP(Iscan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
               MPI_Request *r)
-{ TIMED(C_Iscan, c, bytes_of(n, t), PMPI_Iscan(sb, rb, n, t, op, c, r)); }
-int MPI_Iexscan(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
+{ TIMED(C_Iscan, c, bytes_of(n, t), real_Iscan(sb, rb, n, t, op, c, r)); }
+int WRAP(Iexscan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
                 MPI_Request *r)
-{ TIMED(C_Iexscan, c, bytes_of(n, t), PMPI_Iexscan(sb, rb, n, t, op, c, r)); }
+{ TIMED(C_Iexscan, c, bytes_of(n, t), real_Iexscan(sb, rb, n, t, op, c, r)); }
+
+/* The second reading: the same wrappers under the PMPI_ names, for callers
+ * that skip MPI_ (Open MPI's Fortran bindings), passing on what the library
+ * calls itself. */
+#ifndef CS_SECOND_PASS
+#define CS_SECOND_PASS
+#undef WRAP
+#undef FROM_INSIDE
+#define WRAP(n) PMPI_##n
+#define FROM_INSIDE(ra) inside_mpi(ra)
+#include "cs_profile.c" /* this file: found beside itself */
+#endif

@@ -166,8 +166,6 @@ def cmd_profile(a: argparse.Namespace) -> int:
     if n := s.store.abandon_profiles():
         print(f"note: {n} earlier profile(s) left running by a commscope that was killed "
               "are marked interrupted")
-    for note in measure.unseen(exe, impl):
-        print(f"note: {note}")
     if files:
         return _verify(s, settings, files, a.rounds or 5)
     pid, got, checked = _one(s, settings)

@@ -113,29 +113,12 @@ def which_impl(exe: Path, impls: list[MpiImpl], asked: str | None) -> MpiImpl:
                          "commscope mpi add PATH/TO/mpicc adds one)")
 
 
-# The Fortran bindings' libraries, and whether their calls reach the C
-# wrappers: Open MPI's call PMPI_ directly (ompi/mpi/fortran/mpif-h/*_f.c),
-# MPICH's mpif.h and `use mpi` bindings call the C MPI_ functions, its
-# `use mpi_f08` ones only where they pass a buffer.
-FORTRAN = {r"libmpi_mpifh": "Open MPI's Fortran bindings call PMPI_ directly: its Fortran MPI "
-                            "calls are not counted",
-           r"libmpi_usempif08": "Open MPI's mpi_f08 bindings call PMPI_ directly: its Fortran "
-                                "MPI calls are not counted",
-           r"libmpichfort": "MPICH's Fortran bindings reach the profiled C calls for mpif.h "
-                            "and `use mpi`; under `use mpi_f08` the calls without a buffer "
-                            "(MPI_Init, MPI_Wait, MPI_Barrier...) are not counted"}
-
-
-def unseen(exe: Path, impl: MpiImpl) -> list[str]:
-    """What of the program's MPI calls the profiler cannot see, read from
-    the libraries it links (its Fortran bindings)."""
-    try:
-        out = subprocess.run(["ldd", str(exe)], capture_output=True, text=True, timeout=20,
-                             env=environ(impl.env), check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [f"{exe.name} links {lib}: {said}" for lib, said in FORTRAN.items()
-            if re.search(rf"^\s*{lib}\.so", out, re.M)]
+# The Fortran bindings need nothing of their own: MPICH's call the C MPI_
+# functions (mpif.h, `use mpi`; its `use mpi_f08` ones call PMPI_ where there
+# is no buffer), Open MPI's call PMPI_ directly (ompi/mpi/fortran/mpif-h/*_f.c,
+# and its mpi_f08 ones through them), and the profiler defines both names
+# (core/profile/cs_profile.c, read twice).  Until 2026-11-28 it defined MPI_
+# alone and said "its Fortran MPI calls are not counted" of Open MPI's.
 
 
 def _tail(path: Path, limit: int = TAIL) -> str:
@@ -265,8 +248,8 @@ def launch(impl: MpiImpl, lib: Path, exe: Path, args: list[str], np_: int, cores
         status, why = "no-profiles", (f"no rank's profile came back: the nodes do not see "
                                       f"{cwd} (run from a folder every node shares)")
     elif not any(r.get("calls") for r in ranks):
-        status, why = "no-mpi-seen", ("it made no MPI call the profiler saw: the Fortran "
-                                      "bindings, a static link, or no MPI at all")
+        status, why = "no-mpi-seen", ("it made no MPI call the profiler saw: a static "
+                                      "link, or no MPI at all")
     else:
         status, why = "ok", ""
     return argv, Profiled(status, ended, out, err, ranks, why)
