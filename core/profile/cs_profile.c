@@ -25,7 +25,8 @@
  * Persistent requests are counted where they are set up and at each start,
  * with their message.  Fortran calls are counted under both libraries: the
  * wrappers are defined under the MPI_ and the PMPI_ names (Open MPI's Fortran
- * bindings call PMPI_; the end of the file).  One-sided and I/O calls and
+ * bindings call PMPI_; the end of the file).  One-sided calls are counted
+ * (the origin's bytes; window creation and freeing are not); I/O calls and
  * neighbour collectives are not intercepted: a program whose calls never
  * reach these wrappers writes no calls, and commscope says so rather than
  * storing no communication. */
@@ -59,7 +60,11 @@
     X(Ialltoallv) X(Ialltoallw) X(Ireduce_scatter) X(Ireduce_scatter_block) X(Iscan) \
     X(Iexscan) X(Testany) X(Testsome) X(Send_init) X(Ssend_init) X(Bsend_init) \
     X(Rsend_init) X(Recv_init) X(Start) X(Startall) X(Mprobe) X(Improbe) \
-    X(Mrecv) X(Imrecv) X(Ibsend) X(Irsend)
+    X(Mrecv) X(Imrecv) X(Ibsend) X(Irsend) \
+    X(Put) X(Get) X(Accumulate) X(Get_accumulate) X(Fetch_and_op) X(Compare_and_swap) \
+    X(Rput) X(Rget) X(Win_fence) X(Win_lock) X(Win_unlock) X(Win_lock_all) \
+    X(Win_unlock_all) X(Win_flush) X(Win_flush_all) X(Win_post) X(Win_start) \
+    X(Win_complete) X(Win_wait)
 
 #define ENUM(n) C_##n,
 enum { CALLS(ENUM) NCALLS };
@@ -991,6 +996,61 @@ int WRAP(Iscan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_
 int WRAP(Iexscan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c,
                 MPI_Request *r)
 { TIMED(C_Iexscan, c, bytes_of(n, t), real_Iexscan(sb, rb, n, t, op, c, r)); }
+
+/* one-sided: the origin's bytes (an atomic's one element); a window has no
+ * communicator here (its group's size would cost a query a call): counted
+ * beside the waits, as their synchronisation calls are */
+int WRAP(Put)(const void *o, int n, MPI_Datatype t, int r, MPI_Aint d, int tn, MPI_Datatype tt,
+              MPI_Win w)
+{ TIMED(C_Put, MPI_COMM_NULL, bytes_of(n, t), real_Put(o, n, t, r, d, tn, tt, w)); }
+int WRAP(Get)(void *o, int n, MPI_Datatype t, int r, MPI_Aint d, int tn, MPI_Datatype tt,
+              MPI_Win w)
+{ TIMED(C_Get, MPI_COMM_NULL, bytes_of(n, t), real_Get(o, n, t, r, d, tn, tt, w)); }
+int WRAP(Accumulate)(const void *o, int n, MPI_Datatype t, int r, MPI_Aint d, int tn,
+                     MPI_Datatype tt, MPI_Op op, MPI_Win w)
+{ TIMED(C_Accumulate, MPI_COMM_NULL, bytes_of(n, t),
+        real_Accumulate(o, n, t, r, d, tn, tt, op, w)); }
+int WRAP(Get_accumulate)(const void *o, int n, MPI_Datatype t, void *res, int rn,
+                         MPI_Datatype rt, int r, MPI_Aint d, int tn, MPI_Datatype tt, MPI_Op op,
+                         MPI_Win w)
+{ TIMED(C_Get_accumulate, MPI_COMM_NULL, bytes_of(rn, rt),
+        real_Get_accumulate(o, n, t, res, rn, rt, r, d, tn, tt, op, w)); }
+int WRAP(Fetch_and_op)(const void *o, void *res, MPI_Datatype t, int r, MPI_Aint d, MPI_Op op,
+                       MPI_Win w)
+{ TIMED(C_Fetch_and_op, MPI_COMM_NULL, bytes_of(1, t),
+        real_Fetch_and_op(o, res, t, r, d, op, w)); }
+int WRAP(Compare_and_swap)(const void *o, const void *cmp, void *res, MPI_Datatype t, int r,
+                           MPI_Aint d, MPI_Win w)
+{ TIMED(C_Compare_and_swap, MPI_COMM_NULL, bytes_of(1, t),
+        real_Compare_and_swap(o, cmp, res, t, r, d, w)); }
+int WRAP(Rput)(const void *o, int n, MPI_Datatype t, int r, MPI_Aint d, int tn, MPI_Datatype tt,
+               MPI_Win w, MPI_Request *q)
+{ TIMED(C_Rput, MPI_COMM_NULL, bytes_of(n, t), real_Rput(o, n, t, r, d, tn, tt, w, q)); }
+int WRAP(Rget)(void *o, int n, MPI_Datatype t, int r, MPI_Aint d, int tn, MPI_Datatype tt,
+               MPI_Win w, MPI_Request *q)
+{ TIMED(C_Rget, MPI_COMM_NULL, bytes_of(n, t), real_Rget(o, n, t, r, d, tn, tt, w, q)); }
+int WRAP(Win_fence)(int a, MPI_Win w)
+{ TIMED(C_Win_fence, MPI_COMM_NULL, 0, real_Win_fence(a, w)); }
+int WRAP(Win_lock)(int type, int r, int a, MPI_Win w)
+{ TIMED(C_Win_lock, MPI_COMM_NULL, 0, real_Win_lock(type, r, a, w)); }
+int WRAP(Win_unlock)(int r, MPI_Win w)
+{ TIMED(C_Win_unlock, MPI_COMM_NULL, 0, real_Win_unlock(r, w)); }
+int WRAP(Win_lock_all)(int a, MPI_Win w)
+{ TIMED(C_Win_lock_all, MPI_COMM_NULL, 0, real_Win_lock_all(a, w)); }
+int WRAP(Win_unlock_all)(MPI_Win w)
+{ TIMED(C_Win_unlock_all, MPI_COMM_NULL, 0, real_Win_unlock_all(w)); }
+int WRAP(Win_flush)(int r, MPI_Win w)
+{ TIMED(C_Win_flush, MPI_COMM_NULL, 0, real_Win_flush(r, w)); }
+int WRAP(Win_flush_all)(MPI_Win w)
+{ TIMED(C_Win_flush_all, MPI_COMM_NULL, 0, real_Win_flush_all(w)); }
+int WRAP(Win_post)(MPI_Group g, int a, MPI_Win w)
+{ TIMED(C_Win_post, MPI_COMM_NULL, 0, real_Win_post(g, a, w)); }
+int WRAP(Win_start)(MPI_Group g, int a, MPI_Win w)
+{ TIMED(C_Win_start, MPI_COMM_NULL, 0, real_Win_start(g, a, w)); }
+int WRAP(Win_complete)(MPI_Win w)
+{ TIMED(C_Win_complete, MPI_COMM_NULL, 0, real_Win_complete(w)); }
+int WRAP(Win_wait)(MPI_Win w)
+{ TIMED(C_Win_wait, MPI_COMM_NULL, 0, real_Win_wait(w)); }
 
 /* The second reading: the same wrappers under the PMPI_ names, for callers
  * that skip MPI_ (Open MPI's Fortran bindings), passing on what the library

@@ -6,7 +6,9 @@
  * installed before MPI_Init, and raises SIGTERM after its receives: the
  * handler must still run), "noinit" (no MPI at all), "stack" (only MPI_Init,
  * then one helper's MPI_Allreduce reached from two lines of main, twice and
- * three times, then MPI_Finalize: call sites with their callers).  Rank 0 prints the
+ * three times, then MPI_Finalize: call sites with their callers), "rma" (one-sided:
+ * 3 puts of 16 doubles between fences, a get, and under a lock an accumulate and
+ * a fetch-and-op of one double, each rank to the next; the get checked).  Rank 0 prints the
  * arguments after the first, one a line between brackets, as it got them. */
 #include <mpi.h>
 #include <signal.h>
@@ -53,6 +55,31 @@ int main(int argc, char **argv)
             reduce_in_helper(a, b); /* second caller */
         MPI_Finalize();
         return b[0] == 2.0 * size / 2 ? 0 : 9;
+    }
+    if (!strcmp(mode, "rma")) {
+        double win[64] = {0}, src[16], got[16], one = 1.0, old = 0.0;
+        for (int i = 0; i < 16; i++)
+            src[i] = rank + i;
+        MPI_Win w;
+        MPI_Win_create(win, sizeof win, sizeof(double), MPI_INFO_NULL, MPI_COMM_WORLD, &w);
+        int next = (rank + 1) % size;
+        MPI_Win_fence(0, w);
+        for (int i = 0; i < 3; i++)
+            MPI_Put(src, 16, MPI_DOUBLE, next, 16 * i, 16, MPI_DOUBLE, w);
+        MPI_Win_fence(0, w);
+        /* what this rank put into the next one's window, read back */
+        MPI_Get(got, 16, MPI_DOUBLE, next, 0, 16, MPI_DOUBLE, w);
+        MPI_Win_fence(0, w);
+        MPI_Win_lock(MPI_LOCK_SHARED, next, 0, w);
+        MPI_Accumulate(&one, 1, MPI_DOUBLE, next, 63, 1, MPI_DOUBLE, MPI_SUM, w);
+        MPI_Fetch_and_op(&one, &old, MPI_DOUBLE, next, 62, MPI_SUM, w);
+        MPI_Win_unlock(next, w);
+        MPI_Win_free(&w);
+        int bad = 0;
+        for (int i = 0; i < 16; i++)
+            bad |= got[i] != rank + i;
+        MPI_Finalize();
+        return bad ? 9 : 0;
     }
     for (int i = 2; rank == 0 && i < argc; i++)
         printf("arg[%s]\n", argv[i]);

@@ -65,7 +65,14 @@ class Hot:
 
 NO_BYTES = {"MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test",
             "MPI_Testall", "MPI_Testany", "MPI_Testsome", "MPI_Barrier", "MPI_Ibarrier",
-            "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe"}
+            "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe",
+            # one-sided synchronisation: the epochs' fences, locks and flushes
+            "MPI_Win_fence", "MPI_Win_lock", "MPI_Win_unlock", "MPI_Win_lock_all",
+            "MPI_Win_unlock_all", "MPI_Win_flush", "MPI_Win_flush_all", "MPI_Win_post",
+            "MPI_Win_start", "MPI_Win_complete", "MPI_Win_wait"}
+# one-sided calls: a put's or get's transfer completes at its epoch's end
+ONE_SIDED = {"MPI_Put", "MPI_Get", "MPI_Accumulate", "MPI_Get_accumulate", "MPI_Fetch_and_op",
+             "MPI_Compare_and_swap", "MPI_Rput", "MPI_Rget"}
 SETUP = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize"}
 
 
@@ -182,6 +189,9 @@ def no_bench(call: str) -> str:
     """Why a call is set against no benchmark, in words."""
     if call in NO_BENCH:
         return NO_BENCH[call]
+    if call in ONE_SIDED or call.startswith("MPI_Win_"):
+        return ("one-sided: no benchmark here times it (OSU's osu_put_latency and "
+                "osu_get_latency do); a transfer completes at its epoch's fence, unlock or flush")
     if (call.startswith("MPI_I") and call not in ("MPI_Iprobe", "MPI_Improbe")
             or call in ("MPI_Start", "MPI_Startall")):
         return ("a non-blocking start: its time here is the call's own, the transfer is the "
