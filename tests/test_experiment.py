@@ -138,3 +138,34 @@ def test_the_check_of_a_file_takes_again_the_rounds_a_jump_of_the_host_left_unpa
     assert len(jobs) == 12 and got.stopped == "decided"
     assert done.rounds == dx.CHECK_ROUNDS[1] and done.effects[0][1].dropped == 2
     assert done.passed
+
+
+def test_a_checked_file_that_can_be_judged_gives_its_time_to_the_next_file(monkeypatch):
+    """The check goes on to 4 rounds paired where the host jumped; once 3 are
+    (enough to judge it), it stops where the next file needs the time left,
+    and only then."""
+    from commscope.advise import diagnose as dx
+    from commscope.analysis import diagnosis as dg
+
+    core = SimpleNamespace(impl=OMPI.impl, benches=[])
+    base = _arm("openmpi", "bw", core=core)
+    test = _arm("openmpi|eager", "bw", ("OMPI_MCA_btl_vader_eager_limit", "4096"), core=core)
+    fc = dg.FileCheck("openmpi", test.name, test.settings, ("bw",))
+
+    def rounds(n: int, jumped: set[int]) -> dg.Rounds:
+        out = dg.Rounds()
+        for r in range(1, n + 1):
+            for arm in (base.name, test.name):
+                floor = 275.0 if arm == test.name and r in jumped else 60.0
+                out.figures.setdefault(arm, {})[r] = {("bw", 8): (100.0, floor, None)}
+        return out
+
+    three = rounds(4, {2})  # 3 paired of 4
+    for need, wanted in ((False, True), (True, False)):
+        active = dx.paired_until(fc, base.name, (base, test), lambda n=need: n)
+        assert (active(three, 4) is not None) == wanted, need
+    # fewer than 3 paired: it goes on whatever the next file needs
+    two = rounds(3, {2})
+    assert dx.paired_until(fc, base.name, (base, test), lambda: True)(two, 3) is not None
+    # 4 paired: done either way
+    assert dx.paired_until(fc, base.name, (base, test), lambda: False)(rounds(4, set()), 4) is None

@@ -563,19 +563,26 @@ def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, l
                if p.arms is not None)
 
 
-def paired_until(fc: dg.FileCheck, default_arm: str, arms: Sequence[ex.Arm]
+def paired_until(fc: dg.FileCheck, default_arm: str, arms: Sequence[ex.Arm],
+                 yield_to: Callable[[], bool] = lambda: False
                  ) -> Callable[[dg.Rounds, int], list[str] | None]:
     """The check's rounds go on until CHECK_ROUNDS' most are paired at all
     but dg.UNJUDGED_MAX of its sizes (CHECK_MAX rounds at most): a round
     taken across a jump of the host between its modes pairs nothing at a
     size (a CI host dropped 2 of 4, and the file was not handed over), and
-    is taken again."""
+    is taken again.  Once its fewest are paired there (enough to judge it),
+    it stops where `yield_to()` says the files after it need the time left."""
     names = [a.name for a in arms]
+
+    def short(now: dg.FileCheck, n: int) -> bool:
+        few = sum(1 for _, x in now.effects if x.n < n) + len(now.unpaired)
+        return not now.effects or few > dg.UNJUDGED_MAX * now.sizes
 
     def wants(got: dg.Rounds, _round: int) -> list[str] | None:
         now = dg.check_file(fc, got, default_arm)
-        short = sum(1 for _, x in now.effects if x.n < CHECK_ROUNDS[1]) + len(now.unpaired)
-        return names if not now.effects or short > dg.UNJUDGED_MAX * now.sizes else None
+        if not short(now, CHECK_ROUNDS[1]):
+            return None
+        return None if not short(now, CHECK_ROUNDS[0]) and yield_to() else names
 
     return wants
 
@@ -594,7 +601,22 @@ def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
     checks = []
     plans = sorted(file_plans(ctx, d, swept), key=lambda p: -sum(t.gain for t in p.trials))
     lo = CHECK_ROUNDS[0]
-    for plan in plans:
+
+    def later_need(i: int, arms: Sequence[ex.Arm]) -> Callable[[], bool]:
+        """Whether the files after the i-th need the time one more of its
+        rounds would take: asked after each round, by the clock as it has
+        learned this run's jobs (estimated once before the first round, a
+        file over 271 sizes took longer than said, and capping it there left
+        no file handed over in 5 runs)."""
+        def need() -> bool:
+            rest = [ex.round_s(p.arms, ctx.clock) * lo for p in plans[i + 1:]
+                    if p.arms is not None]
+            now = ctx.clock.left()
+            # one more round would leave a later file too little, that now has enough
+            return bool(rest) and now - ex.round_s(arms, ctx.clock) < min(rest) <= now
+        return need
+
+    for i, plan in enumerate(plans):
         arm, trials, fc = plan.arm, plan.trials, plan.fc
         cfg = ctx.configs[arm]
         settings, benches = fc.settings, fc.benches
@@ -612,7 +634,8 @@ def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
         clock = ex.Clock(min(ctx.clock.deadline, t1 + budget_s), ctx.clock.seen)
         got = ex.run([base, test], ctx.store, sweep_id=ctx.sweep_id, trial="check",
                      clock=clock, rounds=CHECK_MAX, policy=ctx.policy, progress=ctx.progress,
-                     seed=37, first_round=first, active=paired_until(fc, arm, (base, test)))
+                     seed=37, first_round=first,
+                     active=paired_until(fc, arm, (base, test), later_need(i, (base, test))))
         part = dg.Rounds()
         part.merge(got)
         d.rounds.merge(got)
