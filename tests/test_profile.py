@@ -426,6 +426,10 @@ def test_hpcc_nobody_here_wrote_is_profiled_as_a_user_would(impls, tmp_path, cap
     # the rows set against a benchmark (a non-blocking start's, hot enough to be
     # listed on a slow run, is set against none and says why in other words)
     measured = [x for x in table if x.startswith("MPI_") and "benchmarked (" in x]
+    # and every other row says why it has no benchmark, in the words no_bench gives
+    for x in table:
+        if x.startswith("MPI_") and x not in measured:
+            assert prof.no_bench(x.split()[0]) in x, x
     # each set against Open MPI's own benchmark (marked where measured beside other work)
     assert measured and all(re.search(r"\((latency|bcast|reduce|allreduce|alltoall|barrier), "
                                       r"openmpi(, measured beside other work)?\)", x)
@@ -654,8 +658,11 @@ def test_every_call_the_profiler_counts_is_a_transfer_or_said_not_to_be():
                    "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe", "MPI_Wait",
                    "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall",
                    "MPI_Testany", "MPI_Testsome"}
+    # one-sided calls: neither a point-to-point setting's nor a collective's share
+    one_sided = set(prof.ONE_SIDED) | {c for c in counted if c.startswith("MPI_Win_")}
+    assert set(prof.ONE_SIDED) <= counted and "MPI_Win_fence" in one_sided
     assert len(counted) > 60
-    assert counted - no_transfer == set(prof.P2P_CALLS) | set(prof.COLL_CALLS)
+    assert counted - no_transfer - one_sided == set(prof.P2P_CALLS) | set(prof.COLL_CALLS)
     assert {"MPI_Bsend", "MPI_Ibsend", "MPI_Irsend"} <= set(prof._calls_of("latency"))
 
 
@@ -701,10 +708,30 @@ def test_a_fortran_programs_calls_are_counted_once_under_each_mpi(impls, tmp_pat
         tried += 1
     if not tried:
         pytest.skip("no Fortran MPI wrapper (mpifort) beside the MPIs' mpicc")
+    # make test installs both Debian MPIs' Fortran wrappers (gfortran with them)
+    assert tried == len(impls), f"{tried} of {len(impls)} MPIs had an mpifort"
 
 
-def test_one_sided_calls_are_counted_with_the_origins_bytes(impls, tmp_path, capsys,
-                                                             monkeypatch):
+def test_a_pmpi_call_not_from_a_fortran_binding_is_not_the_programs(impls, tmp_path, capsys,
+                                                                     monkeypatch):
+    """profiled.c "pmpi": a message through PMPI_Send and PMPI_Recv, as a tool
+    stacked on PMPI (or the library's own MPI-IO) calls them, then one
+    MPI_Barrier: the barrier is counted, the PMPI_ pair is not (only the
+    Fortran bindings' PMPI_ calls are the program's)."""
+    monkeypatch.chdir(tmp_path)
+    for name, impl in sorted(impls.items()):
+        exe = _built(impl, tmp_path)
+        db = tmp_path / f"{name}.db"
+        rc, out, err = _profile(capsys, db, "--np", "2", "--", str(exe), "pmpi")
+        assert rc == 0 and f"under {name}, 2 processes: ok" in out, (out, err)
+        ranks = json.loads(Store(db, create=False).profiles()[0]["data"])["ranks"]
+        for r in (_calls(ranks, 0), _calls(ranks, 1)):
+            assert r[("MPI_Barrier", 0)] == (1, 0), r
+            assert not {c for c, _ in r} & {"MPI_Send", "MPI_Recv"}, r
+
+
+def test_one_sided_calls_are_counted_with_the_bytes_they_move(impls, tmp_path, capsys,
+                                                              monkeypatch):
     """profiled.c "rma": between fences 3 puts of 16 doubles and a get, under
     a lock an accumulate and a fetch-and-op of one double, each rank to the
     next; every call counted once, at the origin's bytes, under each MPI."""

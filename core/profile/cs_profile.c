@@ -14,9 +14,9 @@
  * Each call is also counted at its call site (the wrapper's return address:
  * the program's line for C and C++ callers; for Fortran the binding's, in
  * libmpichfort or libmpi_mpifh; for a call a library makes, the library's),
- * and the sites are written with the object and offset they fall in.  Under
- * MPI_THREAD_MULTIPLE two threads may claim one slot of the site table at
- * once: the counts stay, a site's attribution may not.
+ * and the sites are written with the object and offset they fall in.  The
+ * tables are not locked: under MPI_THREAD_MULTIPLE, calls of two threads at
+ * once may lose a count or a site's attribution.
  *
  * The cost a call adds is two clock reads and two table updates: no lock, no
  * allocation, no I/O until the end (bench/profile_overhead.py measures it).  Non-blocking calls are counted as the
@@ -535,30 +535,37 @@ static void started(void)
  * (dlsym RTLD_NEXT), never by name: the file's second reading defines the
  * PMPI_ names too, so that a caller that skips MPI_ (Open MPI's Fortran
  * bindings: mpif-h/send_f.c and the rest call PMPI_ directly; its mpi_f08 ones alike) is
- * counted as a C caller is, once. */
+ * counted as a C caller is, once; a PMPI_ call from anywhere else is passed
+ * on (binding_text). */
 #define REAL(n) static __typeof__(&PMPI_##n) real_##n;
 CALLS(REAL)
 REAL(Request_free)
-static uintptr_t mpi_lo, mpi_hi; /* the MPI library's code, where real_Barrier lies */
+/* The Fortran bindings' code: a PMPI_ call is counted only from there.
+ * Every other caller of PMPI_ is the library itself (Open MPI's ROMIO, a
+ * plugin of its own, calls PMPI_Allreduce, PMPI_Put...), or another tool
+ * stacked on PMPI (Darshan, Score-P): what they call is not the program's. */
+#define NBIND 8
+static uintptr_t bind_lo[NBIND], bind_hi[NBIND];
+static int nbind;
+static const char *const bindings[] = {"libmpi_mpifh", "libmpi_usempif08",
+                                       "libmpi_usempi_ignore_tkr", "libmpichfort",
+                                       "libmpichf90", "libmpifort"};
 
-static int text_of(struct dl_phdr_info *info, size_t size, void *data)
+static int binding_text(struct dl_phdr_info *info, size_t size, void *data)
 {
-    (void)size;
-    uintptr_t pc = (uintptr_t)data;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && pc >= lo && pc < hi) {
-            mpi_lo = UINTPTR_MAX, mpi_hi = 0; /* every code segment of that object */
-            for (int j = 0; j < info->dlpi_phnum; j++) {
-                const ElfW(Phdr) *q = &info->dlpi_phdr[j];
-                if (q->p_type == PT_LOAD && (q->p_flags & PF_X)) {
-                    uintptr_t a = info->dlpi_addr + q->p_vaddr;
-                    mpi_lo = a < mpi_lo ? a : mpi_lo;
-                    mpi_hi = a + q->p_memsz > mpi_hi ? a + q->p_memsz : mpi_hi;
-                }
-            }
-            return 1;
+    (void)size, (void)data;
+    const char *name = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    name = name ? name + 1 : info->dlpi_name;
+    int known = 0;
+    for (size_t k = 0; name && k < sizeof bindings / sizeof bindings[0]; k++)
+        known |= !strncmp(name, bindings[k], strlen(bindings[k])) &&
+                 (name[strlen(bindings[k])] == '.' || name[strlen(bindings[k])] == '-');
+    for (int j = 0; known && j < info->dlpi_phnum && nbind < NBIND; j++) {
+        const ElfW(Phdr) *q = &info->dlpi_phdr[j];
+        if (q->p_type == PT_LOAD && (q->p_flags & PF_X)) {
+            bind_lo[nbind] = info->dlpi_addr + q->p_vaddr;
+            bind_hi[nbind] = bind_lo[nbind] + q->p_memsz;
+            nbind++;
         }
     }
     return 0;
@@ -580,14 +587,17 @@ __attribute__((constructor)) static void resolve(void)
         (void)w;
         _exit(127);
     }
-    dl_iterate_phdr(text_of, (void *)(uintptr_t)real_Barrier);
+    dl_iterate_phdr(binding_text, NULL);
 }
 
-/* a PMPI_ call the library makes itself (inside one of its own calls, its
- * MPI-IO say) is not the program's: passed on uncounted */
-static inline int inside_mpi(const void *ra)
+/* a PMPI_ call from anywhere but a Fortran binding is not the program's:
+ * passed on uncounted */
+static inline int not_binding(const void *ra)
 {
-    return (uintptr_t)ra >= mpi_lo && (uintptr_t)ra < mpi_hi;
+    for (int i = 0; i < nbind; i++)
+        if ((uintptr_t)ra >= bind_lo[i] && (uintptr_t)ra < bind_hi[i])
+            return 0;
+    return 1;
 }
 #define PASS_INSIDE(expr) \
     do { \
@@ -774,6 +784,7 @@ int WRAP(Request_free)(MPI_Request *r)
     int WRAP(name)(const void *b, int n, MPI_Datatype t, int d, int tag, MPI_Comm c, \
                    MPI_Request *r) \
     { \
+        PASS_INSIDE(real_##name(b, n, t, d, tag, c, r)); \
         int rc_; \
         TIMED_RC(rc_, C_##name, c, bytes_of(n, t), real_##name(b, n, t, d, tag, c, r)); \
         return remember(rc_, r, c, bytes_of(n, t)); /* after the clock stopped */ \
@@ -785,6 +796,7 @@ SEND_INIT(Bsend_init)
 SEND_INIT(Rsend_init)
 int WRAP(Recv_init)(void *b, int n, MPI_Datatype t, int s, int tag, MPI_Comm c, MPI_Request *r)
 {
+    PASS_INSIDE(real_Recv_init(b, n, t, s, tag, c, r));
     int rc;
     TIMED_RC(rc, C_Recv_init, c, bytes_of(n, t), real_Recv_init(b, n, t, s, tag, c, r));
     return remember(rc, r, c, bytes_of(n, t));
@@ -997,7 +1009,8 @@ int WRAP(Iexscan)(const void *sb, void *rb, int n, MPI_Datatype t, MPI_Op op, MP
                 MPI_Request *r)
 { TIMED(C_Iexscan, c, bytes_of(n, t), real_Iexscan(sb, rb, n, t, op, c, r)); }
 
-/* one-sided: the origin's bytes (an atomic's one element); a window has no
+/* one-sided: the bytes the call moves (origin and target signatures match;
+ * an atomic's one element, a get-accumulate's result); a window has no
  * communicator here (its group's size would cost a query a call): counted
  * beside the waits, as their synchronisation calls are */
 int WRAP(Put)(const void *o, int n, MPI_Datatype t, int r, MPI_Aint d, int tn, MPI_Datatype tt,
@@ -1060,6 +1073,6 @@ int WRAP(Win_wait)(MPI_Win w)
 #undef WRAP
 #undef FROM_INSIDE
 #define WRAP(n) PMPI_##n
-#define FROM_INSIDE(ra) inside_mpi(ra)
+#define FROM_INSIDE(ra) not_binding(ra)
 #include "cs_profile.c" /* this file: found beside itself */
 #endif

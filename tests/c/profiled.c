@@ -8,7 +8,9 @@
  * then one helper's MPI_Allreduce reached from two lines of main, twice and
  * three times, then MPI_Finalize: call sites with their callers), "rma" (one-sided:
  * 3 puts of 16 doubles between fences, a get, and under a lock an accumulate and
- * a fetch-and-op of one double, each rank to the next; the get checked).  Rank 0 prints the
+ * a fetch-and-op of one double, each rank to the next; the get checked), "pmpi" (a
+ * message sent and received through PMPI_Send and PMPI_Recv, as a tool stacked on
+ * PMPI does, then one MPI_Barrier).  Rank 0 prints the
  * arguments after the first, one a line between brackets, as it got them. */
 #include <mpi.h>
 #include <signal.h>
@@ -55,6 +57,16 @@ int main(int argc, char **argv)
             reduce_in_helper(a, b); /* second caller */
         MPI_Finalize();
         return b[0] == 2.0 * size / 2 ? 0 : 9;
+    }
+    if (!strcmp(mode, "pmpi")) {
+        int v = 42;
+        if (rank == 0)
+            PMPI_Send(&v, 1, MPI_INT, 1, 3, MPI_COMM_WORLD);
+        else if (rank == 1)
+            PMPI_Recv(&v, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Finalize();
+        return v == 42 ? 0 : 9;
     }
     if (!strcmp(mode, "rma")) {
         double win[64] = {0}, src[16], got[16], one = 1.0, old = 0.0;
