@@ -712,6 +712,16 @@ def test_a_fortran_programs_calls_are_counted_once_under_each_mpi(impls, tmp_pat
     assert tried == len(impls), f"{tried} of {len(impls)} MPIs had an mpifort"
 
 
+def _each_mpi(impls, tmp_path: Path, capsys, mode: str):
+    """profiled.c in `mode` under each MPI, 2 ranks: each run's ranks' profiles."""
+    for name, impl in sorted(impls.items()):
+        exe = _built(impl, tmp_path)
+        db = tmp_path / f"{name}-{mode}.db"
+        rc, out, err = _profile(capsys, db, "--np", "2", "--", str(exe), mode)
+        assert rc == 0 and f"under {name}, 2 processes: ok" in out, (out, err)
+        yield json.loads(Store(db, create=False).profiles()[0]["data"])["ranks"]
+
+
 def test_a_pmpi_call_not_from_a_fortran_binding_is_not_the_programs(impls, tmp_path, capsys,
                                                                      monkeypatch):
     """profiled.c "pmpi": a message through PMPI_Send and PMPI_Recv, as a tool
@@ -719,12 +729,7 @@ def test_a_pmpi_call_not_from_a_fortran_binding_is_not_the_programs(impls, tmp_p
     MPI_Barrier: the barrier is counted, the PMPI_ pair is not (only the
     Fortran bindings' PMPI_ calls are the program's)."""
     monkeypatch.chdir(tmp_path)
-    for name, impl in sorted(impls.items()):
-        exe = _built(impl, tmp_path)
-        db = tmp_path / f"{name}.db"
-        rc, out, err = _profile(capsys, db, "--np", "2", "--", str(exe), "pmpi")
-        assert rc == 0 and f"under {name}, 2 processes: ok" in out, (out, err)
-        ranks = json.loads(Store(db, create=False).profiles()[0]["data"])["ranks"]
+    for ranks in _each_mpi(impls, tmp_path, capsys, "pmpi"):
         for r in (_calls(ranks, 0), _calls(ranks, 1)):
             assert r[("MPI_Barrier", 0)] == (1, 0), r
             assert not {c for c, _ in r} & {"MPI_Send", "MPI_Recv"}, r
@@ -734,14 +739,9 @@ def test_one_sided_calls_are_counted_with_the_bytes_they_move(impls, tmp_path, c
                                                               monkeypatch):
     """profiled.c "rma": between fences 3 puts of 16 doubles and a get, under
     a lock an accumulate and a fetch-and-op of one double, each rank to the
-    next; every call counted once, at the origin's bytes, under each MPI."""
+    next; every call counted once, at the bytes it moves, under each MPI."""
     monkeypatch.chdir(tmp_path)
-    for name, impl in sorted(impls.items()):
-        exe = _built(impl, tmp_path)
-        db = tmp_path / f"{name}.db"
-        rc, out, err = _profile(capsys, db, "--np", "2", "--", str(exe), "rma")
-        assert rc == 0 and f"under {name}, 2 processes: ok" in out, (out, err)
-        ranks = json.loads(Store(db, create=False).profiles()[0]["data"])["ranks"]
+    for ranks in _each_mpi(impls, tmp_path, capsys, "rma"):
         for r in (_calls(ranks, 0), _calls(ranks, 1)):
             assert r[("MPI_Put", 8)] == (3, 3 * 128) and r[("MPI_Get", 8)] == (1, 128), r
             assert r[("MPI_Win_fence", 0)] == (3, 0)
