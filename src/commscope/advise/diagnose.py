@@ -481,31 +481,43 @@ def _wave(ctx: Context, d: dg.Diagnosis, wave: Sequence[dg.Outcome],
 
 # -- 3. check the file as a whole ------------------------------------------------------------
 def _merge_settings(trials: Sequence[dg.Trial]) -> tuple[tuple[tuple[str, str], ...], list[str]]:
-    """Every setting to hand over, in one set: where settings of several
-    gaps name one variable, the value whose gaps together saved more keeps
-    it (the others are said, once each).  By the gaps together, not the one
+    """Every setting to hand over, in one set, a trial's settings whole:
+    where the settings of several gaps' trials name one variable with other
+    values, those whose gaps together saved more go in (the share of a
+    call's time each gap's trial saved, summed; ties to the larger number),
+    and the others are said, once each.  By the gaps together, not the one
     best gap: an eager limit raised to 8 KiB saved most on bw at 4 KiB while
-    16 KiB closed six gaps at 4-8 KiB, and the 8 KiB one went into the file."""
-    saved: dict[str, dict[str, list[float]]] = {}
+    16 KiB closed six gaps at 4-8 KiB, and the 8 KiB one went into the file.
+    Whole, not variable by variable: the eager limit's trial above 32 KiB
+    carries the largest send size with it, which means nothing without it."""
+    by: dict[tuple[tuple[str, str], ...], list[float]] = {}
     for t in trials:
-        for k, v in t.hypothesis.settings:
-            saved.setdefault(k, {}).setdefault(v, []).append(t.gain)
-    def order(v: str) -> tuple[int, float, str]:  # ties: numerically, where numbers
-        try:
-            return (1, float(v), v)
-        except ValueError:
-            return (0, 0.0, v)
+        by.setdefault(tuple(t.hypothesis.settings), []).append(t.gain)
 
-    chosen = {k: max(vs, key=lambda v: (sum(vs[v]), order(v))) for k, vs in saved.items()}
+    def key(k: tuple[tuple[str, str], ...]) -> tuple[float, tuple[tuple[int, float, str], ...]]:
+        def one(v: str) -> tuple[int, float, str]:
+            try:
+                return (0, -float(v), v)
+            except ValueError:
+                return (1, 0.0, v)
+        return (-sum(by[k]), tuple(one(v) for _, v in k))
 
-    def said(k: str, v: str) -> str:
-        xs = saved[k][v]
-        return f"{sum(xs):.2f} over {len(xs)} gap(s)"
+    def said(k: tuple[tuple[str, str], ...]) -> str:
+        return (f"{' '.join(f'{x}={v}' for x, v in k)} ({sum(by[k]):.2f} over "
+                f"{len(by[k])} gap(s))")
 
-    notes = [f"{k}={v} left out: {k}={chosen[k]} saved more over its gaps together (the share "
-             f"of a call's time saved, summed: {said(k, chosen[k])}, against {said(k, v)})"
-             for k, vs in sorted(saved.items()) for v in sorted(vs) if v != chosen[k]]
-    return tuple(sorted(chosen.items())), notes
+    chosen: list[tuple[tuple[str, str], ...]] = []
+    notes = []
+    for k in sorted(by, key=key):
+        clash = next((c for c in chosen if any(dict(c).get(x, v) != v for x, v in k)), None)
+        if clash is not None:
+            notes.append(f"{' '.join(f'{x}={v}' for x, v in k)} left out: "
+                         f"{' '.join(f'{x}={v}' for x, v in clash)} saved more over its gaps "
+                         f"together (the share of a call's time saved, summed: {said(clash)}, "
+                         f"against {said(k)})")
+            continue
+        chosen.append(k)
+    return tuple(sorted({kv for k in chosen for kv in k})), notes
 
 
 def file_scope(trials: Sequence[dg.Trial], measured: Mapping[str, object]) -> tuple[str, ...]:
@@ -603,17 +615,20 @@ def check(ctx: Context, d: dg.Diagnosis, budget_s: float, out_dir: Path,
     lo = CHECK_ROUNDS[0]
 
     def later_need(i: int, arms: Sequence[ex.Arm]) -> Callable[[], bool]:
-        """Whether the files after the i-th need the time one more of its
+        """Whether the file after the i-th needs the time one more of its
         rounds would take: asked after each round, by the clock as it has
         learned this run's jobs (estimated once before the first round, a
         file over 271 sizes took longer than said, and capping it there left
         no file handed over in 5 runs)."""
         def need() -> bool:
-            rest = [ex.round_s(p.arms, ctx.clock) * lo for p in plans[i + 1:]
+            # the next file's rounds as its check wants them (one more than it
+            # needs, for a round a jump leaves unpaired: its fewest alone were
+            # not enough, docs/diagnosis.md)
+            rest = [ex.round_s(p.arms, ctx.clock) * CHECK_ROUNDS[1] for p in plans[i + 1:]
                     if p.arms is not None]
             now = ctx.clock.left()
-            # one more round would leave a later file too little, that now has enough
-            return bool(rest) and now - ex.round_s(arms, ctx.clock) < min(rest) <= now
+            # one more round would leave the next file too little, that now has enough
+            return bool(rest) and now - ex.round_s(arms, ctx.clock) < rest[0] <= now
         return need
 
     for i, plan in enumerate(plans):

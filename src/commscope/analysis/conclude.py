@@ -11,6 +11,7 @@ first; the order does not depend on the screening pass."""
 
 from __future__ import annotations
 
+import math
 import statistics
 import textwrap
 from collections.abc import Sequence
@@ -185,14 +186,32 @@ def _tried(o: Outcome, but: Trial | None = None) -> str:
     return "; ".join(parts)
 
 
+def file_closes(fc: FileCheck, t: Trial, call: str) -> list[float] | None:
+    """The share of the gap the whole file closed at each size this setting
+    was faster at (from the file's check: its speed-up there, in log ratio,
+    over the gap the setting's own rounds measured, slow / fast), where the
+    check found the file surely faster at every one; None otherwise."""
+    got = fc.faster_at(call, t.sizes)
+    if got is None:
+        return None
+    sp, after = {r.size: r for r in t.speedup}, {r.size: r for r in t.after}
+    out = []
+    for x in got:
+        gap = sp[x.size].median * after[x.size].median if x.size in sp and x.size in after else 0
+        out.append(math.log(x.median) / math.log(gap) if gap > 1 else 1.0)
+    return out
+
+
 def in_file(fc: FileCheck | None, t: Trial, call: str) -> bool:
     """Whether the file handed over carries what this setting gained: it
     holds the setting; or, where it holds another value of its variable
     (two gaps' settings named one variable: the one that saved more kept
     it), its check found the call surely faster with it at every size the
-    setting was, each as fast as the setting's own trial made it there (a
+    setting was, closing the gap there as the setting's own verdict asks
+    (CLOSES of it for a cause; surely faster for a setting that helps): a
     file holding the eager limit one gap's trial raised to 16 KiB is not
-    taken for the 32 KiB another gap's trial needed)."""
+    taken for the 32 KiB another gap's trial needed, nor 5% faster for a
+    tenfold gap's fix."""
     if fc is None or not fc.passed:
         return False
     mine = t.hypothesis.settings
@@ -201,12 +220,8 @@ def in_file(fc: FileCheck | None, t: Trial, call: str) -> bool:
     other = dict(fc.instead(mine))
     if not other or not all(kv in fc.settings or kv[0] in other for kv in mine):
         return False
-    got = fc.faster_at(call, t.sizes)
-    # as fast as the gap's own setting made it: the file's speed-up at each
-    # size not surely short of the setting's own (its interval reaches the
-    # other's lower end: 5% faster is no fix of a gap the setting closed tenfold)
-    own = {r.size: r for r in t.speedup}
-    return got is not None and all(x.size in own and x.hi >= own[x.size].lo for x in got)
+    shares = file_closes(fc, t, call)
+    return shares is not None and (t.verdict != "closes" or min(shares) >= CLOSES)
 
 
 def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = (),
@@ -234,18 +249,22 @@ def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = (),
     instead = fc.instead(settings)
     if instead:
         vals = " ".join(f"{k}={v}" for k, v in instead)
-        got = fc.faster_at(call, sizes)
         if t is None or not in_file(fc, t, call):
             return (f"not handed over: the settings file holds {vals} instead (another gap's "
-                    f"setting of it, which saved more), and its check did not find {_call(call)} "
-                    f"as fast with it{_sp(span_text(sizes))} as with its own setting")
-        assert got is not None
+                    f"setting of it, which saved more), and its check did not find it closing "
+                    f"the gap of {_call(call)}{_sp(span_text(sizes))}")
+        got = fc.faster_at(call, sizes) or ()
+        shares = file_closes(fc, t, call) or [0.0]
         med = statistics.median(x.median for x in got)
         return (f"in the settings file as {vals} (another gap's setting of it, which saved "
-                f"more): with the whole file, {_call(call)} ran "
-                f"{_r(med)} faster{_sp(span_text(sizes))} in its check, as fast as with its own "
-                f"setting ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
+                f"more): with the whole file, {_call(call)} ran {_r(med)} faster"
+                f"{_sp(span_text(sizes))} in its check, closing {_share(min(shares))} at the "
+                f"least ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
                 + (f": {fc.file}" if fc.file else ""))
+    if settings and not all(kv in fc.settings for kv in settings):
+        # another gap's value of its variable went in, and the check took it out again
+        return ("not handed over: the settings file does not hold it (another gap's value of "
+                "its variable went in, and the file's check took that out)")
     return (f"checked as the whole file ({', '.join(fc.benches)}, {fc.sizes - few} size(s), "
             f"{fc.rounds} rounds or more: none slower{seen}{unjudged})"
             + (f": {fc.file}" if fc.file else ""))
@@ -349,9 +368,11 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
             if instead:  # served by another gap's value of its variable: said, with its check
                 got = fc.faster_at(g.call, best.sizes) or ()
                 med = statistics.median(x.median for x in got)
+                shares = file_closes(fc, best, g.call) or [0.0]
                 head += (f"; the settings file holds {' '.join(f'{k}={v}' for k, v in instead)} "
                          f"(another gap's setting of it), with which the whole file ran it "
-                         f"{_r(med)} faster there in its check")
+                         f"{_r(med)} faster there in its check, closing {_share(min(shares))} "
+                         "at the least")
             return Conclusion("setting", head, tuple(details), best.gain, ident, o)
         # found, not handed over: said with why, above a library choice
         head += "; not handed over: " + file_text(fc, best.hypothesis.settings, g.call,
@@ -362,9 +383,12 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
     # it is (the library choice, the hand-written equivalent): said beside it
     narrows = ""
     if best is not None:
+        instead = " ".join(f"{k}={v}" for k, v in fc.instead(best.hypothesis.settings)) \
+            if handed and fc is not None else ""
         narrows = (f"; {best.hypothesis.label} narrows it ({best.gain:.0%} less per call"
                    f"{_sp(span_text(best.sizes))}, "
-                   + ("in the settings file)" if handed else "not handed over)"))
+                   + (f"in the settings file as {instead})" if instead else
+                      "in the settings file)" if handed else "not handed over)"))
     why = (_cause_text(cause, fast) if cause is not None else
            _lead_text(lead, fast) if lead is not None else
            "no setting of it tried was decided either way" if open_ else
