@@ -567,9 +567,8 @@ def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, l
                ) -> float:
     """What checking the files of the settings found so far will take: the
     rounds a check wants paired (CHECK_ROUNDS' most), one more than it
-    needs, so that one round taken across a jump of the host leaves it its
-    fewest (reserved at exactly its fewest, every file of two default runs
-    on a jumping host ended "only 2 round(s) were paired")."""
+    needs, so that one round taken across a jump of the host still leaves
+    it its fewest."""
     _, want = CHECK_ROUNDS
     return sum(ex.round_s(p.arms, ctx.clock) * want for p in file_plans(ctx, d, swept)
                if p.arms is not None)
