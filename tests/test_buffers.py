@@ -114,9 +114,11 @@ def test_evicted_times_each_operation_alone_after_a_stream_beyond_the_cache(core
         assert "pool" not in r
         # every sample streamed first (the size took at least that) ...
         assert r["elapsed_s"] >= r["n_samples"] * stream_s, (r["elapsed_s"], r["n_samples"])
-        # ... outside its timed region: a latency far below one stream
+        # ... outside its timed region: a latency far below one stream, at its fastest
+        # sample (beside two busy loops the median read 2.0 ms, a rank waiting out its
+        # peer's time slice: a bound load breaks; the fastest of the samples holds)
         if r["bench"] == "latency":
-            assert r["median_us"] * 1e-6 < stream_s / 4, r["median_us"]
+            assert r["min_us"] * 1e-6 < stream_s / 4, (r["min_us"], r["median_us"])
     # what moved is checked as in a hot run: a corrupted message is caught
     rc, recs, err = core_run(core, tmp_path, "--bench", "latency", "--sizes", "4K",
                              "--buffers", "evicted", "--inject", "corrupt@4096")

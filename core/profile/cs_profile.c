@@ -26,7 +26,7 @@
  * with their message.  Fortran calls are counted under both libraries: the
  * wrappers are defined under the MPI_ and the PMPI_ names (Open MPI's Fortran
  * bindings call PMPI_; the end of the file).  One-sided calls are counted
- * (the origin's bytes; window creation and freeing are not); I/O calls and
+ * (the bytes they move; window creation and freeing are not); I/O calls and
  * neighbour collectives are not intercepted: a program whose calls never
  * reach these wrappers writes no calls, and commscope says so rather than
  * storing no communication. */
@@ -534,9 +534,9 @@ static void started(void)
 /* Each wrapper calls the library's own PMPI_ function through a pointer
  * (dlsym RTLD_NEXT), never by name: the file's second reading defines the
  * PMPI_ names too, so that a caller that skips MPI_ (Open MPI's Fortran
- * bindings: mpif-h/send_f.c and the rest call PMPI_ directly; its mpi_f08 ones alike) is
- * counted as a C caller is, once; a PMPI_ call from anywhere else is passed
- * on (binding_text). */
+ * bindings: mpif-h/send_f.c and the rest call PMPI_ directly, its mpi_f08
+ * ones through them) is counted as a C caller is, once; a PMPI_ call from
+ * anywhere else is passed on (binding_text). */
 #define REAL(n) static __typeof__(&PMPI_##n) real_##n;
 CALLS(REAL)
 REAL(Request_free)
