@@ -30,6 +30,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from commscope.errors import CommscopeError
+from commscope.measure import settings as settings_mod
+
 HERE = Path(__file__).resolve().parent
 EXAMPLE = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
 ESTABLISHED = "OMPI_MCA_btl_vader_eager_limit=16384\n"
@@ -57,8 +60,20 @@ def main() -> int:
     a = ap.parse_args()
     if shutil.which("hpcc") is None or not EXAMPLE.is_file():
         sys.exit("app: needs Debian's hpcc (apt install hpcc; make test installs it)")
+    files = [Path(f).resolve() for f in a.settings]
+    for f in files:
+        if not f.is_file():
+            sys.exit(f"app: no settings file {f}")
+        try:  # read as commscope reads it, before minutes of hpcc
+            settings_mod.parse_file(str(f))
+        except CommscopeError as exc:
+            sys.exit(f"app: {exc}")
+    if a.rounds < 1:
+        sys.exit(f"app: --rounds must be 1 or more, got {a.rounds}")
     tmp = tempfile.TemporaryDirectory(prefix="commscope-app-")
     where = Path(a.keep or tmp.name).resolve()
+    if where.exists() and not where.is_dir():
+        sys.exit(f"app: --keep {where} is not a folder")
     where.mkdir(parents=True, exist_ok=True)
     db = where / "app.db"
     if db.exists():
@@ -66,13 +81,9 @@ def main() -> int:
     lines = EXAMPLE.read_text().splitlines()
     lines[5], lines[10] = "600          Ns", "1            Ps"
     (where / "hpccinf.txt").write_text("\n".join(lines) + "\n")
-    files = [Path(f).resolve() for f in a.settings]
     if not files:
         files = [where / "eager-16k.env"]
         files[0].write_text(ESTABLISHED)
-    for f in files:
-        if not f.is_file():
-            sys.exit(f"app: no settings file {f}")
 
     print("== (1) hpcc N=600, 1 x 2, under the profiler")
     print(commscope("profile", "--db", str(db), "--np", "2", "--timeout", "600", "--", "hpcc",
@@ -81,7 +92,7 @@ def main() -> int:
     print(commscope("analyze", "app", "--db", str(db), "--measure", cwd=where), end="")
     print(f"== (3) settings verified on hpcc, {a.rounds} interleaved rounds each")
     for f in files:
-        print(f"-- {f.name}: {f.read_text().strip()}")
+        print(f"-- {f.name}: {' '.join(f'{k}={v}' for k, v in settings_mod.parse_file(str(f)))}")
         # 1: a setting under which the program failed, said in the output
         print(commscope("profile", "--db", str(db), "--np", "2", "--timeout", "600",
                         "--verify", str(f), "--rounds", str(a.rounds), "--", "hpcc",
