@@ -224,11 +224,12 @@ def in_file(fc: FileCheck | None, t: Trial, call: str) -> bool:
     return shares is not None and (t.verdict != "closes" or min(shares) >= CLOSES)
 
 
-def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = (),
-              call: str = "", sizes: Sequence[int] = (), t: Trial | None = None) -> str:
-    """What the check of the settings file as a whole said (of `settings`,
-    where they were taken out of it, or another value of their variable
-    went in: then of `call` at `sizes`, where the setting was faster)."""
+def file_text(fc: FileCheck | None, t: Trial | None = None, call: str = "") -> str:
+    """What the check of the settings file as a whole said (of the trial's
+    settings, where they were taken out of it, or another value of their
+    variable went in: then of `call` at the sizes the setting was faster)."""
+    settings = t.hypothesis.settings if t is not None else ()
+    sizes = t.sizes if t is not None else ()
     if fc is None:
         return "not checked with the other settings of its file (the budget ran out)"
     mine = {f"{k}={v}" for k, v in settings}
@@ -258,8 +259,8 @@ def file_text(fc: FileCheck | None, settings: Sequence[tuple[str, str]] = (),
         med = statistics.median(x.median for x in got)
         return (f"in the settings file as {vals} (another gap's setting of it, which saved "
                 f"more): with the whole file, {_call(call)} ran {_r(med)} faster"
-                f"{_sp(span_text(sizes))} in its check, closing {_share(min(shares))} at the "
-                f"least ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
+                f"{_sp(span_text(sizes))} in its check, closing {_share(min(shares))} at its "
+                f"least-closed size ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
                 + (f": {fc.file}" if fc.file else ""))
     if settings and not all(kv in fc.settings for kv in settings):
         # another gap's value of its variable went in, and the check took it out again
@@ -336,7 +337,7 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
         details.append(f"measured: with {best.hypothesis.label}, {_call(g.call)} is {_r(med)} "
                        f"faster (at least {_least(least)}){_sp(span_text(best.sizes))}, "
                        f"closing {_share(best.closed)}; "
-                       + file_text(fc, best.hypothesis.settings, g.call, best.sizes, best))
+                       + file_text(fc, best, g.call))
     tried = _tried(o, best or cause)
     # every setting tried left undecided: the cause was not refuted, only not decided
     open_ = o.searched and all(t.verdict in ("undecided", "not-reached", "untestable")
@@ -372,11 +373,10 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
                 head += (f"; the settings file holds {' '.join(f'{k}={v}' for k, v in instead)} "
                          f"(another gap's setting of it), with which the whole file ran it "
                          f"{_r(med)} faster there in its check, closing {_share(min(shares))} "
-                         "at the least")
+                         "at its least-closed size")
             return Conclusion("setting", head, tuple(details), best.gain, ident, o)
         # found, not handed over: said with why, above a library choice
-        head += "; not handed over: " + file_text(fc, best.hypothesis.settings, g.call,
-                                                  best.sizes, best).split(": ", 1)[-1]
+        head += "; not handed over: " + file_text(fc, best, g.call).split(": ", 1)[-1]
         return Conclusion("found", head, tuple(details), best.gain, ident, o)
     gain = 1.0 - 1.0 / c.median
     # a setting that narrows the gap without closing it leaves the gap what

@@ -430,9 +430,9 @@ class Slurm(Cluster):
             return ""
         # a rank reports its host name (MPI_Get_processor_name), which may be
         # the node's full domain name, or a NodeHostName Slurm's NodeName is not
-        if hosts and [_short(h) for h in hosts] in (
-                [_short(n) for n in self.between],
-                [_short(node_hostname(n)) for n in self.between]):
+        short = [_short(h) for h in hosts]
+        if hosts and (short == [_short(n) for n in self.between]  # scontrol only where needed
+                      or short == [_short(node_hostname(n)) for n in self.between]):
             return ""
         return (f"its ranks ran on {', '.join(hosts) or 'hosts not reported'}, not on "
                 f"{' then '.join(self.between)} (the pair's placement not taken)")
