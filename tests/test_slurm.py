@@ -51,6 +51,22 @@ def squeue() -> str:
                           check=True).stdout.strip()
 
 
+def job_end(job_id: str, timeout: float) -> tuple[str, str]:
+    """A batch job's final state and exit code, asked of the controller
+    every half second (it keeps an ended job for MinJobAge, 300 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+        f = dict(kv.split("=", 1) for kv in out.split() if "=" in kv)
+        if f.get("JobState") not in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
+            return f.get("JobState", "?"), f.get("ExitCode", "?")
+        if time.monotonic() > deadline:
+            subprocess.run(["scancel", job_id], check=False)
+            pytest.fail(f"batch job {job_id} still {f.get('JobState')} after {timeout} s")
+        time.sleep(0.5)
+
+
 def test_srun_runs_both_mpis_with_their_pmi_plugin(slurm, cores, tmp_path):
     # noise policy: this checks the plugin and the records, not the time; beside
     # a busy loop Open MPI's job under srun took 47 s once and passed 60 s once
@@ -98,11 +114,15 @@ def test_sbatch_script_runs_the_sweep(slurm, cores, tmp_path):
     assert cli.main(["slurm", "script", "--nodes", "1", "--ppn", "2", "--time", "5", "--db",
                      str(db), "--out", str(script), "--", "--bench", "latency", "--timeout",
                      "60", *[x for m in cores for x in ("--mpi", m)], *FAST]) == 0
-    p = subprocess.run(["sbatch", "--wait", str(script)], capture_output=True, text=True,
-                       cwd=tmp_path, timeout=300)
-    assert p.returncode == 0, p.stderr + "".join(
-        f.read_text() for f in tmp_path.glob("commscope-*.out"))
-    job_id = p.stdout.split()[-1]
+    # not `sbatch --wait`: it sleeps 2, 8, then 32 s between its looks at the
+    # job (Slurm 22.05's sbatch.c), so a 15 s job is seen done after 42 s
+    p = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,
+                       cwd=tmp_path, timeout=60)
+    assert p.returncode == 0, p.stderr
+    job_id = p.stdout.strip().split(";")[0]
+    state, code = job_end(job_id, timeout=300)
+    assert (state, code) == ("COMPLETED", "0:0"), (state, code, "".join(
+        f.read_text() for f in tmp_path.glob("commscope-*.out")))
     assert (tmp_path / f"commscope-{job_id}.out").exists()
     runs = Store(db).runs()
     assert len(runs) == len(cores)
