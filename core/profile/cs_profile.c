@@ -380,20 +380,20 @@ static void put_path(const char *obj, size_t len)
     }
 }
 
-static void write_out(int finalized, int sig)
+/* s with control characters, quotes and backslashes left out, at most
+ * n - 1 characters, up to its first newline. */
+static void clean_copy(char *dst, size_t n, const char *s)
 {
-    if (written)
-        return;
-    written = 1;
-    const char *dir = getenv("COMMSCOPE_PROFILE_DIR");
-    if (!dir || !*dir)
-        return;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/rank-%d.json", dir, rank >= 0 ? rank : (int)getpid());
-    out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out_fd < 0)
-        return;
-    double spt = seconds_per_tick();
+    size_t j = 0;
+    for (const char *p = s; *p && *p != '\n' && j < n - 1; p++)
+        if (*p >= 32 && *p != '"' && *p != '\\')
+            dst[j++] = *p;
+    dst[j] = 0;
+}
+
+/* The rank, its times, its library and node: the record's first fields. */
+static void put_head(int finalized, int sig, double spt)
+{
     double end = t_end > 0 ? t_end : now();
     double mpi = 0; /* inside MPI between MPI_Init and MPI_Finalize (mpiP's MPI time) */
     for (int k = C_Send; k < NCALLS; k++)
@@ -406,24 +406,21 @@ static void write_out(int finalized, int sig)
             rank, world, (int)getpid(), finalized ? "true" : "false", sig, thread_level,
             CLOCK_NAME, t_init > 0 ? spt * (end - t_init) : 0.0, spt * mpi);
     char lib[256];
-    size_t j = 0;
-    for (const char *p = library; *p && *p != '\n' && j < sizeof lib - 1; p++)
-        if (*p >= 32 && *p != '"' && *p != '\\')
-            lib[j++] = *p;
-    lib[j] = 0;
+    clean_copy(lib, sizeof lib, library);
     /* the node the rank ran on (a cluster's profile: which node a rank's time is from);
      * uname, not gethostname: this path may run in a signal handler */
     struct utsname u;
     char host[sizeof u.nodename] = "";
-    if (uname(&u) == 0) {
-        size_t h = 0;
-        for (const char *p = u.nodename; *p && h < sizeof host - 1; p++)
-            if (*p >= 32 && *p != '"' && *p != '\\')
-                host[h++] = *p;
-        host[h] = 0;
-    }
-    out_put("%s\", \"host\": \"%s\", \"calls\": [", lib, host);
+    if (uname(&u) == 0)
+        clean_copy(host, sizeof host, u.nodename);
+    out_put("%s\", \"host\": \"%s\"", lib, host);
+}
+
+/* Every (call, communicator size, size bucket) cell that saw a call. */
+static void put_calls(double spt)
+{
     int first = 1;
+    out_put(", \"calls\": [");
     for (int k = 0; k < NCALLS; k++)
         for (int c = 0; c < NCOMM; c++)
             for (int b = 0; b < NBUCKET; b++) {
@@ -438,23 +435,43 @@ static void write_out(int finalized, int sig)
                         spt * x->min, spt * x->max);
                 first = 0;
             }
+    out_put("]");
+}
+
+/* Site i's callers above it, innermost first; one in no mapping: "". */
+static void put_callers(int i)
+{
+    const char *obj;
+    size_t len;
+    uint64_t off;
+    out_put(", \"callers\": [");
+    for (int k = 1; k < sites[i].frames; k++) {
+        int got = where(site_up[i][k - 1], &obj, &len, &off);
+        out_put("%s{\"object\": \"", k > 1 ? ", " : "");
+        if (got)
+            put_path(obj, len);
+        out_put("\", \"offset\": %llu}", got ? (unsigned long long)off : 0ULL);
+    }
+    out_put("]");
+}
+
+/* The call sites, each as an object file and an offset in it; those in no
+ * mapping counted apart. */
+static void put_sites(double spt)
+{
+    const char *obj;
+    size_t len;
+    uint64_t off;
     read_maps();
     sites_unmapped = 0;
-    for (int i = 0; i < NSITES; i++) {
-        const char *obj;
-        size_t len;
-        uint64_t off;
+    for (int i = 0; i < NSITES; i++)
         if (sites[i].n && !where(sites[i].pc, &obj, &len, &off))
             sites_unmapped += sites[i].n;
-    }
-    out_put("], \"sites_lost\": %llu, \"sites_unmapped\": %llu, \"sites\": [",
+    out_put(", \"sites_lost\": %llu, \"sites_unmapped\": %llu, \"sites\": [",
             (unsigned long long)sites_lost, (unsigned long long)sites_unmapped);
-    first = 1;
+    int first = 1;
     for (int i = 0; i < NSITES; i++) {
         const struct site *x = &sites[i];
-        const char *obj;
-        size_t len;
-        uint64_t off;
         if (!x->n || !where(x->pc, &obj, &len, &off))
             continue;
         out_put("%s\n {\"call\": \"%s\", \"object\": \"", first ? "" : ",", names[x->call]);
@@ -462,21 +479,33 @@ static void write_out(int finalized, int sig)
         out_put("\", \"offset\": %llu, \"n\": %llu, \"bytes\": %llu, \"total_s\": %.9f",
                 (unsigned long long)off, (unsigned long long)x->n,
                 (unsigned long long)x->bytes, spt * x->total);
-        if (depth > 1) { /* the callers above it, innermost first; one in no mapping: "" */
-            out_put(", \"callers\": [");
-            for (int k = 1; k < x->frames; k++) {
-                int got = where(site_up[i][k - 1], &obj, &len, &off);
-                out_put("%s{\"object\": \"", k > 1 ? ", " : "");
-                if (got)
-                    put_path(obj, len);
-                out_put("\", \"offset\": %llu}", got ? (unsigned long long)off : 0ULL);
-            }
-            out_put("]");
-        }
+        if (depth > 1)
+            put_callers(i);
         out_put("}");
         first = 0;
     }
-    out_put("]}\n");
+    out_put("]");
+}
+
+/* This rank's profile, once: at MPI_Finalize, at exit, or from a signal. */
+static void write_out(int finalized, int sig)
+{
+    if (written)
+        return;
+    written = 1;
+    const char *dir = getenv("COMMSCOPE_PROFILE_DIR");
+    if (!dir || !*dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.json", dir, rank >= 0 ? rank : (int)getpid());
+    out_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0)
+        return;
+    double spt = seconds_per_tick();
+    put_head(finalized, sig, spt);
+    put_calls(spt);
+    put_sites(spt);
+    out_put("}\n");
     out_flush();
     close(out_fd);
     out_fd = -1;
