@@ -51,10 +51,15 @@ def test_numbers_are_sane(swept):
 
         bw = col("bw", "mb_per_s")
         assert all(v > 0 for v in bw.values())
-        # Bandwidth grows by orders of magnitude from 1 B to 64 KiB, and never
-        # collapses tenfold between neighbours (a real dip of 2-3x at a protocol
-        # switch is a finding, seen here once in ten runs, not a broken record).
-        assert bw[65536] > 100 * bw[1]
+        # Bandwidth grows by orders of magnitude from 1 B to 64 KiB (about 500x on
+        # a quiet machine), and never collapses tenfold between neighbours (a real
+        # dip of 2-3x at a protocol switch is a finding, seen here once in ten runs,
+        # not a broken record).  Noise policy: where either record is flagged noisy
+        # (taken while other processes used the CPU), only 10x is asked: beside
+        # another test's job (pytest -n 2) 64 KiB read 17x 1 B once; a unit slip (per
+        # message, not per byte) is thousands of times off
+        busy = {s for s, f in col("bw", "flagged").items() if f}
+        assert bw[65536] > (10 if busy & {1, 65536} else 100) * bw[1], (bw, sorted(busy))
         sizes = sorted(bw)
         drops = [(a, b) for a, b in zip(sizes, sizes[1:], strict=False) if bw[b] < 0.1 * bw[a]]
         assert drops == [], {s: round(bw[s]) for s in sizes}
