@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..analysis.causes import CHOSEN
+from ..analysis.algorithms import CHOSEN, MV2_ALGORITHMS, MV2_SHMEM_OFF, MV2_WITH, variable
 from ..analysis.repeats import between, same_mode
 from ..analysis.series import lone_is_no_claim, runs
 from ..analysis.significance import MIN_FACTOR
@@ -166,7 +166,7 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
                 if k >= 1024:
                     out.append(Candidate(((f"OMPI_MCA_{name}", str(k)),), "eager limit"))
         for b in benches:
-            name = f"coll_tuned_{b}_algorithm"
+            name = variable("openmpi", b)
             if b in COLLS and name in cvars:
                 for item in cvars[name].get("enum", []) or []:  # type: ignore[union-attr]
                     if item != "ignore":
@@ -174,8 +174,6 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
                             (("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
                              (f"OMPI_MCA_{name}", str(item))), f"{b} algorithm {item}"))
     elif core.impl.variant == "mvapich2":  # its own tables, not MPICH's variables
-        from ..analysis.mechanisms import MV2_ALGORITHMS, MV2_SHMEM_OFF, MV2_WITH
-
         if any(b in COLLS or b in MV2_ALGORITHMS for b in benches):
             out.append(Candidate(MV2_SHMEM_OFF, "MVAPICH2's collectives without shared memory"))
         for b in benches:
@@ -198,7 +196,7 @@ def space(core: Core, cvars: Mapping[str, Mapping[str, object]],
             out.append(Candidate((("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),),
                                  "MPICH's own collectives instead of the device's"))
         for b in benches:
-            name = f"MPIR_CVAR_{b.upper()}_INTRA_ALGORITHM"
+            name = variable("mpich", b)
             if b in COLLS and name in cvars:
                 out.extend(Candidate(((name, str(a)),), f"{b} algorithm {a}")
                            for a in (algorithms or {}).get(b, ()) if a not in MPICH_SKIP)

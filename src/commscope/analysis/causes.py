@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..store.sizes import human_bytes
+from .algorithms import CHOSEN, MV2_ALGORITHMS, variable
 from .series import Config, Series
 
 # A message of s bytes goes eagerly while s plus the library's header fits
@@ -174,10 +175,6 @@ def _raise_to(limit: Limit, hi: int) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(out))
 
 
-# collectives whose algorithm an implementation lets a user choose (tune searches them)
-CHOSEN = ("bcast", "allreduce", "reduce", "alltoall")
-ALGORITHM_VARIABLE = {"openmpi": "coll_tuned_{}_algorithm",
-                      "mpich": "MPIR_CVAR_{}_INTRA_ALGORITHM"}
 
 
 def _break(cfg: Config, a: int, b: int) -> Cause:
@@ -250,19 +247,16 @@ def of_faster(winner: Config, loser: Config, span: tuple[int, int], sizes: Seque
     family = facts.get(loser, Facts()).family
     if len(benches) == 1 and benches[0] in CHOSEN and facts.get(loser, Facts()).variant:
         # MVAPICH2 chooses from its own MV2_ tuning tables, not MPICH's variables
-        from .mechanisms import MV2_ALGORITHMS
-
         coll = benches[0]
         said = (f"{loser.mpi}'s own choice of {coll} algorithm (from MVAPICH2's tuning "
                 f"tables; {MV2_ALGORITHMS[coll][0]} unset), a candidate" if coll in
                 MV2_ALGORITHMS else f"{loser.mpi}'s shared-memory {coll} (MV2_USE_SHMEM_COLL "
                 "on: on one node its table does not decide), a candidate")
         return Cause("algorithm", said, loser, None, (lo, hi), coll=coll)
-    if len(benches) == 1 and benches[0] in CHOSEN and family in ALGORITHM_VARIABLE:
+    if len(benches) == 1 and benches[0] in CHOSEN and (var := variable(family, benches[0])):
         # no protocol limit sits there: one collective slower than another
         # library's is first the algorithm this library chose for it
         coll = benches[0]
-        var = ALGORITHM_VARIABLE[family].format(coll.upper() if family == "mpich" else coll)
         return Cause("algorithm", f"{loser.mpi}'s own choice of {coll} algorithm ({var} "
                      "unset), a candidate", loser, None, (lo, hi), coll=coll)
     return Cause("unexplained", "no recorded mechanism (eager limits read through MPI_T, "

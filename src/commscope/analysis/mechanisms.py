@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from .algorithms import MPICH_VAR, MV2_ALGORITHMS, MV2_ALSO, MV2_SHMEM_OFF, MV2_WITH, variable
 from .diagnosis import Gap, Hypothesis
 
 # A message of s bytes goes eagerly while s plus ob1's header union fits the
@@ -29,9 +30,6 @@ P2P_CALLS = ("latency", "bw", "bibw", "roundtrip")
 COLLECTIVES = ("barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "alltoall",
                "allgather", "reduce_scatter")
 REDUCING = ("reduce", "allreduce", "reduce_scatter")
-# the MPI call each collective benchmark makes, as the libraries name its variables
-OMPI_VAR = {"reduce_scatter": "reduce_scatter_block"}
-MPICH_VAR = {"reduce_scatter": "REDUCE_SCATTER_BLOCK"}
 # MPICH algorithms a single-node search leaves out: smp splits by node, ccl
 # hands the call to an external library, auto is the default's own choice
 MPICH_SKIP = ("smp", "ccl", "auto")
@@ -58,42 +56,6 @@ UCX_BCOPY = 8256
 
 Cvars = Mapping[str, Mapping[str, object]]  # name -> {"value": ..., "enum": [...]}
 
-# MVAPICH2 2.3.7 chooses each collective's algorithm from its own tuning
-# tables, not from MPICH's variables; a user's MV2_INTER_<CALL>_TUNING (for
-# alltoall MV2_ALLTOALL_TUNING) replaces the table with one algorithm at every
-# size (ch3_shmem_coll.c reads them; each <call>_tuning.c's
-# MV2_internode_<Call>_is_define maps the number to the function).  The flat
-# algorithms only: the two-level ones, multicast and zero-copy need several
-# nodes or InfiniBand.  Not bcast or gather: on one node their table's
-# function never decides (bcast_osu.c runs the inter-node step on a leader
-# communicator of one rank, then its shared-memory bcast, which the user
-# table sets at every size; gather_osu.c runs MPIR_Gather_intra for ranks
-# placed in blocks); the shared-memory switch below is tried for them.  For
-# reduce the intra variable is set too: without it the user table's
-# two-level flag is left unset (reduce_tuning.c), and only with it does the
-# named algorithm surely run alone.
-MV2_ALGORITHMS: dict[str, tuple[str, dict[str, str]]] = {
-    "allreduce": ("MV2_INTER_ALLREDUCE_TUNING",
-                  {"1": "recursive doubling", "2": "reduce-scatter then allgather",
-                   "9": "ring"}),
-    "reduce": ("MV2_INTER_REDUCE_TUNING",
-               {"1": "binomial", "2": "k-nomial", "5": "reduce-scatter then gather",
-                "8": "an allreduce"}),
-    "allgather": ("MV2_INTER_ALLGATHER_TUNING",
-                  {"2": "recursive doubling", "3": "Bruck's", "4": "ring", "5": "direct"}),
-    "alltoall": ("MV2_ALLTOALL_TUNING",
-                 {"0": "Bruck's", "1": "recursive doubling", "2": "scatter-destination",
-                  "3": "pairwise"}),
-    "scatter": ("MV2_INTER_SCATTER_TUNING", {"1": "binomial", "2": "direct"}),
-}
-# settings given with a call's algorithm, and what else the setting changes
-MV2_WITH = {"reduce": (("MV2_INTRA_REDUCE_TUNING", "1"),)}
-# MV2_INTER_REDUCE_TUNING=8 rewrites the reduce_scatter table too (reduce_tuning.c)
-MV2_ALSO = {("reduce", "8"): ("reduce_scatter",)}
-# MVAPICH2's shared-memory collectives (a node's ranks through one shared
-# segment) answer before its tables for the calls they serve; off, every
-# collective goes by point-to-point algorithms: a switch of all of them
-MV2_SHMEM_OFF = (("MV2_USE_SHMEM_COLL", "0"),)
 
 
 def _value(cv: Cvars, name: str) -> str | None:
@@ -129,7 +91,7 @@ def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
     call, sizes = gap.call, gap.sizes
     out: list[Hypothesis] = []
     if call in COLLECTIVES:
-        var = f"coll_tuned_{OMPI_VAR.get(call, call)}_algorithm"
+        var = variable("openmpi", call)
         for item in cv.get(var, {}).get("enum", []) or []:  # type: ignore[union-attr]
             if item == "ignore":
                 continue
@@ -242,7 +204,7 @@ def mpich(gap: Gap, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
             f"posix:{call}:release_gather",
             f"the shared-memory module's choice for {call} (not its release_gather)",
             ((posix, "release_gather"),), also))
-    var = f"MPIR_CVAR_{up}_INTRA_ALGORITHM"
+    var = variable("mpich", call)
     if var in cv:
         # an algorithm that cannot apply here fails the job rather than running
         # MPICH's own choice in silence (MPIR_CVAR_COLLECTIVE_FALLBACK)
