@@ -8,7 +8,9 @@ import json
 import math
 import random
 import re
+import time
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 
@@ -565,6 +567,53 @@ def test_an_explanation_interrupted_says_so_not_that_its_settings_were_tried(mon
     diagnose.explain(ctx, d, 60.0, {})
     (line,) = [x for x in said if "setting(s)" in x]
     assert "being tried when it was interrupted" in line and " tried on" not in line, line
+
+
+def test_a_wave_leaves_the_time_a_setting_it_finds_would_need_for_its_file(monkeypatch):
+    """Two default runs each found a setting of MPICH's late and had 0 s left
+    to check its file: it was not handed over.  A wave now counts, beside
+    its own rounds, the check of a file its gaps' settings would start (a
+    configuration with no file yet), and stops early enough to leave it."""
+    from commscope.advise import experiment as ex
+
+    other = "k-openmpi|x"
+    near = replace(_gap(), id="g-near")
+    far = replace(near, id="g-far", slow_arm=other, points=tuple(
+        dg.GapPoint(s, ((other, "bcast", s, 1.0),), ((FAST, "bcast", s, 1.0),), True)
+        for s in SIZES))
+
+    def run(budget, file_s):
+        rounds = _rounds({SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES}})
+        d = _diag([dg.Outcome(g, dg.confirm(_gap(), rounds)) for g in (near, far)])
+        d.rounds = rounds
+        clock = ex.Clock(1e18)
+        sides = {a: None for a in (SLOW, FAST, other)}
+        ctx = diagnose.Context(None, 1, {}, sides, {}, None, None, clock, lambda s: None)
+        monkeypatch.setattr(diagnose, "hypotheses_for", lambda *a: [_hyp()])
+        monkeypatch.setattr(diagnose, "_arms",
+                            lambda ctx, want: [SimpleNamespace(name=a) for a in want])
+        monkeypatch.setattr(diagnose.ex, "round_s", lambda arms, clock: 0.5 * len(arms))
+        waves = []
+
+        def wave(ctx, d, wave, plans, arms, until):
+            waves.append(([o.gap.id for o in wave], round(until - time.monotonic())))
+
+        monkeypatch.setattr(diagnose, "_wave", wave)
+        # SLOW has a file already (0 s more); the other configuration's would take file_s
+        diagnose.explain(ctx, d, budget, {},
+                         new_file=lambda o: 0.0 if o.gap.slow_arm == SLOW else file_s)
+        return waves
+
+    # a gap alone: 3 arms (its two sides, a setting) for RACE rounds, then its sides and a
+    # quarter of the rest for 4 more: 3 + 4 x 1.125 = 7.5 s; both (5 arms, 3 of them
+    # sides): 5 + 4 x 1.75 = 12 s
+    assert run(30.0, 0.0) == [(["g-far", "g-near"], 30)]  # equal gaps: by id
+    # the other configuration's file at 15 s: both still fit in 30, and the wave
+    # stops 15 s before the end
+    assert run(30.0, 15.0) == [(["g-far", "g-near"], 15)]
+    # at 25 s the far gap would leave its file no time: it waits, and the next
+    # wave cannot hold it either
+    assert run(30.0, 25.0) == [(["g-near"], 30)]
 
 
 def test_the_confirmation_takes_what_its_budget_reaches_never_nothing(monkeypatch):

@@ -344,12 +344,18 @@ def _arms(ctx: Context, want: Want) -> list[ex.Arm]:
 
 def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dict],
             reserve: Callable[[], float] = lambda: 0.0,
-            first: frozenset[str] = frozenset()) -> None:
+            first: frozenset[str] = frozenset(),
+            new_file: Callable[[dg.Outcome], float] = lambda o: 0.0) -> None:
     """Every hypothesis on the confirmed gaps, the largest gaps first, in
     waves as long as the budget lasts: each wave as many gaps as it holds,
     every hypothesis of them for RACE rounds, then those still open for up
     to EXPLAIN_ROUNDS.  `reserve()`: what the check of the settings found so
-    far will take (asked before each wave, as settings are found).  `first`:
+    far will take (asked before each wave, as settings are found).
+    `new_file(o)`: what checking a file would take that a setting found on
+    o's gap would start (a configuration with no file yet; 0 otherwise): a
+    wave is planned, and stops, leaving that too, so that a setting it finds
+    is not left unchecked (two default runs each found MPICH's, then had 0 s
+    left for its file).  `first`:
     gaps whose cause the last diagnosis in the store established, explained
     before the rest, so that the budget does not leave out this run what
     the last one found (their every hypothesis still races: a cause that
@@ -378,6 +384,7 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
         left = t_end - time.monotonic() - reserve()
         wave: list[dg.Outcome] = []
         want: Want = {}
+        files: dict[str, float] = {}  # the files the wave's settings would start
         for o in list(todo):
             hs = hyps[o.gap.id]
             if not any(not h.untestable for h in hs):  # nothing to run: said as it is
@@ -394,16 +401,17 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
             sides = [a for a in arms if a.name in ctx.configs]
             every, two = ex.round_s(arms, ctx.clock), ex.round_s(sides, ctx.clock)
             cost = every * RACE + (two + (every - two) / 4) * (hi - RACE)
-            if cost > left:
-                continue  # a smaller gap may still fit
-            want = trial
+            more = {**files, o.gap.slow_arm: files.get(o.gap.slow_arm) or new_file(o)}
+            if cost + sum(more.values()) > left:
+                continue  # a smaller gap, or one of a configuration with a file, may fit
+            want, files = trial, more
             wave.append(o)
             todo.remove(o)
         if not wave:
             break
         for o in wave:
             plans[o.gap.id] = hyps[o.gap.id]
-        _wave(ctx, d, wave, plans, _arms(ctx, want), t_end - reserve())
+        _wave(ctx, d, wave, plans, _arms(ctx, want), t_end - reserve() - sum(files.values()))
         tried += len(wave)
     n_h = sum(1 for hs in plans.values() for h in hs if not h.untestable)
     cut = d.rounds.stopped == "interrupted"
@@ -572,6 +580,20 @@ def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, l
     _, want = CHECK_ROUNDS
     return sum(ex.round_s(p.arms, ctx.clock) * want for p in file_plans(ctx, d, swept)
                if p.arms is not None)
+
+
+def new_file_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, list[int]]],
+                  o: dg.Outcome) -> float:
+    """What checking a file for o's slow configuration would take, where no
+    setting found so far has started one: its rounds (check_cost's) of the
+    configuration and of its settings over the gap's own call at every size
+    the sweep measured (the least the file would hold: a switch of several
+    calls holds more); 0 where the configuration has a file already."""
+    arm, bench = o.gap.slow_arm, o.gap.call
+    if any(p.arm == arm for p in file_plans(ctx, d, swept)) or bench not in swept.get(arm, {}):
+        return 0.0
+    base = _arm(ctx, arm + "|check", arm, {bench: set(swept[arm][bench])})
+    return 0.0 if base is None else ex.round_s([base, base], ctx.clock) * CHECK_ROUNDS[1]
 
 
 def paired_until(fc: dg.FileCheck, default_arm: str, arms: Sequence[ex.Arm],
@@ -875,7 +897,8 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
             if d.rounds.stopped != "interrupted":
                 explain(ctx, d, ctx.clock.left(), cache,
                         reserve=lambda: CHECK_SLACK_S + check_cost(ctx, d, swept),
-                        first=settled_before(store, sweep_id))
+                        first=settled_before(store, sweep_id),
+                        new_file=lambda o: new_file_cost(ctx, d, swept, o))
                 _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
                 check(ctx, d, ctx.clock.left(), out_dir, swept)
