@@ -973,6 +973,44 @@ def test_one_variable_set_by_several_gaps_keeps_the_value_their_gaps_together_sa
     settings, _ = diagnose._merge_settings([trial("8192", 0.5), trial("16384", 0.5)])
     assert settings == (("OMPI_MCA_btl_vader_eager_limit", "16384"),)
 
+def test_a_raised_threshold_goes_in_at_its_largest_value_for_every_gap_it_served():
+    """2026-11-29: the eager limit at 8 KiB saved most (bw at 4 KiB, 11x) and
+    won the file by the sum, where 16 KiB closed roundtrip, latency and
+    gather at 4-8 KiB: an 8 KiB message (with ob1's header) still goes by
+    rendezvous under 8 KiB.  A threshold raised is one value, its largest:
+    every size a smaller value sent eagerly goes eagerly under it."""
+    def trial(value, gain, raises="OMPI_MCA_btl_vader_eager_limit"):
+        h = replace(_hyp(settings=(("OMPI_MCA_btl_vader_eager_limit", value),),
+                         hid="eager-limit", mechanism="the eager limit", changes=("bw",)),
+                    raises=raises)
+        x = dg.Ratio(4096, 1 / (1 - gain), 1 / (1 - gain), 1 / (1 - gain), 6)
+        return dg.Trial(h, "closes", speedup=(x,), sizes=(4096,), closed=1.0)
+
+    settings, notes = diagnose._merge_settings([trial("8192", 0.91), trial("16384", 0.3)])
+    assert settings == (("OMPI_MCA_btl_vader_eager_limit", "16384"),), settings
+    assert notes == ["OMPI_MCA_btl_vader_eager_limit=8192 left out: "
+                     "OMPI_MCA_btl_vader_eager_limit=16384, a larger value of the same "
+                     "threshold, sends eagerly every size it did, and goes in for its gaps "
+                     "too"], notes
+    # a variable that is no threshold keeps the rule of the sum
+    settings, _ = diagnose._merge_settings([trial("8192", 0.91, ""), trial("16384", 0.3, "")])
+    assert settings == (("OMPI_MCA_btl_vader_eager_limit", "8192"),), settings
+    # and the smaller value's conclusion says why the file holds the larger
+    h = replace(_hyp(settings=(("OMPI_MCA_btl_vader_eager_limit", "8192"),), hid="eager-limit",
+                     mechanism="the eager limit", changes=("bcast",)),
+                raises="OMPI_MCA_btl_vader_eager_limit")
+    c, t = _judged(h)
+    held = (("OMPI_MCA_btl_vader_eager_limit", "16384"),)
+    file_arm = dg.arm_with(SLOW, held)
+    fc = dg.check_file(dg.FileCheck("openmpi", file_arm, held, ("bcast",)),
+                       _rounds({SLOW: {s: 2.0 for s in SIZES},
+                                file_arm: {s: 1.0 for s in SIZES}}), SLOW)
+    (cc,) = conclude.conclusions(_diag([dg.Outcome(_gap(), c, (t,))],
+                                       [replace(fc, file="/x/advice/openmpi.env")]))
+    assert ("holds OMPI_MCA_btl_vader_eager_limit=16384 (a larger value of the same "
+            "threshold), with which the whole file ran it 2.0x faster") in cc.headline, cc.headline
+
+
 def _judged(h, with_setting: float = 1.0):
     """A gap of 2x (mpich 2.0, openmpi 1.0 at every size) and the trial of h
     measured beside it at `with_setting`: the confirmation and the trial."""

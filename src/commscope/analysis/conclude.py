@@ -224,6 +224,17 @@ def in_file(fc: FileCheck | None, t: Trial, call: str) -> bool:
     return shares is not None and (t.verdict != "closes" or min(shares) >= CLOSES)
 
 
+def _instead_why(t: Trial | None, instead: Sequence[tuple[str, str]], more: bool = True) -> str:
+    """Why the file holds another value of a trial's variable: a larger value
+    of the threshold the trial raised, or another gap's, which saved more."""
+    h = t.hypothesis if t is not None else None
+    mine = dict(h.settings).get(h.raises, "") if h is not None and h.raises else ""
+    theirs = dict(instead).get(h.raises, "") if h is not None and h.raises else ""
+    if mine.isdigit() and theirs.isdigit() and int(theirs) > int(mine):
+        return "a larger value of the same threshold"
+    return "another gap's setting of it" + (", which saved more" if more else "")
+
+
 def file_text(fc: FileCheck | None, t: Trial | None = None, call: str = "") -> str:
     """What the check of the settings file as a whole said (of the trial's
     settings, where they were taken out of it, or another value of their
@@ -251,14 +262,14 @@ def file_text(fc: FileCheck | None, t: Trial | None = None, call: str = "") -> s
     if instead:
         vals = " ".join(f"{k}={v}" for k, v in instead)
         if t is None or not in_file(fc, t, call):
-            return (f"not handed over: the settings file holds {vals} instead (another gap's "
-                    f"setting of it, which saved more), and its check did not find it closing "
+            return (f"not handed over: the settings file holds {vals} instead "
+                    f"({_instead_why(t, instead)}), and its check did not find it closing "
                     f"the gap of {_call(call)}{_sp(span_text(sizes))}")
         got = fc.faster_at(call, sizes) or ()
         shares = file_closes(fc, t, call) or [0.0]
         med = statistics.median(x.median for x in got)
-        return (f"in the settings file as {vals} (another gap's setting of it, which saved "
-                f"more): with the whole file, {_call(call)} ran {_r(med)} faster"
+        return (f"in the settings file as {vals} ({_instead_why(t, instead)}): with the "
+                f"whole file, {_call(call)} ran {_r(med)} faster"
                 f"{_sp(span_text(sizes))} in its check, closing {_share(min(shares))} at its "
                 f"least-closed size ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
                 + (f": {fc.file}" if fc.file else ""))
@@ -371,7 +382,8 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
                 med = statistics.median(x.median for x in got)
                 shares = file_closes(fc, best, g.call) or [0.0]
                 head += (f"; the settings file holds {' '.join(f'{k}={v}' for k, v in instead)} "
-                         f"(another gap's setting of it), with which the whole file ran it "
+                         f"({_instead_why(best, instead, more=False)}), with which the whole "
+                         "file ran it "
                          f"{_r(med)} faster there in its check, closing {_share(min(shares))} "
                          "at its least-closed size")
             return Conclusion("setting", head, tuple(details), best.gain, ident, o)

@@ -159,6 +159,10 @@ class Hypothesis:
     # a forced algorithm that cannot apply fails, rather than silently running
     # the default: MPIR_CVAR_COLLECTIVE_FALLBACK=error)
     probe: tuple[tuple[str, str], ...] = ()
+    # a threshold the setting raises (an eager limit): a larger value of it
+    # serves every gap a smaller one served, since every size sent eagerly
+    # under the smaller goes eagerly under the larger
+    raises: str = ""
 
     @property
     def label(self) -> str:
@@ -612,7 +616,8 @@ def hyp_from_json(d: Mapping[str, object]) -> Hypothesis:
                       tuple(d.get("changes") or ()), str(d.get("untestable") or ""),  # type: ignore[arg-type]
                       str(d.get("side") or "slow"),
                       (int(ap[0]), int(ap[1])) if ap else None,  # type: ignore[index]
-                      tuple(tuple(kv) for kv in d.get("probe") or ()))  # type: ignore[misc,union-attr]
+                      tuple(tuple(kv) for kv in d.get("probe") or ()),  # type: ignore[misc,union-attr]
+                      str(d.get("raises") or ""))
 
 
 def trial_from_json(d: Mapping[str, object]) -> Trial:

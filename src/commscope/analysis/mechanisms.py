@@ -118,7 +118,7 @@ def openmpi(gap: Gap, cv: Cvars) -> list[Hypothesis]:
             f"Open MPI's shared-memory eager limit ({limit} B): above {first - 1} B of payload a "
             "message goes by rendezvous (a request to send and a reply first: "
             "pml_ob1_sendreq.h:380)", tuple(sorted(sets)), COLLECTIVES + P2P_CALLS,
-            applies=(first, 1 << 62)))
+            applies=(first, 1 << 62), raises="OMPI_MCA_btl_vader_eager_limit"))
         copy = _value(cv, "btl_vader_single_copy_mechanism")
         for item in cv.get("btl_vader_single_copy_mechanism", {}).get("enum", []) or []:  # type: ignore[union-attr]
             if copy and str(item) != copy:
@@ -181,7 +181,7 @@ def mpich(gap: Gap, cv: Cvars, algorithms: Mapping[str, Sequence[str]],
                 "ucx-rndv", f"UCX's rendezvous above about {UCX_BCOPY} B (its automatic "
                 "threshold, not read here: ucp_ep.c)",
                 (("UCX_RNDV_THRESH", str(_pow2_above(top))),), COLLECTIVES + P2P_CALLS,
-                applies=(UCX_BCOPY + 1, 1 << 62)))
+                applies=(UCX_BCOPY + 1, 1 << 62), raises="UCX_RNDV_THRESH"))
             out.append(Hypothesis("ucx-cma", "UCX's single copy (cma) in its rendezvous",
                                   (("UCX_TLS", "^cma"),), COLLECTIVES + P2P_CALLS,
                                   applies=(UCX_BCOPY + 1, 1 << 62)))
