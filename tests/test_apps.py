@@ -64,7 +64,11 @@ def test_one_rank_phases_add_up_to_the_sample(tmp_path, cores):
         assert r["min_us"] <= total <= r["p95_us"], (total, r["min_us"], r["p95_us"])
     else:
         assert abs(total - r["median_us"]) / r["median_us"] < 0.05, (total, r["median_us"])
-    assert ph["compute"]["max_us"] > 0.5 * r["median_us"]
+    # the product is most of it: of the whole, or where the record is flagged, of the
+    # parts (beside a busy loop and another test's job the whole's median read 4.99 ms
+    # for 2.18 ms of compute, its samples descheduled where the parts' were not)
+    whole = total if r["flagged"] else r["median_us"]
+    assert ph["compute"]["max_us"] > 0.5 * whole, (ph["compute"], whole, r["flagged"])
 
 
 def test_show_prints_where_the_time_goes(mm_db, capsys):
