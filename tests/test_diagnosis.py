@@ -601,7 +601,7 @@ def test_a_wave_leaves_the_time_a_setting_it_finds_would_need_for_its_file(monke
         monkeypatch.setattr(diagnose, "_wave", wave)
         # SLOW has a file already (0 s more); the other configuration's would take file_s
         diagnose.explain(ctx, d, budget, {},
-                         new_file=lambda o: 0.0 if o.gap.slow_arm == SLOW else file_s)
+                         new_file=lambda o, hs: 0.0 if o.gap.slow_arm == SLOW else file_s)
         return waves
 
     # a gap alone: 3 arms (its two sides, a setting) for RACE rounds, then its sides and a
@@ -614,6 +614,29 @@ def test_a_wave_leaves_the_time_a_setting_it_finds_would_need_for_its_file(monke
     # at 25 s the far gap would leave its file no time: it waits, and the next
     # wave cannot hold it either
     assert run(30.0, 25.0) == [(["g-near"], 30)]
+
+
+def test_a_new_files_cost_covers_every_call_its_gaps_settings_would_put_in_it(monkeypatch):
+    """A gap of MPICH's barrier whose settings include the device-collective
+    switch would start a file holding every collective: its cost is of all
+    of them (the gap's call alone fell short, and the next file had 1 s);
+    none where the configuration has a file already."""
+    got = []
+    monkeypatch.setattr(diagnose, "_arm", lambda ctx, name, base, want, extra=(): got.append(
+        {b: sorted(s) for b, s in want.items()}) or "arm")
+    monkeypatch.setattr(diagnose.ex, "round_s", lambda arms, clock: 1.0 * len(arms))
+    monkeypatch.setattr(diagnose, "file_plans", lambda ctx, d, swept: [])
+    swept = {SLOW: {"barrier": [0], "bcast": [1, 64], "latency": [8]}}
+    o = dg.Outcome(_gap(call="barrier"), None)
+    switch = _hyp(settings=(("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),), hid="device-off",
+                  changes=("barrier", "bcast", "allreduce"))
+    untestable = replace(_hyp(changes=("latency",)), untestable="fixed")
+    ctx = SimpleNamespace(clock=None)
+    cost = diagnose.new_file_cost(ctx, None, swept, o, [switch, untestable])
+    assert got == [{"barrier": [0], "bcast": [1, 64]}] and cost == 2.0 * diagnose.CHECK_ROUNDS[1]
+    monkeypatch.setattr(diagnose, "file_plans",
+                        lambda ctx, d, swept: [SimpleNamespace(arm=SLOW)])
+    assert diagnose.new_file_cost(ctx, None, swept, o, [switch]) == 0.0
 
 
 def test_the_confirmation_takes_what_its_budget_reaches_never_nothing(monkeypatch):

@@ -345,14 +345,15 @@ def _arms(ctx: Context, want: Want) -> list[ex.Arm]:
 def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dict],
             reserve: Callable[[], float] = lambda: 0.0,
             first: frozenset[str] = frozenset(),
-            new_file: Callable[[dg.Outcome], float] = lambda o: 0.0) -> None:
+            new_file: Callable[[dg.Outcome, Sequence[dg.Hypothesis]], float] = (
+                lambda o, hs: 0.0)) -> None:
     """Every hypothesis on the confirmed gaps, the largest gaps first, in
     waves as long as the budget lasts: each wave as many gaps as it holds,
     every hypothesis of them for RACE rounds, then those still open for up
     to EXPLAIN_ROUNDS.  `reserve()`: what the check of the settings found so
     far will take (asked before each wave, as settings are found).
-    `new_file(o)`: what checking a file would take that a setting found on
-    o's gap would start (a configuration with no file yet; 0 otherwise): a
+    `new_file(o, hs)`: what checking a file would take that a setting of hs
+    found on o's gap would start (a configuration with no file yet; 0 otherwise): a
     wave is planned, and stops, leaving that too, so that a setting it finds
     is not left unchecked (two default runs each found MPICH's, then had 0 s
     left for its file).  `first`:
@@ -401,7 +402,8 @@ def explain(ctx: Context, d: dg.Diagnosis, budget_s: float, cache: dict[str, dic
             sides = [a for a in arms if a.name in ctx.configs]
             every, two = ex.round_s(arms, ctx.clock), ex.round_s(sides, ctx.clock)
             cost = every * RACE + (two + (every - two) / 4) * (hi - RACE)
-            more = {**files, o.gap.slow_arm: files.get(o.gap.slow_arm) or new_file(o)}
+            more = {**files, o.gap.slow_arm: max(files.get(o.gap.slow_arm, 0.0),
+                                                  new_file(o, hs))}
             if cost + sum(more.values()) > left:
                 continue  # a smaller gap, or one of a configuration with a file, may fit
             want, files = trial, more
@@ -603,16 +605,21 @@ def check_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, l
 
 
 def new_file_cost(ctx: Context, d: dg.Diagnosis, swept: Mapping[str, Mapping[str, list[int]]],
-                  o: dg.Outcome) -> float:
+                  o: dg.Outcome, hs: Sequence[dg.Hypothesis]) -> float:
     """What checking a file for o's slow configuration would take, where no
     setting found so far has started one: its rounds (check_cost's) of the
-    configuration and of its settings over the gap's own call at every size
-    the sweep measured (the least the file would hold: a switch of several
-    calls holds more); 0 where the configuration has a file already."""
-    arm, bench = o.gap.slow_arm, o.gap.call
-    if any(p.arm == arm for p in file_plans(ctx, d, swept)) or bench not in swept.get(arm, {}):
+    configuration and of its settings over every benchmark the sweep
+    measured that the gap's call or a setting of hs changes (file_scope's,
+    for whichever is found: MPICH's device-collective switch holds every
+    collective; its gap's call alone fell short, and the file after it had
+    1 s); 0 where the configuration has a file already."""
+    arm, measured = o.gap.slow_arm, swept.get(o.gap.slow_arm, {})
+    if any(p.arm == arm for p in file_plans(ctx, d, swept)):
         return 0.0
-    base = _arm(ctx, arm + "|check", arm, {bench: set(swept[arm][bench])})
+    changes = {o.gap.call, *(b for h in hs if h.settings and h.side == "slow"
+                             and not h.untestable for b in h.changes)}
+    want = {b: set(measured[b]) for b in sorted(changes) if b in measured}
+    base = _arm(ctx, arm + "|check", arm, want) if want else None
     return 0.0 if base is None else ex.round_s([base, base], ctx.clock) * CHECK_ROUNDS[1]
 
 
@@ -918,7 +925,7 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
                 explain(ctx, d, ctx.clock.left(), cache,
                         reserve=lambda: CHECK_SLACK_S + check_cost(ctx, d, swept),
                         first=settled_before(store, sweep_id),
-                        new_file=lambda o: new_file_cost(ctx, d, swept, o))
+                        new_file=lambda o, hs: new_file_cost(ctx, d, swept, o, hs))
                 _save(ctx, diag_id, d)
             if d.rounds.stopped != "interrupted":
                 check(ctx, d, ctx.clock.left(), out_dir, swept)
