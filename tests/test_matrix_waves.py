@@ -9,6 +9,7 @@ overlap is a fact of the schedule, not of the machine's speed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -350,3 +351,39 @@ def test_pairs_of_cpus_on_two_sockets_are_judged_within_and_across(capsys, tmp_p
     assert "time of one 64 KiB message, within a socket: no pair measured" in out, out
     across = out.split("  across sockets:\n", 1)[1]  # one pair: no typical to name
     assert across.startswith("  2 CPUs, one pair ("), out
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("again", ["ok", "timeout"])
+def test_a_pair_that_hung_is_launched_once_more_and_both_tries_are_said(
+        capsys, tmp_path, monkeypatch, again):
+    """Beside other work a healthy pair under srun once failed and then ran
+    into its timeout, and the matrix failed: a pair whose job hung or failed
+    is launched once more, alone.  A start-up that hung by chance gets
+    through (said, exit 0); a pair that does not carry fails again (said,
+    exit 1).  The first try's outcome stands in for the hang here (the
+    records of a real job are what the second try measures); its job is run
+    for real both times."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: no pair")
+    real, calls = matrix.run_sweep, []
+
+    def sweep(jobs, *a, **k):
+        calls.append(len(jobs))
+        outs = real(jobs, *a, **k)
+        if len(calls) == 1 or again != "ok":  # the first try of the first pair hangs
+            outs[0] = dataclasses.replace(outs[0], status="timeout", message="")
+        return outs
+
+    monkeypatch.setattr(matrix, "run_sweep", sweep)
+    rc = cli.main(["matrix", "--within-node", "--cpus", f"{cpus[0]},{cpus[1]}", "--repeat", "1",
+                   "--quiet", "--bw-size", "64K", "--db", str(tmp_path / "m.db")])
+    out = capsys.readouterr().out
+    assert calls == [2, 1], calls  # both directions, then the one that hung, alone
+    pair = f"cpu{cpus[0]} and cpu{cpus[1]}"
+    if again == "ok":
+        assert rc == 0 and f"  {pair}: no answer within" in out, out
+        assert "; on a second try it got through" in out, out
+    else:
+        assert rc == 1 and "; again on a second try: no answer within" in out, out

@@ -18,7 +18,7 @@ from ..measure import build as build_mod
 from ..measure import cluster as cluster_mod
 from ..measure.plan import CoreOptions, Job
 from ..measure.progress import Progress
-from ..measure.runner import NoisePolicy, default_timeout, run_at_once, run_sweep
+from ..measure.runner import JobOutcome, NoisePolicy, default_timeout, run_at_once, run_sweep
 from ..report.sections import id_ranges
 from ..store.db import Store
 from ..store.sizes import human_bytes, parse_size
@@ -34,6 +34,15 @@ def _impl(a: argparse.Namespace, cl: cluster_mod.Cluster):
         raise CommscopeError(f"{cl.label} launches none of {', '.join(m.name for m in impls)}: "
                              f"{cl.cannot_launch(impls[0])}")
     return fit[0]
+
+
+def _failure(o: JobOutcome, limit: float) -> str:
+    """A pair's job that did not end well, in words."""
+    kept = "every record was written" in (o.stderr_tail + o.message)
+    what = ("its records written, then it did not exit: killed, its records kept"
+            if kept else f"no answer within {limit:.0f} s" if o.status == "timeout"
+            else o.status)
+    return what + (f" ({o.message[:160]})" if o.message and not kept else "")
 
 
 def waves(core: build_mod.Core, cl: cluster_mod.Cluster, opts: CoreOptions, lat: int,
@@ -214,6 +223,14 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         outcomes = run_sweep([j for w in planned for j in w], store, argv=sys.argv,
                              resume=False, timeout_s=limit, policy=NoisePolicy(),
                              progress=progress, repeat=a.repeat)
+    # a pair whose job hung or failed is launched once more, alone: a link that does not
+    # carry fails again, a start-up that hung by chance does not (beside other work a
+    # healthy pair under srun once failed, then ran into its timeout), and both are said
+    first = [o for o in outcomes if o.status in ("failed", "timeout")]
+    progress.total += len(first)
+    second = run_sweep([o.job for o in first], store, argv=sys.argv, resume=False,
+                       timeout_s=limit, policy=NoisePolicy(), progress=progress) if first else []
+    outcomes += second
     took = time.monotonic() - t0
     ids = [o.run_id for o in outcomes]
     rows = store.result_rows(run_ids=ids, narrowed=True)
@@ -222,15 +239,12 @@ def cmd_matrix(a: argparse.Namespace) -> int:
            else "one pair at a time")
     print(f"{cl.label}: {len(names)} {'CPUs' if a.within_node else 'nodes'}, {njobs} jobs "
           f"(each pair, bw both ways) x {a.repeat} rounds, {impl.name}, {how}, in {took:.0f} s")
-    for o in outcomes:
-        if o.status != "ok":
-            pair = " and ".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
-            kept = "every record was written" in (o.stderr_tail + o.message)
-            what = ("its records written, then it did not exit: killed, its records kept"
-                    if kept else f"no answer within {limit:.0f} s" if o.status == "timeout"
-                    else o.status)
-            print(f"  {pair}: {what}"
-                  + (f" ({o.message[:160]})" if o.message and not kept else ""))
+    for o, o2 in zip(first, second, strict=True):
+        pair = " and ".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
+        print(f"  {pair}: {_failure(o, limit)}; "
+              + ("on a second try it got through" if o2.status == "ok"
+                 else f"again on a second try: {_failure(o2, limit)}"))
+    outcomes = [o for o in outcomes if o not in first]
     for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
         outcomes += _figure(a, rows, cl, names, bench, at, what,
