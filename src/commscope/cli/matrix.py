@@ -232,7 +232,9 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                        timeout_s=limit, policy=NoisePolicy(), progress=progress) if first else []
     outcomes += second
     took = time.monotonic() - t0
-    ids = [o.run_id for o in outcomes]
+    # a first try's records count only where the second did not get through
+    retried = {id(o) for o, o2 in zip(first, second, strict=True) if o2.status == "ok"}
+    ids = [o.run_id for o in outcomes if id(o) not in retried]
     rows = store.result_rows(run_ids=ids, narrowed=True)
     store.close()
     how = (f"each round's {len(names) // 2} pairs at once" if a.at_once
@@ -244,7 +246,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         print(f"  {pair}: {_failure(o, limit)}; "
               + ("on a second try it got through" if o2.status == "ok"
                  else f"again on a second try: {_failure(o2, limit)}"))
-    outcomes = [o for o in outcomes if o not in first]
+    outcomes = [o for o in outcomes if all(o is not f for f in first)]
     for bench, at, what in (("bw", size, f"time of one {human_bytes(size)} message"),
                             ("latency", lat, f"latency at {human_bytes(lat)}")):
         outcomes += _figure(a, rows, cl, names, bench, at, what,
