@@ -51,7 +51,7 @@ def test_numbers_are_sane(swept):
 
         bw = col("bw", "mb_per_s")
         assert all(v > 0 for v in bw.values())
-        # Bandwidth grows by orders of magnitude from 1 B to 64 KiB (about 500x on
+        # Bandwidth grows by orders of magnitude from 1 B to 64 KiB (about 2000x on
         # a quiet machine), and never collapses tenfold between neighbours (a real
         # dip of 2-3x at a protocol switch is a finding, seen here once in ten runs,
         # not a broken record).  Noise policy: where either record is flagged noisy
