@@ -210,3 +210,40 @@ def test_shared_memory_left_is_what_no_live_process_maps():
         holder.wait()
         for path in (left, held):
             os.unlink(path)
+
+
+def test_reaping_adopted_orphans_leaves_the_callers_own_children_alone():
+    """As a subreaper commscope collects the orphans its jobs leave (each job
+    runs in a session of its own, and so do they), never a child its caller
+    started and waits for: `cluster down` killed a test's `sleep` inside a
+    node, the next command's reaping took its status, and its Popen read 0
+    for a process killed (a busy run, two tests at a time)."""
+    import os
+    import signal
+    import subprocess
+
+    from commscope.measure.procs import become_subreaper, reap_adopted
+
+    become_subreaper()
+    own = subprocess.Popen(["sleep", "30"])
+    # a job's orphan: its parent gone, adopted here, in the job's session
+    subprocess.run(["sh", "-c", "sleep 0.2 & exit 0"], start_new_session=True, check=True)
+    own.send_signal(signal.SIGKILL)
+    time.sleep(0.6)
+
+    def ended_orphans() -> list[int]:
+        out = []
+        for e in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                data = open(f"/proc/{e}/stat").read()
+            except OSError:
+                continue
+            state, ppid, _, sid = data[data.rfind(")") + 2:].split()[:4]
+            if state == "Z" and int(ppid) == os.getpid() and int(sid) != os.getsid(0):
+                out.append(int(e))
+        return out
+
+    assert ended_orphans(), "the orphan was not adopted: nothing to collect"
+    reap_adopted()
+    assert ended_orphans() == []
+    assert own.wait(timeout=5) == -signal.SIGKILL  # the caller's to read, not taken

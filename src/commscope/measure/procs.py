@@ -82,14 +82,26 @@ def family(leader: int, exclude: frozenset[int] = frozenset()) -> set[int]:
 
 
 def reap_adopted() -> None:
-    """Collect exit statuses of orphans we adopted as subreaper."""
-    while True:
+    """Collect exit statuses of orphans we adopted as subreaper: our ended
+    children of another session than ours (a job runs in a session of its
+    own, and so do its orphans).  Not waitpid(-1): that took the status of
+    a child the caller had started itself and waits for (a test's `sleep`
+    inside an emulated node, killed by `cluster down`: its Popen then read
+    0 for a process killed)."""
+    me, session = os.getpid(), os.getsid(0)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+            data = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        state, ppid, _, sid = data[data.rfind(")") + 2:].split()[:4]
+        if state == "Z" and int(ppid) == me and int(sid) != session:
+            try:
+                os.waitpid(int(entry), os.WNOHANG)
+            except ChildProcessError:
+                pass
 
 
 def shm_files(pids: set[int]) -> set[str]:
