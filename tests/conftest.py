@@ -103,13 +103,7 @@ def mpi_processes() -> list[str]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that asks for the MPIs or their built cores builds and launches
     for real: marked `mpi` with those that say so, so that `pytest -m "not
-    mpi"` is the fast set (fixed data, golden outputs, errors) of a minute;
-    and those marked `long` go first."""
+    mpi"` is the fast set (fixed data, golden outputs, errors) of a minute."""
     for item in items:
         if {"impls", "cores"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.mpi)
-    # the long tests first (a stable sort: the rest keep their order), so that
-    # with two at a time the workers end together rather than one waiting out
-    # the last long test.  Only tests whose fixtures are their own are marked:
-    # one moved away from its module's shared fixture would set it up twice
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)

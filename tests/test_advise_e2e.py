@@ -63,7 +63,6 @@ def _busy_while(fn) -> float:
     return float(got.get("other_cores") or 0.0) if got.get("valid") else 0.0
 
 
-@pytest.mark.long
 def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
         tmp_path, cores, capsys):
     if "openmpi" not in cores:

@@ -96,7 +96,6 @@ def test_stress_under_thread_sanitizer(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.long
 def test_thread_sanitizer_sees_a_race_in_the_shared_segment(tmp_path):
     """The threads share one mapping of the segment, so a weakened ordering
     (the message stamp published relaxed instead of release) is a race

@@ -46,7 +46,6 @@ def test_a_wrapper_that_ignores_the_compiler_is_refused(impls):
 
 @pytest.mark.mpi
 @needs_clang
-@pytest.mark.long
 def test_gcc_and_clang_side_by_side(capsys, tmp_path, impls):
     db = tmp_path / "cc.db"
     names = sorted(impls)

@@ -397,7 +397,6 @@ def test_the_core_builds_without_the_nccl_and_cublas_headers_and_says_so(impls):
     assert build.gpu_info(full)["nccl"] == "" and build.gpu_info(full)["cublas"] == ""
 
 
-@pytest.mark.long
 def test_the_gpu_bench_keeps_its_store_and_resumes_where_it_stopped(tmp_path, cores):
     """bench/gpu.py on the stand-in (--small): a phase's results and its
     completion stay in --store and come out in --out; a second call runs
@@ -528,7 +527,6 @@ def test_the_seeds_plan_fits_a_lease_each_phase_under_its_own_cap():
                if n != "smoke")
 
 
-@pytest.mark.long
 def test_the_seeds_run_on_the_stand_in_ends_with_every_figure(tmp_path, cores):
     """The one command of a lease, end to end on host memory standing in:
     the preflight first, every phase ok with every record checked, no window

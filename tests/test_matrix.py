@@ -93,7 +93,6 @@ def degraded_matrix(capsys, tmp_path, name: str, *args: str):
 
 
 @pytest.mark.mpi
-@pytest.mark.long
 def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     """Four nodes on Gigabit, n2 on 100 Mbit/s: every pair with n2 takes about
     ten times the typical time of a 1 MiB message, either way.  Noise policy: a tenfold
@@ -124,7 +123,6 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
 @pytest.mark.mpi
 @pytest.mark.skipif(slurm_local.missing() is not None,
                     reason=f"{slurm_local.missing()} (`make test` installs them)")
-@pytest.mark.long
 def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
     """A real Slurm on four emulated nodes (a slurmd in each node's
     namespaces, n2 on 100 Mbit/s; tests/slurm_local.py): `salloc -N 4
@@ -225,7 +223,6 @@ def emu_placement(name: str) -> dict:
 
 
 @pytest.mark.mpi
-@pytest.mark.long
 def test_at_once_names_the_degraded_node_and_finds_it_slow_alone_too(capsys, tmp_path):
     """--at-once on four nodes, n2 on 100 Mbit/s, one round: the pairs of
     each round launched together, n2 named, and its three pairs measured

@@ -202,7 +202,6 @@ def test_the_search_space_comes_from_the_implementations_variables(monkeypatch):
 
 
 @pytest.mark.parametrize("family", ["openmpi", "mpich"])
-@pytest.mark.long
 def test_a_short_real_search(capsys, tmp_path, cores, family):
     if family not in cores:
         pytest.skip(f"{family} not installed")
