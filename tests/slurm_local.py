@@ -17,6 +17,7 @@ every node of a step (real nodes each have their own local disk)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -88,6 +89,7 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 KillWait=5
 InactiveLimit=0
+FirstJobId={self._first_job_id()}
 {self._nodes(mem)}""")
         # Slurm's PMIx plugin makes a folder per job step under this base, and its servers'
         # sockets in the spool folder, named alike on every node: each node mounts folders
@@ -95,6 +97,17 @@ InactiveLimit=0
         for d in ("pmix", "spool"):
             (r / d).mkdir(exist_ok=True)
         (r / "mpi.conf").write_text(f"PMIxCliTmpDirBase={r / 'pmix'}\n")
+
+    _made = itertools.count()
+
+    def _first_job_id(self) -> int:
+        """Where this Slurm's job numbers start: apart from every other test
+        Slurm's on this machine.  Two pytest workers each started the Slurm
+        tests' module Slurm, both numbered their jobs from 1, and Open MPI
+        under srun names its shared-memory segments by the step (PMIx's
+        namespace, slurm.pmix.JOB.STEP): the second job unlinked the first's
+        vader segments and it crashed (tried: two Slurms, one job each)."""
+        return 1 + ((os.getpid() % 6000) * 10 + next(self._made) % 10) * 1000
 
     def _nodes(self, mem: int) -> str:
         if self.cluster is None:
