@@ -101,13 +101,20 @@ FirstJobId={self._first_job_id()}
     _made = itertools.count()
 
     def _first_job_id(self) -> int:
-        """Where this Slurm's job numbers start: apart from every other test
+        """Where this Slurm's job numbers start: apart from any other test
         Slurm's on this machine.  Two pytest workers each started the Slurm
         tests' module Slurm, both numbered their jobs from 1, and Open MPI
-        under srun names its shared-memory segments by the step (PMIx's
-        namespace, slurm.pmix.JOB.STEP): the second job unlinked the first's
-        vader segments and it crashed (tried: two Slurms, one job each)."""
-        return 1 + ((os.getpid() % 6000) * 10 + next(self._made) % 10) * 1000
+        under srun names its shared-memory segments by the host and the step
+        (PMIx's namespace, slurm.pmix.JOB.STEP): the second job unlinked the
+        first's vader segments and it crashed (tried: two Slurms, one job
+        each).  An emulated cluster's nodes have names of their own, and its
+        PMIx sockets' paths, which hold the job number, are near the 107
+        characters a socket path may have: it numbers from 1."""
+        if self.cluster is not None:
+            return 1
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+        k = int(worker[2:]) if worker[2:].isdigit() else os.getpid() % 10
+        return 1 + 100 * (10 * (k % 10) + next(self._made) % 10)
 
     def _nodes(self, mem: int) -> str:
         if self.cluster is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,29 @@ def test_a_node_that_stalls_is_named_by_its_longest_sample_and_noise_is_not():
     short = {k: (4_000.0 if 2 in k else 40.0) for k in healthy}
     _, v = pairs.judge(rows(short), "latency", 8, "longest stall", figure="stall")
     assert v.nodes == (), v.lines
+
+
+def test_a_node_slow_with_every_other_by_its_medians_is_named_not_split_into_links():
+    """A busy run (two tests at a time beside a load): n2 on 100 Mbit/s, two
+    rounds; every pair with n2 3.6-4.0x the typical pair, but only two of
+    them surely (the others' intervals reached under 1.2x), and the verdict
+    named two links 'while n1 and n2 are not slow with the others'.  Every
+    pair with a node on one side of the cut, one of them surely, names the
+    node; a link alone needs both its nodes surely fine with another."""
+    t = 26000.0
+    wide = {("n1", "n2"): (4.04, 2.77, 5.87), ("n2", "n3"): (3.85, 1.38, 10.6),
+            ("n0", "n2"): (3.68, 1.1, 9.0), ("n2", "n0"): (3.79, 1.05, 8.0),
+            ("n2", "n1"): (3.73, 1.15, 7.0), ("n3", "n2"): (3.62, 1.0, 9.5)}
+    found = []
+    for a in ("n0", "n1", "n2", "n3"):
+        for b in ("n0", "n1", "n2", "n3"):
+            if a != b:
+                m, lo, hi = wide.get((a, b), (0.9, 0.85, 0.95))
+                found.append(pairs.Pair(a, b, m * t, lo * t, hi * t))
+    v = pairs.verdict(found, "time of one 1 MiB message")
+    assert v.nodes == ("n2",) and v.links == (), v.lines
+    assert v.lines[0].startswith("n2: every pair with n2 takes"), v.lines
+    # one pair over the cut by its median alone names nothing: it needs one surely
+    half = [replace(p, lo=p.median * 0.2) for p in found]
+    v = pairs.verdict(half, "time of one 1 MiB message")
+    assert v.nodes == () and v.links == (), v.lines
