@@ -29,17 +29,22 @@ def become_subreaper() -> bool:
         return False
 
 
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """(ppid, pgrp, session) of a process, or None once it is gone."""
+def _fields(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgrp, session) of a process, zombies included, or None
+    once it is gone."""
     try:
         data = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    rest = data[data.rfind(")") + 2:].split()
-    # fields after "(comm)": state ppid pgrp session ...
-    if rest[0] in ("Z", "X"):
-        return None
-    return int(rest[1]), int(rest[2]), int(rest[3])
+    # the fields after "(comm)": state ppid pgrp session ...
+    state, ppid, pgrp, sid = data[data.rfind(")") + 2:].split()[:4]
+    return state, int(ppid), int(pgrp), int(sid)
+
+
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """(ppid, pgrp, session) of a live process, or None once it is gone."""
+    f = _fields(pid)
+    return None if f is None or f[0] in ("Z", "X") else f[1:]
 
 
 def _table() -> dict[int, tuple[int, int, int]]:
@@ -89,17 +94,11 @@ def reap_adopted() -> None:
     inside an emulated node, killed by `cluster down`: its Popen then read
     0 for a process killed)."""
     me, session = os.getpid(), os.getsid(0)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            data = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        state, ppid, _, sid = data[data.rfind(")") + 2:].split()[:4]
-        if state == "Z" and int(ppid) == me and int(sid) != session:
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        f = _fields(pid)
+        if f is not None and f[0] == "Z" and f[1] == me and f[3] != session:
             try:
-                os.waitpid(int(entry), os.WNOHANG)
+                os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
 
