@@ -360,6 +360,10 @@ def test_a_node_slow_with_every_other_by_its_medians_is_named_not_split_into_lin
     named two links 'while n1 and n2 are not slow with the others'.  Every
     pair with a node on one side of the cut, one of them surely, names the
     node; a link alone needs both its nodes surely fine with another."""
+    # n2's pairs' medians are the busy run's (typical 2.598e4 us; the others read 0.82-1.00x,
+    # here 0.9x), and so are the two links'
+    # intervals; the run printed no interval for n2's other four pairs, only that they
+    # were not surely slow: their lower ends here are any under 1.2x
     t = 26000.0
     wide = {("n1", "n2"): (4.04, 2.77, 5.87), ("n2", "n3"): (3.85, 1.38, 10.6),
             ("n0", "n2"): (3.68, 1.1, 9.0), ("n2", "n0"): (3.79, 1.05, 8.0),
