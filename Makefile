@@ -21,7 +21,7 @@ TEST_APT_PKGS := chromium slurm-wlm munge hpcc
 # One test at a time, as CI runs it.  TEST_WORKERS=2 runs two at once
 # (pytest-xdist): 6.9 against 10.6 minutes quiet, 8.8-11.3 against 14.4 beside
 # the busy suite's load (2026-11-29), but each of nine busy runs two at a time
-# still failed one test (each failure mended, a new one each run): not yet the
+# still failed one test (each mended; two tests failed twice): not yet the
 # default.
 TEST_WORKERS ?= 0
 
