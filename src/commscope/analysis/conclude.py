@@ -202,6 +202,15 @@ def file_closes(fc: FileCheck, t: Trial, call: str) -> list[float] | None:
     return out
 
 
+def _served(fc: FileCheck, t: Trial, call: str) -> tuple[str, str]:
+    """How much faster the whole file ran `call` where the trial's setting
+    was faster, and the share of the gap it closed at its least-closed size
+    (its check's figures: in_file has already held them to the verdict)."""
+    got = fc.faster_at(call, t.sizes) or ()
+    shares = file_closes(fc, t, call) or [0.0]
+    return _r(statistics.median(x.median for x in got)), _share(min(shares))
+
+
 def in_file(fc: FileCheck | None, t: Trial, call: str) -> bool:
     """Whether the file handed over carries what this setting gained: it
     holds the setting; or, where it holds another value of its variable
@@ -265,12 +274,10 @@ def file_text(fc: FileCheck | None, t: Trial | None = None, call: str = "") -> s
             return (f"not handed over: the settings file holds {vals} instead "
                     f"({_instead_why(t, instead)}), and its check did not find it closing "
                     f"the gap of {_call(call)}{_sp(span_text(sizes))}")
-        got = fc.faster_at(call, sizes) or ()
-        shares = file_closes(fc, t, call) or [0.0]
-        med = statistics.median(x.median for x in got)
+        faster, closed = _served(fc, t, call)
         return (f"in the settings file as {vals} ({_instead_why(t, instead)}): with the "
-                f"whole file, {_call(call)} ran {_r(med)} faster"
-                f"{_sp(span_text(sizes))} in its check, closing {_share(min(shares))} at its "
+                f"whole file, {_call(call)} ran {faster} faster"
+                f"{_sp(span_text(sizes))} in its check, closing {closed} at its "
                 f"least-closed size ({fc.rounds} rounds or more; none slower{seen}{unjudged})"
                 + (f": {fc.file}" if fc.file else ""))
     if settings and not all(kv in fc.settings for kv in settings):
@@ -378,13 +385,10 @@ def _one(o: Outcome, d: Diagnosis) -> Conclusion | None:
             assert fc is not None
             instead = fc.instead(best.hypothesis.settings)
             if instead:  # served by another gap's value of its variable: said, with its check
-                got = fc.faster_at(g.call, best.sizes) or ()
-                med = statistics.median(x.median for x in got)
-                shares = file_closes(fc, best, g.call) or [0.0]
+                faster, closed = _served(fc, best, g.call)
                 head += (f"; the settings file holds {' '.join(f'{k}={v}' for k, v in instead)} "
                          f"({_instead_why(best, instead, more=False)}), with which the whole "
-                         "file ran it "
-                         f"{_r(med)} faster there in its check, closing {_share(min(shares))} "
+                         f"file ran it {faster} faster there in its check, closing {closed} "
                          "at its least-closed size")
             return Conclusion("setting", head, tuple(details), best.gain, ident, o)
         # found, not handed over: said with why, above a library choice
