@@ -754,6 +754,59 @@ def test_the_next_run_measures_again_what_the_last_diagnosis_confirmed(tmp_path)
     assert settled < confirmed and diagnose.settled_before(s, 1) == frozenset()
 
 
+def test_a_setting_measured_again_is_judged_on_both_runs_rounds():
+    """A setting the last diagnosis tried, tried again: its trial is judged
+    on the rounds of both (one run's pairwise alltoall closed MPICH's gap by
+    87%, its interval's least 58%: "the cause"; the next run's six rounds
+    gave 78%, least 37%: "narrows").  A setting measured only before is not
+    judged on the earlier rounds alone; the gap itself is this run's."""
+    h, other = _hyp(), _hyp((("MPIR_CVAR_BCAST_INTRA_ALGORITHM", "binomial"),), "alg:bcast:b")
+    g = _gap()
+    arm, arm2 = dg.hyp_arm(g, h), dg.hyp_arm(g, other)
+    true = {SLOW: {s: 2.0 for s in SIZES}, FAST: {s: 1.0 for s in SIZES},
+            arm: {s: 1.3 for s in SIZES}}
+    now = _rounds(true, n=4, noise=0.15, seed=1)
+    before = _rounds({**true, arm2: {s: 1.0 for s in SIZES}}, n=6, noise=0.15, seed=101)
+    c = dg.confirm(g, now)
+    d = _diag([dg.Outcome(g, c)])
+    d.rounds = now
+    diagnose._judged(d, {g.id: [h, other]}, set())
+    alone = d.outcomes[0].trials[0]
+    assert alone.verdict == "helps" and alone.closed >= dg.CLOSES > alone.closed_lo
+    d.earlier = before
+    diagnose._judged(d, {g.id: [h, other]}, set())
+    t, t2 = d.outcomes[0].trials
+    assert t.verdict == "closes" and t.closed_lo >= dg.CLOSES
+    assert all(x.n == 10 for x in t.speedup)  # 4 rounds now, 6 before
+    assert t2.verdict == "not-reached"
+    assert d.outcomes[0].conf.ratios == c.ratios  # the gap: this run's rounds only
+    assert diagnose._measured_again(d) == 1
+
+
+def test_the_earlier_rounds_are_the_last_diagnosis_on_the_same_machine(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from commscope.store.db import Store
+
+    db = tmp_path / "s.db"
+    shutil.copyfile(Path(__file__).parent / "golden" / "first-run.sqlite", db)
+    s = Store(db)
+    assert diagnose.earlier_rounds(s, 2) == (dg.Rounds(), None)  # sweep 2 ran nowhere yet
+    s.db.execute("INSERT INTO sweeps (id, started_at) VALUES (2, '2026-12-07T00:00:00')")
+    s.db.execute("INSERT INTO runs (started_at, status, plan_key, bench, np, sizes, mpi_name, "
+                 "mpi_family, hostname, cpu_model, kernel, launch_argv, sweep_id) "
+                 "SELECT started_at, status, plan_key, bench, np, sizes, mpi_name, mpi_family, "
+                 "hostname, cpu_model, kernel, launch_argv, 2 FROM runs "
+                 "WHERE sweep_id=1 AND trial IS NULL LIMIT 1")
+    rounds, sweep = diagnose.earlier_rounds(s, 2)
+    assert sweep == 1 and rounds.figures == dg.latest(s, [1]).rounds.figures
+    assert rounds.figures
+    s.db.execute("UPDATE runs SET hostname='another' WHERE sweep_id=2")
+    assert diagnose.earlier_rounds(s, 2) == (dg.Rounds(), None)
+    assert diagnose.earlier_rounds(s, 1) == (dg.Rounds(), None)  # nothing before sweep 1
+
+
 def test_what_the_last_diagnosis_established_is_explained_first(monkeypatch):
     """Two confirmed gaps, the wider (allreduce 3x) first by worth; the one
     whose cause the last diagnosis in the store established (bcast 2x) goes

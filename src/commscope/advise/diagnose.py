@@ -434,6 +434,7 @@ def _judged(d: dg.Diagnosis, plans: Mapping[str, Sequence[dg.Hypothesis]],
     tried against Open MPI are tried against alltoall_sends too); `late`: the
     gaps the budget has not reached (yet)."""
     confs = dg.confirm_all([o.gap for o in d.outcomes if o.conf is not None], d.rounds)
+    pooled = d.trial_rounds()  # a setting measured again: both runs' rounds
     by_call: dict[tuple[str, str], list[dg.Hypothesis]] = {}
     for o in d.outcomes:
         for h in plans.get(o.gap.id) or ():
@@ -446,7 +447,7 @@ def _judged(d: dg.Diagnosis, plans: Mapping[str, Sequence[dg.Hypothesis]],
             continue
         mine = list(plans.get(o.gap.id) or ())
         mine += [h for h in by_call.get((o.gap.slow_arm, o.gap.call), ()) if h not in mine]
-        trials = tuple(dg.judge(o.gap, confs[o.gap.id], h, d.rounds) for h in mine)
+        trials = tuple(dg.judge(o.gap, confs[o.gap.id], h, pooled) for h in mine)
         ran = any(t.verdict not in ("not-reached", "untestable") for t in trials)
         why = ("" if ran else "budget" if o.gap.id in late else
                "none" if o.gap.id in plans else "late")
@@ -468,13 +469,14 @@ def _wave(ctx: Context, d: dg.Diagnosis, wave: Sequence[dg.Outcome],
         merged = dg.Rounds()
         merged.merge(d.rounds)
         merged.merge(rounds)
+        pooled = merged.with_earlier(d.earlier)
         need: set[str] = set()
         for o in wave:
             conf = dg.confirm(o.gap, merged)
             for h in plans[o.gap.id]:
                 if h.untestable:
                     continue
-                if k < lo - 1 and k < RACE or not _decided(dg.judge(o.gap, conf, h, merged),
+                if k < lo - 1 and k < RACE or not _decided(dg.judge(o.gap, conf, h, pooled),
                                                             conf, k):
                     need |= {dg.hyp_arm(o.gap, h), o.gap.slow_arm, o.gap.fast_arm}
         if not need or time.monotonic() > t_end:
@@ -834,6 +836,30 @@ def _previous(store: Store, sweep_id: int | None) -> dg.Diagnosis | None:
     return dg.latest(store, ids)
 
 
+def _machine(store: Store, sweep_id: int | None) -> set[tuple]:
+    """The hosts a sweep's own runs ran on (name, CPU, kernel)."""
+    return {tuple(r) for r in store.db.execute(
+        "SELECT hostname, cpu_model, kernel FROM runs WHERE sweep_id=? AND trial IS NULL",
+        (sweep_id,))}
+
+
+def earlier_rounds(store: Store, sweep_id: int | None) -> tuple[dg.Rounds, int | None]:
+    """The last diagnosis's rounds in this store, where its sweep ran on the
+    machine this one did (another machine's figures are not this one's):
+    a setting it tried and this run tries again is judged on both runs'
+    rounds.  One default run's pairwise alltoall closed MPICH's gap at 8-32
+    KiB by 87% (the least its interval allowed, 58%); the next, on six
+    rounds of its own, by 78% with 37% the least: "the cause" then "narrows",
+    one setting, one gap, two first screens."""
+    prev = _previous(store, sweep_id)
+    if prev is None or prev.sweep_id is None:
+        return dg.Rounds(), None
+    here, there = _machine(store, sweep_id), _machine(store, prev.sweep_id)
+    if not here or here != there:
+        return dg.Rounds(), None
+    return prev.rounds, prev.sweep_id
+
+
 def settled_before(store: Store, sweep_id: int | None) -> frozenset[str]:
     """The gaps whose cause the last diagnosis in this store established (a
     setting of the slower side closed the gap)."""
@@ -903,6 +929,7 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
     if again:
         d.notes.append(f"{again} gap(s) the last diagnosis in this store confirmed were "
                        "measured again where this sweep's screen did not pick them")
+    d.earlier, d.pooled_from = earlier_rounds(store, sweep_id)
     usable = []
     for g in gaps:
         why = _usable(ctx, g)
@@ -939,6 +966,11 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
                            "ran: raise --advise-budget for the rest")
         if d.rounds.noisy:
             d.notes.append(noise_note(d.rounds, policy))
+        again = _measured_again(d)
+        if again:
+            d.notes.append(f"{again} setting(s) the last diagnosis in this store (sweep "
+                           f"{d.pooled_from}) tried were judged on its rounds and this "
+                           "run's together")
     except KeyboardInterrupt:
         d.status = "interrupted"
         raise
@@ -948,6 +980,13 @@ def diagnose(store: Store, sweeps: Sequence[int], found: Sequence[Finding],
     if d.status == "interrupted":
         raise KeyboardInterrupt
     return d
+
+
+def _measured_again(d: dg.Diagnosis) -> int:
+    """The settings tried that this run and the earlier diagnosis both measured."""
+    tried = {dg.hyp_arm(o.gap, t.hypothesis) for o in d.outcomes for t in o.trials
+             if not t.hypothesis.untestable}
+    return len(tried & set(d.rounds.figures) & set(d.earlier.figures))
 
 
 def noise_note(rounds: dg.Rounds, policy) -> str:

@@ -71,6 +71,18 @@ class Rounds:
     def last_round(self) -> int:
         return max((r for by in self.figures.values() for r in by), default=0)
 
+    def with_earlier(self, earlier: Rounds) -> Rounds:
+        """These rounds and an earlier diagnosis's, for each arm measured in
+        both (its rounds numbered below zero, so that none is paired with one
+        of these): the figures a trial is judged on where the same setting
+        was measured before."""
+        out = Rounds({a: dict(by) for a, by in self.figures.items()}, dict(self.broken))
+        shift = -1 - max((abs(r) for by in earlier.figures.values() for r in by), default=0)
+        for arm, by in earlier.figures.items():
+            if arm in out.figures:
+                out.figures[arm].update({r + shift: f for r, f in by.items()})
+        return out
+
     def to_json(self) -> dict[str, object]:
         return {"figures": {a: {str(r): [[b, s, m, f, w] for (b, s), (m, f, w) in figs.items()]
                                 for r, figs in by.items()} for a, by in self.figures.items()},
@@ -746,6 +758,16 @@ class Diagnosis:
     status: str = "running"  # running | complete | partial | interrupted
     notes: list[str] = field(default_factory=list)  # what it did not reach, and why
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (gap id, why)
+    # the last diagnosis in the store, on the same machine: its rounds, which
+    # the trials of a setting measured again are judged on beside this run's
+    # (kept in memory only: they are stored with that diagnosis), and its sweep
+    earlier: Rounds = field(default_factory=Rounds)
+    pooled_from: int | None = None
+
+    def trial_rounds(self) -> Rounds:
+        """What a setting's trial is judged on: this run's rounds and, for
+        the arms this run measured too, the earlier diagnosis's."""
+        return self.rounds.with_earlier(self.earlier) if self.earlier.figures else self.rounds
 
     def to_json(self) -> str:
         d = {"sweep_id": self.sweep_id, "budget_s": self.budget_s, "labels": self.labels,
@@ -753,7 +775,7 @@ class Diagnosis:
              "notes": self.notes, "skipped": self.skipped,
              "outcomes": [asdict(o) for o in self.outcomes],
              "checks": [asdict(c) for c in self.checks],
-             "rounds": self.rounds.to_json()}
+             "rounds": self.rounds.to_json(), "pooled_from": self.pooled_from}
         return json.dumps(d)
 
     @staticmethod
@@ -770,7 +792,8 @@ class Diagnosis:
                          Rounds.from_json(d.get("rounds") or {}),
                          float(d.get("spent_s") or 0.0), str(d.get("status") or ""),
                          list(d.get("notes") or ()),
-                         [tuple(x) for x in d.get("skipped") or ()])  # type: ignore[misc]
+                         [tuple(x) for x in d.get("skipped") or ()],  # type: ignore[misc]
+                         pooled_from=d.get("pooled_from"))
 
     def check_for(self, arm: str) -> FileCheck | None:
         return next((c for c in self.checks if c.arm.split("|", 1)[0] == arm), None)
