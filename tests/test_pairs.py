@@ -270,6 +270,29 @@ def test_two_sockets_are_judged_apart_and_a_slow_cpu_within_one_is_named():
     assert pairs.classes({"cpu0": 0, "cpu1": 0}) == [("", None)]
 
 
+def test_two_sweeps_of_one_cluster_are_two_matrices_in_the_report():
+    """Two `matrix` commands under one cluster name (two Slurm allocations
+    are both "slurm"; a node mended between two sweeps): each sweep its own
+    verdict, titled with its sweep.  Merged, the healthy sweep's pairs stood
+    beside the degraded one's in one matrix."""
+    from commscope.report import matrix as rmatrix
+    from commscope.store.db import Store
+
+    bad = [dict(r) for r in Store(STORES / "matrix-degraded.db", create=False).result_rows()]
+    good = [dict(r) for r in Store(STORES / "matrix-healthy.db", create=False).result_rows()]
+    cl = str(bad[0]["cluster"])
+    good = [{**r, "cluster": cl, "sweep_id": int(r["sweep_id"]) + 100} for r in good]
+    got = {(t, what): v for t, what, _, _, v in rmatrix.matrices([*bad, *good])}
+    s_bad, s_good = int(bad[0]["sweep_id"]), int(good[0]["sweep_id"])
+    one = "time of one 1 MiB message"
+    assert got[(f"{cl} (sweep {s_bad})", one)].nodes == ("bm7607-n2",)
+    mended = got[(f"{cl} (sweep {s_good})", one)]
+    assert not mended.nodes and not mended.links
+    assert len(got) == 4  # two figures each
+    # one sweep alone: the cluster's name, as before
+    assert {t for t, *_ in rmatrix.matrices(bad)} == {cl}
+
+
 def test_a_matrix_at_once_is_its_own_and_its_pairs_alone_no_matrix_in_the_report():
     """bench/matrix.py's run with --at-once (n2 on 100 Mbit/s): the pairs of
     each round at once, then n2's three pairs alone, one cluster; the report

@@ -25,12 +25,20 @@ def matrices(rows: Sequence[Mapping[str, object]]
     # pairs measured one at a time and those measured beside their round's: two matrices
     # (the pairs measured alone after a matrix at once are a check of its slow pairs, said
     # by the command: a few pairs, no matrix)
-    clusters = sorted({(str(r["cluster"]), pairs.mode(r)) for r in rows
+    # and each sweep (one `matrix` command) its own: two Slurm allocations are both
+    # "slurm", and a node mended between two sweeps of one cluster is two verdicts
+    clusters = sorted({(str(r["cluster"]), pairs.mode(r), int(r["sweep_id"] or 0))  # type: ignore[call-overload]
+                       for r in rows
                        if pairs.pair_of(r) is not None and pairs.mode(r) != pairs.ALONE})
-    for cl, how in clusters:
+    sweeps_of: dict[tuple[str, str], set[int]] = {}
+    for cl, how, sid in clusters:
+        sweeps_of.setdefault((cl, how), set()).add(sid)
+    for cl, how, sid in clusters:
         together = how == pairs.AT_ONCE
         mine = [r for r in rows if r["cluster"] == cl and pairs.mode(r) == how
+                and int(r["sweep_id"] or 0) == sid  # type: ignore[call-overload]
                 and pairs.pair_of(r) is not None]
+        named = f"{cl} (sweep {sid})" if len(sweeps_of[(cl, how)]) > 1 else cl
         for bench, pick, words in FIGURES:
             sizes = {int(r["size_bytes"]) for r in mine if r["bench"] == bench}  # type: ignore[call-overload]
             if not sizes:
@@ -42,7 +50,7 @@ def matrices(rows: Sequence[Mapping[str, object]]
                 continue
             found, v = got
             names = sorted({p.a for p in found} | {p.b for p in found})
-            title = f"{cl}, each round's pairs at once" if together else cl
+            title = f"{named}, each round's pairs at once" if together else named
             out.append((title, what, names, found, v))
             # sampled long enough to see a node stop (matrix --stall-time): its longest
             # sample, judged by the stall's own cut
