@@ -37,6 +37,19 @@ def test_mvapich2_is_told_by_its_wrapper_and_launched_with_hydras_binding_alone(
     assert "MV2_ENABLE_AFFINITY" not in launch_argv(plain, LaunchSpec(2, 2, True), "/x", [])
 
 
+def test_an_mvapich2_with_mpirun_rsh_alone_is_refused_in_one_line_naming_hydra(tmp_path):
+    """Built --with-pm=mpirun, MVAPICH2 installs mpirun_rsh (and
+    mpiexec.mpirun_rsh), no mpiexec: commscope's launch line is Hydra's."""
+    cc = _wrapper(tmp_path, "mpicc for MVAPICH2 version 2.3.7-1")
+    (cc.parent / "mpiexec").rename(cc.parent / "mpirun_rsh")
+    with pytest.raises(CommscopeError, match="only MVAPICH2's mpirun_rsh next to") as ex:
+        describe_path(str(cc))
+    assert "Hydra's mpiexec" in str(ex.value) and "\n" not in str(ex.value)
+    (cc.parent / "mpirun_rsh").unlink()
+    with pytest.raises(CommscopeError, match="no mpiexec or mpirun next to"):
+        describe_path(str(cc))
+
+
 def test_mvapich2_across_nodes_is_refused_in_one_line(tmp_path):
     impl = describe_path(str(_wrapper(tmp_path, "mpicc for MVAPICH2 version 2.3.7-1")))
     hf = tmp_path / "hosts"

@@ -119,6 +119,10 @@ def find_launcher(mpicc: str, family: str) -> str:
         cand = p.parent / f"{n}{suffix}"
         if cand.exists() and os.access(cand, os.X_OK):
             return str(cand)
+    if (p.parent / "mpirun_rsh").exists():  # an MVAPICH2 built --with-pm=mpirun
+        raise CommscopeError(f"only MVAPICH2's mpirun_rsh next to {mpicc}: commscope launches "
+                             "with Hydra's mpiexec (MVAPICH2's default process manager: "
+                             "configure --with-pm=mpirun:hydra or hydra)")
     raise CommscopeError(f"no mpiexec or mpirun next to {mpicc}")
 
 
