@@ -67,6 +67,13 @@ def test_a_healthy_cluster_names_nothing(seed):
     assert v.lines[0].startswith("no node stands out"), v.lines
 
 
+def test_a_ratio_far_under_one_keeps_two_figures():
+    # --at-once under Slurm, beside other work: a pair alone at 0.003x the typical
+    # pair alone was printed "0.00x [0.00x, 0.00x]"
+    assert [pairs._x(r) for r in (0.0033, 0.05, 0.096, 0.38, 9.996, 710.94)] == [
+        "0.0033x", "0.05x", "0.10x", "0.38x", "10.0x", "710.9x"]
+
+
 def test_two_nodes_are_one_pair_with_nothing_to_set_it_against():
     v = pairs.verdict(_cluster(2, {("n1", "n2"): 10.0}))
     assert v.nodes == () and "needs 3 nodes" in v.lines[0]

@@ -289,3 +289,44 @@ def test_mpich_reads_the_selection_file_and_applies_it_where_it_says(tmp_path, c
     assert cli.main([*common, "--settings", str(env)]) == 1
     (failed,) = Store(db).runs(["failed"])
     assert "algorithm=MPIR_Bcast_intra_warp_drive" in failed["stderr_tail"], failed["stderr_tail"]
+
+
+def mv2(coll: str, var: str, alg: str, ratios: dict[int, float], wide: float = 0.03,
+        extra: tuple[tuple[str, str], ...] = ()) -> Outcome:
+    cand = Candidate(((var, alg), *extra))
+    return Outcome(cand, effects=[Effect(coll, s, r, r * (1 - wide), r * (1 + wide), 6)
+                                  for s, r in ratios.items()])
+
+
+def test_mvapich2_ranges_name_an_algorithm_at_every_size_measured_alike_elsewhere():
+    """MVAPICH2's user table replaces its own at every size (nothing hands a
+    size back): each won range its winner, every other size the algorithm
+    measured alike with the default there; its indexed tables off, for that
+    collective and globally, and the winners' companion setting kept."""
+    var = "MV2_ALLTOALL_TUNING"
+    sizes = [1 << k for k in range(0, 17, 2)]  # 1 B .. 64 KiB
+    bruck = mv2("alltoall", var, "1", {s: (1.0 if s <= 256 else 0.8) for s in sizes})
+    pair = mv2("alltoall", var, "3", {s: (1.5 if 1024 <= s <= 4096 else
+                                         1.0 if s > 4096 else 0.7) for s in sizes})
+    cs = selection.choices([bruck, pair], {}, "mpich")
+    assert [(c.coll, c.lo, c.hi, c.value) for c in cs] == [("alltoall", 1024, 4096, 3)]
+    got, left = selection.mvapich2_tuning([bruck, pair], cs)
+    assert left == [] and got == [("MV2_USE_INDEXED_TUNING", "0"),
+                                  ("MV2_USE_INDEXED_ALLTOALL_TUNING", "0"),
+                                  (var, "1:0-256,3:257-+")], got
+    # Bruck alike to 256 B, pairwise from 1 KiB: the sizes between (unmeasured) go to the
+    # next range; above 4 KiB pairwise measured alike too: one range to the end
+    # a size where no algorithm held 1.0 in its interval: no table, said why
+    gone = mv2("alltoall", var, "1", {s: (1.0 if s <= 64 else 0.8) for s in sizes})
+    got, left = selection.mvapich2_tuning([gone, pair], cs)
+    assert got == [] and left == ["alltoall: at 256 B no algorithm measured alike with "
+                                  "MVAPICH2's own choice, and its table names one at every "
+                                  "size"]
+    # reduce's winners ran with MV2_INTRA_REDUCE_TUNING=1: the table keeps it
+    rv = "MV2_INTER_REDUCE_TUNING"
+    intra = (("MV2_INTRA_REDUCE_TUNING", "1"),)
+    r1 = mv2("reduce", rv, "2", {s: (2.0 if s >= 4096 else 1.0) for s in sizes}, extra=intra)
+    cs = selection.choices([r1], {}, "mpich")
+    got, _ = selection.mvapich2_tuning([r1], cs)
+    assert ("MV2_INTER_REDUCE_TUNING", "2:0-+") in got and intra[0] in got
+    assert ("MV2_USE_INDEXED_REDUCE_TUNING", "0") in got

@@ -13,6 +13,7 @@ back to the implementation's own."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -262,3 +263,84 @@ def mpich_json(cs: Sequence[Choice], lib: MpichLibrary,
         tree[f"collective={coll}"] = {"comm_type=intra": new,
                                       **{k: v for k, v in old.items() if k != "comm_type=intra"}}
     return json.dumps(tree, indent=1) + "\n"
+
+
+# -- MVAPICH2 ----------------------------------------------------------------
+# A user's MV2_<...>_TUNING takes "algorithm:from-to" ranges ("1:0-1024,3:1025-+",
+# bytes as the call counts them: the buffer, alltoall's, allgather's and
+# scatter's block per rank) only with its indexed tables off, globally and
+# for that collective (mv2_use_indexed_tuning || mv2_use_indexed_<op>_tuning
+# picks the indexed table, which takes one algorithm: <op>_tuning.c).  Its
+# table then replaces the library's at every size: a size is looked up by the
+# first range whose upper end holds it (the last range past them all), and
+# nothing hands a size back to MVAPICH2's own choice.
+MV2_INDEXED = {"allreduce": "MV2_USE_INDEXED_ALLREDUCE_TUNING",
+               "reduce": "MV2_USE_INDEXED_REDUCE_TUNING",
+               "allgather": "MV2_USE_INDEXED_ALLGATHER_TUNING",
+               "alltoall": "MV2_USE_INDEXED_ALLTOALL_TUNING",
+               "scatter": "MV2_USE_INDEXED_SCATTER_TUNING"}
+
+
+def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
+                    ) -> tuple[list[tuple[str, str]], list[str]]:
+    """MVAPICH2's per-size settings for the collectives that won somewhere:
+    each won range its winner, and every other measured size the forced
+    algorithm measured alike with the default there (its interval holding
+    1.0, the nearest to it): what MVAPICH2 chose itself, as far as the
+    search can name it.  A collective with a size where no algorithm
+    measured alike is left out, said why (its table would force a slower
+    one there).  Returns (settings, what was left out)."""
+    from ..analysis.algorithms import MV2_ALGORITHMS
+
+    by: dict[str, list[Choice]] = {}
+    for c in cs:
+        by.setdefault(c.coll, []).append(c)
+    out: list[tuple[str, str]] = []
+    left: list[str] = []
+    for coll, group in sorted(by.items()):
+        if coll not in MV2_INDEXED:
+            left.append(f"{coll}: MVAPICH2 takes no per-size table of it here")
+            continue
+        alike: dict[int, list[tuple[float, int]]] = {}  # size -> (|log ratio|, value)
+        extra: set[tuple[str, str]] = set()
+        for o in outcomes:
+            f = forced(o.cand.settings)  # type: ignore[attr-defined]
+            if f is None or f[0] != coll or o.state != "measured" or not f[1].isdigit():  # type: ignore[attr-defined]
+                continue
+            if any(c.alg == f[1] for c in group):
+                extra |= {kv for kv in o.cand.settings  # type: ignore[attr-defined]
+                          if forced_collective(kv[0]) is None}
+            for e in o.effects:  # type: ignore[attr-defined]
+                if e.bench == coll and e.n >= 3 and e.lo <= 1.0 <= e.hi:
+                    alike.setdefault(e.size, []).append((abs(math.log(e.ratio)), int(f[1])))
+        won = {s: c.value for c in group for s in _sizes_of(outcomes, coll) if c.lo <= s <= c.hi}
+        sizes = sorted(set(won) | set(_sizes_of(outcomes, coll)))
+        table: list[tuple[int, int]] = []  # (value, last size it holds)
+        missing = [s for s in sizes if s not in won and s not in alike]
+        if missing:
+            left.append(f"{coll}: at {human_bytes(missing[0])} no algorithm measured alike "
+                        "with MVAPICH2's own choice, and its table names one at every size")
+            continue
+        keys = {k for k, _ in extra}
+        if len(keys) != len(extra):
+            left.append(f"{coll}: its winners were measured with different companion settings")
+            continue
+        for s in sizes:
+            v = won[s] if s in won else min(alike[s])[1]
+            if table and table[-1][0] == v:
+                table[-1] = (v, s)
+            else:
+                table.append((v, s))
+        ranges, lo = [], 0
+        for i, (v, hi) in enumerate(table):
+            ranges.append(f"{v}:{lo}-{'+' if i == len(table) - 1 else hi}")
+            lo = hi + 1
+        out += [("MV2_USE_INDEXED_TUNING", "0"), (MV2_INDEXED[coll], "0"),
+                (MV2_ALGORITHMS[coll][0], ",".join(ranges)), *sorted(extra)]
+    return list(dict.fromkeys(out)), left
+
+
+def _sizes_of(outcomes: Sequence[object], coll: str) -> list[int]:
+    """The sizes the search measured a collective at."""
+    return sorted({e.size for o in outcomes for e in o.effects  # type: ignore[attr-defined]
+                   if e.bench == coll})

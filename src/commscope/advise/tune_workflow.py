@@ -95,6 +95,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
     text = tune_text.settings_text(w, core) if w is not None else None
     choices = selection.choices(outcomes, cvars, impl.family)
     side = None  # the implementation's own file of per-size choices
+    mv2 = False  # MVAPICH2's per-size ranges, in the settings themselves
     if choices and impl.family == "intel":
         text = tune_text.with_selection(w, selection.intel_adjust(choices),
                                         "Intel MPI's I_MPI_ADJUST syntax", core)
@@ -109,16 +110,25 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
         outputs.write_text(side, selection.mpich_json(choices, mpich, cvars))
         text = tune_text.with_selection(w, [(selection.MPICH_JSON_CVAR, str(side.resolve()))],
                                         str(side), core)
+    elif choices and impl.variant == "mvapich2":
+        lines, left = selection.mvapich2_tuning(outcomes, choices)
+        for why in left:
+            say(f"no per-size table for {why}")
+        if lines:
+            text = tune_text.with_selection(w, lines, "MVAPICH2's MV2_*_TUNING ranges (its "
+                                            "indexed tables off for those collectives)", core)
+            mv2 = True
     rc = 0
-    if side is not None and text:
+    if (side is not None or mv2) and text:
         # the file, as written, in a real job before it is handed over
         chk = search.check_settings(core, sorted({c.coll for c in choices}), opts,
                                   settings_mod.parse_text(text), store, argv=r.argv,
                                   timeout_s=timeout, policy=policy)
         if not chk.ok:
-            warn(f"commscope: {impl.name} did not take {side} in a check job ({chk.reason}); "
+            what = side if side is not None else "its per-size tables"
+            warn(f"commscope: {impl.name} did not take {what} in a check job ({chk.reason}); "
                  "the settings leave it out")
-            side, rc = None, 1
+            side, mv2, rc = None, False, 1
             text = tune_text.settings_text(w, core) if w is not None else None
     # what the user is handed: the per-size file and the best winner besides
     handed = search.Candidate(settings_mod.parse_text(text) if text else (),
@@ -132,7 +142,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
             say(f"# collective algorithms won per size range: add --write FILE for {kind}")
         return rc
     say(tune_text.report(core, outcomes, r.rounds, r.extra_rounds).removesuffix("\n"))
-    if side is not None and text:
+    if (side is not None or mv2) and text:
         # the per-size choices and the best winner besides were measured
         # apart: measure what is handed over, together
         say(tune_text.together_text(search.together(
@@ -159,5 +169,8 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
         if side is not None:
             say(f"collective algorithms per size range in {side}, {kind} it names (taken in "
                 "a check job)")
+        elif mv2:
+            say("collective algorithms per size range in its MV2_*_TUNING ranges (taken in a "
+                "check job)")
     store.close()
     return rc

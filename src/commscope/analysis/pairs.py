@@ -78,6 +78,8 @@ class Verdict:
 
 
 def _x(r: float) -> str:
+    if r < 0.095:  # two figures: a pair alone at 0.003x its typical read "0.00x"
+        return f"{r:.2g}x"
     r = round(r, 2)  # 9.996 reads 10.0x, never 10.00x
     return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
 
