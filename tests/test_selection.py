@@ -330,3 +330,17 @@ def test_mvapich2_ranges_name_an_algorithm_at_every_size_measured_alike_elsewher
     got, _ = selection.mvapich2_tuning([r1], cs)
     assert ("MV2_INTER_REDUCE_TUNING", "2:0-+") in got and intra[0] in got
     assert ("MV2_USE_INDEXED_REDUCE_TUNING", "0") in got
+
+
+def test_mvapich2_ranges_keep_the_algorithm_in_force_where_several_measured_alike():
+    # binomial won 4-16 B; at every larger size binomial and the allreduce both
+    # measured alike, the allreduce a little nearer 1.0: binomial stays (one range),
+    # where the nearest alone gave 1:0-16,8:17-64,1:65-256,8:257-1024,... (a run here)
+    var, intra = "MV2_INTER_REDUCE_TUNING", (("MV2_INTRA_REDUCE_TUNING", "1"),)
+    sizes = [4 << (2 * k) for k in range(6)]  # 4 B .. 4 KiB
+    b = mv2("reduce", var, "1", {s: (1.3 if s <= 16 else 1.04) for s in sizes}, wide=0.1,
+            extra=intra)
+    a = mv2("reduce", var, "8", {s: 1.01 for s in sizes}, wide=0.1, extra=intra)
+    cs = selection.choices([b, a], {}, "mpich")
+    got, _ = selection.mvapich2_tuning([b, a], cs)
+    assert (var, "1:0-+") in got, got

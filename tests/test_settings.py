@@ -28,6 +28,25 @@ def test_a_settings_file_parses_and_refuses_what_is_not_a_setting(tmp_path):
             settings.parse_file(f)
 
 
+def test_mvapich2_ranges_without_its_indexed_tables_off_are_refused_in_one_line():
+    """MVAPICH2 2.3.7 given MV2_ALLTOALL_TUNING=3:0-8192,0:8193-+ with its
+    indexed tables on (the default) crashed (exit 11): refused before a
+    job, naming the flags; with both off, or one algorithm alone, taken."""
+    ranges = "export MV2_ALLTOALL_TUNING=3:0-8192,0:8193-+\n"
+    with pytest.raises(settings.CommscopeError) as ex:
+        settings.parse_text(ranges, "rc.env")
+    said = str(ex.value)
+    assert said.startswith("rc.env: MV2_ALLTOALL_TUNING=3:0-8192,0:8193-+: MVAPICH2 reads "
+                           "ranges only with MV2_USE_INDEXED_TUNING=0 and "
+                           "MV2_USE_INDEXED_ALLTOALL_TUNING=0"), said
+    assert "\n" not in said
+    with pytest.raises(settings.CommscopeError, match="only with MV2_USE_INDEXED_ALLREDUCE"):
+        settings.parse_text("MV2_USE_INDEXED_TUNING=0\nMV2_INTER_ALLREDUCE_TUNING=9:0-+\n")
+    ok = ranges + "MV2_USE_INDEXED_TUNING=0\nMV2_USE_INDEXED_ALLTOALL_TUNING=0\n"
+    assert dict(settings.parse_text(ok))["MV2_ALLTOALL_TUNING"] == "3:0-8192,0:8193-+"
+    assert settings.parse_text("MV2_ALLTOALL_TUNING=3\n") == (("MV2_ALLTOALL_TUNING", "3"),)
+
+
 def test_read_back_refuses_unknown_names_and_other_values():
     s = {"OMPI_MCA_a": "none", "OMPI_MCA_b": "4096", "MPIR_CVAR_C": "binomial",
          "UCX_TLS": "posix", "OMPI_MCA_d": "cma", "MPIR_CVAR_E": "8"}

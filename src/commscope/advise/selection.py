@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..analysis.summary import ratio_text
 from ..errors import CommscopeError
+from ..measure.settings import MV2_INDEXED_OPS
 from ..store.sizes import human_bytes
 
 # Open MPI's COLLTYPE numbering (ompi/mca/coll/base/coll_base_functions.h)
@@ -273,21 +274,22 @@ def mpich_json(cs: Sequence[Choice], lib: MpichLibrary,
 # picks the indexed table, which takes one algorithm: <op>_tuning.c).  Its
 # table then replaces the library's at every size: a size is looked up by the
 # first range whose upper end holds it (the last range past them all), and
-# nothing hands a size back to MVAPICH2's own choice.
-MV2_INDEXED = {"allreduce": "MV2_USE_INDEXED_ALLREDUCE_TUNING",
-               "reduce": "MV2_USE_INDEXED_REDUCE_TUNING",
-               "allgather": "MV2_USE_INDEXED_ALLGATHER_TUNING",
-               "alltoall": "MV2_USE_INDEXED_ALLTOALL_TUNING",
-               "scatter": "MV2_USE_INDEXED_SCATTER_TUNING"}
+# nothing hands a size back to MVAPICH2's own choice (measure/settings.py:
+# ranges with the indexed tables on crashed a job).
+def _mv2_indexed(coll: str) -> str | None:
+    """The flag that turns a collective's indexed table off (None: it has none)."""
+    op = coll.upper()
+    return f"MV2_USE_INDEXED_{op}_TUNING" if op in MV2_INDEXED_OPS else None
 
 
 def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
                     ) -> tuple[list[tuple[str, str]], list[str]]:
     """MVAPICH2's per-size settings for the collectives that won somewhere:
-    each won range its winner, and every other measured size the forced
+    each won range its winner, and every other measured size a forced
     algorithm measured alike with the default there (its interval holding
-    1.0, the nearest to it): what MVAPICH2 chose itself, as far as the
-    search can name it.  A collective with a size where no algorithm
+    1.0; the one in force below it where it is one of them, else the
+    nearest to 1.0): what MVAPICH2 chose itself, as far as the search can
+    name it.  A collective with a size where no algorithm
     measured alike is left out, said why (its table would force a slower
     one there).  Returns (settings, what was left out)."""
     from ..analysis.algorithms import MV2_ALGORITHMS
@@ -298,7 +300,8 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
     out: list[tuple[str, str]] = []
     left: list[str] = []
     for coll, group in sorted(by.items()):
-        if coll not in MV2_INDEXED:
+        flag = _mv2_indexed(coll)
+        if flag is None:
             left.append(f"{coll}: MVAPICH2 takes no per-size table of it here")
             continue
         alike: dict[int, list[tuple[float, int]]] = {}  # size -> (|log ratio|, value)
@@ -326,7 +329,10 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
             left.append(f"{coll}: its winners were measured with different companion settings")
             continue
         for s in sizes:
-            v = won[s] if s in won else min(alike[s])[1]
+            # where several measured alike, the one already in force (fewer ranges)
+            near = [v for _, v in sorted(alike.get(s, ()))]
+            v = won[s] if s in won else table[-1][0] if table and table[-1][0] in near \
+                else near[0]
             if table and table[-1][0] == v:
                 table[-1] = (v, s)
             else:
@@ -335,7 +341,7 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
         for i, (v, hi) in enumerate(table):
             ranges.append(f"{v}:{lo}-{'+' if i == len(table) - 1 else hi}")
             lo = hi + 1
-        out += [("MV2_USE_INDEXED_TUNING", "0"), (MV2_INDEXED[coll], "0"),
+        out += [("MV2_USE_INDEXED_TUNING", "0"), (flag, "0"),
                 (MV2_ALGORITHMS[coll][0], ",".join(ranges)), *sorted(extra)]
     return list(dict.fromkeys(out)), left
 

@@ -50,7 +50,37 @@ def parse_text(text: str, p: str | Path = "settings") -> tuple[tuple[str, str], 
         out[key] = value
     if not out:
         raise CommscopeError(f"settings file {p} sets nothing")
+    why = mv2_ranges_unsafe(out)
+    if why:
+        raise CommscopeError(f"{p}: {why}")
     return tuple(sorted(out.items()))
+
+
+# MVAPICH2 2.3.7's indexed tuning tables (on by default) take one algorithm a
+# collective; a user's MV2_<...>_TUNING of "algorithm:from-to" ranges is read
+# into them half-filled (<op>_tuning.c fills the indexed table only for one
+# element), and the job crashed (exit 11, alltoall, 2026-12-07).  Ranges are
+# read with MV2_USE_INDEXED_TUNING=0 and the collective's own flag 0.
+_MV2_TUNING = re.compile(r"MV2_(?:INTER_|INTRA_)?([A-Z]+)_TUNING")
+MV2_INDEXED_OPS = ("BCAST", "SCATTER", "GATHER", "REDUCE", "ALLREDUCE", "ALLGATHER",
+                   "ALLTOALL", "ALLTOALLV")
+
+
+def mv2_ranges_unsafe(settings: Mapping[str, str]) -> str:
+    """Why MVAPICH2 would not read these settings' ranges safely ('' if it would)."""
+    for key, value in sorted(settings.items()):
+        m = _MV2_TUNING.fullmatch(key)
+        if not m or ":" not in value:
+            continue
+        op = m.group(1)
+        need = ["MV2_USE_INDEXED_TUNING"] + (
+            [f"MV2_USE_INDEXED_{op}_TUNING"] if op in MV2_INDEXED_OPS else [])
+        off = [k for k in need if settings.get(k) != "0"]
+        if off:
+            return (f"{key}={value}: MVAPICH2 reads ranges only with "
+                    + " and ".join(f"{k}=0" for k in off)
+                    + " (with its indexed tables on, a job given ranges crashed)")
+    return ""
 
 
 def cvar_name(key: str) -> str | None:
