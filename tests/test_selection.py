@@ -344,3 +344,22 @@ def test_mvapich2_ranges_keep_the_algorithm_in_force_where_several_measured_alik
     cs = selection.choices([b, a], {}, "mpich")
     got, _ = selection.mvapich2_tuning([b, a], cs)
     assert (var, "1:0-+") in got, got
+
+
+def test_mvapich2_keeps_the_best_single_algorithm_of_a_call_left_without_a_table():
+    """Pairwise alltoall won at 1-4 KiB and was the search's best; alltoall
+    got no table (at 64 KiB nothing measured alike), reduce got one: the
+    file keeps pairwise alone beside reduce's table, not reduce's alone."""
+    sizes = [1 << k for k in range(0, 17, 2)]
+    pair = mv2("alltoall", "MV2_ALLTOALL_TUNING", "3",
+               {s: (1.5 if 1024 <= s <= 4096 else 1.0 if s < 65536 else 1.04) for s in sizes},
+               wide=0.01)
+    red = mv2("reduce", "MV2_INTER_REDUCE_TUNING", "2", {s: (2.0 if s >= 4096 else 1.0)
+                                                          for s in sizes})
+    cs = selection.choices([pair, red], {}, "mpich")
+    got, left = selection.mvapich2_tuning([pair, red], cs, pair)
+    assert left == ["alltoall: at 64 KiB no algorithm measured alike with MVAPICH2's own "
+                    "choice, and its table names one at every size"]
+    assert ("MV2_ALLTOALL_TUNING", "3") in got and ("MV2_INTER_REDUCE_TUNING", "2:0-+") in got
+    assert selection.mvapich2_tuning([pair, red], cs, red)[0] == selection.mvapich2_tuning(
+        [pair, red], cs)[0]  # the best has its table: nothing more

@@ -282,7 +282,7 @@ def _mv2_indexed(coll: str) -> str | None:
     return f"MV2_USE_INDEXED_{op}_TUNING" if op in MV2_INDEXED_OPS else None
 
 
-def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
+def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: object = None
                     ) -> tuple[list[tuple[str, str]], list[str]]:
     """MVAPICH2's per-size settings for the collectives that won somewhere:
     each won range its winner, and every other measured size a forced
@@ -291,7 +291,10 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
     nearest to 1.0): what MVAPICH2 chose itself, as far as the search can
     name it.  A collective with a size where no algorithm
     measured alike is left out, said why (its table would force a slower
-    one there).  Returns (settings, what was left out)."""
+    one there); where the search's best candidate (`best`) forced that
+    collective, its one algorithm is kept instead, as the search measured it
+    (else the tables would drop what it recommends).  Returns (settings,
+    what was left out)."""
     from ..analysis.algorithms import MV2_ALGORITHMS
 
     by: dict[str, list[Choice]] = {}
@@ -343,6 +346,9 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice]
             lo = hi + 1
         out += [("MV2_USE_INDEXED_TUNING", "0"), (flag, "0"),
                 (MV2_ALGORITHMS[coll][0], ",".join(ranges)), *sorted(extra)]
+    fb = forced(best.cand.settings) if best is not None else None  # type: ignore[attr-defined]
+    if out and fb is not None and not any(forced_collective(k) == fb[0] for k, _ in out):
+        out += list(best.cand.settings)  # type: ignore[attr-defined]
     return list(dict.fromkeys(out)), left
 
 

@@ -111,7 +111,7 @@ def workflow(r: Request, *, say: Callable[[str], None], warn: Callable[[str], No
         text = tune_text.with_selection(w, [(selection.MPICH_JSON_CVAR, str(side.resolve()))],
                                         str(side), core)
     elif choices and impl.variant == "mvapich2":
-        lines, left = selection.mvapich2_tuning(outcomes, choices)
+        lines, left = selection.mvapich2_tuning(outcomes, choices, w)
         for why in left:
             say(f"no per-size table for {why}")
         if lines:
