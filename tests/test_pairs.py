@@ -277,6 +277,32 @@ def test_two_sockets_are_judged_apart_and_a_slow_cpu_within_one_is_named():
     assert pairs.classes({"cpu0": 0, "cpu1": 0}) == [("", None)]
 
 
+def test_a_pair_whose_bytes_went_another_way_is_named_with_it():
+    """Every pair's runs read 'network between nodes' of the node links but
+    n0/n1's, whose links carried too little for the payload (its bytes went
+    another way: shared memory where the others used the network, say):
+    named with what its check read, in the verdict the report draws; with
+    every pair alike, or no check stored, nothing is said."""
+    from commscope.report import matrix as rmatrix
+    from commscope.store.db import Store
+
+    rows = [dict(r) for r in Store(STORES / "matrix-degraded.db", create=False).result_rows()]
+    assert rows and all(pairs._carried(r) == "network between nodes" for r in rows)
+    assert pairs.transports(rows) == []
+    odd = json.dumps({"link_bytes": {}, "payload_bytes": 6291456, "ok": False,
+                      "verdict": "too little on the links for the payload"})
+    for r in rows:
+        if pairs.pair_of(r) in (("bm7607-n0", "bm7607-n1"), ("bm7607-n1", "bm7607-n0")):
+            r["transport_check"] = odd
+    said = pairs.transports(rows)
+    assert said == ["bm7607-n0/bm7607-n1: its links read 'too little on the links for the "
+                    "payload' where the other pairs' read 'network between nodes': a transport "
+                    "of its own"], said
+    lines = [line for *_, v in rmatrix.matrices(rows) for line in v.lines]
+    assert lines.count(said[0]) == 1  # once, under the first figure
+    assert pairs.transports([{**r, "transport_check": None} for r in rows]) == []
+
+
 def test_two_sweeps_of_one_cluster_are_two_matrices_in_the_report():
     """Two `matrix` commands under one cluster name (two Slurm allocations
     are both "slurm"; a node mended between two sweeps): each sweep its own

@@ -167,6 +167,39 @@ def pair_of(row: Mapping[str, object]) -> tuple[str, str] | None:
 AT_ONCE, ALONE = "at once", "alone after at once"  # how a pair was measured (Cluster.pair)
 
 
+def _carried(row: Mapping[str, object]) -> str | None:
+    """What the run's transport check read of the node links (the network
+    between nodes, too little on them for the payload, shared memory...)."""
+    try:
+        got = json.loads(str(row["transport_check"] or "null"))
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    return str(got["verdict"]) if isinstance(got, dict) and got.get("verdict") else None
+
+
+def transports(rows: Sequence[Mapping[str, object]]) -> list[str]:
+    """A pair whose bytes went another way than the other pairs' (each
+    run's transport check: what the node links carried against the
+    payload), named with what its check read: a transport of its own (TCP
+    where the others used shared memory or the fabric), which its figures
+    then measure.  Nothing where every pair read alike or none was checked."""
+    by: dict[tuple[str, str], set[str]] = {}
+    for r in rows:
+        p, said = pair_of(r), _carried(r)
+        if p is not None and said is not None:
+            by.setdefault((min(p), max(p)), set()).add(said)
+    counts: dict[str, int] = {}
+    for vs in by.values():
+        for v in vs:
+            counts[v] = counts.get(v, 0) + 1
+    if len(counts) < 2:
+        return []
+    typical = max(sorted(counts), key=lambda v: counts[v])
+    return [f"{a}/{b}: its links read '{', '.join(sorted(vs - {typical}))}' where the other "
+            f"pairs' read '{typical}': a transport of its own"
+            for (a, b), vs in sorted(by.items()) if vs - {typical}]
+
+
 def mode(row: Mapping[str, object]) -> str:
     """How a pair's record was taken: "" one pair at a time, AT_ONCE beside
     the other pairs of its round (commscope matrix --at-once), ALONE again

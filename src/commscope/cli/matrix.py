@@ -260,5 +260,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                             lambda slow, v: _alone(a, core, cl, opts, names, slow, "latency",
                                                    lat, lat, limit, v, what, "stall"),
                             figure="stall")
+    for line in pairs.transports(rows):  # a pair whose bytes went another way
+        print(f"  {line}")
     print(f"\nthe records: commscope show --db {shlex.quote(str(a.db))} --bench latency,bw")
     return 1 if any(o.status != "ok" for o in outcomes) else 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ..analysis import pairs
@@ -39,6 +40,7 @@ def matrices(rows: Sequence[Mapping[str, object]]
                 and int(r["sweep_id"] or 0) == sid  # type: ignore[call-overload]
                 and pairs.pair_of(r) is not None]
         named = f"{cl} (sweep {sid})" if len(sweeps_of[(cl, how)]) > 1 else cl
+        moved = tuple(pairs.transports(mine))  # said once, under the group's first figure
         for bench, pick, words in FIGURES:
             sizes = {int(r["size_bytes"]) for r in mine if r["bench"] == bench}  # type: ignore[call-overload]
             if not sizes:
@@ -51,7 +53,8 @@ def matrices(rows: Sequence[Mapping[str, object]]
             found, v = got
             names = sorted({p.a for p in found} | {p.b for p in found})
             title = f"{named}, each round's pairs at once" if together else named
-            out.append((title, what, names, found, v))
+            out.append((title, what, names, found, replace(v, lines=v.lines + moved)))
+            moved = ()
             # sampled long enough to see a node stop (matrix --stall-time): its longest
             # sample, judged by the stall's own cut
             long = [r for r in mine if r["bench"] == bench and r["valid"]  # as per_pair takes them

@@ -512,7 +512,7 @@ class Store:
         sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
                   r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,
                   coalesce(r.nodes, 1) AS nodes, r.config_key, r.config, r.repetition,
-                  r.sweep_id, w.purpose AS sweep_purpose, r.trial
+                  r.sweep_id, w.purpose AS sweep_purpose, r.trial, r.transport_check
                   FROM results x JOIN runs r ON r.id = x.run_id
                   LEFT JOIN sweeps w ON w.id = r.sweep_id
                   WHERE {' AND '.join(where)}
