@@ -322,44 +322,56 @@ def test_mvapich2_ranges_name_an_algorithm_at_every_size_measured_alike_elsewher
     assert got == [] and left == ["alltoall: at 256 B no algorithm measured alike with "
                                   "MVAPICH2's own choice, and its table names one at every "
                                   "size"]
-    # reduce's winners ran with MV2_INTRA_REDUCE_TUNING=1: the table keeps it
+    # reduce: MVAPICH2 2.3.7's ranged reduce table leaves the two-level flag of every
+    # range but the first unset and takes no 8 (reduce_tuning.c): no table, said
     rv = "MV2_INTER_REDUCE_TUNING"
     intra = (("MV2_INTRA_REDUCE_TUNING", "1"),)
     r1 = mv2("reduce", rv, "2", {s: (2.0 if s >= 4096 else 1.0) for s in sizes}, extra=intra)
-    cs = selection.choices([r1], {}, "mpich")
-    got, _ = selection.mvapich2_tuning([r1], cs)
-    assert ("MV2_INTER_REDUCE_TUNING", "2:0-+") in got and intra[0] in got
-    assert ("MV2_USE_INDEXED_REDUCE_TUNING", "0") in got
+    got, left = selection.mvapich2_tuning([r1], selection.choices([r1], {}, "mpich"))
+    assert got == [] and left == ["reduce: MVAPICH2 2.3.7's table of ranges for it does not "
+                                  "run the algorithms it names (docs/mvapich2.md)"]
 
 
 def test_mvapich2_ranges_keep_the_algorithm_in_force_where_several_measured_alike():
-    # binomial won 4-16 B; at every larger size binomial and the allreduce both
-    # measured alike, the allreduce a little nearer 1.0: binomial stays (one range),
-    # where the nearest alone gave 1:0-16,8:17-64,1:65-256,8:257-1024,... (a run here)
-    var, intra = "MV2_INTER_REDUCE_TUNING", (("MV2_INTRA_REDUCE_TUNING", "1"),)
+    # binomial won 4-16 B; at every larger size binomial and direct both measured
+    # alike, direct a little nearer 1.0: binomial stays (one range), where the
+    # nearest alone alternated the two range by range (a run here, of reduce)
+    var = "MV2_INTER_SCATTER_TUNING"
     sizes = [4 << (2 * k) for k in range(6)]  # 4 B .. 4 KiB
-    b = mv2("reduce", var, "1", {s: (1.3 if s <= 16 else 1.04) for s in sizes}, wide=0.1,
-            extra=intra)
-    a = mv2("reduce", var, "8", {s: 1.01 for s in sizes}, wide=0.1, extra=intra)
+    b = mv2("scatter", var, "1", {s: (1.3 if s <= 16 else 1.04) for s in sizes}, wide=0.1)
+    a = mv2("scatter", var, "2", {s: 1.01 for s in sizes}, wide=0.1)
     cs = selection.choices([b, a], {}, "mpich")
     got, _ = selection.mvapich2_tuning([b, a], cs)
     assert (var, "1:0-+") in got, got
+    assert ("MV2_USE_INDEXED_SCATTER_TUNING", "0") in got
 
 
 def test_mvapich2_keeps_the_best_single_algorithm_of_a_call_left_without_a_table():
     """Pairwise alltoall won at 1-4 KiB and was the search's best; alltoall
-    got no table (at 64 KiB nothing measured alike), reduce got one: the
-    file keeps pairwise alone beside reduce's table, not reduce's alone."""
+    got no table (at 64 KiB nothing measured alike), scatter got one: the
+    file keeps pairwise alone beside scatter's table, not scatter's alone."""
     sizes = [1 << k for k in range(0, 17, 2)]
     pair = mv2("alltoall", "MV2_ALLTOALL_TUNING", "3",
                {s: (1.5 if 1024 <= s <= 4096 else 1.0 if s < 65536 else 1.04) for s in sizes},
                wide=0.01)
-    red = mv2("reduce", "MV2_INTER_REDUCE_TUNING", "2", {s: (2.0 if s >= 4096 else 1.0)
-                                                          for s in sizes})
-    cs = selection.choices([pair, red], {}, "mpich")
-    got, left = selection.mvapich2_tuning([pair, red], cs, pair)
+    sc = mv2("scatter", "MV2_INTER_SCATTER_TUNING", "2", {s: (2.0 if s >= 4096 else 1.0)
+                                                           for s in sizes})
+    cs = selection.choices([pair, sc], {}, "mpich")
+    got, left = selection.mvapich2_tuning([pair, sc], cs, pair)
     assert left == ["alltoall: at 64 KiB no algorithm measured alike with MVAPICH2's own "
                     "choice, and its table names one at every size"]
-    assert ("MV2_ALLTOALL_TUNING", "3") in got and ("MV2_INTER_REDUCE_TUNING", "2:0-+") in got
-    assert selection.mvapich2_tuning([pair, red], cs, red)[0] == selection.mvapich2_tuning(
-        [pair, red], cs)[0]  # the best has its table: nothing more
+    assert ("MV2_ALLTOALL_TUNING", "3") in got and ("MV2_INTER_SCATTER_TUNING", "2:0-+") in got
+    assert selection.mvapich2_tuning([pair, sc], cs, sc)[0] == selection.mvapich2_tuning(
+        [pair, sc], cs)[0]  # the best has its table: nothing more
+
+
+def test_mvapich2_ranges_past_its_table_are_no_table():
+    # 40 sizes, the winner changing at each: more ranges than MV2_MAX_NB_THRESHOLDS
+    var = "MV2_ALLTOALL_TUNING"
+    sizes = list(range(1, 41))
+    one = mv2("alltoall", var, "1", {s: (1.5 if s % 2 else 1.0) for s in sizes}, wide=0.01)
+    two = mv2("alltoall", var, "2", {s: (1.0 if s % 2 else 1.5) for s in sizes}, wide=0.01)
+    got, left = selection.mvapich2_tuning([one, two], [
+        selection.Choice("alltoall", s, s, "1" if s % 2 else "2", 1 if s % 2 else 2, 1.5)
+        for s in sizes])
+    assert got == [] and left == ["alltoall: 40 ranges, more than MVAPICH2's table holds (32)"]

@@ -276,6 +276,16 @@ def mpich_json(cs: Sequence[Choice], lib: MpichLibrary,
 # first range whose upper end holds it (the last range past them all), and
 # nothing hands a size back to MVAPICH2's own choice (measure/settings.py:
 # ranges with the indexed tables on crashed a job).
+# The calls whose ranged table runs what the search measured.  Not allreduce,
+# reduce and allgather: their ranged tables leave the two-level flag of every
+# range but the first unset (stack memory: allreduce_tuning.c, reduce_tuning.c,
+# allgather_tuning.c fill a local table and copy it whole), reduce's ranges
+# take no 8 (its allreduce: the switch's default, k-nomial, runs instead), and
+# allgather's non-indexed selector runs its direct algorithm as MPIR_Allgather.
+MV2_RANGED = ("alltoall", "scatter")
+MV2_MAX_RANGES = 32  # MV2_MAX_NB_THRESHOLDS (coll_shmem.h): more overflow its table
+
+
 def _mv2_indexed(coll: str) -> str | None:
     """The flag that turns a collective's indexed table off (None: it has none)."""
     op = coll.upper()
@@ -304,8 +314,9 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: obje
     left: list[str] = []
     for coll, group in sorted(by.items()):
         flag = _mv2_indexed(coll)
-        if flag is None:
-            left.append(f"{coll}: MVAPICH2 takes no per-size table of it here")
+        if flag is None or coll not in MV2_RANGED:
+            left.append(f"{coll}: MVAPICH2 2.3.7's table of ranges for it does not run the "
+                        "algorithms it names (docs/mvapich2.md)")
             continue
         alike: dict[int, list[tuple[float, int]]] = {}  # size -> (|log ratio|, value)
         extra: set[tuple[str, str]] = set()
@@ -340,6 +351,10 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: obje
                 table[-1] = (v, s)
             else:
                 table.append((v, s))
+        if len(table) > MV2_MAX_RANGES:
+            left.append(f"{coll}: {len(table)} ranges, more than MVAPICH2's table holds "
+                        f"({MV2_MAX_RANGES})")
+            continue
         ranges, lo = [], 0
         for i, (v, hi) in enumerate(table):
             ranges.append(f"{v}:{lo}-{'+' if i == len(table) - 1 else hi}")
