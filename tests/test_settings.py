@@ -41,10 +41,13 @@ def test_mvapich2_ranges_without_its_indexed_tables_off_are_refused_in_one_line(
                            "MV2_USE_INDEXED_ALLTOALL_TUNING=0"), said
     assert "\n" not in said
     with pytest.raises(settings.CommscopeError, match="only with MV2_USE_INDEXED_ALLREDUCE"):
-        settings.parse_text("MV2_USE_INDEXED_TUNING=0\nMV2_INTER_ALLREDUCE_TUNING=9:0-+\n")
+        settings.parse_text("MV2_USE_INDEXED_TUNING=0\nMV2_INTER_ALLREDUCE_TUNING=2:0-64,9:65-+\n")
     ok = ranges + "MV2_USE_INDEXED_TUNING=0\nMV2_USE_INDEXED_ALLTOALL_TUNING=0\n"
     assert dict(settings.parse_text(ok))["MV2_ALLTOALL_TUNING"] == "3:0-8192,0:8193-+"
     assert settings.parse_text("MV2_ALLTOALL_TUNING=3\n") == (("MV2_ALLTOALL_TUNING", "3"),)
+    # one range is read as one number; allgatherv has no indexed table to turn off
+    assert settings.parse_text("MV2_ALLTOALL_TUNING=3:0-+\n")
+    assert settings.parse_text("MV2_INTER_ALLGATHERV_TUNING=1:0-64,2:65-+\n")
 
 
 def test_read_back_refuses_unknown_names_and_other_values():

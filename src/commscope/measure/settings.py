@@ -70,11 +70,12 @@ def mv2_ranges_unsafe(settings: Mapping[str, str]) -> str:
     """Why MVAPICH2 would not read these settings' ranges safely ('' if it would)."""
     for key, value in sorted(settings.items()):
         m = _MV2_TUNING.fullmatch(key)
-        if not m or ":" not in value:
+        # one range ("3:0-+") is read as one number; a call without an indexed
+        # table (allgatherv, red_scat) reads its ranges whatever the flags
+        if not m or "," not in value or m.group(1) not in MV2_INDEXED_OPS:
             continue
         op = m.group(1)
-        need = ["MV2_USE_INDEXED_TUNING"] + (
-            [f"MV2_USE_INDEXED_{op}_TUNING"] if op in MV2_INDEXED_OPS else [])
+        need = ["MV2_USE_INDEXED_TUNING", f"MV2_USE_INDEXED_{op}_TUNING"]
         off = [k for k in need if settings.get(k) != "0"]
         if off:
             return (f"{key}={value}: MVAPICH2 reads ranges only with "
