@@ -781,6 +781,9 @@ def test_a_setting_measured_again_is_judged_on_both_runs_rounds():
     assert t2.verdict == "not-reached"
     assert d.outcomes[0].conf.ratios == c.ratios  # the gap: this run's rounds only
     assert diagnose._measured_again(d) == 1
+    # an arm that broke in the earlier run: its part rounds are not pooled
+    before.broken[arm] = "exit 11"
+    assert len(now.with_earlier(before).figures[arm]) == len(now.figures[arm])
 
 
 def test_the_earlier_rounds_are_the_last_diagnosis_on_the_same_machine(tmp_path):

@@ -434,7 +434,11 @@ def _judged(d: dg.Diagnosis, plans: Mapping[str, Sequence[dg.Hypothesis]],
     tried against Open MPI are tried against alltoall_sends too); `late`: the
     gaps the budget has not reached (yet)."""
     confs = dg.confirm_all([o.gap for o in d.outcomes if o.conf is not None], d.rounds)
-    pooled = d.trial_rounds()  # a setting measured again: both runs' rounds
+    # a setting measured again: both runs' rounds, for its speed-up and for the gap
+    # whose share it closed alike (this run's gap over pooled speed-ups mixed two runs)
+    pooled = d.trial_rounds()
+    pconfs = confs if pooled is d.rounds else dg.confirm_all(
+        [o.gap for o in d.outcomes if o.conf is not None], pooled)
     by_call: dict[tuple[str, str], list[dg.Hypothesis]] = {}
     for o in d.outcomes:
         for h in plans.get(o.gap.id) or ():
@@ -447,7 +451,7 @@ def _judged(d: dg.Diagnosis, plans: Mapping[str, Sequence[dg.Hypothesis]],
             continue
         mine = list(plans.get(o.gap.id) or ())
         mine += [h for h in by_call.get((o.gap.slow_arm, o.gap.call), ()) if h not in mine]
-        trials = tuple(dg.judge(o.gap, confs[o.gap.id], h, pooled) for h in mine)
+        trials = tuple(dg.judge(o.gap, pconfs[o.gap.id], h, pooled) for h in mine)
         ran = any(t.verdict not in ("not-reached", "untestable") for t in trials)
         why = ("" if ran else "budget" if o.gap.id in late else
                "none" if o.gap.id in plans else "late")
@@ -472,12 +476,15 @@ def _wave(ctx: Context, d: dg.Diagnosis, wave: Sequence[dg.Outcome],
         pooled = merged.with_earlier(d.earlier)
         need: set[str] = set()
         for o in wave:
-            conf = dg.confirm(o.gap, merged)
+            conf = dg.confirm(o.gap, pooled)
             for h in plans[o.gap.id]:
                 if h.untestable:
                     continue
-                if k < lo - 1 and k < RACE or not _decided(dg.judge(o.gap, conf, h, pooled),
-                                                            conf, k):
+                # a setting the earlier rounds hold too races on this run's MIN_ROUNDS
+                # first: the earlier ones alone never stop it
+                again = dg.hyp_arm(o.gap, h) in d.earlier.figures and k < dg.MIN_ROUNDS
+                if k < lo - 1 and k < RACE or again or not _decided(
+                        dg.judge(o.gap, conf, h, pooled), conf, k):
                     need |= {dg.hyp_arm(o.gap, h), o.gap.slow_arm, o.gap.fast_arm}
         if not need or time.monotonic() > t_end:
             return None

@@ -73,13 +73,13 @@ class Rounds:
 
     def with_earlier(self, earlier: Rounds) -> Rounds:
         """These rounds and an earlier diagnosis's, for each arm measured in
-        both (its rounds numbered below zero, so that none is paired with one
-        of these): the figures a trial is judged on where the same setting
-        was measured before."""
+        both and not broken before (its rounds numbered below zero, so that
+        none is paired with one of these): the figures a trial is judged on
+        where the same setting was measured before."""
         out = Rounds({a: dict(by) for a, by in self.figures.items()}, dict(self.broken))
         shift = -1 - max((abs(r) for by in earlier.figures.values() for r in by), default=0)
         for arm, by in earlier.figures.items():
-            if arm in out.figures:
+            if arm in out.figures and arm not in earlier.broken:  # a broken arm's part rounds
                 out.figures[arm].update({r + shift: f for r, f in by.items()})
         return out
 
