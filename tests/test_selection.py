@@ -375,3 +375,19 @@ def test_mvapich2_ranges_past_its_table_are_no_table():
         selection.Choice("alltoall", s, s, "1" if s % 2 else "2", 1 if s % 2 else 2, 1.5)
         for s in sizes])
     assert got == [] and left == ["alltoall: 40 ranges, more than MVAPICH2's table holds (32)"]
+
+
+def test_a_candidate_that_is_itself_a_table_of_ranges_is_no_choice():
+    """A user's candidate MV2_INTER_SCATTER_TUNING=1:0-1024,2:1025-+ won (a
+    run here) and became algorithm 0 at 1 B-1 KiB in the written table:
+    it forces no one algorithm.  Intel's per-size strings alike."""
+    sizes = [1 << k for k in range(0, 13, 2)]
+    table = mv2("scatter", "MV2_INTER_SCATTER_TUNING", "1:0-1024,2:1025-+",
+                {s: (1.8 if s <= 1024 else 1.0) for s in sizes})
+    one = mv2("scatter", "MV2_INTER_SCATTER_TUNING", "1", {s: (1.4 if s <= 4096 else 1.0)
+                                                          for s in sizes})
+    cs = selection.choices([table, one], {}, "mpich")
+    assert [(c.alg, c.value) for c in cs] == [("1", 1)], cs
+    intel = Outcome(Candidate((("I_MPI_ADJUST_BCAST", "3:65536-1048576;1:1-16"),)),
+                    effects=[Effect("bcast", 64, 2.0, 1.9, 2.1, 6)])
+    assert selection.choices([intel], {}, "intel") == []

@@ -80,8 +80,8 @@ def choices(outcomes: Sequence[object], cvars: Mapping[str, Mapping[str, object]
     best: dict[tuple[str, int], tuple[float, str]] = {}
     for o in outcomes:
         f = forced(o.cand.settings)  # type: ignore[attr-defined]
-        if f is None or o.state != "measured":  # type: ignore[attr-defined]
-            continue
+        if f is None or o.state != "measured" or ":" in f[1]:  # type: ignore[attr-defined]
+            continue  # (a candidate that is itself a table of ranges forces no one algorithm)
         coll, alg = f
         for bench, _, _, es in o.ranges("wins"):  # type: ignore[attr-defined]
             if bench != coll:
