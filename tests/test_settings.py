@@ -153,7 +153,11 @@ def test_ucx_transports_are_read_back_from_ucx_itself():
 @pytest.mark.parametrize("tls,want", [("tcp,self", "tcp/"), ("posix,self", "posix/")])
 def test_ucx_tls_is_taken_and_the_lanes_are_stored(capsys, tmp_path, cores, tls, want):
     """Debian's MPICH on UCX: the job runs with the transports asked for,
-    and its record says which lanes UCX used."""
+    and its record says which lanes UCX used.  Noise policy: beside a busy
+    run, a job over UCX's TCP once hung in MPI_Finalize after its record
+    (the known UCX trouble, docs/clusters.md): killed 10 s after its footer,
+    its record and lanes kept, the command's exit 1; that ending is
+    accepted, with the record checked as any other."""
     if "mpich" not in cores:
         pytest.skip("mpich not installed")
     env = tmp_path / "ucx.env"
@@ -163,10 +167,12 @@ def test_ucx_tls_is_taken_and_the_lanes_are_stored(capsys, tmp_path, cores, tls,
                      "--db", str(db), "--mpi", "mpich", "--bench", "latency",
                      "--sizes", "8", "--time-cap", "0.05", "--no-probe", "--quiet",
                      "--settings", str(env))
-    assert rc == 0, err
     from commscope.store.db import Store
 
     (r,) = Store(db).runs()
+    if rc != 0:
+        assert r["status"] == "timeout" and "hung in MPI_Finalize" in r["stderr_tail"], err
+    assert len(Store(db).result_rows()) == 1, err
     line = r["stderr_tail"].strip().splitlines()[-1]
     assert line.startswith("UCX lanes to the other ranks: ") and want in line, line
     allowed = {w for w in tls.split(",")}
