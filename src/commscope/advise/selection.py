@@ -21,7 +21,6 @@ from pathlib import Path
 
 from ..analysis.summary import ratio_text
 from ..errors import CommscopeError
-from ..measure.settings import MV2_INDEXED_OPS
 from ..store.sizes import human_bytes
 
 # Open MPI's COLLTYPE numbering (ompi/mca/coll/base/coll_base_functions.h)
@@ -286,12 +285,6 @@ MV2_RANGED = ("alltoall", "scatter")
 MV2_MAX_RANGES = 32  # MV2_MAX_NB_THRESHOLDS (coll_shmem.h): more overflow its table
 
 
-def _mv2_indexed(coll: str) -> str | None:
-    """The flag that turns a collective's indexed table off (None: it has none)."""
-    op = coll.upper()
-    return f"MV2_USE_INDEXED_{op}_TUNING" if op in MV2_INDEXED_OPS else None
-
-
 def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: object = None
                     ) -> tuple[list[tuple[str, str]], list[str]]:
     """MVAPICH2's per-size settings for the collectives that won somewhere:
@@ -313,8 +306,7 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: obje
     out: list[tuple[str, str]] = []
     left: list[str] = []
     for coll, group in sorted(by.items()):
-        flag = _mv2_indexed(coll)
-        if flag is None or coll not in MV2_RANGED:
+        if coll not in MV2_RANGED:
             left.append(f"{coll}: MVAPICH2 2.3.7's table of ranges for it does not run the "
                         "algorithms it names (docs/mvapich2.md)")
             continue
@@ -330,8 +322,8 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: obje
             for e in o.effects:  # type: ignore[attr-defined]
                 if e.bench == coll and e.n >= 3 and e.lo <= 1.0 <= e.hi:
                     alike.setdefault(e.size, []).append((abs(math.log(e.ratio)), int(f[1])))
-        won = {s: c.value for c in group for s in _sizes_of(outcomes, coll) if c.lo <= s <= c.hi}
-        sizes = sorted(set(won) | set(_sizes_of(outcomes, coll)))
+        sizes = _sizes_of(outcomes, coll)
+        won = {s: c.value for c in group for s in sizes if c.lo <= s <= c.hi}
         table: list[tuple[int, int]] = []  # (value, last size it holds)
         missing = [s for s in sizes if s not in won and s not in alike]
         if missing:
@@ -359,7 +351,7 @@ def mvapich2_tuning(outcomes: Sequence[object], cs: Sequence[Choice], best: obje
         for i, (v, hi) in enumerate(table):
             ranges.append(f"{v}:{lo}-{'+' if i == len(table) - 1 else hi}")
             lo = hi + 1
-        out += [("MV2_USE_INDEXED_TUNING", "0"), (flag, "0"),
+        out += [("MV2_USE_INDEXED_TUNING", "0"), (f"MV2_USE_INDEXED_{coll.upper()}_TUNING", "0"),
                 (MV2_ALGORITHMS[coll][0], ",".join(ranges)), *sorted(extra)]
     fb = forced(best.cand.settings) if best is not None else None  # type: ignore[attr-defined]
     if out and fb is not None and not any(forced_collective(k) == fb[0] for k, _ in out):

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import statistics
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -188,10 +189,7 @@ def transports(rows: Sequence[Mapping[str, object]]) -> list[str]:
         p, said = pair_of(r), _carried(r)
         if p is not None and said is not None:
             by.setdefault((min(p), max(p)), set()).add(said)
-    counts: dict[str, int] = {}
-    for vs in by.values():
-        for v in vs:
-            counts[v] = counts.get(v, 0) + 1
+    counts = Counter(v for vs in by.values() for v in vs)
     if len(counts) < 2:
         return []
     typical = max(sorted(counts), key=lambda v: counts[v])
