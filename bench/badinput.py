@@ -34,7 +34,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from tests.test_cli_errors import _store  # noqa: E402
+from tests.helpers import golden_store  # noqa: E402
 
 from commscope import cli  # noqa: E402
 from commscope.advise import search  # noqa: E402
@@ -155,7 +155,7 @@ def main() -> int:
     search.search = launch  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as d:
         t = Path(d)
-        db, other = _store(t / "s.db"), _store(t / "other.db")
+        db, other = golden_store(t / "s.db"), golden_store(t / "other.db")
         table: dict[str, Counter[str]] = {}
         worst: list[str] = []
         for kind, argv in cases(t, db, other):

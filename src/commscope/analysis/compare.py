@@ -27,7 +27,7 @@ floor alone, noise of 15-20% a run crosses 2x at 0.3-3% of the sizes, so
 at some size in nearly every comparison of 400.  With all of them, no size
 of those pairs and none of 120,000 simulated sizes (lognormal 10-20% a
 run, a shift common to each benchmark, CIs of +-1%) is called different
-(tests/test_compare.py).  The price: a single run sees a change of about
+(tests/unit/analysis/test_compare.py).  The price: a single run sees a change of about
 2.5x and more; gating on less takes repetitions.
 
 Under either rule, records measured in different host modes (their

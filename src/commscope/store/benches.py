@@ -3,7 +3,7 @@ those facts on the Python side.
 
 core_benches.json, core_options.json and core_facts.json are copies of
 `cs-core --list --json` (its benchmarks, its option table with the values
-an option of a few words takes, and its exit statuses); tests/test_e2e.py
+an option of a few words takes, and its exit statuses); tests/e2e/test_core.py
 holds them against every core built.  Analysis and report ask here which group a
 benchmark is in, which figure it plots, which unit its table shows, how
 many bytes one operation moves and which options change what it measures,

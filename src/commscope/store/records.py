@@ -98,7 +98,7 @@ class Result:
 
 
 # What a result line carries that is kept in the record file only, not in
-# the store (held against what the core writes by tests/test_e2e.py): the
+# the store (held against what the core writes by tests/e2e/test_core.py): the
 # line's kind, the benchmark's group, figure and timing (the core's table
 # has them: core_benches.json), its operations per repetition, the time the
 # size took, the cold pool's layout and the bytes the evicted runs streamed

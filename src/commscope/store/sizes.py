@@ -1,6 +1,6 @@
 """Message-size specs ("1:4M", "8"), parsed the way the core parses them
 (options.c, cs_parse_size and cs_sizes_expand), so bad input is refused
-before anything is launched.  tests/test_e2e.py holds the two grammars
+before anything is launched.  tests/e2e/test_core.py holds the two grammars
 together over a list of specs, asking the core (`cs-core --expand-sizes`)."""
 
 from __future__ import annotations
