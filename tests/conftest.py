@@ -45,6 +45,14 @@ def cores(impls: dict[str, mpi.MpiImpl]) -> dict[str, build.Core]:
     return {name: build.build(m) for name, m in impls.items()}
 
 
+@pytest.fixture(scope="session")
+def bare_core(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The core built without MPI (tests/helpers.core_without_mpi), once."""
+    from tests.helpers import core_without_mpi
+
+    return core_without_mpi(tmp_path_factory.mktemp("bare-core"))
+
+
 def _ours(pid: int) -> bool:
     """Whether a process was started by this test session: its environment
     holds the session's own cache (every launcher passes the environment on:

@@ -115,6 +115,32 @@ def stub_core(impl: MpiImpl, benches: tuple[dict, ...] = BENCHES) -> Core:
     return Core(impl, Path("/cache/cs-core"), "id-" + impl.name, {"mpi_library": "x"}, benches)
 
 
+# -- the core built without MPI ---------------------------------------------------------
+def core_without_mpi(out_dir: Path) -> Path:
+    """The core's sources compiled by the plain C compiler against a
+    stand-in mpi.h (tests/c/mpi_stub), the MPI functions left unresolved:
+    it answers what needs no MPI (--list --json, --expand-sizes), so the
+    core's own facts are read where no MPI is installed.  Skips where
+    there is no C compiler: no core could be built there at all."""
+    import shutil
+
+    from commscope.measure import build
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler: the core cannot be built here")
+    core = build.core_dir()
+    exe = out_dir / "cs-core-without-mpi"
+    sources = [str(p) for p in build.core_sources(core) if p.suffix == ".c"]
+    flags = [f for f in build.CFLAGS if f != "-O2"]  # facts, not speed: -O0 builds in a third
+    subprocess.run([cc, *flags, '-DCS_VERSION="stub"', f"-I{C_DIR / 'mpi_stub'}",
+                    f"-I{core / 'harness'}", f"-I{core / 'gpu'}",
+                    f"-I{build.channel_dir(core)}", *sources, "-o", str(exe), "-lm",
+                    "-no-pie", "-Wl,--unresolved-symbols=ignore-all"],
+                   check=True, capture_output=True, text=True, timeout=300)
+    return exe
+
+
 # -- the core launched for real --------------------------------------------------------
 QUICK = ["--min-samples", "5", "--min-time", "0", "--time-cap", "0.05", "--warmup", "1"]
 

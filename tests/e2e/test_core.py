@@ -188,74 +188,17 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
     assert clock["quantum_ns"] >= 1 and clock["read_ns"] > 0
 
 
-def test_the_python_side_options_are_the_cores_own_table(cores):
-    """core_options.json is a copy of the core's option table (with a sweep's
-    limits in the --sizes entry): when options.c changes, regenerate it with
-    `cs-core --list --json` (the options part)."""
-    from commscope.measure.plan import CORE_OPTIONS
-
+def test_the_cores_built_here_state_the_facts_the_core_built_without_mpi_does(cores, bare_core):
+    """The Python copies of the core's facts are held to the core built
+    without MPI (tests/unit/store/test_benches.py, test_sizes.py, in the fast
+    set); here, each core built with an MPI (and CUDA, where nvcc is)
+    states the same options, benchmarks and exit statuses as that one."""
+    bare = json.loads(subprocess.run([str(bare_core), "--list", "--json"], capture_output=True,
+                                     text=True, check=True, timeout=30).stdout)
     for core in cores.values():
-        assert list(core.options) == list(CORE_OPTIONS), (
-            f"src/commscope/core_options.json is stale against {core.exe} --list --json")
-
-
-def test_the_python_side_benchmarks_are_the_cores_own_table(cores):
-    """core_benches.json is a copy of the core's benchmark table (each
-    benchmark's group, primary figure and its kind, bytes per op, minimum
-    process count, the options that change what it measures ...): when a
-    benchmark's declaration or core/harness/facts.c changes, regenerate it
-    with `cs-core --list --json` (the benchmarks part, json.dumps(...,
-    indent=1))."""
-    from pathlib import Path
-
-    import commscope
-
-    copy = json.loads((Path(commscope.__file__).parent / "core_benches.json").read_text())
-    for core in cores.values():
-        assert list(core.benches) == copy, (
-            f"src/commscope/core_benches.json is stale against {core.exe} --list --json")
-
-
-def test_the_python_side_exit_statuses_are_the_cores_own(cores):
-    """core_facts.json holds the core's exit statuses (enum cs_status, by the
-    names main.c gives them in --list --json); the runner reads 'invalid' and
-    'skip' from it.  Regenerate it from `cs-core --list --json` when they change."""
-    from commscope.store import benches
-
-    for core in cores.values():
-        assert dict(core.statuses) == benches.statuses(), (
-            f"src/commscope/core_facts.json is stale against {core.exe} --list --json")
-
-
-SIZE_SPECS = ("8", "0", "0:8", "1:4M", "64K", "64k", "64KiB", "64kib", "64KB", "4Mi", "8Kb",
-              "8B", "8iB", " 8", "8 ", "1:1536M", "1:2G", "2G", "1G", "1:1G", "4M:1", "", ":",
-              "1:", "1:2:3", "x", "-1", "+1", "1.5K", "0x10", "\u0663", "1T", "1:1099511627776",
-              "99999999999999999999999", "1024:1024")
-
-
-def test_the_python_side_size_grammar_is_the_cores(cores):
-    """store/sizes.py refuses what the core refuses and expands what it
-    expands, asked of the core itself (`cs-core --expand-sizes`, no MPI)."""
-    from commscope.errors import CommscopeError
-    from commscope.measure.mpi import environ
-    from commscope.store.sizes import expand_sizes
-
-    core = next(iter(cores.values()))
-    differ = []
-    # and a factor that wrapped the core's size_t around past its limit (16 GiB + 1, then 1 GiB)
-    for spec, factor in [*((s, f) for s in SIZE_SPECS for f in (2, 3)),
-                         ("17179869185:1099511627776", 1 << 30), ("1:1G", 1 << 30)]:
-        p = subprocess.run([str(core.exe), "--expand-sizes", "--sizes", spec, "--factor",
-                            str(factor)], capture_output=True, text=True, timeout=30,
-                           env=environ(core.impl.env), check=False)
-        theirs = json.loads(p.stdout)["sizes"] if p.returncode == 0 else None
-        try:
-            ours = expand_sizes(spec, factor)
-        except CommscopeError:
-            ours = None
-        if ours != theirs:
-            differ.append((spec, factor, ours, theirs, p.stderr.strip()))
-    assert not differ, differ
+        assert list(core.options) == bare["options"], core.exe
+        assert list(core.benches) == bare["benchmarks"], core.exe
+        assert dict(core.statuses) == bare["statuses"], core.exe
 
 
 def test_bad_options_are_the_cores_verdict_before_any_launch(capsys, cores, tmp_path):

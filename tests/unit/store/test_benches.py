@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -211,3 +213,41 @@ def test_runs_of_marks_read_as_each_copy_did():
         assert v.runs() == _old_verdict_runs(marks)
     assert series.runs([(1, "H"), (2, "H"), (4, "="), (8, "H")]) == [
         ("H", [1, 2]), ("=", [4]), ("H", [8])]
+
+
+# -- the copies of the core's own facts, held to the core built without MPI ------------
+def _listed(bare_core) -> dict:
+    return json.loads(subprocess.run([str(bare_core), "--list", "--json"], capture_output=True,
+                                     text=True, check=True, timeout=30).stdout)
+
+
+def test_the_python_side_options_are_the_cores_own_table(bare_core):
+    """core_options.json is a copy of the core's option table (with a sweep's
+    limits in the --sizes entry): when options.c changes, regenerate it with
+    `cs-core --list --json` (the options part)."""
+    from commscope.measure.plan import CORE_OPTIONS
+
+    assert _listed(bare_core)["options"] == list(CORE_OPTIONS), (
+        "src/commscope/core_options.json is stale against cs-core --list --json")
+
+
+def test_the_python_side_benchmarks_are_the_cores_own_table(bare_core):
+    """core_benches.json is a copy of the core's benchmark table (each
+    benchmark's group, primary figure and its kind, bytes per op, minimum
+    process count, the options that change what it measures ...): when a
+    benchmark's declaration or core/harness/facts.c changes, regenerate it
+    with `cs-core --list --json` (the benchmarks part, json.dumps(...,
+    indent=1))."""
+    import commscope
+
+    copy = json.loads((Path(commscope.__file__).parent / "core_benches.json").read_text())
+    assert _listed(bare_core)["benchmarks"] == copy, (
+        "src/commscope/core_benches.json is stale against cs-core --list --json")
+
+
+def test_the_python_side_exit_statuses_are_the_cores_own(bare_core):
+    """core_facts.json holds the core's exit statuses (enum cs_status, by the
+    names main.c gives them in --list --json); the runner reads 'invalid' and
+    'skip' from it.  Regenerate it from `cs-core --list --json` when they change."""
+    assert _listed(bare_core)["statuses"] == benches.statuses(), (
+        "src/commscope/core_facts.json is stale against cs-core --list --json")
