@@ -68,16 +68,12 @@ class Context:
 
 def _options(store: Store, sweeps: Sequence[int], key: str) -> CoreOptions | None:
     """The options a configuration's runs in these sweeps were planned with."""
-    marks = ",".join("?" * len(sweeps))
-    row = store.db.execute(
-        "SELECT options FROM runs WHERE config_key=? AND trial IS NULL AND status='ok' "
-        + (f"AND sweep_id IN ({marks}) " if sweeps else "") + "ORDER BY id DESC LIMIT 1",
-        (key, *sweeps)).fetchone()
-    if row is None:
+    planned = store.planned_options(key, sweeps)
+    if planned is None:
         return None
     known = set(CoreOptions.__dataclass_fields__)
     try:
-        opts = {k: v for k, v in json.loads(row[0]).items() if k in known}
+        opts = {k: v for k, v in json.loads(planned).items() if k in known}
         return CoreOptions(**opts)
     except (TypeError, ValueError):
         return None
@@ -838,16 +834,12 @@ def _previous(store: Store, sweep_id: int | None) -> dg.Diagnosis | None:
     """The newest diagnosis of an earlier sweep in this store, or None."""
     if sweep_id is None:
         return None
-    ids = [int(r[0]) for r in store.db.execute(
-        "SELECT id FROM sweeps WHERE id < ? AND purpose IS NULL", (sweep_id,))]
-    return dg.latest(store, ids)
+    return dg.latest(store, store.earlier_sweeps(sweep_id))
 
 
 def _machine(store: Store, sweep_id: int | None) -> set[tuple]:
     """The hosts a sweep's own runs ran on (name, CPU, kernel)."""
-    return {tuple(r) for r in store.db.execute(
-        "SELECT hostname, cpu_model, kernel FROM runs WHERE sweep_id=? AND trial IS NULL",
-        (sweep_id,))}
+    return set(store.sweep_hosts(sweep_id))
 
 
 def earlier_rounds(store: Store, sweep_id: int | None) -> tuple[dg.Rounds, int | None]:

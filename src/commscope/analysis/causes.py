@@ -23,10 +23,10 @@ measured before it is advised (advise.py)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..store.db import Store
 from ..store.sizes import human_bytes
 from .algorithms import CHOSEN, MV2_ALGORITHMS, variable
 from .series import Config, Series
@@ -314,7 +314,7 @@ def machine_of(probe: Mapping[str, object] | None) -> Machine:
     return Machine(float(mem) if isinstance(mem, int | float) else None, caches)
 
 
-def facts_of(db: sqlite3.Connection, series: Mapping[tuple[Config, str], Series]
+def facts_of(store: Store, series: Mapping[tuple[Config, str], Series]
              ) -> dict[Config, Facts]:
     """Each configuration's family and control variables, from the header of
     a run that measured it (every job reads the same variables)."""
@@ -326,8 +326,7 @@ def facts_of(db: sqlite3.Connection, series: Mapping[tuple[Config, str], Series]
                 rid_of[cfg] = rid
     out: dict[Config, Facts] = {}
     for cfg, rid in rid_of.items():
-        row = db.execute("SELECT r.mpi_family, r.header, r.mpi_version FROM results x "
-                         "JOIN runs r ON r.id = x.run_id WHERE x.id = ?", (rid,)).fetchone()
+        row = store.library_of(rid)
         if row is None:
             continue
         try:

@@ -411,7 +411,7 @@ def explained(store, series: Mapping[tuple[Config, str], Series],
     carried over (the host's modes can reverse an effect)."""
     prow = store.probe_for(run_ids)
     probe = json.loads(prow["data"]) if prow is not None else None
-    found = attribute(all_findings(series, screen), series, causes.facts_of(store.db, series),
+    found = attribute(all_findings(series, screen), series, causes.facts_of(store, series),
                       causes.machine_of(probe))
     fixes = {}
     for k, text in store.advice().items():

@@ -177,9 +177,7 @@ def _established(store: Store) -> list:
     from ..analysis.diagnosis import latest, runs_text
 
     out = []
-    sweeps = [r[0] for r in store.db.execute("SELECT DISTINCT sweep_id FROM diagnoses WHERE "
-                                             "sweep_id IS NOT NULL ORDER BY sweep_id")]
-    for sid in sweeps:
+    for sid in store.diagnosed_sweeps():
         d = latest(store, [sid])
         if d is None:
             continue
@@ -253,8 +251,8 @@ def cmd_fit(a: argparse.Namespace) -> int:
                     if any(k in r.keys() and r[k] for k in ("size_param", "params", "phases"))}
         fits.append(fitting.hockney_fits(series, _groups(), app_like))
     if a.model in ("loggp", "all"):
-        fits.append(fitting.loggp_fits(series, lambda cfg: json.loads(store.db.execute(
-            "SELECT options FROM runs WHERE id=?", (run_id(cfg, "loggp_nd"),)).fetchone()[0])))
+        fits.append(fitting.loggp_fits(series, lambda cfg: json.loads(
+            store.run_options(run_id(cfg, "loggp_nd")) or "{}")))
     done = 0
     for f in (f for group in fits for f in group):
         if f.params is not None:

@@ -128,7 +128,7 @@ def unknown_names(store, rows: Sequence, benches: Sequence[str], mpis: Sequence[
     seen = {r["bench"] for r in rows}
     odd = [b for b in benches if b not in seen and not benches_mod.bench(b).known]
     if odd:
-        stored = {x for (x,) in store.db.execute("SELECT DISTINCT bench FROM results")}
+        stored = store.stored_benches()
         for b in odd:
             if b in stored:
                 continue
@@ -143,9 +143,7 @@ def unknown_names(store, rows: Sequence, benches: Sequence[str], mpis: Sequence[
     seen = {r["mpi_name"] for r in rows}
     odd = [m for m in mpis if m not in seen]
     if odd:
-        stored = sorted(x for (x,) in store.db.execute(
-            "SELECT DISTINCT mpi_name FROM runs r WHERE EXISTS "
-            "(SELECT 1 FROM results x WHERE x.run_id = r.id)"))
+        stored = store.stored_mpis()
         for m in odd:
             if m not in stored:
                 raise CommscopeError(f"--mpi: no record in {db} is of {m}: its records are of "

@@ -25,10 +25,7 @@ def diagnose_sweep(store: Store, sweeps: list[int], *, budget_s: float, out_dir:
     from ..measure import discovery
     from ..measure.progress import Progress
 
-    marks = ",".join("?" * len(sweeps))
-    ids = [int(r[0]) for r in store.db.execute(
-        f"SELECT id FROM runs WHERE sweep_id IN ({marks}) AND trial IS NULL AND status='ok' "
-        "AND cluster='local'", sweeps)]
+    ids = store.clean_local_runs(sweeps)
     if not ids:
         raise CommscopeError(f"sweep {', '.join(map(str, sweeps))} has no run on this machine "
                              "that ended cleanly")
@@ -53,17 +50,14 @@ def cmd_diagnose(a: argparse.Namespace) -> int:
 
     store = Store(a.db, create=False)
     if a.sweep is None:
-        row = store.db.execute(
-            "SELECT max(r.sweep_id) FROM runs r JOIN sweeps w ON w.id = r.sweep_id WHERE "
-            "w.purpose IS NULL AND r.trial IS NULL AND r.status='ok' AND r.cluster='local'"
-        ).fetchone()
-        if row is None or row[0] is None:
+        last = store.last_local_sweep()
+        if last is None:
             raise CommscopeError(f"no sweep in {a.db} ran on this machine: nothing to diagnose")
-        sweeps = [int(row[0])]
+        sweeps = [last]
     else:
         sweeps = sorted(set(a.sweep))
         for s in sweeps:
-            if store.db.execute("SELECT 1 FROM sweeps WHERE id=?", (s,)).fetchone() is None:
+            if not store.has_sweep(s):
                 raise CommscopeError(f"no sweep {s} in {a.db}")
     t0 = time.monotonic()
     d = diagnose_sweep(store, sweeps, budget_s=a.budget,

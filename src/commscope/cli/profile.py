@@ -258,8 +258,7 @@ def _verify(s: Setup, base: dict[str, str], files: dict[str, dict[str, str]],
             pid, g, checked = _one(s, env, batch, r)
             if batch is None:
                 batch = pid
-                s.store.db.execute("UPDATE profiles SET batch=? WHERE id=?", (pid, pid))
-                s.store.db.commit()
+                s.store.set_batch(pid, pid)
             got[(r, name)] = (g, checked)
             print(f"round {r + 1}/{rounds}: {name or 'the defaults'}: {g.status}, "
                   f"{g.outcome.wall_s:.2f} s" + ("" if checked is None else

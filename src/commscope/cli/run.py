@@ -243,7 +243,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
     rows = aggregate(store.result_rows(run_ids=ids), mode="dominant")
     series = collect(rows)
     found, _ = findings.explained(store, series, ids, screen=True)
-    row = store.db.execute("SELECT sweep_id FROM runs WHERE id=?", (ids[0],)).fetchone()
+    sweep = store.sweep_of(ids[0])
     width = screen.width()
 
     def say(m: str) -> None:
@@ -253,7 +253,7 @@ def _advise(a: argparse.Namespace, store: Store, outcomes: Sequence, cores, opts
             print("\n".join(conclude.fit_line(x, width) for x in m.split("\n")))
 
     t0 = time.monotonic()
-    d = diagnose.diagnose(store, [row[0]] if row and row[0] is not None else [], found, series,
+    d = diagnose.diagnose(store, [sweep] if sweep is not None else [], found, series,
                           {c.impl.name: c for c in cores}, budget_s=a.advise_budget,
                           out_dir=Path(a.db).resolve().parent / "advice", policy=policy,
                           progress=Progress(0, enabled=not a.quiet and sys.stderr.isatty(),

@@ -111,10 +111,10 @@ def provenance_of(store: Store, raw: Sequence[sqlite3.Row]) -> dict[str, object]
     and their probe, the implementations with versions and identities, the
     sweeps with their options and dates (raw: every record behind them)."""
     run_ids = sorted({int(r["run_id"]) for r in raw})
-    runs = _rows(store, "runs", "id", run_ids)
+    runs = store.rows_of("runs", run_ids)
     sweep_ids = sorted({int(r["sweep_id"]) for r in runs if r["sweep_id"] is not None})
-    sweeps = _rows(store, "sweeps", "id", sweep_ids)
-    probes = _rows(store, "probes", "sweep_id", sweep_ids)
+    sweeps = store.rows_of("sweeps", sweep_ids)
+    probes = store.rows_of("probes", sweep_ids, by="sweep_id")
     impls: dict[tuple[str, str], dict[str, object]] = {}
     for r in runs:
         impls.setdefault((r["mpi_name"], r["mpi_identity"] or ""), {
@@ -196,14 +196,6 @@ def _csv(v: object) -> object:
     if isinstance(v, list):
         return " ".join(map(str, v))
     return v
-
-
-def _rows(store: Store, table: str, col: str, ids: Sequence[int]) -> list[sqlite3.Row]:
-    if not ids:
-        return []
-    marks = ",".join("?" * len(ids))
-    return store.db.execute(f"SELECT * FROM {table} WHERE {col} IN ({marks}) ORDER BY id",
-                            tuple(ids)).fetchall()
 
 
 def _json(text: object) -> object:

@@ -175,11 +175,9 @@ def behind(store: Store, rows: Sequence[Mapping[str, object] | sqlite3.Row]) -> 
         x["narrowed_in"] is None and _key(x) in keys
         and _measurement(x) in meas.get(_key(x)[:2], ()))]
     runs = {int(x["run_id"]): x["sweep_id"] for x in recs}
-    n_store, n_runs = store.db.execute(
-        "SELECT count(*), count(DISTINCT run_id) FROM results").fetchone()
+    n_store, n_runs = store.counts()
     shown = {int(x["id"]) for x in recs}
-    again = sum(1 for (i,) in store.db.execute(
-        "SELECT id FROM results WHERE narrowed_in IS NOT NULL") if i not in shown)
+    again = len(store.measured_again()[0] - shown)
     return Behind(
         points=len(rows),
         reps=tuple(sorted({int(r["n_reps"]) if _has(r, "n_reps") else 1 for r in rows})),  # type: ignore[call-overload]
@@ -277,11 +275,7 @@ def _bench_list(benches: Sequence[str]) -> str:
 
 
 def _stats(store: Store, ids: Sequence[int]) -> sqlite3.Row:
-    marks = ",".join("?" * len(ids))
-    return store.db.execute(
-        "SELECT min(batch) AS b0, max(batch) AS b1, min(n_samples) AS s0, "
-        f"max(n_samples) AS s1, min(window) AS w0 FROM results WHERE run_id IN ({marks})",
-        tuple(ids)).fetchone()
+    return store.sampling_of(ids)
 
 
 def _span(lo: object, hi: object) -> str:
@@ -312,8 +306,7 @@ def runs_section(store: Store, b: Behind) -> dict[str, object]:
     started = sorted(str(r["started_at"]) for r in mine if r["started_at"])
     made = ", ".join(versions) + (f"; runs started from {started[0]} to {started[-1]}"
                                   if started else "")
-    again = {int(i) for (i,) in store.db.execute(
-        "SELECT DISTINCT narrowed_in FROM results WHERE narrowed_in IS NOT NULL")}
+    again = store.measured_again()[1]
     groups: dict[str, list[sqlite3.Row]] = {}
     for r in mine:
         groups.setdefault(str(r["config_key"] or r["mpi_name"]), []).append(r)

@@ -364,6 +364,11 @@ class Store:
         with self.tx() as db:
             db.execute("UPDATE profiles SET checked=? WHERE id=?", (int(passed), profile_id))
 
+    def set_batch(self, profile_id: int, batch: int) -> None:
+        """The first profile of a --verify batch names the batch by its own id."""
+        with self.tx() as db:
+            db.execute("UPDATE profiles SET batch=? WHERE id=?", (batch, profile_id))
+
     def profiles(self) -> list[sqlite3.Row]:
         return self.db.execute("SELECT * FROM profiles ORDER BY id").fetchall()
 
@@ -547,6 +552,112 @@ class Store:
         if not rows:
             raise CommscopeError(f"no stored results for {sel}")
         return rows
+
+    # -- what the commands, the diagnosis and the report ask besides the records ----------
+    def counts(self) -> tuple[int, int]:
+        """(records, runs with records) in the whole store."""
+        n, runs = self.db.execute(
+            "SELECT count(*), count(DISTINCT run_id) FROM results").fetchone()
+        return int(n), int(runs)
+
+    def measured_again(self) -> tuple[set[int], set[int]]:
+        """(the records measured again at a common window, the runs that
+        measured them again: narrowed_in)."""
+        rows = self.db.execute(
+            "SELECT id, narrowed_in FROM results WHERE narrowed_in IS NOT NULL").fetchall()
+        return {int(r[0]) for r in rows}, {int(r[1]) for r in rows}
+
+    def sampling_of(self, run_ids: Sequence[int]) -> sqlite3.Row:
+        """The least and most batch and samples, and the narrowest window, of
+        these runs' records (b0, b1, s0, s1, w0)."""
+        marks = ",".join("?" * len(run_ids))
+        return self.db.execute(
+            "SELECT min(batch) AS b0, max(batch) AS b1, min(n_samples) AS s0, "
+            f"max(n_samples) AS s1, min(window) AS w0 FROM results WHERE run_id IN ({marks})",
+            tuple(run_ids)).fetchone()
+
+    def rows_of(self, table: str, ids: Sequence[int], by: str = "id") -> list[sqlite3.Row]:
+        """The runs or sweeps with these ids, or the probes of these sweeps
+        (by sweep_id), in the order they were stored."""
+        if (table, by) not in (("runs", "id"), ("sweeps", "id"), ("probes", "sweep_id")):
+            raise ValueError(f"rows_of: no {table} by {by}")
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        return self.db.execute(f"SELECT * FROM {table} WHERE {by} IN ({marks}) ORDER BY id",
+                               tuple(ids)).fetchall()
+
+    def planned_options(self, config_key: str, sweeps: Sequence[int]) -> str | None:
+        """The options (JSON) the newest clean run of a configuration in
+        these sweeps (any, where none are named) was planned with."""
+        marks = ",".join("?" * len(sweeps))
+        row = self.db.execute(
+            "SELECT options FROM runs WHERE config_key=? AND trial IS NULL AND status='ok' "
+            + (f"AND sweep_id IN ({marks}) " if sweeps else "") + "ORDER BY id DESC LIMIT 1",
+            (config_key, *sweeps)).fetchone()
+        return None if row is None else str(row[0])
+
+    def run_options(self, run_id: int) -> str | None:
+        """The options (JSON) a run was planned with."""
+        row = self.db.execute("SELECT options FROM runs WHERE id=?", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def sweep_of(self, run_id: int) -> int | None:
+        row = self.db.execute("SELECT sweep_id FROM runs WHERE id=?", (run_id,)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def has_sweep(self, sweep_id: int) -> bool:
+        return self.db.execute("SELECT 1 FROM sweeps WHERE id=?",
+                               (sweep_id,)).fetchone() is not None
+
+    def earlier_sweeps(self, sweep_id: int) -> list[int]:
+        """The sweeps of measurement (no purpose of their own) before this one."""
+        return [int(r[0]) for r in self.db.execute(
+            "SELECT id FROM sweeps WHERE id < ? AND purpose IS NULL ORDER BY id", (sweep_id,))]
+
+    def sweep_hosts(self, sweep_id: int | None) -> set[tuple[str, str, str]]:
+        """The hosts a sweep's own runs ran on (name, CPU, kernel)."""
+        return {(r[0], r[1], r[2]) for r in self.db.execute(
+            "SELECT hostname, cpu_model, kernel FROM runs WHERE sweep_id=? AND trial IS NULL",
+            (sweep_id,))}
+
+    def clean_local_runs(self, sweeps: Sequence[int]) -> list[int]:
+        """The runs of these sweeps that ended cleanly on this machine (no
+        trial of a diagnosis)."""
+        marks = ",".join("?" * len(sweeps))
+        return [int(r[0]) for r in self.db.execute(
+            f"SELECT id FROM runs WHERE sweep_id IN ({marks}) AND trial IS NULL "
+            "AND status='ok' AND cluster='local'", tuple(sweeps))]
+
+    def last_local_sweep(self) -> int | None:
+        """The newest sweep of measurement with a run that ended cleanly on
+        this machine."""
+        row = self.db.execute(
+            "SELECT max(r.sweep_id) FROM runs r JOIN sweeps w ON w.id = r.sweep_id WHERE "
+            "w.purpose IS NULL AND r.trial IS NULL AND r.status='ok' AND r.cluster='local'"
+        ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def diagnosed_sweeps(self) -> list[int]:
+        return [int(r[0]) for r in self.db.execute(
+            "SELECT DISTINCT sweep_id FROM diagnoses WHERE sweep_id IS NOT NULL "
+            "ORDER BY sweep_id")]
+
+    def stored_benches(self) -> set[str]:
+        """The benchmarks with a record in the store."""
+        return {str(x) for (x,) in self.db.execute("SELECT DISTINCT bench FROM results")}
+
+    def stored_mpis(self) -> list[str]:
+        """The implementations with a record in the store, by name."""
+        return sorted(str(x) for (x,) in self.db.execute(
+            "SELECT DISTINCT mpi_name FROM runs r WHERE EXISTS "
+            "(SELECT 1 FROM results x WHERE x.run_id = r.id)"))
+
+    def library_of(self, result_id: int) -> sqlite3.Row | None:
+        """The family, header (JSON) and version of the run a record is of."""
+        return self.db.execute("SELECT r.mpi_family, r.header, r.mpi_version FROM results x "
+                               "JOIN runs r ON r.id = x.run_id WHERE x.id = ?",
+                               (result_id,)).fetchone()
 
 
 def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:

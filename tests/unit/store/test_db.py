@@ -239,3 +239,17 @@ def test_the_switch_to_write_ahead_logging_waits_for_another_process_to_let_go(t
     assert time.monotonic() - t0 >= 0.25  # it waited for the reader, and did not fail
     s.close()
     other.close()
+
+
+def test_every_query_is_the_stores():
+    """The store is sealed: no module outside store/ runs SQL or holds a
+    connection of its own; what a command, an analysis or the report needs
+    to know of the store is a method of Store, named for what it answers."""
+    import re
+
+    query = re.compile(r"\.(execute|executemany|executescript|commit)\(|sqlite3\.connect\(")
+    src = ROOT / "src" / "commscope"
+    outside = [f"{p.relative_to(src)}:{n}" for p in sorted(src.rglob("*.py"))
+               if "store" not in p.relative_to(src).parts[:1]
+               for n, line in enumerate(p.read_text().splitlines(), 1) if query.search(line)]
+    assert outside == [], outside
