@@ -190,7 +190,7 @@ def test_repetitions_are_interleaved_and_summarised_between_runs(tmp_path, cores
 
 def test_the_cores_built_here_state_the_facts_the_core_built_without_mpi_does(cores, bare_core):
     """The Python copies of the core's facts are held to the core built
-    without MPI (tests/unit/store/test_benches.py, test_sizes.py, in the fast
+    without MPI (tests/unit/store/test_core_facts.py, test_sizes.py, in the fast
     set); here, each core built with an MPI (and CUDA, where nvcc is)
     states the same options, benchmarks and exit statuses as that one."""
     bare = json.loads(subprocess.run([str(bare_core), "--list", "--json"], capture_output=True,

@@ -37,7 +37,7 @@ from ..measure.build import Core
 from ..measure.cluster import Local, Placement
 from ..measure.plan import CoreOptions, Job
 from ..measure.runner import default_timeout, run_job
-from ..store.benches import bench as bench_facts
+from ..store.core_facts import bench as bench_facts
 from ..store.db import OK, Store
 from ..store.sizes import expand_sizes
 

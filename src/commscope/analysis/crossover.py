@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..store.benches import bench as bench_facts
+from ..store.core_facts import bench as bench_facts
 from ..store.sizes import human, human_bytes
 from .series import Config, Series, find, lone_is_no_claim, runs, separated
 from .significance import MIN_FACTOR  # under it, no verdict (advise.search gates on it too)

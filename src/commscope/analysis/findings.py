@@ -15,7 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..store.benches import bench as bench_facts
+from ..store.core_facts import bench as bench_facts
 from ..store.sizes import human_bytes
 from . import causes, crossover, guidelines, hockney
 from .repeats import same_mode

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-from ..store import benches
+from ..store import core_facts
 from . import hockney, loggp
 from .series import Config, Series
 
@@ -72,7 +72,7 @@ def loggp_fits(series: Mapping[tuple[Config, str], Series],
     train length and the delay)."""
     configs = {cfg for (cfg, bench) in series if bench == "loggp_1"}
     for cfg in sorted(configs, key=lambda c: (c.mpi, c.np)):
-        trains = {b: series.get((cfg, b)) for b in benches.names("loggp")}
+        trains = {b: series.get((cfg, b)) for b in core_facts.names("loggp")}
         if not all(trains.values()):
             continue
         opts = options(cfg)

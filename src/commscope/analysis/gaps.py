@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ..store.benches import bench as bench_facts
+from ..store.core_facts import bench as bench_facts
 from ..store.sizes import human_bytes
 from .causes import cold_pair
 from .diagnosis import Gap, GapPoint

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..store.benches import names
+from ..store.core_facts import names
 from ..store.sizes import human, human_bytes
 from .causes import Cause, Fix, buffers_of
 from .crossover import mpi_name

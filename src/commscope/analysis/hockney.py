@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ..store.benches import bench as bench_facts
+from ..store.core_facts import bench as bench_facts
 from ..store.sizes import human_bytes
 
 MIN_POINTS = 3  # per piece

@@ -12,7 +12,7 @@ from ..analysis import limits
 from ..analysis.repeats import aggregate
 from ..analysis.series import noisy_text
 from ..errors import CommscopeError
-from ..store import benches
+from ..store import core_facts
 from ..store.config import place, what
 from ..store.db import Store
 from . import screen
@@ -271,4 +271,4 @@ def cmd_fit(a: argparse.Namespace) -> int:
 def _groups() -> dict[str, str]:
     """Which benchmarks are of a message size: the core's own table (its
     group); a benchmark the table does not know has none."""
-    return {b.name: b.group for b in benches.benches()}
+    return {b.name: b.group for b in core_facts.benches()}

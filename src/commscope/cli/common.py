@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from ..errors import CommscopeError
 from ..measure import discovery
 from ..measure import mpi as mpi_mod
-from ..store import benches as benches_mod
+from ..store import core_facts
 
 DEFAULT_DB = "commscope.db"
 
@@ -126,18 +126,18 @@ def unknown_names(store, rows: Sequence, benches: Sequence[str], mpis: Sequence[
     of it.  `rows`: the records picked before these filters; the store is
     read only for the names they do not hold."""
     seen = {r["bench"] for r in rows}
-    odd = [b for b in benches if b not in seen and not benches_mod.bench(b).known]
+    odd = [b for b in benches if b not in seen and not core_facts.bench(b).known]
     if odd:
         stored = store.stored_benches()
         for b in odd:
             if b in stored:
                 continue
-            groups = {x.group for x in benches_mod.benches()} | {"all"}
+            groups = {x.group for x in core_facts.benches()} | {"all"}
             if b in groups:
                 raise CommscopeError(f"--bench: {b} is a group of benchmarks, not a benchmark: "
                                      "name its benchmarks (e.g. --bench latency,bw)")
             near = difflib.get_close_matches(
-                b, sorted({x.name for x in benches_mod.benches()} | stored), n=1)
+                b, sorted({x.name for x in core_facts.benches()} | stored), n=1)
             raise CommscopeError(f"--bench: {b} is not a benchmark (neither the core nor {db} "
                                  "knows it" + (f"; did you mean {near[0]}?)" if near else ")"))
     seen = {r["mpi_name"] for r in rows}

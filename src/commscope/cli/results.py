@@ -7,8 +7,9 @@ import sys
 
 from ..analysis.repeats import aggregate
 from ..errors import CommscopeError
+from ..report.export import export
 from ..report.points import export_points
-from ..report.tables import export, run_table, tables
+from ..report.tables import run_table, tables
 from ..store import outputs
 from ..store.db import Store
 from . import screen

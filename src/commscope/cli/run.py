@@ -36,8 +36,8 @@ from ..measure.plan import (
 from ..measure.progress import Progress
 from ..measure.runner import NoisePolicy, run_sweep
 from ..report.tables import tables
-from ..store.benches import choices as option_choices
-from ..store.benches import listing as bench_listing
+from ..store.core_facts import choices as option_choices
+from ..store.core_facts import listing as bench_listing
 from ..store.db import Store
 from ..store.sizes import expand_sizes
 from . import screen

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, make_dataclass, replace
 from pathlib import Path
 
 from ..errors import CommscopeError
-from ..store import benches
+from ..store import core_facts
 from ..store.config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
 from .build import Core, check_options
 from .cluster import Cluster, Local, Placement, local_only
@@ -24,8 +24,8 @@ from .mpi import bind_flags
 # --json` prints it; tests check this copy against every built core.  The
 # options of scope "run" (and "hidden") are CoreOptions' fields and
 # `commscope run`'s arguments; the transport and the GPU path are set per job.
-CORE_OPTIONS: tuple[dict[str, object], ...] = benches.options()
-_PY_TYPES = benches.TYPES
+CORE_OPTIONS: tuple[dict[str, object], ...] = core_facts.options()
+_PY_TYPES = core_facts.TYPES
 
 
 def run_options() -> list[dict[str, object]]:
@@ -34,7 +34,7 @@ def run_options() -> list[dict[str, object]]:
 
 def _core_options_class() -> type:
     fields = [(str(o["field"]), _PY_TYPES[str(o["type"])],
-               field(default=benches.default(str(o["field"]))))
+               field(default=core_facts.default(str(o["field"]))))
               for o in [*run_options(),
                         *(o for o in CORE_OPTIONS if o["field"] in ("transport", "path"))]]
 
@@ -209,7 +209,7 @@ def placements(cluster: Cluster, nps: Sequence[int], nodes: Sequence[int],
 
 # Where a benchmark's buffers live and what moves them: host memory over
 # MPI, or device memory by one of the GPU paths (core/harness/path.c).
-PATHS = benches.choices("path")  # host first, then the GPU paths (the core's table)
+PATHS = core_facts.choices("path")  # host first, then the GPU paths (the core's table)
 GPU_PATHS = PATHS[1:]
 
 

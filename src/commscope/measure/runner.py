@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from ..errors import CommscopeError
-from ..store import benches
+from ..store import core_facts
 from ..store import db as db_mod
 from ..store.db import FAILED, INVALID, OK, RETRIED, SKIPPED, TIMEOUT, RunInfo, Store
 from ..store.records import Parsed, Result, parse_file
@@ -38,8 +38,8 @@ from .progress import Progress
 
 # The core's exit statuses that classify() tells apart from a plain failure
 # (core/harness/cs.h, enum cs_status; the others are failures as any code).
-CS_EINVALID = benches.statuses()["invalid"]  # data validation failed: the MPI moved wrong bytes
-CS_ESKIP = benches.statuses()["skip"]  # a GPU path this machine cannot run: skipped, said why
+CS_EINVALID = core_facts.statuses()["invalid"]  # data validation failed: the MPI moved wrong bytes
+CS_ESKIP = core_facts.statuses()["skip"]  # a GPU path this machine cannot run: skipped, said why
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from ..analysis.crossover import mpi_name
 from ..analysis.findings import Finding
 from ..analysis.series import Config, Point, Series
 from ..analysis.summary import Conclusion
-from ..store.benches import bench as bench_facts
+from ..store.core_facts import bench as bench_facts
 from .figures import Figure, Line
 
 SIZE = (4.6, 2.7)  # inches: beside a paragraph, within one screen

@@ -16,10 +16,11 @@ from .. import __version__
 from ..analysis import apps, limits
 from ..measure import provenance
 from ..measure.probe import floor_ns as probe_floor
-from ..store.benches import bench as bench_facts
 from ..store.config import config_of, place
+from ..store.core_facts import bench as bench_facts
 from ..store.db import Store
 from ..store.schema import SCHEMA_VERSION
+from .export import version_line
 from .tables import (
     MARKS,
     _config_window,
@@ -31,7 +32,6 @@ from .tables import (
     names,
     primary,
     reading_order,
-    version_line,
     where,
 )
 

@@ -3,9 +3,6 @@ Open MPI and MVAPICH2 side by side."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import sqlite3
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -14,9 +11,9 @@ from functools import cache
 from ..analysis import apps
 from ..analysis.repeats import next_interval
 from ..errors import CommscopeError
-from ..store.benches import bench as bench_facts
-from ..store.benches import benches, unit_of
 from ..store.config import PARAM_DEFAULTS, Apart, config_of, place, stored, what
+from ..store.core_facts import bench as bench_facts
+from ..store.core_facts import benches, unit_of
 from ..store.sizes import human
 
 
@@ -27,44 +24,6 @@ def primary(rs: Sequence[sqlite3.Row]) -> tuple[str, str]:
     key = next((r["primary_figure"] for r in rs if _has(r, "primary_figure")), None)
     key = key or bench_facts(rs[0]["bench"]).primary
     return key, unit_of(key)
-
-EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "cluster",
-                  "size_bytes", "median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
-                  "ci_lo_us", "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "n_samples",
-                  "batch", "n_iters", "valid", "converged", "stop", "flagged", "other_cpu_s",
-                  "steal_s", "wall_s", "oversubscribed", "hostname", "started_at",
-                  "busbw_mb_per_s", "mean_rank_avg_us", "root", "equiv_sends", "nodes",
-                  "config_key", "repetition", "floor_ns", "resolution_us", "validations",
-                  "checked_msgs", "window", "narrowed_in")
-
-
-def version_line(text: object) -> str:
-    """An implementation's version on one line: its first, with runs of
-    white space (MPICH writes tabs) as one space."""
-    lines = str(text or "").splitlines()
-    return " ".join(lines[0].split()) if lines else ""
-
-
-def export_row(r: sqlite3.Row) -> dict[str, object]:
-    d = dict(r)
-    out = {k: d.get(k) for k in EXPORT_COLUMNS}
-    out["mpi"] = d["mpi_name"]
-    out["mpi_version"] = version_line(d.get("mpi_version"))
-    for k in ("valid", "converged", "flagged", "oversubscribed"):
-        out[k] = bool(d.get(k))
-    return out
-
-
-def export(rows: Sequence[sqlite3.Row], fmt: str) -> str:
-    data = [export_row(r) for r in rows]
-    if fmt == "json":
-        return json.dumps(data, indent=1) + "\n"
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(EXPORT_COLUMNS), lineterminator="\n")
-    w.writeheader()
-    w.writerows(data)
-    return buf.getvalue()
-
 
 def _cell(r: sqlite3.Row, key: str, per_node: bool = False) -> str:
     """A figure as the table shows it: the value, its interval in

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import CommscopeError
-from . import benches
+from . import core_facts
 
 # Parameters of the core that change what a benchmark measures (not how
 # long it samples), with their defaults, the core's own (core_options.json,
@@ -23,7 +23,7 @@ from . import benches
 # these.  The names are fixed here, not taken from the core's table: every
 # configuration's key holds each of them, so a name added would change every
 # stored key (a later one goes in LATER_PARAMS).
-PARAM_DEFAULTS: dict[str, object] = benches.defaults(
+PARAM_DEFAULTS: dict[str, object] = core_facts.defaults(
     ("window", "dtype", "root", "rotate_root", "loggp_n", "loggp_delay_us", "param"))
 
 
@@ -128,7 +128,7 @@ def from_stored(mpi_name: str, mpi_identity: str | None, options: Mapping[str, o
 # Parameters that joined later: part of a configuration only where they
 # are not the default, so that every configuration stored before them
 # keeps its key (hot buffers are what every earlier run measured).
-LATER_PARAMS: dict[str, object] = benches.defaults(("buffers",))
+LATER_PARAMS: dict[str, object] = core_facts.defaults(("buffers",))
 
 
 def params_of(options: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
@@ -145,15 +145,15 @@ def _applies(param: str, row: Mapping[str, object]) -> bool:
     latency record is the same measurement whatever --root said: the core's
     table says which options change each benchmark (changed_by).  A
     parameter the table names for no benchmark is said wherever it is set;
-    a benchmark the table does not know (benches.bench) goes by what its
+    a benchmark the table does not know (core_facts.bench) goes by what its
     record shows: the root where it has one, an application's --param where
     it declares parameters, the buffers where it does not (an application
     moves its own data), nothing else.  A parameter left out of a label
     never merges two configurations: config.Apart names it where needed."""
-    if param not in benches.changing_options():
+    if param not in core_facts.changing_options():
         return True
     keys = row.keys()
-    b = benches.bench(str(row["bench"]) if "bench" in keys else "")
+    b = core_facts.bench(str(row["bench"]) if "bench" in keys else "")
     if b.known:
         return param in b.changed_by
     app = "params" in keys and bool(row["params"])

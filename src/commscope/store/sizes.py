@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ..errors import CommscopeError
-from .benches import option
+from .core_facts import option
 
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # digits, then a unit K, M or G followed by an optional i and an optional B

@@ -377,7 +377,7 @@ def _sweep(s: Store, reps: int, mpis=("openmpi", "mpich"), bench: str = "latency
     repetition, interleaved, as `commscope run --repeat` stores them."""
     from dataclasses import replace
 
-    from commscope.store.benches import names
+    from commscope.store.core_facts import names
 
     parsed = parse_file(RECORDS)
     hdr = replace(parsed.header, compiler="gcc 12.2.0")
@@ -492,7 +492,7 @@ def test_runs_fit_a_1280_pixel_window(tmp_path):
     lists each benchmark once and each configuration in one row, the
     version's first line with the whole text folded under it; in Chromium
     at 1280 px, with every fold open, nothing is wider than the window."""
-    from commscope.store.benches import names
+    from commscope.store.core_facts import names
 
     s = Store(tmp_path / "w.db")
     _sweep(s, 3, bench="")

@@ -160,7 +160,7 @@ def test_the_results_columns_are_the_records_declared_fields(tmp_path):
     own (id, run_id, flagged, narrowed_in); a field added without its
     migration, or a column without its field, fails here.  The export
     names only columns a record or its run has."""
-    from commscope.report.tables import EXPORT_COLUMNS
+    from commscope.report.export import EXPORT_COLUMNS
     from commscope.store.records import stored_columns
 
     s = Store(tmp_path / "a.db")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ...store.benches import names
+from ...store.core_facts import names
 
 # The point-to-point figures in the order the report shows them, each with its
 # axis and title; what each plots (time, bandwidth, rate) is the core's figure.

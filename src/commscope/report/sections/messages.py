@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ...analysis import hockney
-from ...store.benches import bench as bench_facts
+from ...store.core_facts import bench as bench_facts
 from ...store.sizes import human
 from ..figures import Figure, Grid, lines_for
 from ..page import Item, Page, Para, Table, items, table

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from ...analysis import findings
 from ...analysis.headlines import ratio_text
-from ...store.benches import bench as bench_facts
 from ...store.config import config_of
+from ...store.core_facts import bench as bench_facts
 from ...store.sizes import human
 from ..figures import Figure, lines_for
 from .common import slug

@@ -9,8 +9,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from ...store.benches import bench as bench_facts
 from ...store.config import config_of, place
+from ...store.core_facts import bench as bench_facts
 from ...store.db import Store
 from ..page import Table, fold, table
 from ..tables import reading_order

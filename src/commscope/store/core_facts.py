@@ -3,11 +3,13 @@ those facts on the Python side.
 
 core_benches.json, core_options.json and core_facts.json are copies of
 `cs-core --list --json` (its benchmarks, its option table with the values
-an option of a few words takes, and its exit statuses); tests/e2e/test_core.py
-holds them against every core built.  Analysis and report ask here which group a
-benchmark is in, which figure it plots, which unit its table shows, how
-many bytes one operation moves and which options change what it measures,
-instead of keeping lists of benchmark names of their own."""
+an option of a few words takes, and its exit statuses);
+tests/unit/store/test_core_facts.py holds them against the core built without
+MPI, tests/e2e/test_core.py every core built with one to that core.  Analysis
+and report ask here which group a benchmark is in, which figure it plots,
+which unit its table shows, how many bytes one operation moves and which
+options change what it measures, instead of keeping lists of benchmark names
+of their own."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One source for each benchmark's facts (store/benches.py): what the core
+"""One source for each benchmark's facts (store/core_facts.py): what the core
 publishes (core_benches.json, core_options.json) is what analysis and report
 act on, and the helpers said once (the least change, runs of marks, a row's
 configuration) behave as the copies they replaced.  Fixed data, no MPI."""
@@ -16,7 +16,7 @@ import pytest
 from commscope.analysis import compare, crossover, findings, guidelines, headlines, series
 from commscope.analysis.significance import MIN_CHANGE, MIN_FACTOR
 from commscope.report import focus, tables
-from commscope.store import benches, sizes
+from commscope.store import core_facts, sizes
 from commscope.store.config import (
     LATER_PARAMS,
     PARAM_DEFAULTS,
@@ -33,15 +33,15 @@ GOLDEN = golden("behaviour", "store.sqlite")
 
 # -- the core's facts ---------------------------------------------------------------
 def test_bytes_per_op_gives_the_bytes_moved_per_byte_of_size():
-    assert benches.bench("bw").per_size() == 1.0
-    assert benches.bench("bibw").per_size() == 2.0
-    assert benches.bench("gather").per_size(6) == 6.0
-    assert benches.bench("sendloop").per_size() == 1.0
-    assert benches.bench("latency").per_size() is None
+    assert core_facts.bench("bw").per_size() == 1.0
+    assert core_facts.bench("bibw").per_size() == 2.0
+    assert core_facts.bench("gather").per_size(6) == 6.0
+    assert core_facts.bench("sendloop").per_size() == 1.0
+    assert core_facts.bench("latency").per_size() is None
 
 
 def test_a_benchmark_the_table_does_not_know_is_read_as_a_time():
-    b = benches.bench("old_one")
+    b = core_facts.bench("old_one")
     assert (b.known, b.group, b.primary, b.figure, b.unit, b.bytes_per_op, b.changed_by) == (
         False, "", "median_us", "time", "us", None, ())
     assert not findings.moves_bandwidth("old_one") and not findings.model_input("old_one")
@@ -75,7 +75,7 @@ def test_a_tables_unit_and_an_old_records_primary_figure_are_the_cores():
 
 
 def test_option_defaults_are_the_cores_typed():
-    table = {o["field"]: o for o in benches.options()}
+    table = {o["field"]: o for o in core_facts.options()}
     for k, v in {**PARAM_DEFAULTS, **LATER_PARAMS}.items():
         assert v == table[k]["default"]
     assert PARAM_DEFAULTS["loggp_delay_us"] == 20.0 and isinstance(
@@ -86,7 +86,7 @@ def test_option_defaults_are_the_cores_typed():
 def test_every_option_that_changes_a_benchmark_is_a_configuration_parameter():
     """A new one from the core must be placed by hand (LATER_PARAMS, so that
     stored keys stay), not silently left out of configurations."""
-    assert benches.changing_options() == set(PARAM_DEFAULTS) | set(LATER_PARAMS)
+    assert core_facts.changing_options() == set(PARAM_DEFAULTS) | set(LATER_PARAMS)
 
 
 def test_stored_keys_stay_what_they_were():
@@ -103,7 +103,7 @@ def test_stored_keys_stay_what_they_were():
 
 
 def test_the_largest_size_is_the_cores():
-    assert sizes.MAX_SIZE == benches.option("sizes")["max_size"] == 1 << 30
+    assert sizes.MAX_SIZE == core_facts.option("sizes")["max_size"] == 1 << 30
     with pytest.raises(Exception, match="above the 1 GiB limit"):
         sizes.parse_size("2G")
 
@@ -249,5 +249,5 @@ def test_the_python_side_exit_statuses_are_the_cores_own(bare_core):
     """core_facts.json holds the core's exit statuses (enum cs_status, by the
     names main.c gives them in --list --json); the runner reads 'invalid' and
     'skip' from it.  Regenerate it from `cs-core --list --json` when they change."""
-    assert _listed(bare_core)["statuses"] == benches.statuses(), (
+    assert _listed(bare_core)["statuses"] == core_facts.statuses(), (
         "src/commscope/core_facts.json is stale against cs-core --list --json")
