@@ -19,6 +19,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..store.records import combined
+
 # Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -149,8 +151,8 @@ def mode_of(floor_ns: float | None, modes: Sequence[Mode]) -> Mode | None:
 
 
 # -- aggregation ------------------------------------------------------------------
-RATE_KEYS = ("mb_per_s", "rate_per_s", "busbw_mb_per_s", "copy_gbs", "copy1_gbs")
-TIME_KEYS = ("mean_us", "min_us", "max_us", "p5_us", "p95_us", "mean_rank_avg_us")
+# the fields a point takes the median of over its runs, as a record declares them
+RATE_KEYS, TIME_KEYS = combined("rate"), combined("time")
 
 
 def _get(r: Mapping[str, object], k: str) -> object:

@@ -10,14 +10,15 @@ import json
 import sqlite3
 from collections.abc import Sequence
 
-EXPORT_COLUMNS = ("run_id", "bench", "mpi", "mpi_family", "mpi_version", "np", "cluster",
-                  "size_bytes", "median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
-                  "ci_lo_us", "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "n_samples",
-                  "batch", "n_iters", "valid", "converged", "stop", "flagged", "other_cpu_s",
-                  "steal_s", "wall_s", "oversubscribed", "hostname", "started_at",
-                  "busbw_mb_per_s", "mean_rank_avg_us", "root", "equiv_sends", "nodes",
-                  "config_key", "repetition", "floor_ns", "resolution_us", "validations",
-                  "checked_msgs", "window", "narrowed_in")
+from ..store.records import exported_columns, flag_columns
+
+# a record's run: which implementation, where and when, of which configuration (first),
+# then the record's own stored fields as records.Result declares them, then the store's
+# marks on it (measured while other processes used the CPU; measured again at a window)
+RUN_COLUMNS = ("run_id", "mpi", "mpi_family", "mpi_version", "cluster", "hostname",
+               "started_at", "nodes", "config_key", "repetition", "oversubscribed")
+EXPORT_COLUMNS = (*RUN_COLUMNS, *exported_columns(), "flagged", "narrowed_in")
+FLAGS = (*flag_columns(), "flagged", "oversubscribed")  # written true or false
 
 
 def version_line(text: object) -> str:
@@ -32,7 +33,7 @@ def export_row(r: sqlite3.Row) -> dict[str, object]:
     out = {k: d.get(k) for k in EXPORT_COLUMNS}
     out["mpi"] = d["mpi_name"]
     out["mpi_version"] = version_line(d.get("mpi_version"))
-    for k in ("valid", "converged", "flagged", "oversubscribed"):
+    for k in FLAGS:
         out[k] = bool(d.get(k))
     return out
 

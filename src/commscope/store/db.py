@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import CommscopeError
 from .config import Configuration, from_stored
-from .records import Header, Result, sql_value, stored_columns
+from .records import Header, Result, column_type, sql_value, stored_columns
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 APPLICATION_ID = 0x43534350  # "CSCP"
@@ -134,6 +134,7 @@ class Store:
             self.db.execute("PRAGMA foreign_keys=ON")
             self._wal()
             self.migrate()
+            self._declared_columns()
         except sqlite3.DatabaseError as exc:
             if getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_NOTADB) & 0xFF in (
                     sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
@@ -205,6 +206,26 @@ class Store:
             v += 1
             if v == 5:
                 self._backfill_configs()
+
+    def _declared_columns(self) -> None:
+        """A record field declared (records.Result) whose column the results
+        table lacks gets it here, under the write lock, so a new field is
+        declared in one place: the migrations hold the columns of earlier
+        versions, a field added since is added as a store opens."""
+        def missing() -> list[tuple[str, str]]:
+            have = {r[1] for r in self.db.execute("PRAGMA table_info(results)")}
+            return [(c, kind) for _, c, kind in stored_columns() if c not in have]
+
+        if not missing():
+            return
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            for c, kind in missing():  # read again under the lock: another may have added it
+                self.db.execute(f"ALTER TABLE results ADD COLUMN {c} {column_type(kind)}")
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            self.db.rollback()
+            raise
 
     def _backfill_configs(self) -> None:
         """Runs stored before schema 5 get their configuration from what was

@@ -37,14 +37,17 @@ class Header:
 
 
 def col(kind: str, *, key: str | None = None, column: str | bool | None = None,
-        required: bool = False, **kw: object) -> Any:
+        required: bool = False, combined: str | None = None, **kw: object) -> Any:
     """A record's field, declared once: how the core writes it (`key`, a
     dotted path into the result line; the field's name by default), what it
-    is (`kind`: str, int, num, bool, primary, raw, json), and its column in
-    the store's results table (the name by default; False: not stored).
-    Parsing, the store's INSERT and the schema tests all read this."""
-    return field(metadata={"kind": kind, "key": key, "column": column,
-                           "required": required}, **kw)  # type: ignore[call-overload]
+    is (`kind`: str, int, num, bool, primary, raw, json), its column in the
+    store's results table (the name by default; False: not stored), and how
+    a point's runs combine it (`combined`: "time" or "rate", by their
+    median; None: the point's median run's, or combined apart).  Parsing,
+    the store's INSERT, the store's columns (Store adds a declared one it
+    lacks), the raw export's columns and the aggregation all read this."""
+    return field(metadata={"kind": kind, "key": key, "column": column, "required": required,
+                           "combined": combined}, **kw)  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True)
@@ -57,16 +60,16 @@ class Result:
     batch: int = col("int", required=True)
     n_iters: int = col("int", required=True)
     median_us: float | None = col("num")
-    mean_us: float | None = col("num")
-    min_us: float | None = col("num")
-    max_us: float | None = col("num")
-    p5_us: float | None = col("num")
-    p95_us: float | None = col("num")
+    mean_us: float | None = col("num", combined="time")
+    min_us: float | None = col("num", combined="time")
+    max_us: float | None = col("num", combined="time")
+    p5_us: float | None = col("num", combined="time")
+    p95_us: float | None = col("num", combined="time")
     ci_lo_us: float | None = col("num")
     ci_hi_us: float | None = col("num")
     ci_us: float | None = col("num")
-    mb_per_s: float | None = col("num")
-    rate_per_s: float | None = col("num")
+    mb_per_s: float | None = col("num", combined="rate")
+    rate_per_s: float | None = col("num", combined="rate")
     converged: bool = col("bool")
     stop: str = col("str")
     error: str | None = col("text", default=None)
@@ -75,8 +78,8 @@ class Result:
     wall_s: float | None = col("num", key="noise.wall_s", default=None)
     noise_valid: bool = col("bool", key="noise.valid", column=False, default=False)
     raw_us: tuple[float, ...] | None = col("raw", default=None)
-    busbw_mb_per_s: float | None = col("num", default=None)
-    mean_rank_avg_us: float | None = col("num", default=None)
+    busbw_mb_per_s: float | None = col("num", combined="rate", default=None)
+    mean_rank_avg_us: float | None = col("num", combined="time", default=None)
     root: int | None = col("opt_int", default=None)
     equiv_sends: int | None = col("opt_int", default=None)
     equiv_of: str | None = col("opt_str", default=None)
@@ -93,8 +96,9 @@ class Result:
     params: str | None = col("opt_str", default=None)  # applications: K=V;K=V of every parameter
     phases: dict[str, dict[str, object]] | None = col("json", default=None, hash=False)
     # applications: each rank's copy, all copying (bytes/ns)
-    copy_gbs: float | None = col("num", default=None)
-    copy1_gbs: float | None = col("num", default=None)  # the same, rank 0 copying alone
+    copy_gbs: float | None = col("num", combined="rate", default=None)
+    # the same, rank 0 copying alone
+    copy1_gbs: float | None = col("num", combined="rate", default=None)
 
 
 # What a result line carries that is kept in the record file only, not in
@@ -111,6 +115,31 @@ def stored_columns() -> list[tuple[str, str, str]]:
     """(field, column, kind) of every stored field of a Result."""
     return [(f.name, str(f.metadata["column"] or f.name), f.metadata["kind"])
             for f in fields(Result) if f.metadata["column"] is not False]
+
+
+SQL_TYPES = {"num": "REAL", "int": "INTEGER", "opt_int": "INTEGER", "bool": "INTEGER"}  # else TEXT
+
+
+def column_type(kind: str) -> str:
+    """The SQL type of a field's column."""
+    return SQL_TYPES.get(kind, "TEXT")
+
+
+def combined(how: str) -> tuple[str, ...]:
+    """The fields a point's runs combine by their median, as `how` says
+    ("time" or "rate"), in the order they are declared."""
+    return tuple(f.name for f in fields(Result) if f.metadata["combined"] == how)
+
+
+def exported_columns() -> tuple[str, ...]:
+    """The stored columns the raw export writes: every one but the samples
+    and the phases (JSON of their own: `export --points` has the phases)."""
+    return tuple(c for _, c, kind in stored_columns() if kind not in ("raw", "json"))
+
+
+def flag_columns() -> tuple[str, ...]:
+    """The stored columns that hold a yes or no."""
+    return tuple(c for _, c, kind in stored_columns() if kind == "bool")
 
 
 def core_keys() -> set[str]:

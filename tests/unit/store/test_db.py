@@ -156,10 +156,9 @@ def test_missing_store_for_reading(tmp_path):
 
 def test_the_results_columns_are_the_records_declared_fields(tmp_path):
     """A record's fields are declared once (records.Result, col()): the
-    migrations must have made exactly their columns, besides the store's
-    own (id, run_id, flagged, narrowed_in); a field added without its
-    migration, or a column without its field, fails here.  The export
-    names only columns a record or its run has."""
+    results table holds exactly their columns, besides the store's own (id,
+    run_id, flagged, narrowed_in); a column without its field fails here.
+    The export names only columns a record or its run has."""
     from commscope.report.export import EXPORT_COLUMNS
     from commscope.store.records import stored_columns
 
@@ -172,6 +171,29 @@ def test_the_results_columns_are_the_records_declared_fields(tmp_path):
     renamed = {"mpi": "mpi_name"}  # the export's name for a run column
     assert {renamed.get(c, c) for c in EXPORT_COLUMNS} <= have | runs, (
         {renamed.get(c, c) for c in EXPORT_COLUMNS} - have - runs)
+
+
+def test_a_field_declared_since_a_store_was_made_gets_its_column_as_the_store_opens(tmp_path):
+    """A new record field is declared in one place (records.Result): a
+    store made before it lacks its column, and opening the store adds it
+    (typed as the field is), keeping every record; what the store held is
+    read as before, the new field empty."""
+
+    s = Store(tmp_path / "a.db")
+    parsed = parse_file(RECORDS)
+    rid = s.begin_run(info(), None)
+    s.finish_run(rid, OK, exit_code=0, signal=None, stderr_tail="", header=parsed.header,
+                 results=parsed.results, flags=[False] * len(parsed.results), noise={"valid": True})
+    s.db.execute("ALTER TABLE results DROP COLUMN copy1_gbs")  # a store from before the field
+    s.db.execute("ALTER TABLE results DROP COLUMN resolution_us")
+    s.db.commit()
+    s.close()
+    again = Store(tmp_path / "a.db")
+    cols = {r[1]: r[2] for r in again.db.execute("PRAGMA table_info(results)")}
+    assert cols["copy1_gbs"] == cols["resolution_us"] == "REAL"
+    rows = again.result_rows()
+    assert len(rows) == len(parsed.results) and all(r["copy1_gbs"] is None for r in rows)
+    assert again.version == SCHEMA_VERSION
 
 
 def test_a_store_made_by_another_process_while_this_one_opened_it_is_not_made_twice(
