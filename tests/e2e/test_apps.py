@@ -11,7 +11,6 @@ from collections.abc import Callable
 import pytest
 
 from commscope import cli
-from commscope.cli import run as cli_run
 from commscope.measure.mpi import environ as mpi_environ
 from commscope.store.db import Store
 
@@ -439,17 +438,18 @@ def test_for_plans_every_series_the_prediction_reads(cores):
     with cold buffers (matmul's matrices come from memory) up to the
     largest message each phase moves; jacobi's halos and residual with
     evicted ones (each follows a compute sweep over the rank's block)."""
+    from commscope.analysis import predict
+    from commscope.measure import plan
     from commscope.measure.cluster import Local, Placement
-    from commscope.measure.plan import CoreOptions
 
     core = next(iter(cores.values()))
-    fors = [cli_run._for_spec("matmul,N=2000", core),
-            cli_run._for_spec("jacobi,N=1024;iters=4", core)]
-    assert fors[0] == ("matmul", "N=2000", [2000])
-    opts = CoreOptions(sizes="64:4M")  # the sweeps start at the smallest size asked for
-    place = [Placement(1, 2)]
-    jobs = (cli_run._for_apps(fors, [core], opts, Local(), place)
-            + cli_run._for_series(fors, [core], opts, Local(), place))
+    fors = [plan.parse_for("matmul,N=2000", core),
+            plan.parse_for("jacobi,N=1024;iters=4", core)]
+    assert fors[0] == plan.For("matmul", "N=2000", (2000,))
+    opts = plan.CoreOptions(sizes="64:4M")  # the sweeps start at the smallest size asked for
+    here = Local()
+    jobs = plan.build_plan(plan.Request([core], [], opts, [here], {here.label: [Placement(1, 2)]},
+                                        fors=fors), needs=predict.needs).jobs
     got = {(j.bench, j.opts.sizes, j.opts.buffers, j.np, j.opts.param) for j in jobs}
     assert got == {
         ("matmul", "64:4M", "hot", 2, "N=2000"),
@@ -460,9 +460,9 @@ def test_for_plans_every_series_the_prediction_reads(cores):
         ("allreduce", "8:32", "evicted", 2, ""),  # the residual: enough sizes to fit a model
     }, got
     # the largest message is a point of every grid: --factor 4 reaches 32 MiB
-    assert cli_run._for_sizes(1, 32 << 20, 4) == (8, 32 << 20, 4)
-    assert cli_run._for_sizes(1, 8, 4) == (8, 32, 4)
-    assert cli_run._for_sizes(1, 1 << 20, 3) == (8, 1 << 20, 2)  # 3 never reaches 1 MiB
+    assert plan.for_sizes(1, 32 << 20, 4) == (8, 32 << 20, 4)
+    assert plan.for_sizes(1, 8, 4) == (8, 32, 4)
+    assert plan.for_sizes(1, 1 << 20, 3) == (8, 1 << 20, 2)  # 3 never reaches 1 MiB
 
 
 def test_for_measures_what_predict_reads(tmp_path, cores, capsys):

@@ -432,11 +432,15 @@ class Need:
     buffers: str  # hot, cold or evicted
 
 
-def needs(bench: str, ns: Sequence[int], np_: int, par: Mapping[str, str],
+def needs(bench: str, ns: Sequence[int], np_: int, par: Mapping[str, str] | str,
           llc_bytes: int | None = None) -> list[Need]:
     """What `predict` reads for application `bench` at each N in `ns` on np_
-    ranks, one Need per benchmark, ranks and buffers, each up to the
-    largest message any of the phases moves (never extrapolated)."""
+    ranks (its parameters `par`, or K=V;K=V as --param takes them), one Need
+    per benchmark, ranks and buffers, each up to the largest message any of
+    the phases moves (never extrapolated).  measure.plan.build_plan plans
+    --for's series with it."""
+    if isinstance(par, str):
+        par = parse_params(par)
     top: dict[tuple[str, int, str], int] = {}
     for n in ns:
         for parts in _terms(bench, n, np_, par, llc_bytes).values():

@@ -9,7 +9,7 @@ import hashlib
 import itertools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, make_dataclass, replace
 from pathlib import Path
 
@@ -334,3 +334,225 @@ def plan_check(jobs: Sequence[Job]) -> None:
         seen.add(key)
         check_options(j.core, ["--bench", ",".join(apps), *j.opts.argv(),
                                "--plan-np", str(j.np), *(["--plan-mem"] if one_host else [])])
+
+
+# -- a sweep planned from a request: what `commscope run` asks for, as jobs --------------
+PREDICTED = ("matmul", "summa", "jacobi")  # the applications analyze predict models
+
+
+@dataclass(frozen=True)
+class For:
+    """--for APP,K=V;...;N=n1,n2: an application, its parameters as --param
+    takes them, and the sizes N it is predicted at."""
+    app: str
+    spec: str
+    ns: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Request:
+    """A sweep as asked for: the benchmarks named (none: the core's
+    point-to-point, or only what --for needs), the cores built, where (the
+    clusters and each one's placements), the GPU paths, the transports, the
+    settings every job runs with, and the applications to predict."""
+    cores: Sequence[Core]
+    benches: Sequence[str]
+    opts: CoreOptions
+    clusters: Sequence[Cluster]
+    places: dict[str, list[Placement]]
+    paths: Sequence[str] = ()
+    transports: Sequence[str] = ()
+    settings: tuple[tuple[str, str], ...] = ()
+    strict: bool = False  # the settings came from a file: each must be read back
+    fors: Sequence[For] = ()
+
+
+@dataclass(frozen=True)
+class Plan:
+    jobs: list[Job]
+    named_paths: frozenset[str]  # paths asked for by name: they must run
+
+
+# what --for's predictions read of one application at one process count: (app, its
+# sizes N, ranks, its parameters K=V;K=V, the last-level cache) -> the series each
+# reads (each with bench, np, buffers and up_to): analysis.predict.needs, given by
+# the command (planning reads no analysis)
+Needs = Callable[[str, Sequence[int], int, str, int | None], Sequence]
+
+
+def parse_for(text: str, core: Core) -> For:
+    """--for APP,K=V;K=V: the application, its parameters as --param takes
+    them, and its N values (a comma-separated list is the sweep)."""
+    app, _, spec = text.partition(",")
+    app = app.strip()
+    if app not in PREDICTED or app not in core.bench_names():
+        raise CommscopeError(f"--for: unknown application '{app}' (predicted: "
+                             f"{', '.join(PREDICTED)})")
+    known = [str(p["name"]) for p in core.bench(app)["params"]]  # type: ignore[union-attr]
+    given: dict[str, str] = {}
+    for item in (x.strip() for x in spec.split(";") if x.strip()):
+        key, eq, value = item.partition("=")
+        if not eq or key not in known:
+            raise CommscopeError(f"--for {app}: unknown parameter '{key}' ({', '.join(known)})")
+        given[key] = value
+    if "N" not in given:
+        raise CommscopeError(f"--for {app}: give its size, e.g. --for {app},N=2000")
+    ns = []
+    for v in given["N"].split(","):
+        if not v.strip().isdigit() or int(v) < 1:
+            raise CommscopeError(f"--for {app}: N must be positive whole numbers, got '{v}'")
+        ns.append(int(v))
+    return For(app, ";".join(f"{k}={v}" for k, v in given.items()), tuple(ns))
+
+
+def build_plan(req: Request, needs: Needs) -> Plan:
+    """The jobs of a sweep, every one judged by the core's rules before any
+    launch: the benchmarks on each path, transport, parameter variant,
+    cluster and placement; --for's applications and the series their
+    predictions read (`needs`: what each prediction reads)."""
+    cores, opts, fors = req.cores, req.opts, list(req.fors)
+    if fors and (req.paths or req.transports):
+        raise CommscopeError("--for plans host runs over MPI: not with --path or --transport")
+    benches = list(req.benches)
+    if not benches and not fors:
+        benches = [str(b["name"]) for b in cores[0].benches if b["group"] == "p2p"]
+    if not benches:  # --for alone: its jobs are added below
+        benches = [fors[0].app]
+    paths = gpu_paths(list(req.paths), cores, req.clusters)
+    on_path = {p: on for p, e in paths if (on := benches_on_path(cores[0], benches, p, e))}
+    if not on_path:
+        raise CommscopeError(f"none of {', '.join(benches)} runs on --path "
+                             f"{', '.join(p for p, _ in paths)}")
+    first = req.clusters[0]
+    path0, picked = next(iter(on_path.items()))
+    jobs = expand(cores, picked, [], replace(opts, path=path0), first, req.places[first.label])
+    variants = param_variants(opts.param, cores[0])
+    # the core's own rules for its options and parameters, before any launch
+    for pv in variants:
+        check_options(cores[0], ["--bench", jobs[0].bench,
+                                 *replace(jobs[0].opts, param=pv).argv()])
+    transports = list(req.transports) or ["mpi"]
+    for t in transports:
+        if t not in core_facts.choices("transport"):
+            raise CommscopeError(f"unknown transport '{t}' "
+                                 f"({', '.join(core_facts.choices('transport'))})")
+    if any(p != "host" for p, _ in paths) and transports != ["mpi"]:
+        raise CommscopeError("the GPU paths move data themselves: not with --transport "
+                             + ",".join(t for t in transports if t != "mpi"))
+    mine = {"settings": req.settings, "strict": req.strict}
+    jobs = [replace(j, **mine) for cl in req.clusters for t in transports
+            for path, on in on_path.items() for pv in variants
+            for j in expand(cores, on, [], replace(opts, transport=t, param=pv, path=path), cl,
+                            req.places[cl.label])] if req.benches or not fors else []
+    jobs += [replace(j, **mine) for cl in req.clusters
+             for j in for_apps(fors, cores, opts, cl, req.places[cl.label])]
+    plan_check(jobs)
+    series = [replace(j, **mine) for cl in req.clusters
+              for j in for_series(fors, cores, opts, cl, req.places[cl.label], needs)]
+    plan_check(series)  # cold pools are memory too
+    return Plan(jobs + series, frozenset(p for p, every in paths if not every))
+
+
+def gpu_paths(names: list[str], cores: Sequence[Core],
+              clusters: Sequence[Cluster]) -> list[tuple[str, bool]]:
+    """The GPU paths asked for, each with whether it came from 'all' (a
+    sweep over every path: one this machine cannot run is recorded as
+    skipped, with the reason).  A path named explicitly where this machine
+    has no GPU is refused before any launch, with the driver's reason."""
+    from .build import gpu_info
+
+    out: list[tuple[str, bool]] = []
+    for n in names or ["host"]:
+        if n == "all":
+            out += [(p, True) for p in PATHS if (p, False) not in out]
+        elif n in PATHS:
+            out.append((n, False))
+        else:
+            raise CommscopeError(f"unknown --path '{n}' ({', '.join(PATHS)} or all)")
+    explicit = [p for p, every in out if p != "host" and not every]
+    if "cuda-aware" in explicit and not gpu_standin() and not cuda_aware_forced():
+        for core in cores:  # how the library was built: the same on every node
+            support = gpu_info(core).get("mpi_cuda_support")
+            if isinstance(support, dict) and not support.get("compile_time"):
+                which = core.mpi_version.splitlines()[0] if core.mpi_version else core.impl.mpicc
+                raise CommscopeError(
+                    f"--path cuda-aware: {core.impl.name} ({which}) was built without CUDA "
+                    "support (its MPIX_CUDA_AWARE_SUPPORT is 0): build one with `commscope mpi "
+                    "install openmpi-cuda`, add the site's with "
+                    "`commscope mpi add PATH/TO/mpicc`, or set COMMSCOPE_FORCE_CUDA_AWARE=1 "
+                    "to try anyway")
+    if explicit and all(c.kind in ("local", "emu") for c in clusters):
+        for core in cores:
+            info = gpu_info(core)
+            if not info.get("devices") and not gpu_standin():
+                raise CommscopeError(f"--path {explicit[0]}: {core.impl.name}'s core sees no "
+                                     f"GPU: {info.get('reason') or 'no device'}")
+    seen: set[str] = set()
+    return [(p, e) for p, e in out if not (p in seen or seen.add(p))]
+
+
+def benches_on_path(core: Core, benches: list[str], path: str, every: bool) -> list[str]:
+    """The benchmarks a job runs on `path`: as given, except that a sweep
+    over every path runs on each path only those that run there (none: no
+    job on that path)."""
+    if not every:
+        return benches
+    names = resolve_benches(core, benches) if benches else []
+    if path == "host":
+        return [b for b in names if not core.bench(b).get("gpu_only")]
+    return [b for b in names if gpu_path_runs(core, b, path)]
+
+
+def for_apps(fors: Sequence[For], cores: Sequence[Core], opts: CoreOptions, cl: Cluster,
+             places: Sequence[Placement]) -> list[Job]:
+    """The applications of --for, on every placement."""
+    return [j for pl in places for f in fors
+            for pv in param_variants(f.spec, cores[0])
+            for j in expand(cores, [f.app], [], replace(opts, param=pv), cl, [pl])]
+
+
+def for_series(fors: Sequence[For], cores: Sequence[Core], opts: CoreOptions, cl: Cluster,
+               places: Sequence[Placement], needs: Needs) -> list[Job]:
+    """The series the predictions of --for read: each benchmark once per
+    ranks and buffers, from the smallest size of --sizes to the largest
+    message any phase moves.  The applications' values must have passed the
+    core's rules (plan_check) first: they are planned with."""
+    from ..store.sizes import expand_sizes
+    from .probe import l3_bytes
+
+    if not fors:
+        return []
+    llc = l3_bytes() if cl.kind in ("local", "emu") else None
+    lo = expand_sizes(opts.sizes, opts.factor)[0]
+    largest: dict[tuple[int, str], dict[str, int]] = {}  # (ranks, buffers) -> bench -> bytes
+    for pl in places:
+        for f in fors:
+            for pv in param_variants(f.spec, cores[0]):
+                for need in needs(f.app, f.ns, pl.np, pv, llc):
+                    got = largest.setdefault((need.np, need.buffers), {})
+                    got[need.bench] = max(got.get(need.bench, 0), need.up_to)
+    jobs: list[Job] = []
+    for (np_, buffers), benches in sorted(largest.items()):
+        where = placements(cl, [np_], [], [])[0]
+        for up in sorted(set(benches.values())):
+            first, top, factor = for_sizes(lo, up, opts.factor)
+            jobs += expand(cores, [b for b, u in benches.items() if u == up], [], replace(
+                opts, sizes=f"{first}:{top}", factor=factor,
+                buffers=buffers), cl, [where])
+    return jobs
+
+
+def for_sizes(lo: int, up: int, factor: int) -> tuple[int, int, int]:
+    """A sweep for --for: from --sizes' smallest (at least 8 B: no phase
+    moves less than a double) to the largest message `up`, which is a point
+    of the grid, with at least two points to fit a model (so up to 32 B at
+    least); --factor where its grid reaches `up` exactly, else 2."""
+    top = max(up, 32)
+    first = min(max(lo, 8), top // 4)
+    for f in (factor, 2):
+        s = top
+        while s % f == 0 and s // f >= first:
+            s //= f
+        if s < top:
+            return s, top, f
+    return first, top, 2
