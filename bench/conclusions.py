@@ -13,7 +13,12 @@
    first run's printed interval (where a next run's figure is expected)
    holds the second run's figure.
 
-    bench/conclusions.py [--keep DIR] [--budget 70] [--skip-coverage]
+With --runs 3 (or more), each next run set against the one before it too:
+the first run of a store has no earlier diagnosis to measure again, every
+later one has (docs/diagnosis.md), so pair (1, 2) is the first run's and
+(2, 3) what a user's runs after it are.
+
+    bench/conclusions.py [--keep DIR] [--budget 70] [--runs 2] [--skip-coverage]
     bench/conclusions.py --judge DIR/coverage.db   (a kept store, judged again)
 """
 
@@ -112,6 +117,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", help="a folder for the stores (default: a temporary one)")
     ap.add_argument("--budget", default="70", help="--advise-budget of each run")
+    ap.add_argument("--runs", type=int, default=2, help="default runs into the one store "
+                    "(at least 2): each set against the one before it")
     ap.add_argument("--skip-coverage", action="store_true")
     ap.add_argument("--judge", metavar="DB", help="only judge the coverage of a kept "
                     "coverage.db (its sweeps as stored) under this code, measuring nothing")
@@ -128,8 +135,10 @@ def main() -> int:
     db = where / "two.db"
     if db.exists():
         sys.exit(f"conclusions: {db} exists: give an empty --keep folder")
+    if a.runs < 2:
+        sys.exit("conclusions: --runs must be at least 2")
     times = [run(["run", "--db", str(db), *SWEEP, "--quiet", "--advise-budget", a.budget])
-             for _ in range(2)]
+             for _ in range(a.runs)]
     store = Store(db)
     sweeps = [r[0] for r in store.db.execute(
         "SELECT id FROM sweeps WHERE purpose IS NULL ORDER BY id")]
@@ -145,25 +154,29 @@ def main() -> int:
                 if x.startswith(("the cause:", "measured:")):
                     print(f"  [{i}] {x}")
         print()
-    ids = [conclude.identities(cs) for _, cs in screens]
-    strict, loose = overlap(*ids)
-    print(f"first screens: {len(ids[0])} and {len(ids[1])} conclusions (call, slow, fast, "
-          f"cause); shared {len(ids[0] & ids[1])}: {strict:.0%} of their union, {loose:.0%} "
-          "of the smaller (target: 80%)")
-    calls = [{x[:3] for x in i} for i in ids]
-    c_strict, c_loose = overlap(*calls)
-    print(f"  without the causes (call, slow, fast): {c_strict:.0%} of the union, {c_loose:.0%} "
-          "of the smaller")
-    said = [conclude.named(cs) for _, cs in screens]
-    n_strict, n_loose = overlap(*said)
-    print(f"  as the screens name them (each call a line names, with the setting or cause it "
-          f"names, or that it says use, code or rule): {len(said[0])} and {len(said[1])}, "
-          f"shared {len(said[0] & said[1])}: {n_strict:.0%} of the union, {n_loose:.0%} of the "
-          "smaller")
-    for x in sorted(said[0] ^ said[1]):
-        print(f"    named only in run {1 if x in said[0] else 2}: {' | '.join(x)}")
-    for x in sorted(ids[0] ^ ids[1]):
-        print(f"  only in run {1 if x in ids[0] else 2}: {' | '.join(x)}")
+    ids_all = [conclude.identities(cs) for _, cs in screens]
+    said_all = [conclude.named(cs) for _, cs in screens]
+    for k in range(1, len(screens)):
+        if len(screens) > 2:
+            print(f"-- runs {k} and {k + 1}")
+        ids, said = ids_all[k - 1:k + 1], said_all[k - 1:k + 1]
+        strict, loose = overlap(*ids)
+        print(f"first screens: {len(ids[0])} and {len(ids[1])} conclusions (call, slow, fast, "
+              f"cause); shared {len(ids[0] & ids[1])}: {strict:.0%} of their union, {loose:.0%} "
+              "of the smaller (target: 80%)")
+        calls = [{x[:3] for x in i} for i in ids]
+        c_strict, c_loose = overlap(*calls)
+        print(f"  without the causes (call, slow, fast): {c_strict:.0%} of the union, "
+              f"{c_loose:.0%} of the smaller")
+        n_strict, n_loose = overlap(*said)
+        print(f"  as the screens name them (each call a line names, with the setting or cause it "
+              f"names, or that it says use, code or rule): {len(said[0])} and {len(said[1])}, "
+              f"shared {len(said[0] & said[1])}: {n_strict:.0%} of the union, {n_loose:.0%} of the "
+              "smaller")
+        for x in sorted(said[0] ^ said[1]):
+            print(f"    named only in run {k if x in said[0] else k + 1}: {' | '.join(x)}")
+        for x in sorted(ids[0] ^ ids[1]):
+            print(f"  only in run {k if x in ids[0] else k + 1}: {' | '.join(x)}")
     # as `commscope compare` pairs them: both sides from one machine mode
     comps = cmp.compare_rows(*sides(store.selection(f"sweep={sweeps[0]}"),
                                     store.selection(f"sweep={sweeps[1]}")), MIN_FACTOR)
