@@ -190,3 +190,11 @@ def diagnosis_of(outcomes, checks=()) -> dg.Diagnosis:
     return dg.Diagnosis(1, 60.0, labels={SLOW: "mpich", FAST: "openmpi"},
                         impls={SLOW: "mpich", FAST: "openmpi"}, outcomes=list(outcomes),
                         checks=list(checks), status="complete")
+
+
+def stored_row(d=None, **kw) -> dict:
+    """A record row as Store.result_rows gives one: every key it carries
+    (store.db.row_keys), None where `d` and `kw` give no value."""
+    from commscope.store.db import row_keys
+
+    return {**dict.fromkeys(row_keys()), **(d or {}), **kw}

@@ -74,7 +74,7 @@ def memory_rate(r: Mapping[str, object], phase: str = "compute") -> MemoryRate |
              if b and t]
     if not rates:
         return None
-    copy = r["copy_gbs"] if "copy_gbs" in r.keys() else None  # type: ignore[attr-defined]
+    copy = r["copy_gbs"]
     cfg = config_of(r)
     # an H200's stencil read 1.3 TB/s "= 160 x the copy" (the host's)
     if cfg is not None and cfg.buffer != "host":

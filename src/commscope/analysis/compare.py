@@ -121,7 +121,7 @@ class Comparison:
 
 
 def _raw(r: Mapping[str, object]) -> list[float] | None:
-    raw = r["raw_us"] if "raw_us" in r.keys() else None
+    raw = r["raw_us"]
     return [float(x) for x in json.loads(str(raw))] if raw else None
 
 
@@ -283,7 +283,7 @@ def compare_rows(a_rows: Sequence[Mapping[str, object]], b_rows: Sequence[Mappin
     lr = {p.key: math.log(float(p.b["median_us"]) / float(p.a["median_us"]))  # type: ignore[arg-type]
           for p in pairs}
     def window(r: Mapping[str, object]) -> int | None:
-        w = r["window"] if "window" in r.keys() else None  # type: ignore[attr-defined]
+        w = r["window"]
         return int(w) if w else None  # type: ignore[call-overload]
 
     unequal = {p.key: (wa, wb) for p in pairs

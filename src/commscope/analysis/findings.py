@@ -498,7 +498,7 @@ def dominant_floor(rows: Sequence[Mapping[str, object]]) -> float | None:
     from .repeats import detect_modes, pick_mode
 
     floors = [float(r["floor_ns"]) for r in rows  # type: ignore[arg-type]
-              if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
+              if r["floor_ns"]]
     modes = detect_modes(floors)
     if len(modes) == 1:
         return modes[0].center_ns

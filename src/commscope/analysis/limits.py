@@ -89,9 +89,9 @@ def _mark(figs: list[Figure | None]) -> tuple[Figure | None, ...]:
 def jobs_floor_ns(records: Sequence[Mapping[str, object]]) -> float | None:
     """The core-to-core floor the jobs measured beside these records: their
     median, over those of a quiet machine where there are any."""
-    quiet = [r for r in records if not ("flagged" in r.keys() and r["flagged"])]  # type: ignore[attr-defined]
+    quiet = [r for r in records if not r["flagged"]]
     fl = [float(r["floor_ns"]) for r in quiet or records  # type: ignore[arg-type]
-          if "floor_ns" in r.keys() and r["floor_ns"]]  # type: ignore[attr-defined]
+          if r["floor_ns"]]
     return statistics.median(fl) if fl else None
 
 
@@ -134,7 +134,7 @@ def floor_spread(rows: Sequence[Mapping[str, object]]
     """The core-to-core floor the jobs of these two-rank records measured
     beside their figures: the median, and the middle 80% of them."""
     fl = sorted(float(r["floor_ns"]) for r in rows  # type: ignore[arg-type]
-                if _ok(r) and "floor_ns" in r.keys() and r["floor_ns"])  # type: ignore[attr-defined]
+                if _ok(r) and r["floor_ns"])
     if not fl:
         return None
     return statistics.median(fl), (fl[len(fl) // 10], fl[9 * len(fl) // 10])

@@ -224,7 +224,7 @@ def per_pair(rows: Sequence[Mapping[str, object]], bench: str, size: int,
         if not r["valid"]:
             continue
         # a repetition of its sweep: two sweeps' first repetitions are two values
-        sweep = int(r["sweep_id"] or 0) if "sweep_id" in r.keys() else 0  # type: ignore[attr-defined, call-overload]
+        sweep = int(r["sweep_id"] or 0)  # type: ignore[call-overload]
         k = (pair, sweep, int(r["repetition"] or 1))  # type: ignore[call-overload]
         if k not in best or int(r["window"] or 0) < int(best[k]["window"] or 0):  # type: ignore[call-overload]
             best[k] = r

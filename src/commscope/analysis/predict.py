@@ -221,7 +221,7 @@ def predict(app_rows: Sequence[Mapping[str, object]],
                         # the root copies while the others wait: its rate alone,
                         # where the record has it (older ones: every rank at once)
                         gbs = next((row[k] for k in ("copy1_gbs", "copy_gbs")
-                                    if k in row.keys() and isinstance(row[k], int | float)
+                                    if isinstance(row[k], int | float)
                                     and row[k] > 0), None)
                         if not isinstance(gbs, int | float) or not gbs > 0:
                             total = math.nan

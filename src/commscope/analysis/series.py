@@ -103,10 +103,10 @@ def point(r: sqlite3.Row, keep_flagged: bool = False) -> Point | None:
     reps = tuple(r["rep_medians_us"]) if "rep_medians_us" in r.keys() else ()
     # a hand-written collective (equiv_of set) is itself a reference: it
     # stands for no sends of its own
-    hand = "equiv_of" in r.keys() and r["equiv_of"]
-    equiv = r["equiv_sends"] if "equiv_sends" in r.keys() and not hand else None
-    window = r["window"] if "window" in r.keys() and r["window"] else None
-    avg = r["mean_rank_avg_us"] if "mean_rank_avg_us" in r.keys() else None
+    hand = r["equiv_of"]
+    equiv = r["equiv_sends"] if not hand else None
+    window = r["window"] or None
+    avg = r["mean_rank_avg_us"]
     return Point(int(r["size_bytes"]), float(r["median_us"]), float(lo), float(hi),
                  int(r["id"]), reps, int(equiv) if equiv else None,
                  int(window) if window else None,
@@ -157,7 +157,7 @@ def collect(rows: Iterable[sqlite3.Row], keep_flagged: bool = False
         p = point(r, keep_flagged)
         if p is not None:
             key, full = stored(r)
-            over = "oversubscribed" in r.keys() and bool(r["oversubscribed"])
+            over = bool(r["oversubscribed"])
             shown = Config(what(r), int(r["np"]), place(r), over)
             recs.append((r, p, key, full, shown))
     apart = Apart((c.label(), key, full) for _, _, key, full, c in recs)

@@ -248,7 +248,7 @@ def cmd_fit(a: argparse.Namespace) -> int:
         # a benchmark no table knows is an application when its records
         # carry one's fields (the swept parameter, the parameters, the phases)
         app_like = {r["bench"] for r in rows
-                    if any(k in r.keys() and r[k] for k in ("size_param", "params", "phases"))}
+                    if any(r[k] for k in ("size_param", "params", "phases"))}
         fits.append(fitting.hockney_fits(series, _groups(), app_like))
     if a.model in ("loggp", "all"):
         fits.append(fitting.loggp_fits(series, lambda cfg: json.loads(

@@ -21,6 +21,25 @@ from .schema import MIGRATIONS, SCHEMA_VERSION
 
 APPLICATION_ID = 0x43534350  # "CSCP"
 SELECT_KEYS = ("run", "sweep", "mpi", "cluster")  # Store.selection
+# What a record row carries of its run and sweep besides its own columns
+# (Store.result_rows): each key with the expression that reads it.
+RUN_FIELDS = (("mpi_name", "r.mpi_name"), ("mpi_family", "r.mpi_family"),
+              ("mpi_version", "r.mpi_version"), ("cluster", "r.cluster"),
+              ("hostname", "r.hostname"), ("started_at", "r.started_at"),
+              ("run_status", "r.status"), ("oversubscribed", "r.oversubscribed"),
+              ("nodes", "coalesce(r.nodes, 1)"), ("config_key", "r.config_key"),
+              ("config", "r.config"), ("repetition", "r.repetition"),
+              ("sweep_id", "r.sweep_id"), ("sweep_purpose", "w.purpose"), ("trial", "r.trial"),
+              ("transport_check", "r.transport_check"))
+STORE_MARKS = ("flagged", "narrowed_in")  # the store's own marks on a record
+
+
+def row_keys() -> tuple[str, ...]:
+    """Every key of a record row (Store.result_rows), in its order: the
+    record's id and run, its declared fields' columns, the store's marks,
+    and what it carries of its run."""
+    return ("id", "run_id", *(c for _, c, _ in stored_columns()), *STORE_MARKS,
+            *(k for k, _ in RUN_FIELDS))
 
 
 # Run statuses.
@@ -535,10 +554,7 @@ class Store:
         if run_ids:
             where.append(f"r.id IN ({','.join('?' * len(run_ids))})")
             args.extend(run_ids)
-        sql = f"""SELECT x.*, r.mpi_name, r.mpi_family, r.mpi_version, r.cluster,
-                  r.hostname, r.started_at, r.status AS run_status, r.oversubscribed,
-                  coalesce(r.nodes, 1) AS nodes, r.config_key, r.config, r.repetition,
-                  r.sweep_id, w.purpose AS sweep_purpose, r.trial, r.transport_check
+        sql = f"""SELECT x.*, {", ".join(f"{e} AS {k}" for k, e in RUN_FIELDS)}
                   FROM results x JOIN runs r ON r.id = x.run_id
                   LEFT JOIN sweeps w ON w.id = r.sweep_id
                   WHERE {' AND '.join(where)}
@@ -689,7 +705,7 @@ def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
     a search (tune, check: a few sizes around a question) count only for
     a configuration and benchmark no characterization measured; those of
     the advise step never (what they found is stored as advice)."""
-    rows = [r for r in rows if "sweep_purpose" not in r.keys() or r["sweep_purpose"] != "advise"]
+    rows = [r for r in rows if r["sweep_purpose"] != "advise"]
     measured = {(r["config_key"], r["bench"]) for r in rows if not _searched(r)}
     rows = [r for r in rows if not _searched(r) or (r["config_key"], r["bench"]) not in measured]
     newest_ok: dict[tuple[str, str], sqlite3.Row] = {}
@@ -714,4 +730,4 @@ def pick_latest(rows: Sequence[sqlite3.Row]) -> list[sqlite3.Row]:
 
 
 def _searched(r: sqlite3.Row) -> bool:
-    return "sweep_purpose" in r.keys() and r["sweep_purpose"] is not None
+    return r["sweep_purpose"] is not None

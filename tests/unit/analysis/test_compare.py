@@ -21,19 +21,20 @@ from commscope.report import sections
 from commscope.store.config import Configuration
 from commscope.store.db import OK, Store
 from commscope.store.records import parse_file
-from tests.helpers import RECORDS, info
+from tests.helpers import RECORDS, info, stored_row
 
 
 def _rep(i: int, cfg: Configuration, median: float, *, bench: str = "latency", size: int = 8,
          ci: float = 0.01, floor: float | None = None, window: int | None = None
          ) -> dict[str, object]:
     """One repetition's record as the store gives it (ci: half-width, relative)."""
-    return {"id": i, "window": window, "run_id": i, "config_key": cfg.key,
-            "config": json.dumps(cfg.to_json()),
-            "mpi_name": cfg.mpi, "cluster": cfg.cluster, "bench": bench, "np": cfg.np,
-            "size_bytes": size, "valid": True, "flagged": False, "median_us": median,
-            "ci_us": median * ci, "ci_lo_us": median * (1 - ci),
-            "ci_hi_us": median * (1 + ci), "floor_ns": floor, "mean_us": median}
+    return stored_row({
+        "id": i, "window": window, "run_id": i, "config_key": cfg.key,
+        "config": json.dumps(cfg.to_json()),
+        "mpi_name": cfg.mpi, "cluster": cfg.cluster, "bench": bench, "np": cfg.np,
+        "size_bytes": size, "valid": True, "flagged": False, "median_us": median,
+        "ci_us": median * ci, "ci_lo_us": median * (1 - ci),
+        "ci_hi_us": median * (1 + ci), "floor_ns": floor, "mean_us": median})
 
 
 class Ids:

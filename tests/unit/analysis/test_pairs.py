@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from commscope.analysis import pairs
-from tests.helpers import ROOT
+from tests.helpers import ROOT, stored_row
 
 
 @pytest.mark.parametrize("n", range(2, 18))
@@ -385,10 +385,10 @@ def test_a_node_that_stalls_is_named_by_its_longest_sample_and_noise_is_not():
         out = []
         for (i, j), us in longest.items():
             for rep in (1, 2, 3):
-                out.append({"bench": "latency", "size_bytes": 8, "valid": True, "repetition": rep,
-                            "window": None, "median_us": 13.0, "max_us": us * (1 + rep / 100),
-                            "batch": 1, "config": json.dumps(
-                                {"extra": {"pair": f"n{i}/n{j}"}})})
+                out.append(stored_row(
+                    bench="latency", size_bytes=8, valid=True, repetition=rep, median_us=13.0,
+                    max_us=us * (1 + rep / 100), batch=1,
+                    config=json.dumps({"extra": {"pair": f"n{i}/n{j}"}})))
         return out
 
     healthy = {(i, j): 40.0 * (1 + 9 * ((i * 7 + j) % 4 == 0))

@@ -17,7 +17,7 @@ from commscope.report.tables import figure_interval
 from commscope.store.config import Configuration, config_of, from_stored, what
 from commscope.store.db import FAILED, OK, Store
 from commscope.store.records import parse_file
-from tests.helpers import RECORDS, info
+from tests.helpers import RECORDS, info, stored_row
 
 
 # -- between runs ---------------------------------------------------------------
@@ -136,12 +136,13 @@ def test_modes_found_in_a_synthetic_floor_series():
 
 def _row(i, cfg_key, median, floor, *, bench="latency", size=8, valid=True, flagged=False,
          ci=0.001, config=None):
-    return {"id": i, "run_id": i, "config_key": cfg_key, "bench": bench, "np": 2,
-            "size_bytes": size, "valid": valid, "median_us": median, "ci_us": ci,
-            "ci_lo_us": median and median - ci, "ci_hi_us": median and median + ci,
-            "flagged": flagged,
-            "floor_ns": floor, "mpi_name": cfg_key, "config": config, "mean_us": median,
-            "mb_per_s": None}
+    return stored_row({
+        "id": i, "run_id": i, "config_key": cfg_key, "bench": bench, "np": 2,
+        "size_bytes": size, "valid": valid, "median_us": median, "ci_us": ci,
+        "ci_lo_us": median and median - ci, "ci_hi_us": median and median + ci,
+        "flagged": flagged,
+        "floor_ns": floor, "mpi_name": cfg_key, "config": config, "mean_us": median,
+        "mb_per_s": None})
 
 
 def test_aggregate_is_the_median_over_runs_with_a_between_run_interval():
@@ -287,10 +288,11 @@ def test_migration_to_5_gives_old_runs_their_configuration(tmp_path):
 # -- compare pairs by configuration ------------------------------------------------
 def _crow(i, mpi, median, reps=(), size=8, cluster="local", transport="mpi"):
     cfg = Configuration(mpi, cluster=cluster, transport=transport)
-    return {"id": i, "bench": "latency", "np": 2, "size_bytes": size, "valid": True,
-            "median_us": median, "ci_lo_us": median * 0.99, "ci_hi_us": median * 1.01,
-            "config": json.dumps(cfg.to_json()), "mpi_name": mpi, "cluster": cluster,
-            "rep_medians_us": tuple(reps)}
+    return stored_row({
+        "id": i, "bench": "latency", "np": 2, "size_bytes": size, "valid": True,
+        "median_us": median, "ci_lo_us": median * 0.99, "ci_hi_us": median * 1.01,
+        "config": json.dumps(cfg.to_json()), "mpi_name": mpi, "cluster": cluster,
+        "rep_medians_us": tuple(reps)})
 
 
 def test_compare_across_two_implementations_pairs_each_with_its_own():

@@ -9,6 +9,7 @@ import pytest
 
 from commscope.analysis import crossover, findings, hockney, loggp, significance
 from commscope.analysis.series import Config, Point, collect
+from tests.helpers import stored_row
 
 SIZES = [2**k for k in range(0, 21, 2)]  # 1 B .. 1 MiB
 
@@ -258,11 +259,12 @@ def test_prediction_arithmetic_on_synthetic_models():
     conf = _json.dumps(Configuration("openmpi", params=(("param", "iters=20"),)).to_json())
 
     def app(i, bench, n, params, phases):
-        return {"id": i, "bench": bench, "np": 2, "size_bytes": n, "valid": True,
-                "median_us": 1000.0, "ci_lo_us": 990.0, "ci_hi_us": 1010.0, "flagged": False,
-                "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "config": conf,
-                "params": params, "root": None, "copy_gbs": 10.0, "phases": _json.dumps(
-                    {k: {"max_us": v * 1.5, "ranks_us": [v, v * 1.5]} for k, v in phases.items()})}
+        return stored_row({
+            "id": i, "bench": bench, "np": 2, "size_bytes": n, "valid": True,
+            "median_us": 1000.0, "ci_lo_us": 990.0, "ci_hi_us": 1010.0, "flagged": False,
+            "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "config": conf,
+            "params": params, "root": None, "copy_gbs": 10.0, "phases": _json.dumps(
+                {k: {"max_us": v * 1.5, "ranks_us": [v, v * 1.5]} for k, v in phases.items()})})
 
     n = 1000
     rows = [app(1, "matmul", n, f"N={n};impl=blas;threads=1",
@@ -345,11 +347,12 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert "hot-buffer" not in ge[("jacobi", "exchange")].note
     # summa's panels change owner down the column: with the rank averages
     # stored (mean_rank_avg_us, carried on each point), its broadcasts read those
-    bc = {"id": 9, "bench": "bcast", "np": 2, "size_bytes": 1024, "valid": True,
-          "median_us": 10.0, "ci_lo_us": 9.0, "ci_hi_us": 11.0, "flagged": False,
-          "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "params": None, "root": 0,
-          "config": _json.dumps(Configuration("openmpi", params=(("buffers", "evicted"),)
-                                              ).to_json()), "mean_rank_avg_us": 6.0}
+    bc = stored_row({
+        "id": 9, "bench": "bcast", "np": 2, "size_bytes": 1024, "valid": True,
+        "median_us": 10.0, "ci_lo_us": 9.0, "ci_hi_us": 11.0, "flagged": False,
+        "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "params": None, "root": 0,
+        "config": _json.dumps(Configuration("openmpi", params=(("buffers", "evicted"),)
+                                            ).to_json()), "mean_rank_avg_us": 6.0})
     ((key, bench), pts), = predict.rank_average(collect(
         [bc, dict(bc, id=10, size_bytes=2048, mean_rank_avg_us=None)])).items()
     assert (key.mpi, bench) == ("openmpi buffers=evicted", "bcast"), key
@@ -421,9 +424,10 @@ def test_overlap_and_efficiency_carry_the_times_intervals():
     def jac(i, np_, mode, med, lo, hi, halo=0.0):
         ph = {"pack": {"max_us": halo / 2, "ranks_us": []},
               "exchange": {"max_us": halo / 2, "ranks_us": []}}
-        return {"id": i, "bench": "jacobi", "np": np_, "size_bytes": 100, "valid": True,
-                "median_us": med, "ci_lo_us": lo, "ci_hi_us": hi, "oversubscribed": False,
-                "params": f"N=100;iters=20;mode={mode};scale=strong", "phases": _json.dumps(ph)}
+        return stored_row({
+            "id": i, "bench": "jacobi", "np": np_, "size_bytes": 100, "valid": True,
+            "median_us": med, "ci_lo_us": lo, "ci_hi_us": hi, "oversubscribed": False,
+            "params": f"N=100;iters=20;mode={mode};scale=strong", "phases": _json.dumps(ph)})
 
     rows = [jac(1, 1, "blocking", 1000.0, 900.0, 1100.0),
             jac(2, 2, "blocking", 600.0, 550.0, 700.0, halo=100.0),

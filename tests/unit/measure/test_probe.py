@@ -13,7 +13,7 @@ import pytest
 from commscope.analysis import limits
 from commscope.measure import probe
 from commscope.store.db import Store
-from tests.helpers import one_line_error, run
+from tests.helpers import one_line_error, run, stored_row
 
 
 @pytest.fixture(scope="module")
@@ -123,11 +123,11 @@ def test_a_sweep_takes_the_probe_and_shows_mpi_over_its_floor(capsys, tmp_path, 
 
 def test_beside_latency_takes_each_configurations_smallest_message():
     rows = [
-        {"bench": "latency", "np": 2, "cluster": "local", "valid": 1, "size_bytes": s,
-         "median_us": us, "mpi_name": m, "mpi": m}
+        stored_row(bench="latency", np=2, cluster="local", valid=1, size_bytes=s, median_us=us,
+                   mpi_name=m, mpi=m)
         for m, s, us in (("a", 8, 0.30), ("a", 1, 0.25), ("b", 1, 1.0), ("b", 0, 0.1))
-    ] + [{"bench": "latency", "np": 4, "cluster": "local", "valid": 1, "size_bytes": 1,
-          "median_us": 0.01, "mpi_name": "a", "mpi": "a"}]
+    ] + [stored_row(bench="latency", np=4, cluster="local", valid=1, size_bytes=1,
+                    median_us=0.01, mpi_name="a", mpi="a")]
     rows[2]["floor_ns"] = 200.0  # b's job measured its own floor, in another mode
     # the floor is the pair the ranks run on (the first two cores), not the lowest
     data = {"cpus": [0, 1, 2], "core_to_core": [{"a": 0, "b": 1, "one_way_ns": 50.0},
