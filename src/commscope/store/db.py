@@ -35,9 +35,9 @@ STORE_MARKS = ("flagged", "narrowed_in")  # the store's own marks on a record
 
 
 def row_keys() -> tuple[str, ...]:
-    """Every key of a record row (Store.result_rows), in its order: the
-    record's id and run, its declared fields' columns, the store's marks,
-    and what it carries of its run."""
+    """Every key of a record row (Store.result_rows), as a set: the record's
+    id and run, its declared fields' columns, the store's marks, and what it
+    carries of its run (a row's own order is the table's)."""
     return ("id", "run_id", *(c for _, c, _ in stored_columns()), *STORE_MARKS,
             *(k for k, _ in RUN_FIELDS))
 
