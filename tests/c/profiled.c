@@ -1,5 +1,5 @@
 /* A program with a known sequence of MPI calls, for the profiler's tests
- * (tests/test_profile.py): its counts, sizes and buckets are stated there.
+ * (tests/unit/measure/test_profile.py): its counts, sizes and buckets are stated there.
  * argv[1]: "ok" (default), "exit" (rank 1 exits 3 without MPI_Finalize),
  * "crash" (rank 1 aborts after its receives), "hang" (rank 0 waits for a
  * message nobody sends), "ownterm" (rank 1 has a SIGTERM handler of its own,

@@ -7,8 +7,8 @@ first remote command or ping, the probe), and counts that as getting
 through.  Not fuzzed here, because what they do is change the system:
 cluster up/down (network namespaces), mpi install (downloads), mpi add and
 remove (the user's list of implementations), build (compiles); their
-inputs have tests of their own (test_cli_errors, test_installs,
-test_cluster_emu)."""
+inputs have tests of their own (unit/cli/test_errors, unit/measure/test_installs,
+e2e/test_cluster_emu)."""
 
 from __future__ import annotations
 

@@ -13,12 +13,10 @@ from pathlib import Path
 
 from ..analysis import predict
 from ..analysis.repeats import aggregate
-from ..errors import CommscopeError
 from ..measure import build as build_mod
 from ..measure import cluster as cluster_mod
 from ..measure import probe as probe_mod
 from ..measure import provenance
-from ..measure import settings as settings_mod
 from ..measure.plan import (
     CoreOptions,
     Request,
@@ -57,18 +55,11 @@ def cmd_run(a: argparse.Namespace) -> int:
                 impls.remove(m)
                 print(f"commscope: left out {m.name}: {why}", file=sys.stderr)
     cores = [build_mod.build(m) for m in impls]
-    settings = tuple(provenance.settings().items())
-    strict = False
-    if a.settings:
-        if any(c.kind != "local" for c in clusters):
-            raise CommscopeError("--settings applies to local runs only (the launchers of "
-                                 "clusters would need each variable forwarded)")
-        settings = tuple(sorted({**dict(settings),
-                                 **dict(settings_mod.parse_file(a.settings))}.items()))
-        strict = True
+    given = frozenset(k for k in ("bench", "path", "transport") if getattr(a, k))
     plan = build_plan(Request(
         cores, benches, opts, clusters, places, paths=listed(a.path),
-        transports=listed(a.transport), settings=settings, strict=strict,
+        transports=listed(a.transport), settings=tuple(provenance.settings().items()),
+        settings_file=a.settings, given=given,
         fors=[parse_for(x, cores[0]) for x in a.for_ or []]), needs=predict.needs)
     jobs = plan.jobs
     store = Store(a.db)

@@ -362,9 +362,10 @@ class Request:
     places: dict[str, list[Placement]]
     paths: Sequence[str] = ()
     transports: Sequence[str] = ()
-    settings: tuple[tuple[str, str], ...] = ()
-    strict: bool = False  # the settings came from a file: each must be read back
+    settings: tuple[tuple[str, str], ...] = ()  # what this machine's environment sets
+    settings_file: str | None = None  # --settings: read once the plan's other checks passed
     fors: Sequence[For] = ()
+    given: frozenset[str] = frozenset()  # the options given at all (bench, path, transport)
 
 
 @dataclass(frozen=True)
@@ -411,7 +412,7 @@ def build_plan(req: Request, needs: Needs) -> Plan:
     cluster and placement; --for's applications and the series their
     predictions read (`needs`: what each prediction reads)."""
     cores, opts, fors = req.cores, req.opts, list(req.fors)
-    if fors and (req.paths or req.transports):
+    if fors and {"path", "transport"} & req.given:
         raise CommscopeError("--for plans host runs over MPI: not with --path or --transport")
     benches = list(req.benches)
     if not benches and not fors:
@@ -439,11 +440,21 @@ def build_plan(req: Request, needs: Needs) -> Plan:
     if any(p != "host" for p, _ in paths) and transports != ["mpi"]:
         raise CommscopeError("the GPU paths move data themselves: not with --transport "
                              + ",".join(t for t in transports if t != "mpi"))
-    mine = {"settings": req.settings, "strict": req.strict}
+    settings, strict = req.settings, False
+    if req.settings_file:
+        from .settings import parse_file
+
+        if any(c.kind != "local" for c in req.clusters):
+            raise CommscopeError("--settings applies to local runs only (the launchers of "
+                                 "clusters would need each variable forwarded)")
+        settings = tuple(sorted({**dict(settings),
+                                 **dict(parse_file(req.settings_file))}.items()))
+        strict = True  # each must be read back
+    mine = {"settings": settings, "strict": strict}
     jobs = [replace(j, **mine) for cl in req.clusters for t in transports
             for path, on in on_path.items() for pv in variants
             for j in expand(cores, on, [], replace(opts, transport=t, param=pv, path=path), cl,
-                            req.places[cl.label])] if req.benches or not fors else []
+                            req.places[cl.label])] if "bench" in req.given or not fors else []
     jobs += [replace(j, **mine) for cl in req.clusters
              for j in for_apps(fors, cores, opts, cl, req.places[cl.label])]
     plan_check(jobs)

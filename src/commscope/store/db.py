@@ -632,12 +632,12 @@ class Store:
             "SELECT options FROM runs WHERE config_key=? AND trial IS NULL AND status='ok' "
             + (f"AND sweep_id IN ({marks}) " if sweeps else "") + "ORDER BY id DESC LIMIT 1",
             (config_key, *sweeps)).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None or row[0] is None else str(row[0])
 
     def run_options(self, run_id: int) -> str | None:
         """The options (JSON) a run was planned with."""
         row = self.db.execute("SELECT options FROM runs WHERE id=?", (run_id,)).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None or row[0] is None else str(row[0])
 
     def sweep_of(self, run_id: int) -> int | None:
         row = self.db.execute("SELECT sweep_id FROM runs WHERE id=?", (run_id,)).fetchone()
