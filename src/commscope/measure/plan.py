@@ -16,7 +16,7 @@ from pathlib import Path
 from ..errors import CommscopeError
 from ..store import core_facts
 from ..store.config import LATER_PARAMS, PARAM_DEFAULTS, Configuration, params_of
-from .build import Core, check_options
+from .build import Core, check_options, gpu_info
 from .cluster import Cluster, Local, Placement, local_only
 from .mpi import bind_flags
 
@@ -470,8 +470,6 @@ def gpu_paths(names: list[str], cores: Sequence[Core],
     sweep over every path: one this machine cannot run is recorded as
     skipped, with the reason).  A path named explicitly where this machine
     has no GPU is refused before any launch, with the driver's reason."""
-    from .build import gpu_info
-
     out: list[tuple[str, bool]] = []
     for n in names or ["host"]:
         if n == "all":

@@ -99,10 +99,6 @@ def _bench_list(benches: Sequence[str]) -> str:
     return "; ".join(f"{named.get(g, g)}: {', '.join(bs)}" for g, bs in groups.items())
 
 
-def _stats(store: Store, ids: Sequence[int]) -> sqlite3.Row:
-    return store.sampling_of(ids)
-
-
 def _span(lo: object, hi: object) -> str:
     return "" if lo is None else str(lo) if lo == hi else f"{lo}-{hi}"
 
@@ -166,7 +162,7 @@ def runs_section(store: Store, b: Behind) -> dict[str, object]:
         rows.append((labels[k], where, fold(version) if version else "-",
                      *(() if common else (_bench_list(benches[k]),)), n_runs,
                      ", ".join(f"{n} {s}" for s, n in sorted(status.items()))))
-        st = _stats(store, ids)
+        st = store.sampling_of(ids)
         windowed = [x for x in benches[k] if "window" in bench_facts(x).changed_by]
         window = "-"
         if windowed:
