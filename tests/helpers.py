@@ -81,6 +81,17 @@ def info(**kw):
     return RunInfo(**base)
 
 
+def result(bench: str, size: int, t: float, **kw):
+    """A converged record of `bench` at `size` whose every time is t us."""
+    from commscope.store.records import Result
+
+    times = dict.fromkeys(("median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us",
+                           "ci_lo_us", "ci_hi_us", "ci_us"), t)
+    return Result(bench=bench, size_bytes=size, np=2, valid=True, n_samples=5, batch=1,
+                  n_iters=5, **times, mb_per_s=1.0, rate_per_s=1.0, converged=True,
+                  stop="converged", **kw)
+
+
 def golden_store(path: Path, runs: int = 1, flags: tuple[bool, ...] = (False,) * 4) -> Path:
     """A real store with the golden records (latency and bw at 8 and 64 B),
     written without MPI; `flags`: which were measured on a busy machine."""

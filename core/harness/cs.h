@@ -536,6 +536,8 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np,
                      const cs_clock *clock, double floor_ns, const char *path_json,
                      const char *cvars_json);
 void cs_write_result(FILE *f, const cs_result *r, int raw);
+/* Every field cs_write_result writes (fields.h), for `--list --json`. */
+void cs_result_fields_json(FILE *f);
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
                      double floor_ns, const char *reason);
 void cs_table_header(FILE *f);

@@ -9,7 +9,8 @@
 #include "cs_gpu.h"
 
 /* The exit statuses (enum cs_status), by the names Python reads them by
- * (core_facts.json is a copy of this part of --list --json). */
+ * (core_facts.json is a copy of this part of --list --json, and of the
+ * fields of a result line). */
 static const struct {
   const char *name;
   int code;
@@ -36,7 +37,9 @@ static void list_benches(int json) {
     fputs(",\"statuses\":{", stdout);
     for (size_t i = 0; i < sizeof STATUSES / sizeof STATUSES[0]; i++)
       printf("%s\"%s\":%d", i ? "," : "", STATUSES[i].name, STATUSES[i].code);
-    fputs("}}\n", stdout);
+    fputs("},\"fields\":", stdout);
+    cs_result_fields_json(stdout);
+    fputs("}\n", stdout);
   }
 }
 

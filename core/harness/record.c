@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cs.h"
+#include "fields.h"
 
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
                      char **cpus, const char *libver, int mpi_major, int mpi_minor,
@@ -89,92 +90,121 @@ static void rank_column(FILE *f, const char *key, const double *t, int np, int n
   fputc(']', f);
 }
 
+/* The figures a result line computes from its median (fields.h). */
+static double cs_result_mbps(const cs_result *r) {
+  if (!(r->bench->bytes_per_op > 0 && r->st.median > 0)) return NAN;
+  return cs_bench_bytes(r->bench, r->size, r->np) / r->st.median; /* bytes/us = MB/s */
+}
+
+static double cs_result_rate(const cs_result *r) {
+  return r->bench->has_rate && r->st.median > 0 ? 1e6 / r->st.median : NAN;
+}
+
+static double cs_result_busbw(const cs_result *r) {
+  double mbps = cs_result_mbps(r);
+  return r->bench->bus_factor && isfinite(mbps) ? mbps * r->bench->bus_factor(r->np) : NAN;
+}
+
+/* An application's phases: each one's max over ranks, its skew, and each
+ * rank's time and bytes in it. */
+static void cs_write_phases(FILE *f, const cs_result *r) {
+  fputc('{', f);
+  for (int k = 0; k < r->nphases; k++) {
+    fprintf(f, "%s", k ? "," : "");
+    cs_json_str(f, r->bench->phases[k]);
+    fprintf(f, ":{\"max_us\":%.6g", r->phase_max[k]);
+    if (!isnan(r->phase_skew[k])) fprintf(f, ",\"skew_us\":%.6g", r->phase_skew[k]);
+    rank_column(f, "ranks_us", r->phase_rank, r->np, r->nphases, k, "%s%.6g");
+    rank_column(f, "bytes_ranks", r->phase_bytes, r->np, r->nphases, k, "%s%.17g");
+    fputc('}', f);
+  }
+  fputc('}', f);
+}
+
+/* The per-op time of each sample (--raw). */
+static void cs_write_raw(FILE *f, const cs_result *r) {
+  fputc('[', f);
+  for (long i = 0; i < r->nraw; i++) fprintf(f, "%s%.6g", i ? "," : "", r->raw[i]);
+  fputc(']', f);
+}
+
+/* The writer's printers, one per kind of field (fields.h). */
+typedef void (*field_fn)(FILE *, const cs_result *);
+static void put_str(FILE *f, const cs_result *r, const char *v) {
+  (void)r;
+  cs_json_str(f, v ? v : "");
+}
+static void put_int(FILE *f, const cs_result *r, long v) {
+  (void)r;
+  fprintf(f, "%ld", v);
+}
+static void put_num(FILE *f, const cs_result *r, double v) {
+  (void)r;
+  if (isfinite(v))
+    fprintf(f, "%.6g", v);
+  else
+    fputs("null", f);
+}
+static void put_bool(FILE *f, const cs_result *r, int v) {
+  (void)r;
+  fputs(v ? "true" : "false", f);
+}
+static void put_fn(FILE *f, const cs_result *r, field_fn v) { v(f, r); }
+#define put_text put_str
+#define put_opt_str put_str
+#define put_primary put_str
+#define put_opt_int put_int
+#define put_json put_fn
+#define put_raw put_fn
+
+/* Where the writer is in the line: inside an object ("noise" of
+ * "noise.valid") or not, and whether that object has a field yet. */
+typedef struct {
+  const char *obj; /* the key of the object open, up to its '.' (NULL: none) */
+  int objlen;
+  int first;
+} cursor;
+
+/* ,"key": for the next field, opening or closing an object as its key says. */
+static void field_key(FILE *f, cursor *c, const char *key) {
+  const char *dot = strchr(key, '.');
+  int len = dot ? (int)(dot - key) : 0;
+  if (c->obj && !(dot && len == c->objlen && !strncmp(key, c->obj, (size_t)len))) {
+    fputc('}', f);
+    c->obj = NULL;
+  }
+  if (dot && !c->obj) {
+    fprintf(f, ",\"%.*s\":{", len, key);
+    *c = (cursor){key, len, 1};
+  }
+  fprintf(f, "%s\"%s\":", c->obj && c->first ? "" : ",", dot ? dot + 1 : key);
+  c->first = 0;
+}
+
 void cs_write_result(FILE *f, const cs_result *r, int raw) {
   const cs_stats *s = &r->st;
-  fprintf(f, "{\"type\":\"result\",\"bench\":\"%s\",\"group\":\"%s\",\"metric\":\"%s\","
-             "\"primary\":\"%s\"",
-          r->bench->name, r->bench->group, r->bench->metric, cs_bench_primary(r->bench));
-  fprintf(f, ",\"size_bytes\":%zu,\"np\":%d,\"valid\":%s", r->size, r->np,
-          r->valid ? "true" : "false");
-  if (!r->valid) {
-    fprintf(f, ",\"error\":");
-    cs_json_str(f, r->why);
+  cursor c = {NULL, 0, 0};
+  fputs("{\"type\":\"result\"", f);
+#define WRITE(name, key, kind, how, when, value) \
+  if (when) {                                    \
+    field_key(f, &c, key);                       \
+    put_##kind(f, r, value);                     \
   }
-  fprintf(f, ",\"n_samples\":%ld,\"batch\":%ld,\"ops_per_rep\":%g,\"n_iters\":%ld", s->n,
-          r->batch, r->ops_per_rep, s->n * r->batch);
-  cs_json_num(f, "median_us", s->median);
-  cs_json_num(f, "mean_us", s->mean);
-  cs_json_num(f, "min_us", s->min);
-  cs_json_num(f, "max_us", s->max);
-  cs_json_num(f, "p5_us", s->p5);
-  cs_json_num(f, "p95_us", s->p95);
-  cs_json_num(f, "ci_lo_us", s->ci_lo);
-  cs_json_num(f, "ci_hi_us", s->ci_hi);
-  cs_json_num(f, "ci_us", (s->ci_hi - s->ci_lo) / 2.0);
-  double mbps = NAN, rate = NAN, bus = NAN;
-  if (r->bench->bytes_per_op > 0 && s->median > 0) {
-    mbps = cs_bench_bytes(r->bench, r->size, r->np) / s->median; /* bytes/us = MB/s */
-    if (r->bench->bus_factor) bus = mbps * r->bench->bus_factor(r->np);
-  }
-  if (r->bench->has_rate && s->median > 0) rate = 1e6 / s->median;
-  cs_json_num(f, "mb_per_s", mbps);
-  cs_json_num(f, "rate_per_s", rate);
-  cs_json_num(f, "busbw_mb_per_s", bus);
-  if (r->bench->timing == CS_TIME_MAX) {
-    fprintf(f, ",\"timing\":\"barrier, max over ranks\"");
-    cs_json_num(f, "mean_rank_avg_us", r->mean_rank_avg);
-  }
-  if (r->bench->rooted) fprintf(f, ",\"root\":%d", r->root);
-  if (r->bench->equiv_sends) fprintf(f, ",\"equiv_sends\":%ld", r->bench->equiv_sends(r->np));
-  if (r->bench->equiv_of) fprintf(f, ",\"equiv_of\":\"%s\"", r->bench->equiv_of);
-  fprintf(f, ",\"converged\":%s,\"stop\":\"%s\"", r->converged ? "true" : "false", r->stop);
-  fprintf(f, ",\"noise\":{\"valid\":%s", r->noise.valid ? "true" : "false");
-  cs_json_num(f, "other_cpu_s", r->noise.other_cpu_s);
-  cs_json_num(f, "steal_s", r->noise.steal_s);
-  cs_json_num(f, "wall_s", r->noise.wall_s);
-  cs_json_num(f, "load1", r->noise.load1);
-  fputc('}', f);
-  cs_json_num(f, "elapsed_s", r->elapsed_s);
-  cs_json_num(f, "floor_ns", r->floor_ns);
-  cs_json_num(f, "resolution_us", r->resolution_us);
-  fprintf(f, ",\"validations\":%ld,\"checked_msgs\":%ld", r->validations, r->checked_msgs);
-  if (r->window) fprintf(f, ",\"window\":%ld", r->window);
-  if (r->pool_bytes)
-    fprintf(f, ",\"pool\":{\"bytes\":%ld,\"slots\":%ld,\"checked\":%ld,\"llc_bytes\":%ld}",
-            r->pool_bytes, r->pool_slots, r->pool_checked, r->llc_bytes);
-  if (r->evicted_bytes)
-    fprintf(f, ",\"evicted\":{\"bytes\":%ld,\"llc_bytes\":%ld}", r->evicted_bytes,
-            r->llc_bytes);
-  if (r->bench->size_param) {
-    fprintf(f, ",\"size_param\":");
-    cs_json_str(f, r->bench->size_param);
-  }
-  if (r->params[0]) {
-    fprintf(f, ",\"params\":");
-    cs_json_str(f, r->params);
-  }
-  if (r->nphases) {
-    fprintf(f, ",\"phases\":{");
-    for (int k = 0; k < r->nphases; k++) {
-      fprintf(f, "%s", k ? "," : "");
-      cs_json_str(f, r->bench->phases[k]);
-      fprintf(f, ":{\"max_us\":%.6g", r->phase_max[k]);
-      if (!isnan(r->phase_skew[k])) fprintf(f, ",\"skew_us\":%.6g", r->phase_skew[k]);
-      rank_column(f, "ranks_us", r->phase_rank, r->np, r->nphases, k, "%s%.6g");
-      rank_column(f, "bytes_ranks", r->phase_bytes, r->np, r->nphases, k, "%s%.17g");
-      fputc('}', f);
-    }
-    fputc('}', f);
-    if (isfinite(r->copy_gbs)) fprintf(f, ",\"copy_gbs\":%.4g", r->copy_gbs);
-    if (isfinite(r->copy1_gbs)) fprintf(f, ",\"copy1_gbs\":%.4g", r->copy1_gbs);
-  }
-  if (raw && r->raw) {
-    fprintf(f, ",\"raw_us\":[");
-    for (long i = 0; i < r->nraw; i++) fprintf(f, "%s%.6g", i ? "," : "", r->raw[i]);
-    fputc(']', f);
-  }
-  fprintf(f, "}\n");
+  CS_RESULT_FIELDS(WRITE)
+#undef WRITE
+  fputs(c.obj ? "}}\n" : "}\n", f);
   fflush(f);
+}
+
+void cs_result_fields_json(FILE *f) {
+  int i = 0;
+  fputc('[', f);
+#define LIST(name, key, kind, how, when, value)                                        \
+  fprintf(f, "%s{\"name\":\"%s\",\"key\":\"%s\",\"kind\":\"%s\",\"how\":\"%s\"}", \
+          i++ ? "," : "", #name, key, #kind, how);
+  CS_RESULT_FIELDS(LIST)
+#undef LIST
+  fputc(']', f);
 }
 
 void cs_write_footer(FILE *f, const char *status, int nresults, int ninvalid, double elapsed_s,
@@ -200,10 +230,10 @@ void cs_table_header(FILE *f) {
 void cs_table_row(FILE *f, const cs_result *r) {
   const cs_stats *s = &r->st;
   double ci = s->median > 0 ? 100.0 * (s->ci_hi - s->ci_lo) / 2.0 / s->median : NAN;
+  double mbps = cs_result_mbps(r), rps = cs_result_rate(r);
   char mb[32] = "-", rate[32] = "-";
-  if (r->bench->bytes_per_op > 0 && s->median > 0)
-    snprintf(mb, sizeof mb, "%.1f", cs_bench_bytes(r->bench, r->size, r->np) / s->median);
-  if (r->bench->has_rate && s->median > 0) snprintf(rate, sizeof rate, "%.0f", 1e6 / s->median);
+  if (isfinite(mbps)) snprintf(mb, sizeof mb, "%.1f", mbps);
+  if (isfinite(rps)) snprintf(rate, sizeof rate, "%.0f", rps);
   fprintf(f, "%-10s %10zu %8ld %7ld %11.3f %11.3f %11.3f %6.2f %11s %12s %s\n", r->bench->name,
           r->size, s->n, r->batch, s->median, s->p5, s->p95, ci, mb, rate,
           !r->valid ? "INVALID" : (r->converged ? "" : r->stop));

@@ -224,22 +224,33 @@ def test_implementations_compared_at_one_size_run_the_same_window(tmp_path, core
     assert {w for (_, size), w in windows.items() if size == 1 << 20} == {64}, windows
 
 
-def test_every_key_the_core_writes_is_read_or_declared_file_only(cores, tmp_path):
-    """The record's fields are declared once (store/records.py): a key the
-    core's result lines carry is either read into a field or named as kept
-    in the record file only (NOT_STORED); a new key the core writes and
-    nobody declared fails here."""
-    from commscope.store.records import NOT_STORED, core_keys
+def test_every_key_the_core_writes_is_a_declared_field(cores, tmp_path):
+    """A result line's fields are declared once (core/harness/fields.h), and
+    written from that declaration: every key the core's lines carry (an
+    object's keys as "object.key") is a declared field or the line's kind,
+    each required field is in every line, and each line parses into a
+    Result with the values it holds."""
+    from dataclasses import fields
+
+    from commscope.store.records import NOT_STORED, Result, parse_result
     from tests.helpers import core_run
 
     core = cores[sorted(cores)[0]]
     rc, recs, err = core_run(core, tmp_path, "--bench", "latency,bw,allreduce,matmul",
-                             "--sizes", "8:1K", "--factor", "128", "--param", "N=64")
+                             "--sizes", "8:1K", "--factor", "128", "--param", "N=64",
+                             "--buffers", "cold")
     assert rc == 0, err
     results = [r for r in recs if r["type"] == "result"]
     assert {r["bench"] for r in results} == {"latency", "bw", "allreduce", "matmul"}
-    seen = {k for r in results for k in r}
-    assert seen - core_keys() - NOT_STORED == set()
+    declared = {(f.metadata["key"] or f.name): f for f in fields(Result)}
+    for r in results:
+        keys = {f"{k}.{kk}" if isinstance(v, dict) and k != "phases" else k
+                for k, v in r.items() for kk in (v if isinstance(v, dict) else (None,))}
+        assert keys - set(declared) - NOT_STORED == set(), r["bench"]
+        assert {k for k, f in declared.items() if f.metadata["required"]} <= keys
+        parsed = parse_result(r)
+        assert parsed.median_us == r["median_us"] and parsed.steal_s == r["noise"]["steal_s"]
+    assert any("pool.bytes" in declared and "pool" in r for r in results)
 
 
 def test_a_benchmark_may_carry_sizes_of_its_own(cores, tmp_path):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..store.records import exported_columns, flag_columns
 
 # a record's run: which implementation, where and when, of which configuration (first),
-# then the record's own stored fields as records.Result declares them, then the store's
+# then the record's own stored fields as the core declares them (records.Result), then the store's
 # marks on it (measured while other processes used the CPU; measured again at a window)
 RUN_COLUMNS = ("run_id", "mpi", "mpi_family", "mpi_version", "cluster", "hostname",
                "started_at", "nodes", "config_key", "repetition", "oversubscribed")

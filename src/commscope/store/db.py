@@ -227,7 +227,7 @@ class Store:
                 self._backfill_configs()
 
     def _declared_columns(self) -> None:
-        """A record field declared (records.Result) whose column the results
+        """A record field declared (core/harness/fields.h) whose column the results
         table lacks gets it here, under the write lock, so a new field is
         declared in one place: the migrations hold the columns of earlier
         versions, a field added since is added as a store opens."""

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import CommscopeError
 
 SCHEMA_VERSION = 2
-RESULT_FIELDS = ("median_us", "mean_us", "min_us", "max_us", "p5_us", "p95_us", "ci_lo_us",
-                 "ci_hi_us", "ci_us", "mb_per_s", "rate_per_s", "busbw_mb_per_s",
-                 "mean_rank_avg_us")
 
 
 @dataclass(frozen=True)
@@ -36,79 +33,56 @@ class Header:
     path: dict[str, object] | None = field(default=None, hash=False)
 
 
-def col(kind: str, *, key: str | None = None, column: str | bool | None = None,
-        required: bool = False, combined: str | None = None, **kw: object) -> Any:
-    """A record's field, declared once: how the core writes it (`key`, a
-    dotted path into the result line; the field's name by default), what it
-    is (`kind`: str, int, num, bool, primary, raw, json), its column in the
-    store's results table (the name by default; False: not stored), and how
-    a point's runs combine it (`combined`: "time" or "rate", by their
-    median; None: the point's median run's, or combined apart).  Parsing,
-    the store's INSERT, the store's columns (Store adds a declared one it
-    lacks), the raw export's columns and the aggregation all read this."""
-    return field(metadata={"kind": kind, "key": key, "column": column, "required": required,
-                           "combined": combined}, **kw)  # type: ignore[call-overload]
+# What a field of each kind holds in Python.
+KIND_TYPES: dict[str, object] = {
+    "str": str, "text": str | None, "opt_str": str | None, "primary": str | None, "int": int,
+    "opt_int": int | None, "num": float | None, "bool": bool,
+    "raw": tuple[float, ...] | None, "json": dict[str, dict[str, object]] | None}
+KIND_DEFAULTS: dict[str, object] = {"str": "", "bool": False}  # others: None
 
 
-@dataclass(frozen=True)
-class Result:
-    bench: str = col("str", required=True)
-    size_bytes: int = col("int", required=True)
-    np: int = col("int", required=True)
-    valid: bool = col("bool", required=True)
-    n_samples: int = col("int", required=True)
-    batch: int = col("int", required=True)
-    n_iters: int = col("int", required=True)
-    median_us: float | None = col("num")
-    mean_us: float | None = col("num", combined="time")
-    min_us: float | None = col("num", combined="time")
-    max_us: float | None = col("num", combined="time")
-    p5_us: float | None = col("num", combined="time")
-    p95_us: float | None = col("num", combined="time")
-    ci_lo_us: float | None = col("num")
-    ci_hi_us: float | None = col("num")
-    ci_us: float | None = col("num")
-    mb_per_s: float | None = col("num", combined="rate")
-    rate_per_s: float | None = col("num", combined="rate")
-    converged: bool = col("bool")
-    stop: str = col("str")
-    error: str | None = col("text", default=None)
-    other_cpu_s: float | None = col("num", key="noise.other_cpu_s", default=None)
-    steal_s: float | None = col("num", key="noise.steal_s", default=None)
-    wall_s: float | None = col("num", key="noise.wall_s", default=None)
-    noise_valid: bool = col("bool", key="noise.valid", column=False, default=False)
-    raw_us: tuple[float, ...] | None = col("raw", default=None)
-    busbw_mb_per_s: float | None = col("num", combined="rate", default=None)
-    mean_rank_avg_us: float | None = col("num", combined="time", default=None)
-    root: int | None = col("opt_int", default=None)
-    equiv_sends: int | None = col("opt_int", default=None)
-    equiv_of: str | None = col("opt_str", default=None)
-    # cache-line floor just before this record's samples
-    floor_ns: float | None = col("num", default=None)
-    resolution_us: float | None = col("num", default=None)  # what the clock resolves of one op
-    validations: int | None = col("opt_int", default=None)  # untimed validation runs
-    checked_msgs: int | None = col("opt_int", default=None)  # messages checked in them
-    # bw, bibw: the window this size ran (narrowed on slow links)
-    window: int | None = col("opt_int", default=None)
-    # the figure a table shows (median_us, mb_per_s, rate_per_s)
-    primary: str | None = col("primary", column="primary_figure", default=None)
-    size_param: str | None = col("opt_str", default=None)  # applications: what size_bytes is
-    params: str | None = col("opt_str", default=None)  # applications: K=V;K=V of every parameter
-    phases: dict[str, dict[str, object]] | None = col("json", default=None, hash=False)
-    # applications: each rank's copy, all copying (bytes/ns)
-    copy_gbs: float | None = col("num", combined="rate", default=None)
-    # the same, rank 0 copying alone
-    copy1_gbs: float | None = col("num", combined="rate", default=None)
+def _field(d: dict[str, str]) -> tuple[str, object, Any]:
+    """A Result field from the core's declaration of it (core/harness/fields.h:
+    name, key, kind and how the store takes it), as make_dataclass takes it:
+    the declaration is the field's metadata (`key`, a dotted path into the
+    result line; `column`, its store column, False where it is not stored;
+    `required`; `combined`, "time" or "rate" where a point's runs combine it
+    by their median)."""
+    words = dict(w.partition("=")[::2] for w in d["how"].split())
+    column = words.get("column")
+    meta = {"kind": d["kind"], "key": d["key"] if d["key"] != d["name"] else None,
+            "column": False if column == "-" else column,
+            "required": "required" in words,
+            "combined": next((w for w in ("time", "rate") if w in words), None)}
+    kw: dict[str, object] = {"metadata": meta}
+    if not meta["required"]:
+        kw["default"] = KIND_DEFAULTS.get(d["kind"])
+    if d["kind"] == "json":
+        kw["hash"] = False
+    return d["name"], KIND_TYPES[d["kind"]], field(**kw)  # type: ignore[call-overload]
 
 
-# What a result line carries that is kept in the record file only, not in
-# the store (held against what the core writes by tests/e2e/test_core.py): the
-# line's kind, the benchmark's group, figure and timing (the core's table
-# has them: core_benches.json), its operations per repetition, the time the
-# size took, the cold pool's layout and the bytes the evicted runs streamed
-# (the configuration says buffers=cold or buffers=evicted).
-NOT_STORED = frozenset({"type", "group", "metric", "timing", "ops_per_rep", "elapsed_s",
-                        "pool", "evicted"})
+def _declared() -> list[dict[str, str]]:
+    """The fields of a result line as the core declares them (a copy of its
+    `--list --json`, held to the core by tests/unit/store/test_core_facts.py)."""
+    path = Path(__file__).parents[1] / "core_facts.json"
+    return list(json.loads(path.read_text())["fields"])
+
+
+# A result line, typed: one field per field the core writes, declared once
+# in core/harness/fields.h.  Parsing, the store's INSERT, the store's
+# columns (Store adds a declared one it lacks), the raw export's columns and
+# the aggregation all read these fields and their metadata.
+Result = make_dataclass("Result", [_field(d) for d in _declared()], frozen=True, kw_only=True)
+Result.__module__ = __name__  # pickled by this name (make_dataclass takes module= from 3.12)
+# the figures a record's primary may name: its numbers
+RESULT_FIELDS = tuple(f.name for f in fields(Result) if f.metadata["kind"] == "num")
+
+
+# What a result line carries besides its fields: the line's kind.  A key
+# the core writes that is neither is a field it forgot to declare
+# (tests/e2e/test_core.py).
+NOT_STORED = frozenset({"type"})
 
 
 def stored_columns() -> list[tuple[str, str, str]]:

@@ -27,8 +27,7 @@ from commscope.measure.plan import CoreOptions
 from commscope.measure.progress import Progress
 from commscope.measure.runner import JobOutcome, NoisePolicy
 from commscope.store.db import FAILED, OK, RunInfo, Store
-from commscope.store.records import Result
-from tests.helpers import OMPI
+from tests.helpers import OMPI, result
 
 BENCHES = ({"name": "bw", "group": "p2p", "min_np": 2, "any_transport": True},
            {"name": "latency", "group": "p2p", "min_np": 2, "any_transport": True})
@@ -82,8 +81,7 @@ def standin(log: Path, fail: str | None = None, narrow: str | None = None):
         status = FAILED if pair == fail else OK
         w = job.again_at[0] if job.again_at else 2 if (pair, job.rep) == (narrow, 1) else 4
         results = [] if status == FAILED else [
-            Result("bw", 1 << 20, 2, True, 5, 1, 5, *[10.0] * 9, 1.0, 1.0, True, "converged",
-                   window=w)]
+            result("bw", 1 << 20, 10.0, window=w)]
         info = RunInfo(plan_key=job.plan_key(), bench=job.bench, np=2, sizes="1048576",
                        mpi_name="openmpi", mpi_family="openmpi", mpi_version="v",
                        mpi_identity="id", cluster=job.cluster.label, launch_argv=[], env={},

@@ -9,6 +9,7 @@ import json
 import random
 import sqlite3
 import subprocess
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from commscope.store.config import (
     stored,
     what,
 )
+from commscope.store.records import Result
 from tests.helpers import golden
 
 GOLDEN = golden("behaviour", "store.sqlite")
@@ -251,3 +253,14 @@ def test_the_python_side_exit_statuses_are_the_cores_own(bare_core):
     'skip' from it.  Regenerate it from `cs-core --list --json` when they change."""
     assert _listed(bare_core)["statuses"] == core_facts.statuses(), (
         "src/commscope/core_facts.json is stale against cs-core --list --json")
+
+
+def test_a_records_fields_are_the_ones_the_core_declares(bare_core):
+    """A result line's fields are declared once, in core/harness/fields.h;
+    core_facts.json's "fields" is a copy of `--list --json`'s, which
+    records.Result is built from.  Regenerate it when fields.h changes."""
+    listed = _listed(bare_core)["fields"]
+    assert listed == json.loads((Path(core_facts.__file__).parents[1] / "core_facts.json")
+                                .read_text())["fields"], (
+        "src/commscope/core_facts.json is stale against cs-core --list --json")
+    assert [f.name for f in fields(Result)] == [d["name"] for d in listed]
