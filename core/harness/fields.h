@@ -3,7 +3,7 @@
  * builds from that list its Result, the store's columns, the raw export's
  * columns and the keys a point's runs combine (src/commscope/store/records.py
  * reads src/commscope/core_facts.json, a copy of the list).  A new field is
- * one line here, and the copy regenerated.
+ * one line here, and the copy rewritten (python -m tests.core_facts_copy).
  *
  * X(name, key, kind, how, when, value):
  *   name   the field's name in Python, and its column's in the store

@@ -230,7 +230,8 @@ def test_the_python_side_options_are_the_cores_own_table(bare_core):
     from commscope.measure.plan import CORE_OPTIONS
 
     assert _listed(bare_core)["options"] == list(CORE_OPTIONS), (
-        "src/commscope/core_options.json is stale against cs-core --list --json")
+        "src/commscope/core_options.json is stale against cs-core --list --json: "
+        "python -m tests.core_facts_copy")
 
 
 def test_the_python_side_benchmarks_are_the_cores_own_table(bare_core):
@@ -244,7 +245,8 @@ def test_the_python_side_benchmarks_are_the_cores_own_table(bare_core):
 
     copy = json.loads((Path(commscope.__file__).parent / "core_benches.json").read_text())
     assert _listed(bare_core)["benchmarks"] == copy, (
-        "src/commscope/core_benches.json is stale against cs-core --list --json")
+        "src/commscope/core_benches.json is stale against cs-core --list --json: "
+        "python -m tests.core_facts_copy")
 
 
 def test_the_python_side_exit_statuses_are_the_cores_own(bare_core):
@@ -252,7 +254,8 @@ def test_the_python_side_exit_statuses_are_the_cores_own(bare_core):
     names main.c gives them in --list --json); the runner reads 'invalid' and
     'skip' from it.  Regenerate it from `cs-core --list --json` when they change."""
     assert _listed(bare_core)["statuses"] == core_facts.statuses(), (
-        "src/commscope/core_facts.json is stale against cs-core --list --json")
+        "src/commscope/core_facts.json is stale against cs-core --list --json: "
+        "python -m tests.core_facts_copy")
 
 
 def test_a_records_fields_are_the_ones_the_core_declares(bare_core):
@@ -262,5 +265,6 @@ def test_a_records_fields_are_the_ones_the_core_declares(bare_core):
     listed = _listed(bare_core)["fields"]
     assert listed == json.loads((Path(core_facts.__file__).parents[1] / "core_facts.json")
                                 .read_text())["fields"], (
-        "src/commscope/core_facts.json is stale against cs-core --list --json")
+        "src/commscope/core_facts.json is stale against cs-core --list --json: "
+        "python -m tests.core_facts_copy")
     assert [f.name for f in fields(Result)] == [d["name"] for d in listed]
