@@ -290,6 +290,56 @@ static void cpu_list(char *buf, size_t len) {
   }
 }
 
+/* Where the ranks run: each one's host name and allowed CPUs, gathered at
+ * rank 0 (NULL on the others). */
+typedef struct {
+  char *names, *cpus;
+} cs_where;
+
+static cs_where gather_where(int rank, int np) {
+  char name[MPI_MAX_PROCESSOR_NAME] = {0}, mine[CPULEN];
+  int len;
+  MPI_Get_processor_name(name, &len);
+  cpu_list(mine, sizeof mine);
+  cs_where w = {rank == 0 ? calloc((size_t)np, MPI_MAX_PROCESSOR_NAME) : NULL,
+                rank == 0 ? calloc((size_t)np, CPULEN) : NULL};
+  MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, w.names, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+             0, MPI_COMM_WORLD);
+  MPI_Gather(mine, CPULEN, MPI_CHAR, w.cpus, CPULEN, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return w;
+}
+
+/* The records' file, opened by rank 0; every rank learns whether it opened
+ * (NULL *out on rank 0: it did not). */
+static int open_output(const cs_opts *o, int rank, FILE **out) {
+  int ok = 1;
+  if (rank == 0) {
+    *out = strcmp(o->output, "-") ? fopen(o->output, "w") : stdout;
+    ok = *out != NULL;
+    if (!ok) fprintf(stderr, "cs-core: cannot write %s\n", o->output);
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return ok;
+}
+
+/* The header, by rank 0: the job, where its ranks ran, the library, the
+ * clock, the floor at its start, the GPU path and the settings read back. */
+static void header(FILE *out, const cs_opts *o, int argc, char **argv, int np,
+                   const cs_where *w, const cs_clock *clock, double floor0,
+                   const char *path_json, const char *cvars_json) {
+  char *hosts[np], *cpu_of[np];
+  for (int i = 0; i < np; i++) {
+    hosts[i] = w->names + (size_t)i * MPI_MAX_PROCESSOR_NAME;
+    cpu_of[i] = w->cpus + (size_t)i * CPULEN;
+  }
+  char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len, major, minor;
+  MPI_Get_library_version(ver, &len);
+  MPI_Get_version(&major, &minor);
+  cs_write_header(out, o, argc, argv, np, hosts, cpu_of, ver, major, minor, clock, floor0,
+                  path_json, cvars_json);
+}
+
 static int run_all(const cs_opts *o, const cs_bench **benches, const cs_opts *own, int nb,
                    int argc, char **argv, const char *cvars_json) {
   cs_err e = {0};
@@ -298,29 +348,11 @@ static int run_all(const cs_opts *o, const cs_bench **benches, const cs_opts *ow
   MPI_Comm_size(MPI_COMM_WORLD, &np);
   MPI_Comm machine = machine_comm(MPI_COMM_WORLD);
   pin_if_asked(machine);
-
-  char name[MPI_MAX_PROCESSOR_NAME] = {0};
-  int len;
-  MPI_Get_processor_name(name, &len);
-  char *all = rank == 0 ? calloc((size_t)np, MPI_MAX_PROCESSOR_NAME) : NULL;
-  MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0,
-             MPI_COMM_WORLD);
-  char mine[CPULEN];
-  cpu_list(mine, sizeof mine);
-  char *cpus = rank == 0 ? calloc((size_t)np, CPULEN) : NULL;
-  MPI_Gather(mine, CPULEN, MPI_CHAR, cpus, CPULEN, MPI_CHAR, 0, MPI_COMM_WORLD);
-
+  cs_where where = gather_where(rank, np);
   FILE *out = NULL;
-  int open_ok = 1;
-  if (rank == 0) {
-    out = strcmp(o->output, "-") ? fopen(o->output, "w") : stdout;
-    open_ok = out != NULL;
-  }
-  MPI_Bcast(&open_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (!open_ok) {
-    if (rank == 0) fprintf(stderr, "cs-core: cannot write %s\n", o->output);
-    free(all);
-    free(cpus);
+  if (!open_output(o, rank, &out)) {
+    free(where.names);
+    free(where.cpus);
     MPI_Comm_free(&machine);
     return CS_EIO;
   }
@@ -340,17 +372,8 @@ static int run_all(const cs_opts *o, const cs_bench **benches, const cs_opts *ow
   cs_floor_open(comm, &floor);
   double floor0 = cs_floor_measure(&floor);
   if (rank == 0) {
-    char *hosts[np], *cpu_of[np];
-    for (int i = 0; i < np; i++) {
-      hosts[i] = all + (size_t)i * MPI_MAX_PROCESSOR_NAME;
-      cpu_of[i] = cpus + (size_t)i * CPULEN;
-    }
-    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
-    int major, minor;
-    MPI_Get_library_version(ver, &len);
-    MPI_Get_version(&major, &minor);
-    cs_write_header(out, o, argc, argv, np, hosts, cpu_of, ver, major, minor, &clock, floor0,
-                    skipped ? NULL : path.desc, cvars_json);
+    header(out, o, argc, argv, np, &where, &clock, floor0, skipped ? NULL : path.desc,
+           cvars_json);
     if (o->table) cs_table_header(stdout);
   }
   int nresults = 0, ninvalid = 0;
@@ -379,11 +402,46 @@ static int run_all(const cs_opts *o, const cs_bench **benches, const cs_opts *ow
                     skipped ? skip : (rc ? e.msg : NULL));
     if (out != stdout) fclose(out);
   }
-  free(all);
-  free(cpus);
+  free(where.names);
+  free(where.cpus);
   MPI_Comm_free(&machine);
   if (rc == CS_OK && ninvalid) rc = CS_EINVALID;
   return rc;
+}
+
+/* --expand-sizes: the sizes the options name, as JSON; no MPI (the
+ * grammar's verdict alone). */
+static int print_sizes(const cs_opts *o) {
+  size_t sizes[CS_MAX_SIZES];
+  int n;
+  cs_err e = {0};
+  if (cs_sizes_expand(o, sizes, CS_MAX_SIZES, &n, &e)) {
+    fprintf(stderr, "cs-core: %s\n", e.msg);
+    return CS_EUSAGE;
+  }
+  fputs("{\"sizes\":[", stdout);
+  for (int i = 0; i < n; i++) printf("%s%zu", i ? "," : "", sizes[i]);
+  fputs("]}\n", stdout);
+  return 0;
+}
+
+/* Every check of a job before MPI starts: its benchmarks (each with its
+ * own options), its sizes, the applications' parameters and their sizes,
+ * the GPU path, the 1 GiB limit. */
+static int check_job(const cs_opts *o, const cs_bench **benches, cs_opts *own, int *nb,
+                     cs_err *e) {
+  size_t sizes[CS_MAX_SIZES];
+  int nsizes;
+  if (resolve(o, benches, own, nb, e) || cs_sizes_expand(o, sizes, CS_MAX_SIZES, &nsizes, e) ||
+      cs_params_check(o->param, benches, *nb, e) || cs_path_check(o, benches, *nb, e))
+    return CS_EUSAGE;
+  for (int i = 0; i < *nb; i++)
+    if (benches[i]->size_param &&
+        cs_param_sizes(o->param, benches[i], sizes, CS_MAX_SIZES, &nsizes, e))
+      return CS_EUSAGE;
+  if (sizes[nsizes - 1] > CS_MAX_SIZE)
+    return CS_FAIL(e, CS_EUSAGE, "sizes above 1 GiB are not supported");
+  return CS_OK;
 }
 
 int main(int argc, char **argv) {
@@ -402,18 +460,7 @@ int main(int argc, char **argv) {
     list_benches(o.json);
     return 0;
   }
-  if (o.expand_sizes) { /* no MPI: the grammar's verdict alone */
-    size_t sizes[CS_MAX_SIZES];
-    int n;
-    if (cs_sizes_expand(&o, sizes, CS_MAX_SIZES, &n, &e)) {
-      fprintf(stderr, "cs-core: %s\n", e.msg);
-      return CS_EUSAGE;
-    }
-    fputs("{\"sizes\":[", stdout);
-    for (int i = 0; i < n; i++) printf("%s%zu", i ? "," : "", sizes[i]);
-    fputs("]}\n", stdout);
-    return 0;
-  }
+  if (o.expand_sizes) return print_sizes(&o);
   if (o.gpu_info) {
     print_gpu_info();
     return 0;
@@ -421,20 +468,8 @@ int main(int argc, char **argv) {
   const cs_bench *benches[CS_MAX_BENCH];
   static cs_opts own[CS_MAX_BENCH]; /* each benchmark's options (its own sizes) */
   int nb;
-  size_t sizes[CS_MAX_SIZES];
-  int nsizes;
-  if (resolve(&o, benches, own, &nb, &e) || cs_sizes_expand(&o, sizes, CS_MAX_SIZES, &nsizes, &e) ||
-      cs_params_check(o.param, benches, nb, &e) || cs_path_check(&o, benches, nb, &e)) {
+  if (check_job(&o, benches, own, &nb, &e)) {
     fprintf(stderr, "cs-core: %s\n", e.msg);
-    return CS_EUSAGE;
-  }
-  for (int i = 0; i < nb; i++)
-    if (benches[i]->size_param && cs_param_sizes(o.param, benches[i], sizes, CS_MAX_SIZES, &nsizes, &e)) {
-      fprintf(stderr, "cs-core: %s\n", e.msg);
-      return CS_EUSAGE;
-    }
-  if (sizes[nsizes - 1] > CS_MAX_SIZE) {
-    fprintf(stderr, "cs-core: sizes above 1 GiB are not supported\n");
     return CS_EUSAGE;
   }
   if (o.info) { /* after every check: `--info` with options is how they are judged */

@@ -8,6 +8,36 @@
 #include "cs.h"
 #include "fields.h"
 
+/* The header's transport (with its channel's parameters where it is not
+ * MPI) and the options the job ran with. */
+static void write_run_options(FILE *f, const cs_opts *o) {
+  fprintf(f, ",\"transport\":");
+  cs_json_str(f, o->transport);
+  if (strcmp(o->transport, "mpi")) {
+    cs_chan_params p;
+    cs_chan_defaults(&p);
+    fprintf(f, ",\"channel\":{\"ring_bytes\":%ld,\"eager_max\":%ld,\"chunk_bytes\":%ld,"
+               "\"nchunks\":%ld}",
+            o->chan_ring ? o->chan_ring : (long)p.ring_bytes,
+            o->chan_eager ? o->chan_eager : (long)p.eager_max,
+            o->chan_chunk ? o->chan_chunk : (long)p.chunk_bytes,
+            o->chan_nchunks ? o->chan_nchunks : (long)p.nchunks);
+  }
+  fprintf(f, ",\"options\":{\"bench\":");
+  cs_json_str(f, o->bench);
+  fprintf(f, ",\"sizes\":");
+  cs_json_str(f, o->sizes);
+  fprintf(f,
+          ",\"factor\":%ld,\"min_samples\":%ld,\"max_samples\":%ld,\"target_ci\":%g,"
+          "\"time_cap_s\":%g,\"min_time_s\":%g,\"sample_us\":%g,\"warmup\":%ld,"
+          "\"warmup_s\":%g,\"window\":%ld,\"root\":%ld,\"rotate_root\":%s,\"dtype\":\"%s\","
+          "\"buffers\":\"%s\",\"loggp_n\":%ld,\"loggp_delay_us\":%g,\"raw\":%s}",
+          o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->min_time_s,
+          o->sample_us, o->warmup, o->warmup_s, o->window, o->root,
+          o->rotate_root ? "true" : "false", o->dtype, o->buffers, o->loggp_n, o->loggp_delay_us,
+          o->raw ? "true" : "false");
+}
+
 void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, char **hosts,
                      char **cpus, const char *libver, int mpi_major, int mpi_minor,
                      const cs_clock *clock, double floor_ns, const char *path_json,
@@ -46,31 +76,7 @@ void cs_write_header(FILE *f, const cs_opts *o, int argc, char **argv, int np, c
   cs_json_num(f, "floor_ns", floor_ns);
   if (cvars_json) fputs(cvars_json, f); /* settings read back (main.c: COMMSCOPE_CVARS) */
   if (path_json) fprintf(f, ",\"path\":%s", path_json);
-  fprintf(f, ",\"transport\":");
-  cs_json_str(f, o->transport);
-  if (strcmp(o->transport, "mpi")) {
-    cs_chan_params p;
-    cs_chan_defaults(&p);
-    fprintf(f, ",\"channel\":{\"ring_bytes\":%ld,\"eager_max\":%ld,\"chunk_bytes\":%ld,"
-               "\"nchunks\":%ld}",
-            o->chan_ring ? o->chan_ring : (long)p.ring_bytes,
-            o->chan_eager ? o->chan_eager : (long)p.eager_max,
-            o->chan_chunk ? o->chan_chunk : (long)p.chunk_bytes,
-            o->chan_nchunks ? o->chan_nchunks : (long)p.nchunks);
-  }
-  fprintf(f, ",\"options\":{\"bench\":");
-  cs_json_str(f, o->bench);
-  fprintf(f, ",\"sizes\":");
-  cs_json_str(f, o->sizes);
-  fprintf(f,
-          ",\"factor\":%ld,\"min_samples\":%ld,\"max_samples\":%ld,\"target_ci\":%g,"
-          "\"time_cap_s\":%g,\"min_time_s\":%g,\"sample_us\":%g,\"warmup\":%ld,"
-          "\"warmup_s\":%g,\"window\":%ld,\"root\":%ld,\"rotate_root\":%s,\"dtype\":\"%s\","
-          "\"buffers\":\"%s\",\"loggp_n\":%ld,\"loggp_delay_us\":%g,\"raw\":%s}",
-          o->factor, o->min_samples, o->max_samples, o->target_ci, o->time_cap_s, o->min_time_s,
-          o->sample_us, o->warmup, o->warmup_s, o->window, o->root,
-          o->rotate_root ? "true" : "false", o->dtype, o->buffers, o->loggp_n, o->loggp_delay_us,
-          o->raw ? "true" : "false");
+  write_run_options(f, o);
   fprintf(f, ",\"argv\":[");
   for (int i = 0; i < argc; i++) {
     if (i) fputc(',', f);
