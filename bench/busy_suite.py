@@ -8,7 +8,9 @@ run's time and result, and the slowest tests of the last run.
 The load is two busy loops in their own process group, started and stopped
 here (killed whatever happens); nothing else on the machine is touched.
 
-    bench/busy_suite.py [--runs 3] [--both-at 60] [--both-for 120] [--keep DIR]
+    bench/busy_suite.py [--runs 3] [--both-at 60] [--both-for 120] [--keep DIR] [--workers N]
+
+--workers N runs make test with TEST_WORKERS=N (pytest-xdist, N tests at once).
 """
 
 from __future__ import annotations
@@ -42,14 +44,18 @@ def stop(p: subprocess.Popen | None) -> None:
         p.wait()
 
 
-def one_run(clone: Path, log: Path, both_at: float, both_for: float) -> tuple[int, float, str]:
+def one_run(clone: Path, log: Path, both_at: float, both_for: float,
+            workers: int | None = None) -> tuple[int, float, str]:
     """make test in the clone beside the load: (exit status, seconds, summary line)."""
     first = busy()
     second = None
     t0 = time.monotonic()
     try:
         with open(log, "w") as f:
-            p = subprocess.Popen(["make", "test", "PYTEST_ARGS=--durations=15"], cwd=clone,
+            args = ["make", "test", "PYTEST_ARGS=--durations=15"]
+            if workers is not None:
+                args.append(f"TEST_WORKERS={workers}")
+            p = subprocess.Popen(args, cwd=clone,
                                  stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 while p.poll() is None:
@@ -79,9 +85,12 @@ def main() -> int:
                     help="seconds into each run when the second core turns busy")
     ap.add_argument("--both-for", type=float, default=120.0)
     ap.add_argument("--keep", type=Path, help="the clone and the logs go here")
+    ap.add_argument("--workers", type=int, help="tests at once (make test's TEST_WORKERS)")
     a = ap.parse_args()
-    if a.runs < 1 or a.both_at < 0 or a.both_for < 0:
-        ap.error("--runs is 1 or more; --both-at and --both-for are seconds, 0 or more")
+    if a.runs < 1 or a.both_at < 0 or a.both_for < 0 or (a.workers is not None
+                                                         and a.workers < 0):
+        ap.error("--runs is 1 or more; --both-at and --both-for are seconds, 0 or more; "
+                 "--workers 0 or more")
     work = a.keep or Path(tempfile.mkdtemp(prefix="commscope-busy-"))
     work.mkdir(parents=True, exist_ok=True)
     clone = work / "clone"
@@ -96,7 +105,7 @@ def main() -> int:
     results = []
     for i in range(1, a.runs + 1):
         log = work / f"run{i}.log"
-        rc, secs, summary = one_run(clone, log, a.both_at, a.both_for)
+        rc, secs, summary = one_run(clone, log, a.both_at, a.both_for, a.workers)
         results.append(rc)
         print(f"run {i}: exit {rc}, {secs / 60:.1f} min: {summary}  ({log})", flush=True)
     text = (work / f"run{a.runs}.log").read_text(errors="replace")
