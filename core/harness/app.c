@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "app.h"
 
 /* Applications, untimed after each sample: for every phase, the most any
  * one rank waited for the last rank in, summed over its entries into the

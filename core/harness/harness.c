@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "cache.h"
-#include "harness.h"
+#include "app.h"
+#include "pools.h"
+#include "sampler.h"
+#include "validate.h"
 #include "cs_gpu.h"
 
 #define MAX_REPS (1L << 24)

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "harness.h"
+#include "pools.h"
 
 /* --buffers evicted, untimed before each sample (of one operation): every
  * rank reads and writes memory larger than the last-level cache, as an

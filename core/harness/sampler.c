@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "harness.h"
+#include "sampler.h"
 
 #define TAG_WHY 902
 

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "pools.h"
+#include "validate.h"
 
 #define TAG_READY 901
 
