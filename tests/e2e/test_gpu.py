@@ -416,7 +416,15 @@ def test_the_gpu_bench_keeps_its_store_and_resumes_where_it_stopped(tmp_path, co
     assert sorted(done) == ["cpu", "matmul-2", "paths"] and all(d["done"] for d in done.values())
     assert (out / "gpu.db").is_file() and (out / "progress.json").is_file()
     runs = Store(str(store / "gpu.db")).runs()
-    assert {r["bench"] for r in runs} == {"latency,bw", "gpu_matmul", "matmul,jacobi"}
+    # noise policy: where other processes took the CPU (a busy loop, another test under
+    # pytest -n 2), a bw window narrows to the time cap and that size is measured again
+    # at a common window, in a job of bw alone; each such job is one a record names
+    again = {int(r["id"]) for r in runs if r["bench"] == "bw"}
+    with sqlite3.connect(store / "gpu.db") as db:
+        named = {n for (n,) in db.execute("SELECT DISTINCT narrowed_in FROM results WHERE "
+                                          "narrowed_in IS NOT NULL")}
+    assert again == named, (again, named)
+    assert {r["bench"] for r in runs} - {"bw"} == {"latency,bw", "gpu_matmul", "matmul,jacobi"}
     # ipc and nccl need a real GPU: skipped, with the reason; everything else measured
     assert {r["status"] for r in runs if r["bench"] != "latency,bw"} == {"ok"}
     assert {json.loads(r["config"])["buffer"] for r in runs if r["status"] == "skipped"} == \
