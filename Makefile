@@ -18,12 +18,10 @@ APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python
 # start a private single-node Slurm from Debian's packages; hpcc is the real MPI
 # program nobody here wrote that `commscope profile` is tested on
 TEST_APT_PKGS := chromium slurm-wlm munge hpcc
-# One test at a time, as CI runs it.  TEST_WORKERS=2 runs two at once
-# (pytest-xdist): 6.9 against 10.6 minutes quiet, 8.8-11.3 against 14.4 beside
-# the busy suite's load (2026-11-29), but each of nine busy runs two at a time
-# still failed one test (each mended; two tests failed twice): not yet the
-# default.
-TEST_WORKERS ?= 0
+# Two tests at once (pytest-xdist), one per core: 12.7 against 17.8 minutes
+# one at a time beside the busy suite's load (2026-12-07, bench/busy_suite.py
+# --workers 2); TEST_WORKERS=0 runs one at a time.
+TEST_WORKERS ?= 2
 
 .PHONY: run test clusters install deps venv lint clean
 
