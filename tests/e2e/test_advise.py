@@ -16,6 +16,9 @@ interval 0.01-0.45).  On a quiet machine the limit was established in
 nine diagnoses of ten here (its interval's lower end closing 0.59-0.71
 of the gap); in the tenth the limit's interval straddled half, and in a
 CI run the confirmation rounds held no gap at all.
+Where the two sweeps themselves ran beside other work (half a core or
+more) and separated no bw gap, the diagnosis has nothing to measure
+again: it must say so and conclude nothing, and no verdict is asserted.
 So a diagnosis that does not establish the limit is run once more
 (said, with what it printed); where other processes used half a core or
 more during the second, the verdict is not asserted, only what the
@@ -72,8 +75,12 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
     sweep = ["--db", str(db), "--mpi", "openmpi", "--bench", "bw", "--sizes", "256:32K",
              "--repeat", "5", "--min-samples", "10", "--time-cap", "0.1",
              "--noise-max-cores", "2", "--no-advise"]
-    assert cli.main(["run", *sweep]) == 0
-    assert cli.main(["run", *sweep, "--settings", str(under_study)]) == 0
+    rcs: list[int] = []
+    swept_busy = max(
+        _busy_while(lambda: rcs.append(cli.main(["run", *sweep]))),
+        _busy_while(lambda: rcs.append(cli.main(["run", *sweep, "--settings",
+                                                 str(under_study)]))))
+    assert rcs == [0, 0]
     capsys.readouterr()
     store = Store(db)
     busy_or_jumping = False
@@ -83,6 +90,14 @@ def test_a_small_eager_limit_is_confirmed_established_checked_and_handed_over(
         out = capsys.readouterr().out
         d = dg.latest(store, [2])
         assert d is not None and d.status in ("complete", "partial"), out
+        if swept_busy >= BUSY and not any(o.gap.call == "bw" for o in d.outcomes):
+            # the sweeps ran beside other work (a busy suite run: other processes on 1.6
+            # cores) and their screen separated no bw gap: the diagnosis has nothing to
+            # measure again, and says so rather than naming a cause
+            print(f"the sweeps ran while other processes used {swept_busy:.2f} cores and "
+                  "separated no bw gap: the verdict is not asserted\n" + out)
+            assert "confirmed no gap" in out and not conclude.conclusions(d), out
+            return
         # the gaps of the configuration under study: the default configuration's own
         # limit (4 KiB) makes a gap at 4 KiB of its own whose trial may close while the
         # 1 KiB limit's does not (a CI run: the 4 KiB gap established, the 1 KiB one not)
