@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from commscope import cli
+from commscope.analysis.pairs import SLOW
 from commscope.measure.cluster import emu
 from commscope.store.db import Store
 from tests import slurm_local
@@ -95,7 +97,9 @@ def degraded_matrix(capsys, tmp_path, name: str, *args: str):
 def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     """Four nodes on Gigabit, n2 on 100 Mbit/s: every pair with n2 takes about
     ten times the typical time of a 1 MiB message, either way.  Noise policy: a tenfold
-    gap against a 1.2x cut survives a busy machine; latency at 8 B (which a
+    gap against a 1.2x cut survives a busy machine; the direction (slow when it sends,
+    receives, or both) is asserted where n2's interval clears the cut, since beside other
+    work two rounds can leave it reaching below; latency at 8 B (which a
     token bucket's burst lets through at full speed) is not asserted."""
     name = f"{TAG}d"
     # two rounds, not the default three: what this test asserts (the naming, the
@@ -112,7 +116,14 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     pairs = [json.loads(r["config"])["extra"]["pair"] for r in runs]
     assert set(pairs) == {f"{name}-n{i}/{name}-n{j}" for i in range(4)  # bw both ways
                           for j in range(4) if i != j}
-    assert f"{name}-n2: slow both when it sends and when it receives" in bw, bw
+    # the direction is said only where every pair's interval clears the cut; beside
+    # other work two rounds left n2's own interval reaching below it ("4.07x [0.70x,
+    # 23.3x]", a busy suite run two at a time), and then no direction is claimed surely
+    low = float(re.search(rf"{name}-n2: every pair with \S+ takes [\d.]+x \[([\d.]+)x",
+                          bw).group(1))
+    direction = f"{name}-n2: slow both when it sends and when it receives"
+    unsure = f"{name}-n2: slow in neither direction alone, surely"
+    assert direction in bw or (low < SLOW and unsure in bw), bw
     assert all(pairs.count(p) >= 2 for p in set(pairs)) and ok_or_tried_again(runs)
     assert json.loads(Store(db, create=False).db.execute(
         "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
@@ -176,7 +187,14 @@ def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
     bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
     named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
     assert named == [f"{name}-n2"], bw
-    assert f"{name}-n2: slow both when it sends and when it receives" in bw, bw
+    # the direction is said only where every pair's interval clears the cut; beside
+    # other work two rounds left n2's own interval reaching below it ("4.07x [0.70x,
+    # 23.3x]", a busy suite run two at a time), and then no direction is claimed surely
+    low = float(re.search(rf"{name}-n2: every pair with \S+ takes [\d.]+x \[([\d.]+)x",
+                          bw).group(1))
+    direction = f"{name}-n2: slow both when it sends and when it receives"
+    unsure = f"{name}-n2: slow in neither direction alone, surely"
+    assert direction in bw or (low < SLOW and unsure in bw), bw
     store = Store(db, create=False)
     runs = store.db.execute("SELECT config, placement, status FROM runs").fetchall()
     pairs = {json.loads(r["config"])["extra"]["pair"] for r in runs}
