@@ -155,7 +155,7 @@ def test_missing_store_for_reading(tmp_path):
 
 
 def test_the_results_columns_are_the_records_declared_fields(tmp_path):
-    """A record's fields are declared once (records.Result, col()): the
+    """A record's fields are declared once (core/harness/fields.h, records.Result): the
     results table holds exactly their columns, besides the store's own (id,
     run_id, flagged, narrowed_in); a column without its field fails here.
     The export names only columns a record or its run has."""
