@@ -18,10 +18,11 @@ APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python
 # start a private single-node Slurm from Debian's packages; hpcc is the real MPI
 # program nobody here wrote that `commscope profile` is tested on
 TEST_APT_PKGS := chromium slurm-wlm munge hpcc
-# Two tests at once (pytest-xdist), one per core: 12.7 against 17.8 minutes
-# one at a time beside the busy suite's load (2026-12-07, bench/busy_suite.py
-# --workers 2); TEST_WORKERS=0 runs one at a time.
-TEST_WORKERS ?= 2
+# One test at a time by default.  TEST_WORKERS=2 runs two at once
+# (pytest-xdist): 11.6-12.7 against 17.8 minutes beside the busy suite's load
+# (2026-12-07), but 5 of its 8 busy runs failed one test each (3 mended, a
+# different test each time; docs/guide.md, Testing): not yet the default.
+TEST_WORKERS ?= 0
 
 .PHONY: run test clusters install deps venv lint clean
 
