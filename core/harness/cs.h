@@ -143,6 +143,7 @@ double cs_mem_available(void);
 /* JSON (json.c): a string, escaped; ,"key":v with null for NaN. */
 void cs_json_str(FILE *f, const char *s);
 void cs_json_num(FILE *f, const char *key, double v);
+void cs_json_number(FILE *f, double v); /* the value alone */
 
 /* Agreement across ranks (agree.c).  Every rank learns whether any
  * failed: the first failing rank, whose reason `why` (len bytes) every

@@ -23,9 +23,14 @@ void cs_json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-void cs_json_num(FILE *f, const char *key, double v) {
+void cs_json_number(FILE *f, double v) {
   if (isfinite(v))
-    fprintf(f, ",\"%s\":%.6g", key, v);
+    fprintf(f, "%.6g", v);
   else
-    fprintf(f, ",\"%s\":null", key);
+    fputs("null", f);
+}
+
+void cs_json_num(FILE *f, const char *key, double v) {
+  fprintf(f, ",\"%s\":", key);
+  cs_json_number(f, v);
 }

@@ -146,10 +146,7 @@ static void put_int(FILE *f, const cs_result *r, long v) {
 }
 static void put_num(FILE *f, const cs_result *r, double v) {
   (void)r;
-  if (isfinite(v))
-    fprintf(f, "%.6g", v);
-  else
-    fputs("null", f);
+  cs_json_number(f, v);
 }
 static void put_bool(FILE *f, const cs_result *r, int v) {
   (void)r;

@@ -124,6 +124,13 @@ def choices(field: str) -> tuple[str, ...]:
 
 
 @cache
+def fields() -> tuple[dict[str, str], ...]:
+    """The fields of a result line as the core declares them
+    (core/harness/fields.h), in the order it writes them."""
+    return tuple(json.loads((_HERE / "core_facts.json").read_text())["fields"])
+
+
+@cache
 def statuses() -> dict[str, int]:
     """The core's exit statuses by name (ok 0, usage 2, invalid 3, skip 7 ...)."""
     return {str(k): int(v) for k, v in

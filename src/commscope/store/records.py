@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CommscopeError
+from . import core_facts
 
 SCHEMA_VERSION = 2
 
@@ -62,18 +63,12 @@ def _field(d: dict[str, str]) -> tuple[str, object, Any]:
     return d["name"], KIND_TYPES[d["kind"]], field(**kw)  # type: ignore[call-overload]
 
 
-def _declared() -> list[dict[str, str]]:
-    """The fields of a result line as the core declares them (a copy of its
-    `--list --json`, held to the core by tests/unit/store/test_core_facts.py)."""
-    path = Path(__file__).parents[1] / "core_facts.json"
-    return list(json.loads(path.read_text())["fields"])
-
-
 # A result line, typed: one field per field the core writes, declared once
 # in core/harness/fields.h.  Parsing, the store's INSERT, the store's
 # columns (Store adds a declared one it lacks), the raw export's columns and
 # the aggregation all read these fields and their metadata.
-Result = make_dataclass("Result", [_field(d) for d in _declared()], frozen=True, kw_only=True)
+Result = make_dataclass("Result", [_field(d) for d in core_facts.fields()], frozen=True,
+                        kw_only=True)
 Result.__module__ = __name__  # pickled by this name (make_dataclass takes module= from 3.12)
 # the figures a record's primary may name: its numbers
 RESULT_FIELDS = tuple(f.name for f in fields(Result) if f.metadata["kind"] == "num")
