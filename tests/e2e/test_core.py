@@ -250,7 +250,7 @@ def test_every_key_the_core_writes_is_a_declared_field(cores, tmp_path):
         assert {k for k, f in declared.items() if f.metadata["required"]} <= keys
         parsed = parse_result(r)
         assert parsed.median_us == r["median_us"] and parsed.steal_s == r["noise"]["steal_s"]
-    assert any("pool.bytes" in declared and "pool" in r for r in results)
+    assert any("pool" in r for r in results)  # an object of fields written (--buffers cold)
 
 
 def test_a_benchmark_may_carry_sizes_of_its_own(cores, tmp_path):

@@ -93,6 +93,19 @@ def degraded_matrix(capsys, tmp_path, name: str, *args: str):
         emu.down(name)
 
 
+def assert_slow_both_ways(bw: str, node: str) -> None:
+    """The node named slow both when it sends and when it receives.  The
+    direction is said only where every pair's interval clears the cut; beside
+    other work two rounds left n2's own interval reaching below it ("4.07x
+    [0.70x, 23.3x]", a busy suite run two at a time), and then no direction
+    may be claimed surely."""
+    low = float(re.search(rf"{node}: every pair with \S+ takes [\d.]+x \[([\d.]+)x",
+                          bw).group(1))
+    both = f"{node}: slow both when it sends and when it receives"
+    unsure = f"{node}: slow in neither direction alone, surely"
+    assert both in bw or (low < SLOW and unsure in bw), bw
+
+
 @pytest.mark.mpi
 def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     """Four nodes on Gigabit, n2 on 100 Mbit/s: every pair with n2 takes about
@@ -116,14 +129,7 @@ def test_a_degraded_node_is_named_and_no_other(capsys, tmp_path):
     pairs = [json.loads(r["config"])["extra"]["pair"] for r in runs]
     assert set(pairs) == {f"{name}-n{i}/{name}-n{j}" for i in range(4)  # bw both ways
                           for j in range(4) if i != j}
-    # the direction is said only where every pair's interval clears the cut; beside
-    # other work two rounds left n2's own interval reaching below it ("4.07x [0.70x,
-    # 23.3x]", a busy suite run two at a time), and then no direction is claimed surely
-    low = float(re.search(rf"{name}-n2: every pair with \S+ takes [\d.]+x \[([\d.]+)x",
-                          bw).group(1))
-    direction = f"{name}-n2: slow both when it sends and when it receives"
-    unsure = f"{name}-n2: slow in neither direction alone, surely"
-    assert direction in bw or (low < SLOW and unsure in bw), bw
+    assert_slow_both_ways(bw, f"{name}-n2")
     assert all(pairs.count(p) >= 2 for p in set(pairs)) and ok_or_tried_again(runs)
     assert json.loads(Store(db, create=False).db.execute(
         "SELECT placement FROM runs").fetchone()[0])["degraded"] == {f"{name}-n2": "100mbit"}
@@ -187,14 +193,7 @@ def test_in_a_slurm_allocation_the_degraded_node_is_named(tmp_path):
     bw = out.split("time of one 1 MiB message (bw)")[1].split("latency at 8 B")[0]
     named = [line.split(":")[0].strip() for line in bw.splitlines() if ": every pair with" in line]
     assert named == [f"{name}-n2"], bw
-    # the direction is said only where every pair's interval clears the cut; beside
-    # other work two rounds left n2's own interval reaching below it ("4.07x [0.70x,
-    # 23.3x]", a busy suite run two at a time), and then no direction is claimed surely
-    low = float(re.search(rf"{name}-n2: every pair with \S+ takes [\d.]+x \[([\d.]+)x",
-                          bw).group(1))
-    direction = f"{name}-n2: slow both when it sends and when it receives"
-    unsure = f"{name}-n2: slow in neither direction alone, surely"
-    assert direction in bw or (low < SLOW and unsure in bw), bw
+    assert_slow_both_ways(bw, f"{name}-n2")
     store = Store(db, create=False)
     runs = store.db.execute("SELECT config, placement, status FROM runs").fetchall()
     pairs = {json.loads(r["config"])["extra"]["pair"] for r in runs}
