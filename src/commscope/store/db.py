@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sqlite3
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -78,12 +79,17 @@ def owner_alive(owner: str | None) -> bool:
     return pid.isdigit() and _start_ticks(int(pid)) == ticks
 
 
+def _sidecars(path: Path) -> tuple[Path, ...]:
+    """The files SQLite keeps beside a store while it is open."""
+    return tuple(path.with_name(path.name + s) for s in ("-wal", "-shm", "-journal"))
+
+
 def _disk_why(path: Path, exc: Exception) -> str:
     """Why SQLite could not write: a full disk said as such (SQLite says
     "disk I/O error" when the shared-memory file cannot grow)."""
     try:
         st = os.statvfs(path.parent)
-        full = st.f_bavail * st.f_frsize < 256 * 1024
+        full = st.f_blocks > 0 and st.f_bavail * st.f_frsize < 256 * 1024  # not /proc
     except OSError:
         full = False
     return "the disk holding it is full" if full or "full" in str(exc) else str(exc)
@@ -145,8 +151,10 @@ class Store:
             raise CommscopeError(f"{self.path} is a directory, not a commscope database")
         if not create and self.path.stat().st_size == 0:  # read-only: never made a store
             raise CommscopeError(f"{self.path} is an empty file, not a commscope database")
-        fresh = not self.path.exists() or self.path.stat().st_size == 0
         try:
+            if not self.path.exists():
+                self._make_whole()
+            fresh = not self.path.exists() or self.path.stat().st_size == 0
             self.db = sqlite3.connect(str(self.path), timeout=30)
             self.db.row_factory = sqlite3.Row
             self._check_ours(fresh)
@@ -161,6 +169,44 @@ class Store:
             # a full disk, a read-only one, a failing one: the store is not at fault
             raise CommscopeError(f"cannot open the store {self.path}: "
                                  f"{_disk_why(self.path, exc)}") from exc
+
+    def _make_whole(self) -> None:
+        """A new store appears whole or not at all: made beside its path
+        (marked, its tables made), then linked into place.  Opened where it
+        stands, SQLite would leave an empty file for as long as the first
+        transaction takes, which a reader opening it then (`show` while a
+        `run` starts, a test polling for a profile) refuses.  The link fails
+        where another process put a store there first: that one is opened.
+        A file system without hard links gets the store made in place."""
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".new",
+                                        dir=self.path.parent)
+        except OSError:
+            return  # no folder, or not ours to write in: SQLite says which, as before
+        os.close(fd)
+        new = Path(name)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(new, 0o644 & ~mask)  # as SQLite makes a file, not mkstemp's 0600
+        try:
+            db = sqlite3.connect(str(new), timeout=30)
+            try:
+                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                db.commit()
+            finally:
+                db.close()
+            Store(new).close()  # its tables; the last close folds its log in
+            if any(f.exists() for f in _sidecars(new)):
+                return  # not folded in: made in place instead, as SQLite does
+            try:
+                os.link(new, self.path)
+            except FileExistsError:
+                pass  # another process made it first: that store is the one
+            except OSError:  # no hard links here: made in place, as SQLite does
+                pass
+        finally:
+            for f in (new, *_sidecars(new)):
+                f.unlink(missing_ok=True)
 
     def _wal(self, wait_s: float = 30.0) -> None:
         """Write-ahead logging, so that readers never wait on a writer.  The

@@ -218,6 +218,39 @@ def test_a_store_made_by_another_process_while_this_one_opened_it_is_not_made_tw
     s.close()
 
 
+def test_a_new_store_appears_whole_never_as_an_empty_file(tmp_path, monkeypatch):
+    """SQLite makes the file at connect and writes it at the first commit: a
+    reader opening it between the two (`show` while a `run` starts, a check
+    polling for a profile) found "an empty file, not a commscope database".
+    The store is made beside its path and linked there once whole; one that
+    another process put there first is opened, never replaced."""
+    path = tmp_path / "s.db"
+    real = Store.migrate
+    seen: list[tuple[str, bool]] = []
+
+    def migrate(self, *a, **kw):
+        seen.append((self.path.name, path.exists()))
+        if self.path != path and len(seen) == 1:  # another process makes it meanwhile
+            other = Store(path)
+            other.begin_sweep(["other"], {})
+            other.close()
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Store, "migrate", migrate)
+    s = Store(path)
+    made, was_there = seen[0]
+    assert made.startswith(".s.db.") and made.endswith(".new") and not was_there, seen
+    assert [r["argv"] for r in s.db.execute("SELECT argv FROM sweeps")] == ['["other"]']
+    s.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.db"]  # nothing left beside it
+    monkeypatch.setattr(Store, "migrate", real)
+    fresh = tmp_path / "t.db"
+    Store(fresh).close()
+    assert Store(fresh, create=False).version == SCHEMA_VERSION
+    with pytest.raises(CommscopeError, match="cannot open the store .*: unable to open"):
+        Store(tmp_path / "no-such-folder" / "s.db")  # one line, as SQLite says it
+
+
 def _open(path: str, go) -> None:
     go.wait()
     Store(path).close()
