@@ -95,6 +95,37 @@ def test_run_bounded_kills_escaped_descendants(tmp_path):
     assert left == []
 
 
+def test_ctrl_c_while_a_job_starts_kills_the_job(tmp_path, monkeypatch):
+    """Ctrl-C arriving inside Popen (the diagnosis's store marks a job
+    running just before starting it, which is when a user's interrupt
+    often comes) is held until the job has started, then kills it."""
+    import os
+    import signal
+    import subprocess
+
+    started: list[int] = []
+    real = subprocess.Popen
+
+    class Interrupted(real):  # type: ignore[misc,valid-type]
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            started.append(self.pid)
+            os.kill(os.getpid(), signal.SIGINT)  # while Popen still runs
+            time.sleep(0.2)
+
+    monkeypatch.setattr(subprocess, "Popen", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_bounded(["sleep", "30"], timeout_s=60, env={}, cwd=str(tmp_path),
+                    stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+    (pid,) = started
+    try:
+        os.kill(pid, 0)
+        alive = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+    assert not alive, f"the job's launcher {pid} outlived the interrupt"
+
+
 def test_the_runners_own_children_are_not_a_jobs_leftovers(tmp_path):
     """Daemons the caller started (a test Slurm, say) outlive every job."""
     import subprocess

@@ -170,6 +170,39 @@ class Outcome:
     survivors: int = 0  # processes still alive after every kill: not ours to reap now
 
 
+class _Deferred:
+    """Ctrl-C or SIGTERM while a job starts, held until it has started.
+    Raised inside Popen (after the fork, while it waits for the exec), the
+    interrupt lost the Popen object and with it the launcher, which ran on
+    in a session of its own after commscope had ended (the interrupted
+    diagnosis's test found an `mpirun` left so once under load: the store
+    marks a job running just before starting it, which is when the test
+    interrupts).  `deliver()` raises it where the job is ours to kill."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.got: list[int] = []
+        self.old: dict[int, object] = {}
+
+    def __enter__(self) -> _Deferred:
+        import threading
+
+        if threading.current_thread() is threading.main_thread():  # only it takes signals
+            for s in self.SIGNALS:  # one ignored stays ignored, in the job too
+                if signal.getsignal(s) not in (signal.SIG_IGN, None):
+                    self.old[s] = signal.signal(s, lambda n, _f: self.got.append(n))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, h in self.old.items():
+            signal.signal(s, h)  # type: ignore[arg-type]
+
+    def deliver(self) -> None:
+        if self.got:
+            signal.raise_signal(self.got[0])
+
+
 def _wait(proc: subprocess.Popen, timeout_s: float, finished: Callable[[], bool] | None,
           exit_grace_s: float) -> tuple[bool, bool]:
     """Wait for the launcher to exit: (timed out, hung after finishing).
@@ -202,10 +235,12 @@ def run_bounded(argv: list[str], *, timeout_s: float, env: dict[str, str], cwd: 
     before = os.times()
     t0 = time.monotonic()
     with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                env=env, cwd=cwd, start_new_session=True)
+        with _Deferred() as held:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    env=env, cwd=cwd, start_new_session=True)
         timed_out = hung = False
         try:
+            held.deliver()
             timed_out, hung = _wait(proc, timeout_s, finished, exit_grace_s)
         except BaseException:
             kill_family(proc.pid, exclude=ours)
