@@ -114,9 +114,15 @@ def test_ctrl_c_while_a_job_starts_kills_the_job(tmp_path, monkeypatch):
             time.sleep(0.2)
 
     monkeypatch.setattr(subprocess, "Popen", Interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        run_bounded(["sleep", "30"], timeout_s=60, env={}, cwd=str(tmp_path),
-                    stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+    # Ctrl-C's own disposition: a suite started in the background (`make test &`, the busy
+    # runs) hands SIG_IGN down, and an ignored signal stays ignored (the next test)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_bounded(["sleep", "30"], timeout_s=60, env={}, cwd=str(tmp_path),
+                        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+    finally:
+        signal.signal(signal.SIGINT, old)
     (pid,) = started
     try:
         os.kill(pid, 0)
@@ -124,6 +130,23 @@ def test_ctrl_c_while_a_job_starts_kills_the_job(tmp_path, monkeypatch):
     except (ProcessLookupError, FileNotFoundError):
         alive = False
     assert not alive, f"the job's launcher {pid} outlived the interrupt"
+
+
+def test_an_ignored_ctrl_c_stays_ignored_in_the_job_too(tmp_path):
+    """A suite or a script started in the background ignores SIGINT: holding
+    it while a job starts must not hand the job a handler it did not have."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        out = run_bounded([sys.executable, "-c", "import signal; print(signal.getsignal("
+                           "signal.SIGINT) == signal.SIG_IGN)"], timeout_s=60, env={},
+                          cwd=str(tmp_path), stdout_path=tmp_path / "o",
+                          stderr_path=tmp_path / "e")
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert out.exit_code == 0 and (tmp_path / "o").read_text().strip() == "True", (
+        (tmp_path / "e").read_text())
 
 
 def test_the_runners_own_children_are_not_a_jobs_leftovers(tmp_path):
