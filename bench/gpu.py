@@ -402,9 +402,9 @@ def summary(db: Path) -> int:
             said.add((path, r["bench"]))
             print(f"{path:<16} {r['bench']}: {r['stderr_tail'].strip().splitlines()[0]}")
     by = {(path_of(g), g["bench"], g["np"],
-           g["size_bytes"], g.get("params") or ""): g for g in rows}
+           g["size_bytes"], g["params"] or ""): g for g in rows}
 
-    def span(g: dict, scale: float = 1.0) -> str:
+    def span(g, scale: float = 1.0) -> str:
         return (f"{float(g['median_us']) * scale:10.2f} "
                 f"[{float(g['ci_lo_us']) * scale:.2f}, {float(g['ci_hi_us']) * scale:.2f}]")
 
@@ -514,7 +514,7 @@ def seeds_figures(db: Path, copies: dict[str, object]) -> list[str]:
         out.append(f"gpu_matmul N={size} np={n} {p}: {total:.2f} ms a product, {len(rs)} "
                    f"round(s) (slowest rank's phases: {parts} ms)")
     weak = {(path_of(g), int(g["np"])): g for g in rows
-            if g["bench"] == "gpu_jacobi" and "scale=weak" in str(g.get("params") or "")
+            if g["bench"] == "gpu_jacobi" and "scale=weak" in str(g["params"] or "")
             and g["median_us"]}
     for p in sorted({p for p, _ in weak}):
         one = weak.get((p, 1))

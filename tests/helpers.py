@@ -209,3 +209,19 @@ def stored_row(d=None, **kw) -> dict:
     from commscope.store.db import row_keys
 
     return {**dict.fromkeys(row_keys()), **(d or {}), **kw}
+
+
+def points_of(store, mode: str | None = "dominant") -> list:
+    """A store's points as `show` and `report` read them (analysis/point.py):
+    its records combined over their runs, the usual machine mode kept."""
+    from commscope.analysis.repeats import aggregate
+
+    return aggregate(store.result_rows(), mode=mode)
+
+
+def stored_point(d=None, **kw):
+    """A point (analysis/point.py) with the given fields, None elsewhere: a
+    record row as stored_row gives one, nothing combined."""
+    from commscope.analysis.point import point
+
+    return point(stored_row(d, **kw))

@@ -411,6 +411,7 @@ def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
     every record, and flagged records are left out of predictions); the test
     checks what the prediction is made of, not how close it comes."""
     from commscope.analysis import predict
+    from commscope.analysis.repeats import aggregate
     from commscope.analysis.series import collect
 
     db = tmp_path / "skew.db"
@@ -426,7 +427,9 @@ def test_the_ranks_arrival_skew_is_measured_and_predicted_from(tmp_path, cores):
     # a rank that waits for the other's halo or sum waits inside the phase:
     # in every sample the wait is within the slowest rank's phase time
     assert all(ph[k]["skew_us"] <= ph[k]["max_us"] for k in ("exchange", "reduce")), ph
-    preds = {p.phase: p for p in predict.predict([jac], collect(rows))}
+    pts = aggregate(rows)  # as `analyze predict` reads them: points over the runs
+    preds = {p.phase: p for p in predict.predict([next(p for p in pts if p["bench"] == "jacobi")],
+                                                 collect(pts))}
     ex = preds["exchange"]
     lat = {r["size_bytes"]: r["median_us"] for r in rows if r["bench"] == "latency"}
     # a 2 x 1 grid: one row of 256 doubles (2 KiB) a sweep, 20 sweeps

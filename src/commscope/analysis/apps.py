@@ -15,10 +15,7 @@ from ..store.config import config_of
 
 
 def phases(r: Mapping[str, object]) -> dict[str, dict[str, object]]:
-    try:
-        text = r["phases"]
-    except (KeyError, IndexError):
-        return {}
+    text = r["phases"]
     if not text:
         return {}
     return json.loads(text) if isinstance(text, str) else dict(text)  # type: ignore[arg-type]

@@ -134,16 +134,12 @@ def _parts(r: Mapping[str, object]) -> dict[str, str]:
 
 def _floors(r: Mapping[str, object]) -> list[float]:
     """The cache-line floors a record (or its repetitions) was measured at."""
-    keys = r.keys()
-    vals = r["floors_ns"] if "floors_ns" in keys else [r["floor_ns"]] if "floor_ns" in keys else []
+    vals = r["floors_ns"] if r["floors_ns"] is not None else [r["floor_ns"]]
     return [float(f) for f in vals or [] if f]  # type: ignore[union-attr]
 
 
 def _reps(r: Mapping[str, object]) -> list[float]:
-    try:
-        return [float(x) for x in r["rep_medians_us"]]  # type: ignore[union-attr]
-    except (KeyError, IndexError, TypeError):
-        return []
+    return [float(x) for x in r["rep_medians_us"] or ()]  # type: ignore[union-attr]
 
 
 def _separate(ra: Mapping[str, object], rb: Mapping[str, object]) -> bool:

@@ -18,8 +18,10 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..store.records import combined
+from .point import AGGREGATED_NAMES, NAMES, point
 
 # Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom.
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -155,13 +157,6 @@ def mode_of(floor_ns: float | None, modes: Sequence[Mode]) -> Mode | None:
 RATE_KEYS, TIME_KEYS = combined("rate"), combined("time")
 
 
-def _get(r: Mapping[str, object], k: str) -> object:
-    try:
-        return r[k]
-    except (KeyError, IndexError):
-        return None
-
-
 def named_mode(modes: Sequence[Mode], label: str) -> Mode | None:
     """The mode a label (floor~58ns) names among these: a mode's label is
     the median floor of the records it was found among, so the same mode
@@ -189,7 +184,7 @@ def pick_mode(modes: Sequence[Mode], mode: str | None) -> str | None:
 
 
 def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
-              modes: Sequence[Mode] | None = None) -> list[dict[str, object]]:
+              modes: Sequence[Mode] | None = None) -> list[Any]:
     """One row per (configuration, benchmark, size) from its repetitions:
     median over runs as median_us, the between-run 95% interval as
     ci_lo_us/ci_hi_us (so every analysis that separates CIs uses it), the
@@ -202,18 +197,18 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
     mode label keeps that mode.  A point none of whose runs was measured in
     that mode keeps them all, marked other_mode."""
     if modes is None:
-        modes = detect_modes(_get(r, "floor_ns") for r in rows)  # type: ignore[misc]
+        modes = detect_modes(r["floor_ns"] for r in rows)  # type: ignore[misc]
     want = pick_mode(modes, mode)
     groups: dict[tuple[object, ...], list[Mapping[str, object]]] = defaultdict(list)
     for r in rows:
-        key = (_get(r, "config_key") or _get(r, "mpi_name"), r["bench"], r["np"], r["size_bytes"])
+        key = (r["config_key"] or r["mpi_name"], r["bench"], r["np"], r["size_bytes"])
         groups[key].append(r)
     out = []
     dropped = 0
     for rs in groups.values():
         other = False
         if want is not None:
-            mine = [r for r in rs if (m := mode_of(_get(r, "floor_ns"), modes)) is None  # type: ignore[arg-type]
+            mine = [r for r in rs if (m := mode_of(r["floor_ns"], modes)) is None  # type: ignore[arg-type]
                     or m.label == want]
             if not _clean(mine) and _clean(rs):
                 # the mode's runs were all taken while other processes used the
@@ -238,16 +233,16 @@ def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
         for row in out:
             row["mode_dropped"] = dropped
     _pool_next(out)
-    return out
+    return [point(row) for row in out]
 
 
 def next_interval(r: Mapping[str, object]) -> tuple[float, float] | None:
     """A point's time interval as the tables print it: where a next run's
     figure is expected (what _combine and _pool_next stored), or one run's
     own CI for a record not combined over runs."""
-    lo, hi = _get(r, "ci_lo_us"), _get(r, "ci_hi_us")
-    if _get(r, "next_lo_us") is not None:
-        lo, hi = _get(r, "next_lo_us"), _get(r, "next_hi_us")
+    lo, hi = r["ci_lo_us"], r["ci_hi_us"]
+    if r["next_lo_us"] is not None:
+        lo, hi = r["next_lo_us"], r["next_hi_us"]
     if lo is None or hi is None or not float(lo) > 0:  # type: ignore[arg-type]
         return None
     return float(lo), float(hi)  # type: ignore[arg-type]
@@ -272,13 +267,13 @@ def _pool_next(rows: Sequence[dict[str, object]]) -> None:
     CI and the runs taken in another state of the host."""
     spread: dict[tuple[object, ...], list[tuple[int, float, int]]] = defaultdict(list)
     for r in rows:
-        meds = _get(r, "rep_medians_us") or ()
+        meds = r["rep_medians_us"] or ()
         if len(meds) >= 2:  # type: ignore[arg-type]
             logs = [math.log(float(v)) for v in meds]  # type: ignore[union-attr]
             spread[_series_of(r)].append((int(r["size_bytes"]), statistics.variance(logs),  # type: ignore[call-overload]
                                           len(logs) - 1))
     for r in rows:
-        meds = _get(r, "rep_medians_us") or ()
+        meds = r["rep_medians_us"] or ()
         if not meds or len(meds) > 2:  # type: ignore[arg-type]
             continue
         size = max(1, int(r["size_bytes"]))  # type: ignore[call-overload]
@@ -300,12 +295,12 @@ def _pool_next(rows: Sequence[dict[str, object]]) -> None:
 
 
 def _series_of(r: Mapping[str, object]) -> tuple[object, ...]:
-    return (_get(r, "config_key") or _get(r, "mpi_name"), r["bench"], r["np"])
+    return (r["config_key"] or r["mpi_name"], r["bench"], r["np"])
 
 
 def _clean(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
     """The valid runs measured with no other process on the CPU."""
-    return [r for r in rs if r["valid"] and r["median_us"] and not _get(r, "flagged")]
+    return [r for r in rs if r["valid"] and r["median_us"] and not r["flagged"]]
 
 
 def far_floor(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
@@ -313,11 +308,11 @@ def far_floor(rs: Sequence[Mapping[str, object]]) -> list[Mapping[str, object]]:
     core-to-core floor more than JUMP from their median (where the floor
     drifts continuously, no mode separates such a run; its figure measures
     the host).  Only with three runs or more, and never more than leaves two."""
-    floors = [float(f) for r in rs if (f := _get(r, "floor_ns"))]  # type: ignore[arg-type]
+    floors = [float(f) for r in rs if (f := r["floor_ns"])]  # type: ignore[arg-type]
     if len(rs) < 3 or len(floors) < 3:
         return []
     med = statistics.median(floors)
-    far = [r for r in rs if (f := _get(r, "floor_ns"))
+    far = [r for r in rs if (f := r["floor_ns"])
            and not med / JUMP <= float(f) <= med * JUMP]  # type: ignore[arg-type]
     return far if len(rs) - len(far) >= 2 else []
 
@@ -338,14 +333,18 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
     # far from its point's others is another state, whatever the modes say
     far = far_floor(good) if drop_far else []
     good = [r for r in good if r not in far]
-    base = dict(rs[0]) if not good else dict(
-        sorted(good, key=lambda r: float(r["median_us"]))[(len(good) - 1) // 2])  # type: ignore[arg-type]
+    first = rs[0] if not good else sorted(good, key=lambda r: float(r["median_us"]))[  # type: ignore[arg-type]
+        (len(good) - 1) // 2]
+    # the record's fields (a column an older commscope stored, and no field declares now,
+    # is not the point's)
+    base: dict[str, object] = {k: first[k] for k in first.keys() if k in NAMES}
+    base.update(dict.fromkeys(AGGREGATED_NAMES))  # each set below where it applies
     base["n_reps"] = len(rs)
     # the runs the figure combines: a run measured while other processes
     # took the CPU is left out where a clean one exists
     base["n_used"] = len(good)
     base["far_reps"] = len(far)  # left out: taken far from the others' floor
-    windows = [int(w) for r in good if (w := _get(r, "window"))]  # type: ignore[call-overload]
+    windows = [int(w) for r in good if (w := r["window"])]  # type: ignore[call-overload]
     if windows:  # a run narrowed by the time bound: the figure is no wider than it
         base["window"] = min(windows)
         base["windows"] = tuple(sorted(set(windows)))
@@ -354,10 +353,10 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
     base["noisy_reps"] = len(valid) - len(clean)
     # runs that stopped at the time cap or the sample limit before their
     # interval reached the target
-    base["unconverged_reps"] = sum(1 for r in good if _get(r, "converged") is not None
+    base["unconverged_reps"] = sum(1 for r in good if r["converged"] is not None
                                    and not r["converged"])
     base["rep_ids"] = tuple(int(r["id"]) for r in rs)  # type: ignore[call-overload]
-    floors = [_get(r, "floor_ns") for r in rs]
+    floors = [r["floor_ns"] for r in rs]
     base["floors_ns"] = tuple(floors)
     base["modes"] = tuple(sorted({m.label for f in floors
                                   if (m := mode_of(f, modes)) is not None}))  # type: ignore[arg-type]
@@ -385,10 +384,10 @@ def _combine(rs: Sequence[Mapping[str, object]], modes: Sequence[Mode],
     base["rep_medians_us"] = tuple(meds)
     base["spread"] = b.spread
     for k in TIME_KEYS + RATE_KEYS:
-        vals = [float(v) for r in good if (v := _get(r, k)) is not None]  # type: ignore[arg-type]
+        vals = [float(v) for r in good if (v := r[k]) is not None]  # type: ignore[arg-type]
         base[k] = statistics.median(vals) if vals else None
-    if _get(base, "phases"):  # each phase's slowest-rank time: its median over the runs
-        runs = [json.loads(str(r["phases"])) for r in good if _get(r, "phases")]
+    if base["phases"]:  # each phase's slowest-rank time: its median over the runs
+        runs = [json.loads(str(r["phases"])) for r in good if r["phases"]]
         ph = json.loads(str(base["phases"]))
         for name, v in ph.items():
             has = [x[name] for x in runs if name in x]

@@ -100,7 +100,7 @@ def point(r: sqlite3.Row, keep_flagged: bool = False) -> Point | None:
         return None
     lo = r["ci_lo_us"] if r["ci_lo_us"] is not None else r["median_us"]
     hi = r["ci_hi_us"] if r["ci_hi_us"] is not None else r["median_us"]
-    reps = tuple(r["rep_medians_us"]) if "rep_medians_us" in r.keys() else ()
+    reps = tuple(r["rep_medians_us"] or ())
     # a hand-written collective (equiv_of set) is itself a reference: it
     # stands for no sends of its own
     hand = r["equiv_of"]

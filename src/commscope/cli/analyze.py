@@ -88,8 +88,7 @@ def cmd_findings(a: argparse.Namespace) -> int:
     if top and floor:
         # which of the host's modes the conclusions come from: a later
         # sweep in another mode may conclude otherwise
-        dropped = max((int(r["mode_dropped"]) for r in rows if "mode_dropped" in r.keys()
-                       and r["mode_dropped"]), default=0)
+        dropped = max((int(r["mode_dropped"]) for r in rows if r["mode_dropped"]), default=0)
         jobs = limits.floor_spread(rows)
         top += ("Drawn from records taken at "
                 + (limits.floor_words(jobs[0], jobs[1], None) if jobs else

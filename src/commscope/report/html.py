@@ -37,7 +37,7 @@ def environment() -> jinja2.Environment:
 
 
 def _stored_runs(r: sqlite3.Row) -> int:
-    return int(r["n_reps"]) if "n_reps" in r.keys() else 1
+    return int(r["n_reps"] or 1)
 
 
 def _uncertainty(rows: Sequence[sqlite3.Row]) -> str:
@@ -58,7 +58,7 @@ def _uncertainty(rows: Sequence[sqlite3.Row]) -> str:
                  "own confidence interval, which does not hold from one run to the next on "
                  "a VM (run with --repeat 3)")
     dropped = max((int(r["mode_dropped"]) for r in rows
-                   if "mode_dropped" in r.keys() and r["mode_dropped"]), default=0)
+                   if r["mode_dropped"]), default=0)
     if dropped:
         text += (f"; {dropped} record{'' if dropped == 1 else 's'} measured in another machine "
                  "mode (another core-to-core floor) were left out, so that every comparison "

@@ -24,7 +24,6 @@ from .export import version_line
 from .tables import (
     MARKS,
     _config_window,
-    _has,
     _marks,
     _n_reps,
     figure_interval,
@@ -60,11 +59,11 @@ def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
         used = n_used(r)
         marks = "".join(m for m, on in _marks(r) if on)
         windowed = "window" in bench_facts(r["bench"]).changed_by
-        narrowed = windowed and _has(r, "window") and _config_window(r) > r["window"]
+        narrowed = windowed and r["window"] is not None and _config_window(r) > r["window"]
         sp = scaled.get(int(r["id"]))
         p: dict[str, object] = {
             "bench": r["bench"], "np": r["np"], "size_bytes": r["size_bytes"],
-            "size_param": r["size_param"] if _has(r, "size_param") else None,
+            "size_param": r["size_param"],
             "label": name[id(r)][0], "where": place(r), "config_key": r["config_key"],
             "mpi": r["mpi_name"],
             "mpi_version": version_line(r["mpi_version"]),
@@ -78,18 +77,18 @@ def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
             "value": v if r["valid"] else None,
             "low": rng[0] if rng and r["valid"] else None,
             "high": rng[1] if rng and r["valid"] else None,
-            "interval": ("between runs" if used > 2 else "pooled" if _has(r, "next_pooled")
+            "interval": ("between runs" if used > 2 else "pooled" if r["next_pooled"]
                          else "range of 2 runs" if used == 2 else "within one run")
                         if rng else None,
             "median_us": r["median_us"], "ci_lo_us": r["ci_lo_us"], "ci_hi_us": r["ci_hi_us"],
             "runs": used, "runs_stored": _n_reps(r), "valid": bool(r["valid"]),
             "marks": marks,
-            "converged": not (_has(r, "unconverged_reps") and r["unconverged_reps"]),
-            "noisy_runs": int(r["noisy_reps"]) if _has(r, "noisy_reps") else 0,
-            "other_mode": bool(_has(r, "other_mode") and r["other_mode"]),
-            "modes": list(r["modes"]) if _has(r, "modes") else [],
-            "window": r["window"] if _has(r, "window") else None,
-            "windows": list(r["windows"]) if windowed and _has(r, "windows") else [],
+            "converged": not r["unconverged_reps"],
+            "noisy_runs": int(r["noisy_reps"] or 0),
+            "other_mode": bool(r["other_mode"]),
+            "modes": list(r["modes"] or ()),
+            "window": r["window"],
+            "windows": list(r["windows"] or ()) if windowed else [],
             "window_narrowed": bool(narrowed),
             "busbw_mb_per_s": r["busbw_mb_per_s"],
             "mlups": sp.mlups if sp else None,
@@ -97,7 +96,7 @@ def points(rows: Sequence[sqlite3.Row]) -> list[dict[str, object]]:
             "efficiency_low": sp.eff_range[0] if sp and sp.eff_range else None,
             "efficiency_high": sp.eff_range[1] if sp and sp.eff_range else None,
         }
-        if _has(r, "phases"):
+        if r["phases"] is not None:
             pb = apps.phase_bytes(r)
             p["phases"] = {n: {"ms": float(ph["max_us"]) / 1e3,  # type: ignore[arg-type]
                                "bytes_per_rank": list(pb.get(n, ()))}

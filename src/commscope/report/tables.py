@@ -21,7 +21,7 @@ def primary(rs: Sequence[sqlite3.Row]) -> tuple[str, str]:
     """Which number a table shows, and its unit: the core's to say (each
     record names its primary figure); records stored before it did, by the
     core's table of benchmarks (a time where it does not know the benchmark)."""
-    key = next((r["primary_figure"] for r in rs if _has(r, "primary_figure")), None)
+    key = next((r["primary_figure"] for r in rs if r["primary_figure"] is not None), None)
     key = key or bench_facts(rs[0]["bench"]).primary
     return key, unit_of(key)
 
@@ -63,10 +63,10 @@ def figure_interval(r: Mapping[str, object], v: float,
 def window_text(r: Mapping[str, object]) -> str:
     """'(window N)' where the time bound narrowed the window below the
     configuration's; '(windows a, b)' where its runs ran different ones."""
-    ws = r["windows"] if _has(r, "windows") else ()  # type: ignore[arg-type]
+    ws = r["windows"] or ()  # type: ignore[arg-type]
     if len(ws) > 1:  # type: ignore[arg-type]
         return f" (windows {', '.join(map(str, ws))})"  # type: ignore[call-overload]
-    if _has(r, "window") and _config_window(r) > r["window"]:  # type: ignore[arg-type, operator]
+    if r["window"] is not None and _config_window(r) > r["window"]:  # type: ignore[arg-type, operator]
         return f" (window {r['window']})"
     return ""
 
@@ -74,10 +74,8 @@ def window_text(r: Mapping[str, object]) -> str:
 def n_used(r: Mapping[str, object]) -> int:
     """The runs a figure combines (those left out: another machine mode,
     or other processes on the CPU where a clean run exists)."""
-    try:
-        return int(r["n_used"])  # type: ignore[call-overload]
-    except (KeyError, IndexError, TypeError):
-        return _n_reps(r)  # type: ignore[arg-type]
+    used = r["n_used"]
+    return int(used) if used is not None else _n_reps(r)  # type: ignore[call-overload, arg-type]
 
 
 # The marks a cell carries, in this order, and what each says (legend()).
@@ -101,16 +99,13 @@ def _marks(r: sqlite3.Row) -> list[tuple[str, bool]]:
     return list(zip((m for m, _ in MARKS), (
         n_used(r) == 1,
         n_used(r) == 2,
-        _has(r, "unconverged_reps") and bool(r["unconverged_reps"]),
+        bool(r["unconverged_reps"]),
         bool(r["flagged"]),
-        _has(r, "other_mode") and bool(r["other_mode"])), strict=True))
+        bool(r["other_mode"])), strict=True))
 
 
 def _n_reps(r: sqlite3.Row) -> int:
-    try:
-        return int(r["n_reps"])
-    except (KeyError, IndexError):
-        return 1
+    return int(r["n_reps"] or 1)
 
 
 def names(rows: Sequence[sqlite3.Row]) -> dict[int, tuple[str, str]]:
@@ -185,7 +180,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False, busbw: bool = Fa
         key, unit = primary(rs)
         if per_node and any(r["mb_per_s"] is not None for r in rs):
             key, unit = "mb_per_s", "MB/s per node"
-        elif busbw and any(_has(r, "busbw_mb_per_s") for r in rs):
+        elif busbw and any(r["busbw_mb_per_s"] is not None for r in rs):
             key, unit = "busbw_mb_per_s", "MB/s bus bandwidth"
         places = sorted({place(r) for r in rs})
         col = {id(r): name[id(r)][0] if len(places) == 1 else f"{name[id(r)][0]} {place(r)}"
@@ -200,7 +195,7 @@ def tables(rows: Sequence[sqlite3.Row], per_node: bool = False, busbw: bool = Fa
         out.append(f"{bench}, {np_} processes{where}: {unit}{over}")
         w = max(8, *(len(h) for h in cols),
                 *(len(v) for row in cells.values() for v in row.values())) + 2
-        axis = next((str(r["size_param"]) for r in rs if _has(r, "size_param")), None)
+        axis = next((str(r["size_param"]) for r in rs if r["size_param"] is not None), None)
         out.append(f"{axis or 'size':>8}  " + "  ".join(f"{m:>{w}}" for m in cols))
         for size in sorted(cells):
             out.append(f"{(str(size) if axis else human(size)):>8}  "
@@ -219,7 +214,7 @@ def phase_table(rs: Sequence[sqlite3.Row], col: dict[int, str], axis: str) -> li
     out: list[str] = []
     by_col: dict[str, list[sqlite3.Row]] = defaultdict(list)
     for r in rs:
-        if _has(r, "phases") and r["valid"]:
+        if r["phases"] is not None and r["valid"]:
             by_col[col[id(r)]].append(r)
     for name, group in sorted(by_col.items()):
         names = list(apps.phases(group[0]))
@@ -318,7 +313,7 @@ def mode_lines(rows: Sequence[sqlite3.Row]) -> list[str]:
 
     floors = [f for r in rows for f in _floors(r)]
     modes = detect_modes(floors)
-    dropped = max((int(r["mode_dropped"]) for r in rows if _has(r, "mode_dropped")), default=0)
+    dropped = max((int(r["mode_dropped"]) for r in rows if r["mode_dropped"]), default=0)
     if len(modes) < 2 and not dropped:
         return []
     parts = ", ".join(f"{m.label} ({m.count} record(s), {m.lo_ns:.0f}-{m.hi_ns:.0f} ns)"
@@ -336,17 +331,10 @@ def _config_window(r: sqlite3.Row) -> int:
     return int(dict(cfg.params if cfg else ()).get("window", PARAM_DEFAULTS["window"]))  # type: ignore[call-overload]
 
 
-def _has(r: sqlite3.Row, k: str) -> bool:
-    try:
-        return r[k] is not None
-    except (KeyError, IndexError):
-        return False
-
-
 def _floors(r: sqlite3.Row) -> tuple:
-    if _has(r, "floors_ns"):
+    if r["floors_ns"] is not None:
         return tuple(r["floors_ns"])
-    return (r["floor_ns"],) if _has(r, "floor_ns") else ()
+    return (r["floor_ns"],) if r["floor_ns"] is not None else ()
 
 
 def run_table(rows: Sequence[sqlite3.Row]) -> str:

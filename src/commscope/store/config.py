@@ -152,13 +152,12 @@ def _applies(param: str, row: Mapping[str, object]) -> bool:
     never merges two configurations: config.Apart names it where needed."""
     if param not in core_facts.changing_options():
         return True
-    keys = row.keys()
-    b = core_facts.bench(str(row["bench"]) if "bench" in keys else "")
+    b = core_facts.bench(str(row["bench"]))
     if b.known:
         return param in b.changed_by
-    app = "params" in keys and bool(row["params"])
+    app = bool(row["params"])
     if param in ("root", "rotate_root"):
-        return "root" in keys and row["root"] is not None
+        return row["root"] is not None
     if param == "buffers":
         return not app
     return param == "param" and app
@@ -185,7 +184,7 @@ def what(row: Mapping[str, object], params: bool = True) -> str:
     if cfg is None:
         return str(row["mpi_name"])
     used = tuple(k for k, _ in cfg.params if params and _applies(k, row))
-    declared = str(row["params"] or "") if "params" in row.keys() else ""
+    declared = str(row["params"] or "")
     key = (str(text), used, declared)
     if key not in _WHAT_CACHE:
         def own(k: str, v: object) -> object:

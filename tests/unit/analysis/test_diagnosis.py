@@ -696,13 +696,14 @@ def test_the_next_run_measures_again_what_the_last_diagnosis_confirmed(tmp_path)
     run's screen, and its setting came and went from the first screen."""
     import shutil
 
+    from commscope.analysis.repeats import aggregate
     from commscope.analysis.series import collect
     from commscope.store.db import Store
 
     db = tmp_path / "s.db"
     shutil.copyfile(golden("first-run.sqlite"), db)
     s = Store(db)
-    series = collect(s.selection("sweep=1"))
+    series = collect(aggregate(s.selection("sweep=1"), mode="dominant"))  # as diagnose does
     confirmed = {o.gap.id for o in dg.latest(s, [1]).outcomes if o.confirmed}
     assert len(confirmed) >= 5
     again, configs, n = diagnose.prior_gaps(s, 2, series, [])

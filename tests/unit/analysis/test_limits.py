@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from commscope.analysis import limits
+from tests.helpers import stored_point
 
 PROBE = {"process_vm_readv": {"call_8b_ns": 680.0, "gbs_4mib": 8.8},
          "copy": [{"where": "cache", "bytes": 524288, "gbs": 76.0},
@@ -11,9 +14,9 @@ PROBE = {"process_vm_readv": {"call_8b_ns": 680.0, "gbs_4mib": 8.8},
 
 
 def _row(mpi, bench, size, med, lo, hi, mb=None, floor=190.0, flagged=False):
-    return {"mpi_name": mpi, "bench": bench, "size_bytes": size, "median_us": med,
-            "ci_lo_us": lo, "ci_hi_us": hi, "mb_per_s": mb, "floor_ns": floor, "np": 2,
-            "cluster": "local", "valid": True, "flagged": flagged}
+    return stored_point({"mpi_name": mpi, "bench": bench, "size_bytes": size, "median_us": med,
+                         "ci_lo_us": lo, "ci_hi_us": hi, "mb_per_s": mb, "floor_ns": floor,
+                         "np": 2, "cluster": "local", "valid": True, "flagged": flagged})
 
 
 def _rows():
@@ -86,10 +89,9 @@ def test_a_gpu_paths_figures_are_not_set_against_the_hosts_limits(monkeypatch):
     path's figures stand without them, host memory's keep theirs."""
     import json
     monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
-    rows = _rows()
-    for r in rows:
-        r["config"] = json.dumps({"mpi": r["mpi_name"],
-                                  "buffer": "staged" if r["mpi_name"] == "mpich" else ""})
+    rows = [replace(r, config=json.dumps({"mpi": r["mpi_name"], "buffer": "staged"
+                                          if r["mpi_name"] == "mpich" else ""}))
+            for r in _rows()]
     h = limits.headline(rows, PROBE)
     got = {label: figs for label, _, figs in h.rows}
     gpu, host = got["latency, smallest message"]
@@ -104,10 +106,8 @@ def test_one_floor_figure_wherever_a_latency_is_set_against_it(monkeypatch):
     own latency jobs measured (the host moves between jobs), named with its
     figure; the note gives the jobs' median with its spread."""
     monkeypatch.setattr(limits, "what", lambda r: r["mpi_name"])
-    rows = _rows()
-    for r in rows:  # mpich's jobs ran while the host sat higher
-        if r["mpi_name"] == "mpich" and r["bench"] == "latency":
-            r["floor_ns"] = 260.0
+    rows = [replace(r, floor_ns=260.0)  # mpich's jobs ran while the host sat higher
+            if r["mpi_name"] == "mpich" and r["bench"] == "latency" else r for r in _rows()]
     h = limits.headline(rows, PROBE, probe_floor_ns=140.0)
     assert h is not None
     mp, om = dict((label, figs) for label, _, figs in h.rows)["latency, smallest message"]
@@ -125,6 +125,6 @@ def test_one_floor_figure_wherever_a_latency_is_set_against_it(monkeypatch):
     assert "190-260 ns in the middle 80%" in note
     assert "the probe read 140 ns" in note
     # without floors in the records: the probe's, said so
-    bare = [{**r, "floor_ns": None} for r in rows]
+    bare = [replace(r, floor_ns=None) for r in rows]
     assert limits.beside_latency(bare, 140.0)[1].endswith(
         "2.9x the core-to-core floor (140 ns, the probe's floor); MPI adds 260 ns")

@@ -17,7 +17,7 @@ from commscope.report.tables import figure_interval
 from commscope.store.config import Configuration, config_of, from_stored, what
 from commscope.store.db import FAILED, OK, Store
 from commscope.store.records import parse_file
-from tests.helpers import RECORDS, info, stored_row
+from tests.helpers import RECORDS, info, stored_point, stored_row
 
 
 # -- between runs ---------------------------------------------------------------
@@ -92,7 +92,7 @@ def test_one_or_two_runs_take_the_spread_of_their_configurations_near_points_poo
     assert c["next_pooled"]
     assert c["next_lo_us"] == pytest.approx(math.exp(m - 2.365 * sd * math.sqrt(1.5)), rel=1e-4)
     assert c["next_hi_us"] == pytest.approx(math.exp(m + 2.365 * sd * math.sqrt(1.5)), rel=1e-4)
-    assert "next_pooled" not in got[("c", 8)]  # three runs: their own spread
+    assert got[("c", 8)]["next_pooled"] is None  # three runs: their own spread
     # the pooled spread stands in place of two runs' own t interval (12.7 a side),
     # and always holds the point's own runs
     (d,) = [r for r in aggregate([*rows, _row(800, "c", 5.0, 70.0, size=16),
@@ -111,7 +111,7 @@ def test_one_or_two_runs_take_the_spread_of_their_configurations_near_points_poo
     # nothing to pool (another benchmark): the two runs' range
     (alone,) = aggregate([_row(1, "c", 5.0, 70.0, bench="bw", ci=0.0),
                           _row(2, "c", 5.01, 70.0, bench="bw", ci=0.0)])
-    assert "next_pooled" not in alone and figure_interval(alone, 5.0) == (5.0, 5.01)
+    assert alone["next_pooled"] is None and figure_interval(alone, 5.0) == (5.0, 5.01)
     assert figure_interval(c, 5.0) == (c["next_lo_us"], c["next_hi_us"])
 
 
@@ -170,7 +170,7 @@ def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
         [_row(1, "a", 0.10, 50.0), _row(2, "a", 0.11, 52.0), _row(3, "a", 0.12, 51.0),
          _row(4, "a", 0.30, 24.0, size=64)], mode="dominant")}
     assert lone[64]["rep_ids"] == (4,) and lone[64]["other_mode"]
-    assert not lone[8]["other_mode"] and "mode_dropped" not in lone[8]
+    assert not lone[8]["other_mode"] and lone[8]["mode_dropped"] is None
     # a point whose runs in the usual mode were all taken while other processes
     # used the CPU: the clean run of the other mode stands in, marked, not a hole
     busy = {r["size_bytes"]: r for r in aggregate(
@@ -181,7 +181,7 @@ def test_aggregate_keeps_one_mode_when_asked_and_drops_noisy_runs():
     assert not busy[64]["flagged"]
     # two records in two modes: neither is the machine's usual state, both stay
     even = aggregate([_row(1, "a", 0.10, 24.0), _row(2, "a", 0.19, 50.0)], mode="dominant")
-    assert even[0]["rep_ids"] == (1, 2) and "mode_dropped" not in even[0]
+    assert even[0]["rep_ids"] == (1, 2) and even[0]["mode_dropped"] is None
     noisy = aggregate([_row(1, "a", 0.1, 50.0), _row(2, "a", 0.5, 50.0, flagged=True),
                        _row(3, "a", 0.12, 50.0)])[0]
     assert noisy["rep_medians_us"] == (0.1, 0.12) and not noisy["flagged"]
@@ -233,9 +233,9 @@ def test_configuration_of_a_run_stored_before_configurations():
 def test_what_shows_only_the_parameters_that_apply():
     cfg = Configuration("mpich", params=(("root", 3), ("window", 8)))
     text = json.dumps(cfg.to_json())
-    assert what({"config": text, "bench": "latency", "root": None}) == "mpich"
-    assert what({"config": text, "bench": "bcast", "root": 3}) == "mpich root=3"
-    assert what({"config": text, "bench": "bw", "root": None}) == "mpich window=8"
+    assert what(stored_row(config=text, bench="latency", root=None)) == "mpich"
+    assert what(stored_row(config=text, bench="bcast", root=3)) == "mpich root=3"
+    assert what(stored_row(config=text, bench="bw", root=None)) == "mpich window=8"
 
 
 # -- the store: newest complete measurement -----------------------------------------
@@ -288,7 +288,7 @@ def test_migration_to_5_gives_old_runs_their_configuration(tmp_path):
 # -- compare pairs by configuration ------------------------------------------------
 def _crow(i, mpi, median, reps=(), size=8, cluster="local", transport="mpi"):
     cfg = Configuration(mpi, cluster=cluster, transport=transport)
-    return stored_row({
+    return stored_point({  # a point over its runs, as compare reads one
         "id": i, "bench": "latency", "np": 2, "size_bytes": size, "valid": True,
         "median_us": median, "ci_lo_us": median * 0.99, "ci_hi_us": median * 1.01,
         "config": json.dumps(cfg.to_json()), "mpi_name": mpi, "cluster": cluster,
@@ -346,8 +346,9 @@ def test_a_mode_named_from_the_whole_store_picks_it_among_fewer_records():
     modes = detect_modes([56.0, 57.0, 57.5, 250.0, 251.0])
     assert named_mode(modes, "floor~58ns").label == "floor~57ns"
     assert named_mode(modes, "floor~900ns") is None and named_mode(modes, "fast") is None
-    rows = [{"config_key": "k", "bench": "latency", "np": 2, "size_bytes": 8, "valid": True,
-             "median_us": m, "ci_us": 0.01, "floor_ns": f, "id": i, "converged": True}
+    rows = [stored_row({"config_key": "k", "bench": "latency", "np": 2, "size_bytes": 8,
+                        "valid": True, "median_us": m, "ci_us": 0.01, "floor_ns": f, "id": i,
+                        "converged": True})
             for i, (m, f) in enumerate([(0.2, 56.0), (0.21, 57.0), (0.4, 250.0),
                                         (0.41, 251.0), (0.2, 57.5)])]
     (row,) = aggregate(rows, mode="floor~58ns")
@@ -398,3 +399,41 @@ def test_a_point_measured_on_a_busy_machine_is_kept_marked_for_predictions_only(
     assert all(p is not None and p.flagged for p in kept)
     m = predict.model({p.size: p for p in kept})
     assert m is not None and m.busy
+
+
+def test_a_point_is_typed_frozen_and_holds_every_field():
+    """Aggregation returns points (analysis/point.py): every field there, None
+    where it does not apply, so that no reader asks whether a key exists; a
+    key aggregation makes that no field declares is an error, not lost."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from commscope.analysis.point import AGGREGATED_NAMES, NAMES, Point, point
+    from commscope.store.db import row_keys
+
+    (p,) = aggregate([_row(1, "a", 0.20, 50.0)])
+    assert isinstance(p, Point) and {f.name for f in fields(p)} == NAMES
+    assert NAMES == {*row_keys(), *AGGREGATED_NAMES}
+    assert p["n_reps"] == p.n_reps == 1 and p["mode_dropped"] is None
+    with pytest.raises(FrozenInstanceError):
+        p.n_reps = 2  # type: ignore[misc]
+    with pytest.raises(KeyError):
+        p["no_such_key"]
+    with pytest.raises(TypeError, match="declare it in AGGREGATED"):
+        point({"id": 1, "a_new_aggregate": 2.0})
+
+
+def test_no_reader_asks_whether_a_record_has_a_key():
+    """Records and points carry every field (None where it does not apply):
+    `"k" in r.keys()`, or a KeyError caught, in a reader of them is a field
+    that some rows lack, the thing the typed point removed."""
+    import re
+    from pathlib import Path
+
+    import commscope
+
+    src = Path(commscope.__file__).parent
+    found = [f"{p.relative_to(src)}:{n}: {line.strip()}"
+             for p in sorted(src.rglob("*.py"))
+             for n, line in enumerate(p.read_text().splitlines(), 1)
+             if re.search(r"""["'][a-z_0-9]+["'] (not )?in \w+\.keys\(\)""", line)]
+    assert not found, found

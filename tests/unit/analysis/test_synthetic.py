@@ -9,7 +9,7 @@ import pytest
 
 from commscope.analysis import crossover, findings, hockney, loggp, significance
 from commscope.analysis.series import Config, Point, collect
-from tests.helpers import stored_row
+from tests.helpers import stored_point, stored_row
 
 SIZES = [2**k for k in range(0, 21, 2)]  # 1 B .. 1 MiB
 
@@ -259,7 +259,7 @@ def test_prediction_arithmetic_on_synthetic_models():
     conf = _json.dumps(Configuration("openmpi", params=(("param", "iters=20"),)).to_json())
 
     def app(i, bench, n, params, phases):
-        return stored_row({
+        return stored_point({
             "id": i, "bench": bench, "np": 2, "size_bytes": n, "valid": True,
             "median_us": 1000.0, "ci_lo_us": 990.0, "ci_hi_us": 1010.0, "flagged": False,
             "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "config": conf,
@@ -347,14 +347,14 @@ def test_prediction_arithmetic_on_synthetic_models():
     assert "hot-buffer" not in ge[("jacobi", "exchange")].note
     # summa's panels change owner down the column: with the rank averages
     # stored (mean_rank_avg_us, carried on each point), its broadcasts read those
-    bc = stored_row({
+    bc = stored_point({
         "id": 9, "bench": "bcast", "np": 2, "size_bytes": 1024, "valid": True,
         "median_us": 10.0, "ci_lo_us": 9.0, "ci_hi_us": 11.0, "flagged": False,
         "mpi_name": "openmpi", "cluster": "local", "nodes": 1, "params": None, "root": 0,
         "config": _json.dumps(Configuration("openmpi", params=(("buffers", "evicted"),)
                                             ).to_json()), "mean_rank_avg_us": 6.0})
     ((key, bench), pts), = predict.rank_average(collect(
-        [bc, dict(bc, id=10, size_bytes=2048, mean_rank_avg_us=None)])).items()
+        [bc, replace(bc, id=10, size_bytes=2048, mean_rank_avg_us=None)])).items()
     assert (key.mpi, bench) == ("openmpi buffers=evicted", "bcast"), key
     assert list(pts) == [1024]  # a point without a rank average is left out
     assert (pts[1024].median, pts[1024].lo, pts[1024].hi) == pytest.approx((6.0, 5.4, 6.6))
@@ -383,7 +383,7 @@ def test_prediction_arithmetic_on_synthetic_models():
                       "bcast --np 2 --sizes 1:8M --buffers cold (or --for matmul,N=1000)"), b.note
     # the ranks' arrival skew, measured in the phase, is the first rank's wait:
     # added to the model and said
-    skewed = [dict(rows[1], phases=_json.dumps(
+    skewed = [replace(rows[1], phases=_json.dumps(
         {"exchange": {"max_us": 900.0, "ranks_us": [80.0, 900.0], "skew_us": 820.0},
          "reduce": {"max_us": 2.0, "ranks_us": [1.0, 2.0], "skew_us": 0.01}}))]
     got = {(p.bench, p.phase): p for p in predict.predict(skewed, models)}
@@ -395,7 +395,7 @@ def test_prediction_arithmetic_on_synthetic_models():
                                                                    rel=1e-3)
     assert "measured in the run" not in got[("jacobi", "reduce")].note  # under 5% of it
     # a phase that still misses with the skew added names, in ms, what is in neither
-    slow = [dict(rows[1], phases=_json.dumps(
+    slow = [replace(rows[1], phases=_json.dumps(
         {"exchange": {"max_us": 2000.0, "ranks_us": [1500.0, 2000.0], "skew_us": 820.0}}))]
     (ex,) = [p for p in predict.predict(slow, models) if p.phase == "exchange"]
     gap = 2000.0 - (820.0 + 20 * (0.25 + 8 * 4096 / 8000.0))

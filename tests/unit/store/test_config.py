@@ -15,7 +15,7 @@ from commscope.analysis.series import Config, Point, collect
 from commscope.errors import CommscopeError
 from commscope.report.tables import tables
 from commscope.store.config import Configuration
-from tests.helpers import stored_row
+from tests.helpers import stored_point
 
 BUILD_A = "2667a80ce68d57d8ab83a36f46dc36ddb8a71c83bd75cfb41f28f121796264c9"
 BUILD_B = "9f00d2c1" + BUILD_A[8:]  # another openmpi: another wrapper, same name
@@ -35,7 +35,7 @@ def rec(c: Configuration | None, bench="latency", size=8, median=1.0, *, key=Non
         mpi_name="openmpi") -> dict[str, object]:
     """One aggregated record as store.result_rows + analysis.repeats give it."""
     i = next(_ids)
-    return stored_row({
+    return stored_point({
         "id": i, "run_id": i, "bench": bench, "np": 2, "size_bytes": size, "valid": 1,
         "median_us": median, "ci_lo_us": median * 0.99, "ci_hi_us": median * 1.01,
         "ci_us": median * 0.01, "mb_per_s": None, "rate_per_s": None, "flagged": 0,

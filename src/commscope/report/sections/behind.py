@@ -14,13 +14,9 @@ def _n(k: int, noun: str) -> str:
     return f"{k} {noun}{'' if k == 1 else 's'}"
 
 
-def _has(r: Mapping[str, object] | sqlite3.Row, k: str) -> bool:
-    return k in r.keys()
-
-
 def _key(r: Mapping[str, object] | sqlite3.Row) -> tuple[object, ...]:
     """A point's key, as analysis/repeats.aggregate groups records."""
-    cfg = (r["config_key"] if _has(r, "config_key") else None) or r["mpi_name"]
+    cfg = r["config_key"] or r["mpi_name"]
     return (cfg, r["bench"], r["np"], r["size_bytes"])
 
 
@@ -95,7 +91,7 @@ def behind(store: Store, rows: Sequence[Mapping[str, object] | sqlite3.Row]) -> 
     out)."""
     used: set[int] = set()
     for r in rows:
-        ids = r["rep_ids"] if _has(r, "rep_ids") else None
+        ids = r["rep_ids"]
         if ids:  # a point over its repetitions
             used.update(int(i) for i in ids)  # type: ignore[union-attr]
         else:  # a record as stored
@@ -115,14 +111,14 @@ def behind(store: Store, rows: Sequence[Mapping[str, object] | sqlite3.Row]) -> 
     again = len(store.measured_again()[0] - shown)
     return Behind(
         points=len(rows),
-        reps=tuple(sorted({int(r["n_reps"]) if _has(r, "n_reps") else 1 for r in rows})),  # type: ignore[call-overload]
+        reps=tuple(sorted({int(r["n_reps"] or 1) for r in rows})),  # type: ignore[call-overload]
         records=len(recs), used=len(used & shown),
         mode_dropped=max((int(r["mode_dropped"]) for r in rows  # type: ignore[call-overload]
-                          if _has(r, "mode_dropped") and r["mode_dropped"]), default=0),
+                          if r["mode_dropped"]), default=0),
         run_ids=frozenset(runs), sweeps=len({s for s in runs.values() if s is not None}),
         outside=sum(1 for s in runs.values() if s is None),
         store_records=int(n_store), store_runs=int(n_runs), again=again,
         noisy_left=sum(int(r["n_reps"]) - int(r["n_used"]) for r in rows  # type: ignore[call-overload]
-                       if _has(r, "n_reps") and _has(r, "n_used")))
+                       if r["n_reps"] is not None and r["n_used"] is not None))
 
 
