@@ -136,8 +136,9 @@ def _lat(s: int) -> float:
 def _against_hot(buffers: str, slow_from: int, k: float, flip: bool = False):
     """hot latency against the same latency with `buffers`, k times as long
     from `slow_from` (flip: the hot side slow): its findings and conclusions."""
-    hot = Config("openmpi", 2, "local", impl="openmpi")
-    other = Config(f"openmpi buffers={buffers}", 2, "local", impl="openmpi", base="openmpi")
+    hot = Config("openmpi", 2, "local", impl="openmpi", key="openmpi")
+    other = Config(f"openmpi buffers={buffers}", 2, "local", impl="openmpi", base="openmpi",
+                   key=f"openmpi buffers={buffers}")
     sizes = [2**k for k in range(0, 23)]
 
     def pts(f):
@@ -185,8 +186,10 @@ def test_cold_against_evicted_is_two_regimes_and_no_cross_pairing():
     latency here: cold 2.4x hot, evicted 2.1x), so neither side faster is an
     anomaly.  And another library with its data held otherwise is two changes
     at once: no comparison is made."""
-    cold = Config("openmpi buffers=cold", 2, "local", impl="openmpi", base="openmpi")
-    ev = Config("openmpi buffers=evicted", 2, "local", impl="openmpi", base="openmpi")
+    cold = Config("openmpi buffers=cold", 2, "local", impl="openmpi", base="openmpi",
+                  key="openmpi buffers=cold")
+    ev = Config("openmpi buffers=evicted", 2, "local", impl="openmpi", base="openmpi",
+                key="openmpi buffers=evicted")
     sizes = [2**k for k in range(0, 23)]
 
     def pts(f):
@@ -201,7 +204,7 @@ def test_cold_against_evicted_is_two_regimes_and_no_cross_pairing():
     (c,) = summary.conclusions(found)
     assert c.headline.startswith("Cold buffers take 1.5x as long (at least "), c.headline
     assert "no cache mechanism" not in c.headline and c.saving == ""
-    mpich = Config("mpich", 2, "local", impl="mpich")
+    mpich = Config("mpich", 2, "local", impl="mpich", key="mpich")
     data = {(ev, "latency"): pts(_lat), (mpich, "latency"): pts(lambda s: 3 * _lat(s))}
     assert [f for f in findings.all_findings(data) if f.kind == "faster"] == []
     # nor is it said to have been compared and found even

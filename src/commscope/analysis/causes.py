@@ -395,5 +395,5 @@ def cause_key(c: Cause) -> str:
             (c.coll,) if c.kind == "algorithm" else ())
     if not what:
         return ""
-    return "|".join((c.kind, c.config.key or c.config.mpi, str(c.config.np), c.config.cluster,
+    return "|".join((c.kind, c.config.key, str(c.config.np), c.config.cluster,
                      *what))

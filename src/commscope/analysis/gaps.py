@@ -35,7 +35,7 @@ def reference_pattern(bench: str) -> bool:
 def arm_of(c: Config) -> str:
     """A configuration's name in the diagnosis: its key (the same
     configuration has the same key in the next sweep)."""
-    return c.key or c.label()
+    return c.key
 
 
 def _sizes(series: Series, lo: int, hi: int) -> tuple[list[int], list[int]]:

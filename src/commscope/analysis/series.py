@@ -43,11 +43,10 @@ class Config:
     transport, parameters and settings where not the defaults), process
     count, cluster (with its node count when the ranks span several).
 
-    Its identity is the configuration's canonical key (runs.config_key)
-    where it has one: `mpi` is for display only.  A Config without a key
-    (one built to look a series up by what it is called) equals the one
-    of its label; collect() never gives one label to two keys, so such a
-    lookup finds at most one series per benchmark."""
+    Its identity is the configuration's canonical key (runs.config_key,
+    which every stored run has: a store made before configurations gets
+    them as it opens, Store._backfill_configs): `mpi` is for display only,
+    and nothing is looked up by it."""
 
     mpi: str
     np: int
@@ -67,18 +66,18 @@ class Config:
     base_key: str = field(default="", compare=False)
     params: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
+    def __post_init__(self) -> None:
+        if not self.key:
+            raise ValueError(f"a series configuration without its key: {self.mpi}")
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Config):
             return NotImplemented
-        where = (self.np, self.cluster, self.oversubscribed) == (
-            other.np, other.cluster, other.oversubscribed)
-        if self.key and other.key:
-            return where and self.key == other.key
-        return where and self.mpi == other.mpi
+        return (self.key, self.np, self.cluster, self.oversubscribed) == (
+            other.key, other.np, other.cluster, other.oversubscribed)
 
     def __hash__(self) -> int:
-        # what equal Configs share whether they are compared by key or by label
-        return hash((self.np, self.cluster, self.oversubscribed))
+        return hash((self.key, self.np, self.cluster, self.oversubscribed))
 
     @property
     def implementation(self) -> str:
@@ -158,7 +157,7 @@ def collect(rows: Iterable[sqlite3.Row], keep_flagged: bool = False
         if p is not None:
             key, full = stored(r)
             over = bool(r["oversubscribed"])
-            shown = Config(what(r), int(r["np"]), place(r), over)
+            shown = Config(what(r), int(r["np"]), place(r), over, key=key)
             recs.append((r, p, key, full, shown))
     apart = Apart((c.label(), key, full) for _, _, key, full, c in recs)
     out: dict[tuple[Config, str], Series] = defaultdict(dict)
@@ -182,18 +181,12 @@ def find(series: Mapping[tuple[Config, str], Series], like: Config, bench: str, 
     """The series of `bench` measured where `like` was, short of its own
     benchmark's parameters and placement (the same build, transport,
     buffers and settings: Configuration.base_key), at np_ processes on its
-    cluster, naming exactly `params` ({}: the defaults).  Where either side
-    has no stored configuration (a store from before configurations), by
-    its label: `like`'s without its parameters, then those given."""
+    cluster, naming exactly `params` ({}: the defaults)."""
     want = dict(params or {})
-    label = " ".join([like.base or like.mpi, *(f"{k}={v}" for k, v in sorted(want.items()))])
     for (c, b), pts in series.items():
         if (b, c.np, c.cluster, c.oversubscribed) != (bench, np_, like.cluster, oversubscribed):
             continue
-        if like.base_key and c.base_key:
-            if c.base_key == like.base_key and dict(c.params) == want:
-                return pts
-        elif c.mpi == label:
+        if c.base_key == like.base_key and dict(c.params) == want:
             return pts
     return None
 

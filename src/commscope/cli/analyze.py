@@ -13,7 +13,7 @@ from ..analysis.repeats import aggregate
 from ..analysis.series import noisy_text
 from ..errors import CommscopeError
 from ..store import core_facts
-from ..store.config import place, what
+from ..store.config import place
 from ..store.db import Store
 from . import screen
 from .common import command
@@ -45,9 +45,9 @@ def cmd_crossover(a: argparse.Namespace) -> int:
                     mode=None if a.mode == "all" else (a.mode or "dominant"))
     have = {(r["config_key"], r["bench"]) for r in picked}
     series = collect([*picked, *(r for r in lat if (r["config_key"], r["bench"]) not in have)])
-    wanted = {(r["config_key"] or what(r), r["np"]) for r in picked}
+    wanted = {(r["config_key"], r["np"]) for r in picked}
     rows = [r for r in crossover.analyze(series)
-            if (r.config.key or r.config.mpi, r.config.np) in wanted]
+            if (r.config.key, r.config.np) in wanted]
     noisy = noisy_text(picked)
     if not rows:
         raise CommscopeError(noisy or "no collective with a reference to compare: run bcast, "
@@ -236,11 +236,11 @@ def cmd_fit(a: argparse.Namespace) -> int:
 
     store, rows = matching(a)
     series = collect(rows)
-    run_of = {(r["config_key"] or what(r), r["np"], place(r), r["bench"]): r["run_id"]
+    run_of = {(r["config_key"], r["np"], place(r), r["bench"]): r["run_id"]
               for r in rows}
 
     def run_id(cfg, bench: str) -> int:
-        return run_of[(cfg.key or cfg.mpi, cfg.np, cfg.cluster, bench)]
+        return run_of[(cfg.key, cfg.np, cfg.cluster, bench)]
 
     fits = []
     if a.model in ("hockney", "all"):

@@ -17,8 +17,8 @@ from commscope.store.db import Store
 
 SIZES = [2**k for k in range(0, 23)]  # 1 B .. 4 MiB, every power of two
 
-OMPI = Config("openmpi", 2, "local", impl="openmpi")
-MPICH = Config("mpich", 2, "local", impl="mpich")
+OMPI = Config("openmpi", 2, "local", impl="openmpi", key="openmpi")
+MPICH = Config("mpich", 2, "local", impl="mpich", key="mpich")
 FACTS = {OMPI: Facts("openmpi", {"btl_vader_eager_limit": "4096",
                                  "btl_vader_max_send_size": "32768"}),
          MPICH: Facts("mpich", {"MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE": "69632"})}
@@ -72,7 +72,7 @@ def test_gap_beginning_at_one_sides_eager_limit_is_attributed_to_it():
 def test_the_other_side_turning_to_rendezvous_first_is_not_this_sides_limit():
     # Open MPI 5 sends 64 KiB by rendezvous already: a gap from 128 KiB, where
     # Open MPI 4 turns to rendezvous too, is not Open MPI 4's eager limit
-    ompi5 = Config("openmpi5", 2, "local", impl="openmpi5")
+    ompi5 = Config("openmpi5", 2, "local", impl="openmpi5", key="openmpi5")
     facts = {OMPI: Facts("openmpi", {"btl_vader_eager_limit": "131072"}),
              ompi5: Facts("openmpi", {"btl_sm_eager_limit": "65536"})}
     data = {(OMPI, "bw"): series(slow_at(131072, 262144)), (ompi5, "bw"): series(lat)}
@@ -311,7 +311,8 @@ def test_the_unmeasured_fix_names_the_benchmark_the_cause_showed_in_and_its_base
     showed in (here latency alone), and, for a configuration run with
     settings, that tune starts from the library's defaults, not from them."""
     own = Config("openmpi OMPI_MCA_btl_vader_eager_limit=4096", 2, "local", impl="openmpi",
-                 settings=(("OMPI_MCA_btl_vader_eager_limit", "4096"),))
+                 settings=(("OMPI_MCA_btl_vader_eager_limit", "4096"),),
+                 key="openmpi OMPI_MCA_btl_vader_eager_limit=4096")
     data = {(own, "latency"): series(slow_at(4096, 8192)), (MPICH, "latency"): series(lat)}
     found = explained(data, facts={own: FACTS[OMPI], MPICH: FACTS[MPICH]})
     (con,) = [c for c in summary.summarize(data, found).conclusions if c.kind == "cause"]

@@ -19,7 +19,7 @@ from commscope.store.records import parse_result
 from commscope.store.sizes import human_bytes
 
 SIZES = [2**k for k in range(2, 23, 2)]  # 4 B .. 4 MiB (a reduce's sizes: whole elements)
-CFG = Config("openmpi", 2, "local", impl="openmpi")
+CFG = Config("openmpi", 2, "local", impl="openmpi", key="openmpi")
 
 
 def series(f, sizes=SIZES, rel=0.01, equiv=None):

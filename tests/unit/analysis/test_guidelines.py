@@ -6,7 +6,7 @@ from __future__ import annotations
 from commscope.analysis import findings, guidelines
 from commscope.analysis.series import Config, Point
 
-CFG = Config("mpich", 4, "local")
+CFG = Config("mpich", 4, "local", key="mpich")
 SIZES = [2 ** k for k in range(2, 17)]
 
 

@@ -19,9 +19,10 @@ def lat(s):  # a Hockney line: 1 us, 1 GB/s
     return 1.0 + s / 1000.0
 
 
-OMPI = Config("openmpi", 2, "local", impl="openmpi")
-MPICH = Config("mpich", 2, "local", impl="mpich")
-TUNED = Config("openmpi smsc=cma", 2, "local", impl="openmpi", settings=(("smsc", "cma"),))
+OMPI = Config("openmpi", 2, "local", impl="openmpi", key="openmpi")
+MPICH = Config("mpich", 2, "local", impl="mpich", key="mpich")
+TUNED = Config("openmpi smsc=cma", 2, "local", impl="openmpi", settings=(("smsc", "cma"),),
+               key="openmpi smsc=cma")
 
 
 def machine():
@@ -117,7 +118,8 @@ def test_no_kind_fills_the_screen_past_its_quota():
     data = {(OMPI, "bw"): series(lambda s: 2.5 * lat(s)),
             (MPICH, "bw"): series(lambda s: 3.0 * lat(s))}
     for i in range(6):
-        cfg = Config(f"openmpi k{i}=1", 2, "local", impl="openmpi", settings=((f"k{i}", "1"),))
+        cfg = Config(f"openmpi k{i}=1", 2, "local", impl="openmpi", settings=((f"k{i}", "1"),),
+                     key=f"openmpi k{i}=1")
         data[(cfg, "bw")] = series(lambda s, i=i: (1.0 + 0.1 * i) * lat(s))
     cs = summary.conclusions(findings.all_findings(data))
     assert [c.kind for c in cs].count("setting") == summary.QUOTA["setting"]
@@ -129,7 +131,7 @@ def test_implementations_are_compared_like_for_like_first():
     """Both implementations built with gcc and with clang: the conclusion
     compares the two gcc builds (or the two clang builds), not the larger
     gap between one's clang build and the other's gcc build."""
-    cfg = {(m, cc): Config(f"{m} cc={cc}", 2, "local", impl=m)
+    cfg = {(m, cc): Config(f"{m} cc={cc}", 2, "local", impl=m, key=f"{m} cc={cc}")
            for m in ("openmpi", "mpich") for cc in ("gcc", "clang")}
     k = {("openmpi", "gcc"): 1.0, ("openmpi", "clang"): 0.7, ("mpich", "gcc"): 2.0,
          ("mpich", "clang"): 1.5}

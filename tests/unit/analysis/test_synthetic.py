@@ -94,9 +94,9 @@ def test_sends_reference_scales_latency():
 
 
 def test_analyze_uses_latency_at_two_ranks_and_hand_rolled():
-    cfg4 = Config("openmpi", 4, "local")
+    cfg4 = Config("openmpi", 4, "local", key="openmpi")
     data = {
-        (Config("openmpi", 2, "local"), "latency"): series(ref_line),
+        (Config("openmpi", 2, "local", key="openmpi"), "latency"): series(ref_line),
         (cfg4, "bcast"): series(lambda s: 3.0 * (3.0 + s / 2000.0), equiv=3),
         (cfg4, "bcast_sends"): series(lambda s: 3.0 * ref_line(s)),
     }
@@ -165,7 +165,7 @@ def test_loggp_needs_the_trains():
 
 # -- findings --------------------------------------------------------------
 def test_findings_faster_and_drop_and_silence_on_noise():
-    a, b = Config("openmpi", 2, "local"), Config("mpich", 2, "local")
+    a, b = Config("openmpi", 2, "local", key="openmpi"), Config("mpich", 2, "local", key="mpich")
     fast = series(ref_line)
     slow = series(lambda s: 1.5 * ref_line(s))
     bw_time = series(lambda s: s / 5000.0 if s != 4096 else 4096 / 2000.0)  # dip at 4 KiB
@@ -186,7 +186,8 @@ def test_findings_faster_and_drop_and_silence_on_noise():
     same = findings.all_findings({(a, "latency"): sa, (b, "latency"): sb})
     assert [f for f in same if f.kind == "faster"] == []
     # the same data with more ranks than cores times the scheduler: no finding
-    a4, b4 = Config("openmpi", 4, "local", True), Config("mpich", 4, "local", True)
+    a4 = Config("openmpi", 4, "local", True, key="openmpi")
+    b4 = Config("mpich", 4, "local", True, key="mpich")
     assert findings.all_findings({(a4, "latency"): fast, (b4, "latency"): slow,
                                   (a4, "bw"): bw_time}) == []
     assert a4.label() == "openmpi, 4 processes, local (oversubscribed)"
@@ -202,7 +203,7 @@ def test_benjamini_hochberg_keeps_what_survives_the_number_of_tests():
 def test_runs_that_overlap_give_no_finding_whatever_one_run_claims():
     """Narrow within-run intervals, but the runs of the two implementations
     interleave (a host mode moving both): no finding."""
-    a, b = Config("openmpi", 2, "local"), Config("mpich", 2, "local")
+    a, b = Config("openmpi", 2, "local", key="openmpi"), Config("mpich", 2, "local", key="mpich")
 
     def pts(k, reps):
         return {s: Point(s, k * ref_line(s), k * ref_line(s) * 0.999, k * ref_line(s) * 1.001,
@@ -217,7 +218,7 @@ def test_runs_that_overlap_give_no_finding_whatever_one_run_claims():
 
 
 def test_findings_merge_what_they_say_twice_and_rank_by_gain():
-    a, b = Config("openmpi", 2, "local"), Config("mpich", 2, "local")
+    a, b = Config("openmpi", 2, "local", key="openmpi"), Config("mpich", 2, "local", key="mpich")
     fast, slow = series(ref_line), series(lambda s: 1.5 * ref_line(s))
     got = findings.all_findings({(a, "latency"): fast, (b, "latency"): slow,
                                  (a, "roundtrip"): fast, (b, "roundtrip"): slow,
@@ -231,7 +232,7 @@ def test_findings_merge_what_they_say_twice_and_rank_by_gain():
 
 
 def test_a_smooth_curve_is_no_protocol_switch_and_a_step_is():
-    cfg = Config("openmpi", 2, "local")
+    cfg = Config("openmpi", 2, "local", key="openmpi")
     smooth = series(lambda s: 0.2 + s / 3000.0 + (s / 1e5) ** 1.3)
     assert findings.protocol_switches({(cfg, "latency"): smooth}) == []
     step = series(lambda s: (0.2 + s / 3000.0) if s < 16384 else (4.0 + s / 6000.0))
@@ -246,7 +247,8 @@ def test_prediction_arithmetic_on_synthetic_models():
     from commscope.analysis import predict
     from commscope.store.config import Configuration
 
-    cfg2 = Config("openmpi", 2, "local", False, "openmpi")
+    base = Configuration("openmpi").base_key  # the applications' own build, found by it
+    cfg2 = Config("openmpi", 2, "local", False, "openmpi", key="openmpi", base_key=base)
     sizes = [2**k for k in range(0, 24)]  # 1 B to 8 MiB: matmul's 8 MB B is measured
 
     def line(alpha, beta):  # Hockney: alpha + m / beta (bytes per us)
@@ -255,7 +257,8 @@ def test_prediction_arithmetic_on_synthetic_models():
 
     models = {(cfg2, "bcast"): line(1.0, 1000.0), (cfg2, "scatter"): line(2.0, 2000.0),
               (cfg2, "gather"): line(3.0, 4000.0), (cfg2, "allreduce"): line(0.5, 500.0),
-              (Config("openmpi", 2, "local"), "latency"): line(0.25, 8000.0)}
+              (Config("openmpi", 2, "local", key="openmpi", base_key=base), "latency"):
+              line(0.25, 8000.0)}
     conf = _json.dumps(Configuration("openmpi", params=(("param", "iters=20"),)).to_json())
 
     def app(i, bench, n, params, phases):
@@ -319,7 +322,8 @@ def test_prediction_arithmetic_on_synthetic_models():
     # with cold-buffer series stored, data from memory is predicted from them,
     # and the phases after a compute sweep (jacobi's halos and residual,
     # summa's panels) not: they want evicted ones, and say so
-    cold = Config("openmpi buffers=cold", 2, "local", False, "openmpi")
+    cold = Config("openmpi buffers=cold", 2, "local", False, "openmpi", key="openmpi cold",
+                  base_key=base, params=(("buffers", "cold"),))
     models.update({(cold, "bcast"): line(1.0, 500.0), (cold, "latency"): line(0.5, 4000.0)})
     got = {(p.bench, p.phase): p for p in predict.predict(rows, models)}
     assert got[("matmul", "bcast_B")].predicted_us == pytest.approx(1.0 + bb / 500.0, rel=1e-3)
@@ -334,7 +338,8 @@ def test_prediction_arithmetic_on_synthetic_models():
         "latency: hot-buffer model for a phase after a compute sweep (measure it with "
         "--buffers evicted); ")
     # with evicted series stored, those phases are predicted from them
-    ev = Config("openmpi buffers=evicted", 2, "local", False, "openmpi")
+    ev = Config("openmpi buffers=evicted", 2, "local", False, "openmpi", key="openmpi evicted",
+                base_key=base, params=(("buffers", "evicted"),))
     with_ev = {**models, (ev, "latency"): line(5.0, 2000.0), (ev, "allreduce"): line(4.0, 400.0),
                (ev, "bcast"): line(6.0, 800.0)}
     ge = {(p.bench, p.phase): p for p in predict.predict(rows, with_ev)}
@@ -454,8 +459,8 @@ def test_a_memory_rate_says_cache_only_well_above_the_copy():
 def test_a_series_of_the_same_configuration_is_found_by_its_key_not_its_label():
     """predict and crossover find a benchmark's series measured where an
     application (or a collective) ran by the configuration's base key and
-    the parameters it names, whatever the labels read; a store from before
-    configurations (no keys) by the label."""
+    the parameters it names, whatever the labels read; never by a label (a
+    store from before configurations gets its keys as it opens)."""
     from commscope.analysis.series import Config, Point, find
 
     pt = {8: Point(8, 1.0, 0.9, 1.1)}
@@ -472,8 +477,7 @@ def test_a_series_of_the_same_configuration_is_found_by_its_key_not_its_label():
         (cold, "latency")]
     assert find(series, app, "latency", 4, False) is None  # not at 4 processes
     assert find(series, app, "bw", 2, False) is None
-    # keyless (stored before configurations): by the label and the parameters named
-    old_app = Config("openmpi", 4, "local")
-    old = {(Config("openmpi buffers=cold", 2, "local"), "latency"): pt}
-    assert find(old, old_app, "latency", 2, False, {"buffers": "cold"}) is pt
-    assert find(old, old_app, "latency", 2, False) is None
+    # a series whose label reads as the one asked for, of another base: not it
+    named = Config("openmpi [a1b2c3d4] buffers=cold", 2, "local", key="k-named", base_key="C",
+                   params=(("buffers", "cold"),))
+    assert find({(named, "latency"): pt}, app, "latency", 2, False, {"buffers": "cold"}) is None

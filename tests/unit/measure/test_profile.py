@@ -89,9 +89,10 @@ def test_hot_calls_are_set_against_the_benchmark_at_their_message():
                        ("MPI_Send", 2, 4, 4, 32, 4 * 50e-6),
                        ("MPI_Waitall", 0, 0, 3, 0, 3 * 5e-6),
                        ("MPI_Bcast", 2, 9, 2, 800, 2 * 2e-6)]) for r in (0, 1)]
-    mine = Config("openmpi", 2, "local", impl="openmpi")
-    other = Config("mpich", 2, "local", impl="mpich")
-    tuned = Config("openmpi X=1", 2, "local", impl="openmpi", settings=(("X", "1"),))
+    mine = Config("openmpi", 2, "local", impl="openmpi", key="openmpi")
+    other = Config("mpich", 2, "local", impl="mpich", key="mpich")
+    tuned = Config("openmpi X=1", 2, "local", impl="openmpi", settings=(("X", "1"),),
+                   key="openmpi X=1")
     series = {(mine, "allreduce"): {4096: Point(4096, 20.0, 19, 21),
                                     8192: Point(8192, 40.0, 39, 41)},
               # measured beside other work only: a figure, marked, not a missing one
@@ -162,8 +163,8 @@ def test_a_program_run_across_nodes_is_set_against_the_benchmarks_of_those_nodes
     ranks = [_rank(r, [("MPI_Allreduce", 4, 13, 10, 10 * 6144, 10 * 30e-6),
                        ("MPI_Bcast", 4, 9, 2, 800, 2 * 2e-6),
                        ("MPI_Reduce", 2, 9, 2, 800, 2 * 2e-6)]) for r in range(4)]
-    here = Config("openmpi", 4, "local", impl="openmpi")
-    there = Config("openmpi", 4, "emu:a 2 nodes", impl="openmpi")
+    here = Config("openmpi", 4, "local", impl="openmpi", key="openmpi")
+    there = Config("openmpi", 4, "emu:a 2 nodes", impl="openmpi", key="openmpi")
     series = {(here, "allreduce"): {4096: Point(4096, 2.0, 1.9, 2.1),
                                     8192: Point(8192, 4.0, 3.9, 4.1)},
               (there, "allreduce"): {4096: Point(4096, 20.0, 19, 21),
