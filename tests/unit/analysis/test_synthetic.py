@@ -477,7 +477,7 @@ def test_a_series_of_the_same_configuration_is_found_by_its_key_not_its_label():
         (cold, "latency")]
     assert find(series, app, "latency", 4, False) is None  # not at 4 processes
     assert find(series, app, "bw", 2, False) is None
-    # a series whose label reads as the one asked for, of another base: not it
-    named = Config("openmpi [a1b2c3d4] buffers=cold", 2, "local", key="k-named", base_key="C",
+    # a series whose label reads as the one asked for, without the base asked for: not it
+    named = Config("openmpi [a1b2c3d4] buffers=cold", 2, "local", key="k-named",
                    params=(("buffers", "cold"),))
     assert find({(named, "latency"): pt}, app, "latency", 2, False, {"buffers": "cold"}) is None
