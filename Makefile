@@ -18,11 +18,11 @@ APT_PKGS := openmpi-bin libopenmpi-dev mpich libmpich-dev build-essential python
 # start a private single-node Slurm from Debian's packages; hpcc is the real MPI
 # program nobody here wrote that `commscope profile` is tested on
 TEST_APT_PKGS := chromium slurm-wlm munge hpcc
-# One test at a time by default.  TEST_WORKERS=2 runs two at once
-# (pytest-xdist): 11.6-12.7 against 17.8 minutes beside the busy suite's load
-# (2026-12-07), but 5 of its 8 busy runs failed one test each (3 mended, a
-# different test each time; docs/guide.md, Testing): not yet the default.
-TEST_WORKERS ?= 0
+# Two tests at a time by default (pytest-xdist): beside the busy suite's load
+# 11.5-13.7 minutes against 17.8 one at a time, and green in four busy runs in a
+# row on 2026-12-08 once the last two failures were mended (docs/guide.md,
+# Testing).  TEST_WORKERS=0 runs one test at a time.
+TEST_WORKERS ?= 2
 
 .PHONY: run test clusters install deps venv lint clean
 
