@@ -132,6 +132,29 @@ def test_ctrl_c_while_a_job_starts_kills_the_job(tmp_path, monkeypatch):
     assert not alive, f"the job's launcher {pid} outlived the interrupt"
 
 
+def test_ctrl_c_while_a_job_fails_to_start_is_not_lost(tmp_path, monkeypatch):
+    """Held while Popen runs, a Ctrl-C must still end the run where Popen
+    then fails (the launcher missing): a sweep would otherwise record the
+    failure and go on to its next job."""
+    import os
+    import signal
+    import subprocess
+
+    def failing(*a, **kw):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        raise FileNotFoundError(2, "No such file or directory", a[0][0])
+
+    monkeypatch.setattr(subprocess, "Popen", failing)
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_bounded(["no-such-launcher"], timeout_s=60, env={}, cwd=str(tmp_path),
+                        stdout_path=tmp_path / "o", stderr_path=tmp_path / "e")
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def test_an_ignored_ctrl_c_stays_ignored_in_the_job_too(tmp_path):
     """A suite or a script started in the background ignores SIGINT: holding
     it while a job starts must not hand the job a handler it did not have."""

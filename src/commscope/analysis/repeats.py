@@ -185,7 +185,8 @@ def pick_mode(modes: Sequence[Mode], mode: str | None) -> str | None:
 
 def aggregate(rows: Sequence[Mapping[str, object]], *, mode: str | None = None,
               modes: Sequence[Mode] | None = None) -> list[Any]:
-    """One row per (configuration, benchmark, size) from its repetitions:
+    """One point (analysis/point.py: typed, frozen, every field there) per
+    (configuration, benchmark, size) from its repetitions:
     median over runs as median_us, the between-run 95% interval as
     ci_lo_us/ci_hi_us (so every analysis that separates CIs uses it), the
     within-run CI kept as within_ci_us, and the runs' floors and modes.

@@ -194,9 +194,11 @@ class _Deferred:
                     self.old[s] = signal.signal(s, lambda n, _f: self.got.append(n))
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         for s, h in self.old.items():
             signal.signal(s, h)  # type: ignore[arg-type]
+        if exc_type is not None:  # the job did not start: the interrupt still ends the run
+            self.deliver()
 
     def deliver(self) -> None:
         if self.got:
