@@ -172,6 +172,15 @@ def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: l
     return more
 
 
+
+def second_tries(first: list, second: list) -> list[tuple]:
+    """Each failed first try with its second: run_sweep gives one outcome per
+    job, in order (no --resume here), then those of any window it measured
+    again narrower.  Beside other work a second try's window was narrowed,
+    one outcome more, and pairing the lists whole ended `matrix` in an
+    internal error."""
+    return list(zip(first, second[:len(first)], strict=True))
+
 @command("matrix")
 def cmd_matrix(a: argparse.Namespace) -> int:
     if a.within_node:
@@ -234,8 +243,9 @@ def cmd_matrix(a: argparse.Namespace) -> int:
                        timeout_s=limit, policy=NoisePolicy(), progress=progress) if first else []
     outcomes += second
     took = time.monotonic() - t0
+    tries = second_tries(first, second)
     # a first try's records count only where the second did not get through
-    retried = {id(o) for o, o2 in zip(first, second, strict=True) if o2.status == "ok"}
+    retried = {id(o) for o, o2 in tries if o2.status == "ok"}
     ids = [o.run_id for o in outcomes if id(o) not in retried]
     rows = store.result_rows(run_ids=ids, narrowed=True)
     store.close()
@@ -243,7 +253,7 @@ def cmd_matrix(a: argparse.Namespace) -> int:
            else "one pair at a time")
     print(f"{cl.label}: {len(names)} {'CPUs' if a.within_node else 'nodes'}, {njobs} jobs "
           f"(each pair, bw both ways) x {a.repeat} rounds, {impl.name}, {how}, in {took:.0f} s")
-    for o, o2 in zip(first, second, strict=True):
+    for o, o2 in tries:
         pair = " and ".join(getattr(o.job.cluster, "between", None) or ("?", "?"))
         print(f"  {pair}: {_failure(o, limit)}; "
               + ("on a second try it got through" if o2.status == "ok"
