@@ -16,11 +16,11 @@ size: its figure and interval, series.Point.)"""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, field, fields, make_dataclass
+from dataclasses import field, fields, make_dataclass
 from typing import Any
 
 from ..store.db import RUN_FIELDS, STORE_MARKS, row_keys
-from ..store.records import stored_columns
+from ..store.records import column_type, stored_columns
 
 # What combining a point's runs adds to the record it was built from: name,
 # type, what it holds.
@@ -51,8 +51,6 @@ _RUN_TYPES = {"nodes": int, "repetition": int, "sweep_id": int, "oversubscribed"
 
 
 def _store_fields() -> list[tuple[str, object, Any]]:
-    from ..store.records import column_type
-
     kinds = {c: column_type(kind) for _, c, kind in stored_columns()}
     run = dict(RUN_FIELDS)
     out = []
@@ -91,7 +89,6 @@ Point.__module__ = __name__
 Point.__doc__ = __doc__.split("\n\n")[0]
 NAMES = frozenset(f.name for f in fields(Point))
 AGGREGATED_NAMES = tuple(n for n, _, _ in AGGREGATED)
-assert all(f.default is not MISSING for f in fields(Point))
 
 
 def point(d: Mapping[str, object]) -> Any:

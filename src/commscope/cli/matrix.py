@@ -172,7 +172,6 @@ def _figure(a: argparse.Namespace, rows: list, cl: cluster_mod.Cluster, names: l
     return more
 
 
-
 def second_tries(first: list, second: list) -> list[tuple]:
     """Each failed first try with its second: run_sweep gives one outcome per
     job, in order (no --resume here), then those of any window it measured
@@ -180,6 +179,7 @@ def second_tries(first: list, second: list) -> list[tuple]:
     one outcome more, and pairing the lists whole ended `matrix` in an
     internal error."""
     return list(zip(first, second[:len(first)], strict=True))
+
 
 @command("matrix")
 def cmd_matrix(a: argparse.Namespace) -> int:
